@@ -1,0 +1,540 @@
+"""Every storage operation, written once as a sans-IO generator.
+
+An operation yields ``Q`` (SQL with ``?`` placeholders and its parameters) and is
+sent back the rows the statement returned (``[]`` for none). A runner
+(``runner.drive`` / ``runner.adrive``) executes the queries on a sqlite3,
+aiosqlite or psycopg connection inside one transaction per operation, so the
+logic below is shared by every backend, sync and async.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections import defaultdict
+from collections.abc import Generator, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from langgraph.checkpoint.base import Checkpoint, CheckpointMetadata, CheckpointTuple, DeltaChannelHistory
+from langgraph.checkpoint.serde.base import SerializerProtocol
+
+from threadline import codec
+from threadline.engine import rows as R
+from threadline.engine.dialect import Dialect, dumps_json
+from threadline.errors import ConfigError, CorruptRowError, FilterError
+from threadline.keys import Key, config_of, key_of, thread_id_of
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Q:
+    """One statement: SQL text with ``?`` placeholders and its parameters.
+
+    With ``many=True`` ``params`` is a list of parameter tuples (executemany).
+    """
+
+    sql: str
+    params: Sequence[Any] = ()
+    many: bool = False
+
+
+Op = Generator[Q, list, T]
+
+PAGE_SIZE = 100
+MAX_CHAIN_DEPTH = 1_000_000  # guards the recursive parent walk against a corrupted cycle
+
+
+def chunks(items: Sequence[T], size: int) -> Iterable[Sequence[T]]:
+    for i in range(0, len(items), max(1, size)):
+        yield items[i : i + size]
+
+
+def values_list(width: int, count: int) -> str:
+    row = "(" + ",".join("?" * width) + ")"
+    return "VALUES " + ",".join([row] * count)
+
+
+def flat(rows: Iterable[Sequence[Any]]) -> list[Any]:
+    return [v for row in rows for v in row]
+
+
+def placeholders(n: int) -> str:
+    return ",".join("?" * n)
+
+
+def _json(d: Dialect, value: Any, where: str) -> Any:
+    try:
+        return d.load_json(value)
+    except ValueError as exc:
+        raise CorruptRowError(f"{where}: stored JSON is unreadable ({exc})") from exc
+
+
+# --- setup -----------------------------------------------------------------
+
+
+def setup(d: Dialect) -> Op[None]:
+    """Create the ``migrations`` table and apply every migration not yet recorded."""
+    if d.name == "postgres":
+        # Serialize concurrent setup() calls from many workers.
+        yield Q("SELECT pg_advisory_xact_lock(?)", (0x7468726C,))
+    yield Q(f"CREATE TABLE IF NOT EXISTS migrations (v INTEGER PRIMARY KEY, applied_at {d.types['real']} NOT NULL)")
+    done = {r[0] for r in (yield Q("SELECT v FROM migrations"))}
+    for version, statements in d.migrations():
+        if version in done:
+            continue
+        for statement in statements:
+            yield Q(statement)
+        yield Q("INSERT INTO migrations (v, applied_at) VALUES (?, ?)", (version, time.time()))
+
+
+# --- reading ---------------------------------------------------------------
+
+
+def load_tuples(d: Dialect, serde: SerializerProtocol, ck_rows: Sequence[Sequence[Any]]) -> Op[list[CheckpointTuple]]:
+    """Fetch the blobs and writes of checkpoint rows (``R.CHECKPOINT_COLUMNS``) and build tuples."""
+    if not ck_rows:
+        return []
+    docs = []
+    for row in ck_rows:
+        where = f"checkpoint ({row[0]!r}, {row[1]!r}, {row[2]!r})"
+        doc, meta = _json(d, row[4], where), _json(d, row[5], where)
+        if not isinstance(doc, dict) or not isinstance(meta, dict):
+            raise CorruptRowError(f"{where}: checkpoint or metadata is not a JSON object")
+        docs.append((row, doc, meta))
+    wanted = sorted({(r[0], r[1], ch, v) for r, doc, _ in docs for ch, v in R.blob_pairs(doc)})
+    blobs: dict[tuple, tuple] = {}
+    for part in chunks(wanted, d.max_params // 4):
+        found = yield Q(
+            "SELECT thread_id, checkpoint_ns, channel, version, type, blob FROM blobs "
+            f"WHERE (thread_id, checkpoint_ns, channel, version) IN ({values_list(4, len(part))})",
+            flat(part),
+        )
+        for b in found:
+            blobs[(b[0], b[1], b[2], b[3])] = (b[4], b[5])
+    keys = sorted({(r[0], r[1], r[2]) for r in ck_rows})
+    writes: dict[tuple, list] = defaultdict(list)
+    for part in chunks(keys, d.max_params // 3):
+        found = yield Q(
+            f"SELECT {R.WRITE_COLUMNS} FROM writes "
+            f"WHERE (thread_id, checkpoint_ns, checkpoint_id) IN ({values_list(3, len(part))}) "
+            "ORDER BY task_path, task_id, idx",
+            flat(part),
+        )
+        for w in found:
+            writes[(w[0], w[1], w[2])].append(w)
+    return [R.to_tuple(serde, row, doc, meta, blobs, writes.get((row[0], row[1], row[2]), ())) for row, doc, meta in docs]
+
+
+def get_tuple(d: Dialect, serde: SerializerProtocol, key: Key) -> Op[CheckpointTuple | None]:
+    """The checkpoint named by ``key``, or the latest of its (thread_id, checkpoint_ns) when it names none."""
+    if key.checkpoint_id:
+        found = yield Q(
+            f"SELECT {R.CHECKPOINT_COLUMNS} FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?",
+            (key.thread_id, key.checkpoint_ns, key.checkpoint_id),
+        )
+    else:
+        found = yield Q(
+            f"SELECT {R.CHECKPOINT_COLUMNS} FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? "
+            "ORDER BY checkpoint_id DESC LIMIT 1",
+            (key.thread_id, key.checkpoint_ns),
+        )
+    if not found:
+        return None
+    return (yield from load_tuples(d, serde, found))[0]
+
+
+def list_where(
+    d: Dialect, config: Any, filter: Mapping[str, Any] | None, before: Any
+) -> tuple[str, list[Any]]:
+    """WHERE clause and parameters for ``list(config, filter=, before=)``.
+
+    ``config`` may be None (every thread). ``checkpoint_ns`` filters only when the
+    config carries it; ``checkpoint_id`` selects one checkpoint; ``before`` keeps
+    checkpoints with a smaller checkpoint_id; each ``filter`` item must equal the
+    metadata value (all bound parameters).
+    """
+    clauses: list[str] = []
+    params: list[Any] = []
+    if config is not None:
+        key = key_of(config, require_thread=False)
+        conf = config["configurable"]
+        if key.thread_id is not None:
+            clauses.append("c.thread_id = ?")
+            params.append(key.thread_id)
+        if conf.get("checkpoint_ns") is not None:
+            clauses.append("c.checkpoint_ns = ?")
+            params.append(key.checkpoint_ns)
+        if key.checkpoint_id:
+            clauses.append("c.checkpoint_id = ?")
+            params.append(key.checkpoint_id)
+    if filter:
+        if not isinstance(filter, Mapping):
+            raise FilterError(f"filter must be a mapping of metadata key to value, got {type(filter).__name__}")
+        for k, v in filter.items():
+            sql, p = d.metadata_filter(k, v)
+            clauses.append(sql)
+            params.extend(p)
+    if before is not None:
+        before_id = key_of(before, require_thread=False).checkpoint_id
+        if not before_id:
+            raise ConfigError("'before' config has no checkpoint_id")
+        clauses.append("c.checkpoint_id < ?")
+        params.append(before_id)
+    return (" AND ".join(clauses) or "1 = 1"), params
+
+
+def list_page(
+    d: Dialect, serde: SerializerProtocol, where: tuple[str, list[Any]], after: tuple | None, size: int
+) -> Op[tuple[list[CheckpointTuple], tuple | None]]:
+    """One page of ``list`` (newest checkpoint_id first) and the cursor for the next page."""
+    sql, params = where
+    if after is not None:
+        sql = f"({sql}) AND (c.checkpoint_id, c.thread_id, c.checkpoint_ns) < (?, ?, ?)"
+        params = [*params, *after]
+    found = yield Q(
+        f"SELECT {R.CHECKPOINT_COLUMNS} FROM checkpoints c WHERE {sql} "
+        "ORDER BY c.checkpoint_id DESC, c.thread_id DESC, c.checkpoint_ns DESC LIMIT ?",
+        [*params, size],
+    )
+    tuples = yield from load_tuples(d, serde, found)
+    last = found[-1] if len(found) == size else None
+    return tuples, (last[2], last[0], last[1]) if last else None
+
+
+# --- writing ---------------------------------------------------------------
+
+_UPSERT_THREAD = (
+    "INSERT INTO threads (thread_id, created_at, updated_at, checkpoint_count, bytes) VALUES (?, ?, ?, ?, ?) "
+    "ON CONFLICT (thread_id) DO UPDATE SET updated_at = excluded.updated_at, "
+    "checkpoint_count = threads.checkpoint_count + excluded.checkpoint_count, bytes = threads.bytes + excluded.bytes"
+)
+
+
+def put(
+    d: Dialect,
+    serde: SerializerProtocol,
+    config: Any,
+    checkpoint: Checkpoint,
+    metadata: CheckpointMetadata,
+    new_versions: Mapping[str, Any],
+) -> Op[dict]:
+    """Store a checkpoint: its changed channels' blobs, its row, and the thread index, in one transaction."""
+    key = key_of(config)
+    if not isinstance(checkpoint, dict) or not isinstance(checkpoint.get("id"), str):
+        raise ConfigError("checkpoint must be a Checkpoint dict with a string 'id'")
+    now = time.time()
+    doc, meta, blob_rows = R.put_rows(serde, key, config, checkpoint, metadata, new_versions, now)
+    try:
+        doc_json, meta_json = dumps_json(doc), dumps_json(meta)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"checkpoint {checkpoint['id']!r}: metadata or versions are not JSON-serializable ({exc})") from exc
+    step, source, run_id = R.extracted_columns(meta)
+    if blob_rows:
+        yield Q(
+            "INSERT INTO blobs (thread_id, checkpoint_ns, channel, version, type, blob, base_version) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            blob_rows,
+            many=True,
+        )
+    row = (key.thread_id, key.checkpoint_ns, checkpoint["id"], key.checkpoint_id, doc_json, meta_json, step, source, run_id, now)
+    inserted = yield Q(
+        "INSERT INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata, "
+        "step, source, run_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+        "ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO NOTHING RETURNING checkpoint_id",
+        row,
+    )
+    if not inserted:
+        yield Q(
+            "UPDATE checkpoints SET parent_checkpoint_id = ?, checkpoint = ?, metadata = ?, step = ?, source = ?, run_id = ? "
+            "WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?",
+            (key.checkpoint_id, doc_json, meta_json, step, source, run_id, key.thread_id, key.checkpoint_ns, checkpoint["id"]),
+        )
+    size = len(doc_json.encode()) + len(meta_json.encode()) + sum(len(b[5] or b"") for b in blob_rows)
+    yield Q(_UPSERT_THREAD, (key.thread_id, now, now, 1 if inserted else 0, size))
+    return config_of(key.thread_id, key.checkpoint_ns, checkpoint["id"])
+
+
+def put_writes(
+    d: Dialect, serde: SerializerProtocol, config: Any, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str
+) -> Op[None]:
+    """Store a task's pending writes against a checkpoint (LangGraph ``WRITES_IDX_MAP`` rules)."""
+    key = key_of(config)
+    if not key.checkpoint_id:
+        raise ConfigError("put_writes needs config['configurable']['checkpoint_id']")
+    if not isinstance(task_id, str):
+        raise ConfigError(f"task_id must be a string, got {type(task_id).__name__}")
+    now = time.time()
+    replace, rows = R.write_rows(serde, key, writes, task_id, task_path or "", now)
+    if not rows:
+        return
+    conflict = (
+        "DO UPDATE SET channel = excluded.channel, task_path = excluded.task_path, type = excluded.type, "
+        "blob = excluded.blob, created_at = excluded.created_at"
+        if replace
+        else "DO NOTHING"
+    )
+    yield Q(
+        "INSERT INTO writes (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, task_path, type, blob, created_at) "
+        f"VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) {conflict}",
+        rows,
+        many=True,
+    )
+    size = sum(len(r[8] or b"") for r in rows)
+    yield Q("UPDATE threads SET bytes = bytes + ?, updated_at = ? WHERE thread_id = ?", (size, now, key.thread_id))
+
+
+# --- deleting, copying, pruning --------------------------------------------
+
+
+def _thread_ids(values: Any, what: str) -> list[str]:
+    if isinstance(values, (str, bytes)):
+        raise TypeError(f"{what} must be a sequence of ids, not a single string")
+    return [thread_id_of(v) for v in values]
+
+
+def delete_thread(d: Dialect, thread_id: Any) -> Op[None]:
+    """Delete every checkpoint, blob and write of a thread, in every checkpoint_ns."""
+    tid = thread_id_of(thread_id)
+    for table in ("writes", "blobs", "checkpoints", "threads"):
+        yield Q(f"DELETE FROM {table} WHERE thread_id = ?", (tid,))
+
+
+def restat(d: Dialect, thread_ids: Iterable[str]) -> Op[None]:
+    """Recompute the ``threads`` row (count, bytes) of threads after a bulk change; drop emptied threads."""
+    for tid in sorted(set(thread_ids)):
+        yield Q(
+            "UPDATE threads SET "
+            "checkpoint_count = (SELECT COUNT(*) FROM checkpoints WHERE thread_id = ?), "
+            f"bytes = (SELECT COALESCE(SUM({d.bytes_of('checkpoint', 'json')} + {d.bytes_of('metadata', 'json')}), 0) FROM checkpoints WHERE thread_id = ?) "
+            f"+ (SELECT COALESCE(SUM({d.bytes_of('blob', 'blob')}), 0) FROM blobs WHERE thread_id = ?) "
+            f"+ (SELECT COALESCE(SUM({d.bytes_of('blob', 'blob')}), 0) FROM writes WHERE thread_id = ?) "
+            "WHERE thread_id = ?",
+            (tid, tid, tid, tid, tid),
+        )
+        yield Q("DELETE FROM threads WHERE thread_id = ? AND checkpoint_count = 0", (tid,))
+
+
+def gc_blobs(d: Dialect, thread_id: str) -> Op[int]:
+    """Delete a thread's blobs that no checkpoint references (directly or as a delta base). Returns rows deleted."""
+    docs = yield Q("SELECT checkpoint_ns, checkpoint FROM checkpoints WHERE thread_id = ?", (thread_id,))
+    live = {(ns, ch, v) for ns, doc in docs for ch, v in R.blob_pairs(_json(d, doc, f"checkpoint of thread {thread_id!r}"))}
+    stored = yield Q("SELECT checkpoint_ns, channel, version, base_version FROM blobs WHERE thread_id = ?", (thread_id,))
+    base = {(ns, ch, v): b for ns, ch, v, b in stored}
+    todo = [k for k in live if k in base]
+    while todo:  # a kept delta keeps the versions it is built on
+        ns, ch, v = todo.pop()
+        b = base.get((ns, ch, v))
+        if b is not None and (ns, ch, b) not in live:
+            live.add((ns, ch, b))
+            todo.append((ns, ch, b))
+    dead = [(thread_id, ns, ch, v) for ns, ch, v, _ in stored if (ns, ch, v) not in live]
+    if dead:
+        yield Q("DELETE FROM blobs WHERE thread_id = ? AND checkpoint_ns = ? AND channel = ? AND version = ?", dead, many=True)
+    return len(dead)
+
+
+def delete_checkpoints(d: Dialect, keys: Sequence[tuple[str, str, str]]) -> Op[None]:
+    """Delete checkpoints (thread_id, checkpoint_ns, checkpoint_id) with their writes; then GC and restat their threads."""
+    if not keys:
+        return
+    yield Q("DELETE FROM writes WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?", list(keys), many=True)
+    yield Q("DELETE FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?", list(keys), many=True)
+    threads = sorted({k[0] for k in keys})
+    for tid in threads:
+        yield from gc_blobs(d, tid)
+    yield from restat(d, threads)
+
+
+def delete_for_runs(d: Dialect, run_ids: Any) -> Op[None]:
+    """Delete the checkpoints (and their writes) whose metadata ``run_id`` is one of ``run_ids``."""
+    ids = _thread_ids(run_ids, "run_ids")
+    keys: list[tuple] = []
+    for part in chunks(ids, d.max_params):
+        keys += (yield Q(f"SELECT thread_id, checkpoint_ns, checkpoint_id FROM checkpoints WHERE run_id IN ({placeholders(len(part))})", part))
+    yield from delete_checkpoints(d, [tuple(k) for k in keys])
+
+
+def copy_thread(d: Dialect, source: Any, target: Any) -> Op[None]:
+    """Copy every checkpoint, blob and write of ``source`` into ``target`` (existing rows of target are kept)."""
+    src, dst = thread_id_of(source), thread_id_of(target)
+    if src == dst:
+        raise ConfigError(f"copy_thread: source and target are the same thread {src!r}")
+    yield Q(
+        "INSERT INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata, step, source, run_id, created_at) "
+        "SELECT ?, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata, step, source, run_id, created_at "
+        "FROM checkpoints WHERE thread_id = ? ON CONFLICT DO NOTHING",
+        (dst, src),
+    )
+    yield Q(
+        "INSERT INTO blobs (thread_id, checkpoint_ns, channel, version, type, blob, base_version) "
+        "SELECT ?, checkpoint_ns, channel, version, type, blob, base_version FROM blobs WHERE thread_id = ? ON CONFLICT DO NOTHING",
+        (dst, src),
+    )
+    yield Q(
+        "INSERT INTO writes (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, task_path, type, blob, created_at) "
+        "SELECT ?, checkpoint_ns, checkpoint_id, task_id, idx, channel, task_path, type, blob, created_at "
+        "FROM writes WHERE thread_id = ? ON CONFLICT DO NOTHING",
+        (dst, src),
+    )
+    now = time.time()
+    yield Q(
+        "INSERT INTO threads (thread_id, created_at, updated_at, checkpoint_count, bytes) "
+        "SELECT ?, ?, ?, 0, 0 WHERE EXISTS (SELECT 1 FROM checkpoints WHERE thread_id = ?) ON CONFLICT (thread_id) DO NOTHING",
+        (dst, now, now, dst),
+    )
+    yield from restat(d, [dst])
+
+
+PRUNE_STRATEGIES = ("keep_latest", "delete")
+
+
+def prune(d: Dialect, thread_ids: Any, strategy: str) -> Op[None]:
+    """Prune threads. ``delete`` removes them; ``keep_latest`` keeps each checkpoint_ns's latest checkpoint.
+
+    ``keep_latest`` also keeps, for a LangGraph ``DeltaChannel`` the latest checkpoint
+    rebuilds from history (its metadata ``counters_since_delta_snapshot``), every
+    ancestor back to the nearest one that stores the channel's snapshot, with
+    their writes, so the kept state reconstructs exactly. A kept checkpoint whose
+    parent is deleted becomes a root (parent_checkpoint_id NULL).
+    """
+    if strategy not in PRUNE_STRATEGIES:
+        raise ValueError(f"unknown prune strategy {strategy!r}; expected one of {PRUNE_STRATEGIES}")
+    tids = _thread_ids(thread_ids, "thread_ids")
+    if strategy == "delete":
+        for tid in tids:
+            yield from delete_thread(d, tid)
+        return
+    doomed: list[tuple] = []
+    orphaned: list[tuple] = []
+    for tid in tids:
+        found = yield Q(
+            "SELECT checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata FROM checkpoints WHERE thread_id = ?",
+            (tid,),
+        )
+        if not found:
+            continue
+        nonempty = {
+            (ns, ch, v)
+            for ns, ch, v in (yield Q("SELECT checkpoint_ns, channel, version FROM blobs WHERE thread_id = ? AND type <> ?", (tid, codec.EMPTY)))
+        }
+        by_id = {(r[0], r[1]): r for r in found}
+        keep: set[tuple] = set()
+        for ns in {r[0] for r in found}:
+            head = max(r[1] for r in found if r[0] == ns)
+            keep.add((ns, head))
+            meta = _json(d, by_id[(ns, head)][4], f"checkpoint ({tid!r}, {ns!r}, {head!r})")
+            for ch in (meta.get("counters_since_delta_snapshot") or {}):
+                cur = by_id[(ns, head)][2]
+                while cur and (ns, cur) in by_id:  # walk to the nearest stored snapshot
+                    keep.add((ns, cur))
+                    versions = _json(d, by_id[(ns, cur)][3], "checkpoint").get("channel_versions", {})
+                    if ch in versions and (ns, ch, R.version_key(versions[ch])) in nonempty:
+                        break
+                    cur = by_id[(ns, cur)][2]
+        doomed += [(tid, ns, cid) for ns, cid in by_id if (ns, cid) not in keep]
+        orphaned += [(tid, ns, cid) for ns, cid in keep if by_id[(ns, cid)][2] and (ns, by_id[(ns, cid)][2]) not in keep]
+    if orphaned:
+        yield Q("UPDATE checkpoints SET parent_checkpoint_id = NULL WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?", orphaned, many=True)
+    yield from delete_checkpoints(d, doomed)
+
+
+# --- DeltaChannel history --------------------------------------------------
+
+
+def delta_channel_history(
+    d: Dialect, serde: SerializerProtocol, config: Any, channels: Sequence[str]
+) -> Op[dict[str, DeltaChannelHistory]]:
+    """Per channel: the writes on the parent chain of a checkpoint since the nearest stored value, and that value.
+
+    Same result as ``BaseCheckpointSaver.get_delta_channel_history`` (the contract),
+    in four queries instead of one ``get_tuple`` per ancestor: the ancestor chain
+    by a recursive CTE, which ancestors store a value, the writes, the seeds.
+    """
+    channels = list(channels)
+    result: dict[str, DeltaChannelHistory] = {ch: {"writes": []} for ch in channels}
+    if not channels:
+        return result
+    key = key_of(config)
+    cid = key.checkpoint_id
+    if not cid:
+        latest = yield Q(
+            "SELECT checkpoint_id FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? ORDER BY checkpoint_id DESC LIMIT 1",
+            (key.thread_id, key.checkpoint_ns),
+        )
+        if not latest:
+            return result
+        cid = latest[0][0]
+    chain = yield Q(
+        "WITH RECURSIVE chain(checkpoint_id, parent_checkpoint_id, checkpoint, depth) AS ("
+        " SELECT checkpoint_id, parent_checkpoint_id, checkpoint, 0 FROM checkpoints"
+        " WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?"
+        " UNION ALL"
+        " SELECT c.checkpoint_id, c.parent_checkpoint_id, c.checkpoint, chain.depth + 1 FROM checkpoints c"
+        " JOIN chain ON c.thread_id = ? AND c.checkpoint_ns = ? AND c.checkpoint_id = chain.parent_checkpoint_id"
+        " WHERE chain.depth < ?"
+        ") SELECT checkpoint_id, checkpoint FROM chain WHERE depth > 0 ORDER BY depth",
+        (key.thread_id, key.checkpoint_ns, cid, key.thread_id, key.checkpoint_ns, MAX_CHAIN_DEPTH),
+    )
+    versions = [
+        (row[0], _json(d, row[1], f"checkpoint ({key.thread_id!r}, {key.checkpoint_ns!r}, {row[0]!r})").get("channel_versions", {}))
+        for row in chain
+    ]
+    pairs = sorted({(ch, R.version_key(v[ch])) for _, v in versions for ch in channels if ch in v})
+    stored: set[tuple[str, str]] = set()
+    for part in chunks(pairs, d.max_params // 2 - 4):
+        found = yield Q(
+            "SELECT channel, version FROM blobs WHERE thread_id = ? AND checkpoint_ns = ? AND type <> ? "
+            f"AND (channel, version) IN ({values_list(2, len(part))})",
+            [key.thread_id, key.checkpoint_ns, codec.EMPTY, *flat(part)],
+        )
+        stored |= {(r[0], r[1]) for r in found}
+    # For each channel: the ancestors (newest first) whose writes count, and its seed version.
+    span: dict[str, int] = {}
+    seed: dict[str, str] = {}
+    for ch in channels:
+        span[ch] = len(versions)
+        for depth, (_, v) in enumerate(versions):
+            if ch in v and (ch, R.version_key(v[ch])) in stored:
+                span[ch], seed[ch] = depth + 1, R.version_key(v[ch])
+                break
+    needed = [versions[i][0] for i in range(max(span.values(), default=0))]
+    position = {c: i for i, c in enumerate(needed)}
+    writes: list = []
+    for part in chunks(needed, d.max_params - len(channels) - 2):
+        writes += (yield Q(
+            "SELECT checkpoint_id, task_id, channel, type, blob, task_path, idx FROM writes "
+            f"WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id IN ({placeholders(len(part))}) "
+            f"AND channel IN ({placeholders(len(channels))})",
+            [key.thread_id, key.checkpoint_ns, *part, *channels],
+        ))
+    # Oldest checkpoint first; within one checkpoint, LangGraph's writes_sort_key.
+    writes.sort(key=lambda w: (-position[w[0]], w[5], w[1], w[6]))
+    for w in writes:
+        if position[w[0]] < span[w[2]]:
+            value = codec.decode(serde, w[3], w[4], f"write ({key.thread_id!r}, {key.checkpoint_ns!r}, {w[0]!r}, {w[1]!r}, {w[6]})")
+            result[w[2]]["writes"].append((w[1], w[2], value))
+    if seed:
+        found = yield Q(
+            "SELECT channel, type, blob FROM blobs WHERE thread_id = ? AND checkpoint_ns = ? "
+            f"AND (channel, version) IN ({values_list(2, len(seed))})",
+            [key.thread_id, key.checkpoint_ns, *flat(seed.items())],
+        )
+        for ch, tag, data in found:
+            result[ch]["seed"] = codec.decode(serde, tag, data, f"blob ({key.thread_id!r}, {key.checkpoint_ns!r}, {ch!r}, {seed[ch]!r})")
+    return result
+
+
+# --- versions --------------------------------------------------------------
+
+
+def next_version(current: Any) -> str:
+    """LangGraph's version format: a zero-padded per-channel counter plus a random suffix (seed 000 §version)."""
+    if current is None:
+        n = 0
+    elif isinstance(current, int):
+        n = current
+    else:
+        n = int(str(current).split(".")[0])
+    return f"{n + 1:032d}.{random.random():016f}"

@@ -1,0 +1,31 @@
+"""Errors raised by threadline. Every error names the offending key, row or value."""
+
+from __future__ import annotations
+
+
+class ThreadlineError(Exception):
+    """Base class of every error threadline raises on purpose."""
+
+
+class ConfigError(ThreadlineError, ValueError):
+    """A RunnableConfig is malformed: missing or mistyped thread_id, checkpoint_ns, checkpoint_id."""
+
+
+class FilterError(ThreadlineError, ValueError):
+    """A metadata filter for ``list`` has a key or value that cannot be matched."""
+
+
+class CorruptRowError(ThreadlineError):
+    """A stored row cannot be decoded. The message names its table and key; nothing is modified."""
+
+
+class NotFoundError(ThreadlineError, LookupError):
+    """A thread or checkpoint named by the caller does not exist."""
+
+
+class UnsafeOperationError(ThreadlineError):
+    """An operation was refused because it would break a kept checkpoint (e.g. delete with children)."""
+
+
+class BackendError(ThreadlineError):
+    """A database URL has an unknown scheme, or its server cannot be reached."""

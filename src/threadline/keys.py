@@ -1,0 +1,68 @@
+"""RunnableConfig → validated (thread_id, checkpoint_ns, checkpoint_id).
+
+LangGraph passes ``config["configurable"]`` with ``thread_id`` (required),
+``checkpoint_ns`` (default ``""``, the root graph) and ``checkpoint_id``
+(optional: absent means "the latest checkpoint"). Everything is checked here
+so that no malformed value reaches SQL.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+from threadline.errors import ConfigError
+
+
+class Key(NamedTuple):
+    thread_id: str
+    checkpoint_ns: str
+    checkpoint_id: str | None
+
+
+def thread_id_of(value: Any) -> str:
+    """Validate a thread_id given directly (``delete_thread(thread_id)`` and friends).
+
+    LangGraph users commonly pass UUIDs and ints; both are stored as their ``str``.
+    Raises ConfigError for None, bools, empty strings and other types.
+    """
+    if isinstance(value, bool) or value is None:
+        raise ConfigError(f"thread_id must be a non-empty string, got {value!r}")
+    if isinstance(value, (int,)) or type(value).__name__ == "UUID":
+        value = str(value)
+    if not isinstance(value, str) or not value:
+        raise ConfigError(f"thread_id must be a non-empty string, got {type(value).__name__} {value!r}")
+    return value
+
+
+def key_of(config: Any, *, require_thread: bool = True) -> Key:
+    """Read the checkpoint key from a RunnableConfig.
+
+    Raises:
+        ConfigError: config is not a mapping, has no ``configurable`` mapping, no
+            ``thread_id``, or a thread_id / checkpoint_ns / checkpoint_id of the wrong type.
+    """
+    if not isinstance(config, dict):
+        raise ConfigError(f"config must be a dict with a 'configurable' mapping, got {type(config).__name__}")
+    conf = config.get("configurable")
+    if not isinstance(conf, dict):
+        raise ConfigError("config has no 'configurable' mapping; pass {'configurable': {'thread_id': ...}}")
+    if "thread_id" not in conf or conf["thread_id"] is None:
+        if require_thread:
+            raise ConfigError("config['configurable'] has no 'thread_id'")
+        thread_id = None
+    else:
+        thread_id = thread_id_of(conf["thread_id"])
+    ns = conf.get("checkpoint_ns", "")
+    if ns is None:
+        ns = ""
+    if not isinstance(ns, str):
+        raise ConfigError(f"checkpoint_ns must be a string, got {type(ns).__name__} {ns!r}")
+    cid = conf.get("checkpoint_id")
+    if cid is not None and not isinstance(cid, str):
+        raise ConfigError(f"checkpoint_id must be a string, got {type(cid).__name__} {cid!r}")
+    return Key(thread_id, ns, cid or None)  # type: ignore[arg-type]
+
+
+def config_of(thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> dict:
+    """The RunnableConfig LangGraph expects back for a stored checkpoint."""
+    return {"configurable": {"thread_id": thread_id, "checkpoint_ns": checkpoint_ns, "checkpoint_id": checkpoint_id}}
