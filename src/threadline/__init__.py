@@ -13,10 +13,13 @@ from threadline.errors import (
     UnsafeOperationError,
 )
 from threadline.sqlite import AsyncSqliteSaver, SqliteSaver
+from threadline.urls import aopen_saver, open_saver
 
 __all__ = [
     "AsyncSqliteSaver",
     "SqliteSaver",
+    "aopen_saver",
+    "open_saver",
     "BackendError",
     "ConfigError",
     "CorruptRowError",

@@ -54,6 +54,14 @@ class EngineSaver(BaseCheckpointSaver[str]):
     async def _arun(self, op: ops.Op, *, write: bool) -> Any:
         raise NotImplementedError
 
+    def run(self, op: ops.Op, *, write: bool = False) -> Any:
+        """Run any sans-IO operation (``engine.ops``, ``lifecycle``, ``history``) in one transaction."""
+        return self._run(op, write=write)
+
+    async def arun(self, op: ops.Op, *, write: bool = False) -> Any:
+        """Async ``run``."""
+        return await self._arun(op, write=write)
+
     # --- sync ---------------------------------------------------------------
 
     def setup(self) -> None:

@@ -1,0 +1,1 @@
+"""``threadline demo`` — placeholder module, replaced by the demo work."""
