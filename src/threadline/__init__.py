@@ -12,10 +12,13 @@ from threadline.errors import (
     ThreadlineError,
     UnsafeOperationError,
 )
+from threadline.postgres import AsyncPostgresSaver, PostgresSaver
 from threadline.sqlite import AsyncSqliteSaver, SqliteSaver
 from threadline.urls import aopen_saver, open_saver
 
 __all__ = [
+    "AsyncPostgresSaver",
+    "PostgresSaver",
     "AsyncSqliteSaver",
     "SqliteSaver",
     "aopen_saver",

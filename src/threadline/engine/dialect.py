@@ -17,21 +17,22 @@ from threadline.errors import FilterError
 
 # Numbered migrations. Each entry is (version, statements); {json}, {blob}, {real}
 # and {int} are replaced by the dialect's column types. Never edit a shipped entry:
-# add a new one.
+# add a new one. {text} is TEXT with byte-order collation, so ORDER BY and
+# comparisons agree with Python's string order (LangGraph's writes_sort_key).
 MIGRATIONS: list[tuple[int, list[str]]] = [
     (
         1,
         [
             """CREATE TABLE IF NOT EXISTS checkpoints (
-                thread_id TEXT NOT NULL,
-                checkpoint_ns TEXT NOT NULL DEFAULT '',
-                checkpoint_id TEXT NOT NULL,
-                parent_checkpoint_id TEXT,
+                thread_id {text} NOT NULL,
+                checkpoint_ns {text} NOT NULL DEFAULT '',
+                checkpoint_id {text} NOT NULL,
+                parent_checkpoint_id {text},
                 checkpoint {json} NOT NULL,
                 metadata {json} NOT NULL,
                 step {int},
-                source TEXT,
-                run_id TEXT,
+                source {text},
+                run_id {text},
                 created_at {real} NOT NULL,
                 PRIMARY KEY (thread_id, checkpoint_ns, checkpoint_id)
             )""",
@@ -39,30 +40,30 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
             "CREATE INDEX IF NOT EXISTS checkpoints_source_step ON checkpoints (source, step)",
             "CREATE INDEX IF NOT EXISTS checkpoints_created_at ON checkpoints (created_at)",
             """CREATE TABLE IF NOT EXISTS blobs (
-                thread_id TEXT NOT NULL,
-                checkpoint_ns TEXT NOT NULL DEFAULT '',
-                channel TEXT NOT NULL,
-                version TEXT NOT NULL,
-                type TEXT NOT NULL,
+                thread_id {text} NOT NULL,
+                checkpoint_ns {text} NOT NULL DEFAULT '',
+                channel {text} NOT NULL,
+                version {text} NOT NULL,
+                type {text} NOT NULL,
                 blob {blob},
-                base_version TEXT,
+                base_version {text},
                 PRIMARY KEY (thread_id, checkpoint_ns, channel, version)
             )""",
             """CREATE TABLE IF NOT EXISTS writes (
-                thread_id TEXT NOT NULL,
-                checkpoint_ns TEXT NOT NULL DEFAULT '',
-                checkpoint_id TEXT NOT NULL,
-                task_id TEXT NOT NULL,
+                thread_id {text} NOT NULL,
+                checkpoint_ns {text} NOT NULL DEFAULT '',
+                checkpoint_id {text} NOT NULL,
+                task_id {text} NOT NULL,
                 idx {int} NOT NULL,
-                channel TEXT NOT NULL,
-                task_path TEXT NOT NULL DEFAULT '',
-                type TEXT NOT NULL,
+                channel {text} NOT NULL,
+                task_path {text} NOT NULL DEFAULT '',
+                type {text} NOT NULL,
                 blob {blob},
                 created_at {real} NOT NULL,
                 PRIMARY KEY (thread_id, checkpoint_ns, checkpoint_id, task_id, idx)
             )""",
             """CREATE TABLE IF NOT EXISTS threads (
-                thread_id TEXT NOT NULL PRIMARY KEY,
+                thread_id {text} NOT NULL PRIMARY KEY,
                 created_at {real} NOT NULL,
                 updated_at {real} NOT NULL,
                 checkpoint_count {int} NOT NULL DEFAULT 0,
@@ -83,7 +84,7 @@ class Dialect:
     """SQLite dialect; Postgres overrides what differs."""
 
     name = "sqlite"
-    types = {"json": "TEXT", "blob": "BLOB", "real": "REAL", "int": "INTEGER"}
+    types = {"text": "TEXT", "json": "TEXT", "blob": "BLOB", "real": "REAL", "int": "INTEGER"}
     # Largest number of bound parameters we put in one statement.
     max_params = 900
 
@@ -136,7 +137,7 @@ class Dialect:
 
 class PostgresDialect(Dialect):
     name = "postgres"
-    types = {"json": "JSONB", "blob": "BYTEA", "real": "DOUBLE PRECISION", "int": "BIGINT"}
+    types = {"text": 'TEXT COLLATE "C"', "json": "JSONB", "blob": "BYTEA", "real": "DOUBLE PRECISION", "int": "BIGINT"}
     max_params = 20000
 
     def sql(self, text: str) -> str:
