@@ -43,6 +43,8 @@ class Q:
 Op = Generator[Q, list, T]
 
 PAGE_SIZE = 100
+BLOB_KEY = ("thread_id", "checkpoint_ns", "channel", "version")
+WRITE_SELECT = ", ".join(f"t.{c.strip()}" for c in R.WRITE_COLUMNS.split(","))
 MAX_CHAIN_DEPTH = 1_000_000  # guards the recursive parent walk against a corrupted cycle
 
 
@@ -54,6 +56,16 @@ def chunks(items: Sequence[T], size: int) -> Iterable[Sequence[T]]:
 def values_list(width: int, count: int) -> str:
     row = "(" + ",".join("?" * width) + ")"
     return "VALUES " + ",".join([row] * count)
+
+
+def join_keys(table: str, columns: Sequence[str], count: int, select: str) -> str:
+    """``SELECT select FROM (VALUES …) k JOIN table t ON t.col = k.columnN …``.
+
+    Looking rows up by a list of keys as a join on a VALUES list lets SQLite and
+    Postgres probe the primary key per key; ``(a, b) IN (VALUES …)`` scans the table.
+    """
+    on = " AND ".join(f"t.{col} = k.column{i + 1}" for i, col in enumerate(columns))
+    return f"SELECT {select} FROM ({values_list(len(columns), count)}) k JOIN {table} t ON {on}"
 
 
 def flat(rows: Iterable[Sequence[Any]]) -> list[Any]:
@@ -107,8 +119,7 @@ def load_tuples(d: Dialect, serde: SerializerProtocol, ck_rows: Sequence[Sequenc
     blobs: dict[tuple, tuple] = {}
     for part in chunks(wanted, d.max_params // 4):
         found = yield Q(
-            "SELECT thread_id, checkpoint_ns, channel, version, type, blob FROM blobs "
-            f"WHERE (thread_id, checkpoint_ns, channel, version) IN ({values_list(4, len(part))})",
+            join_keys("blobs", BLOB_KEY, len(part), "t.thread_id, t.checkpoint_ns, t.channel, t.version, t.type, t.blob"),
             flat(part),
         )
         for b in found:
@@ -117,9 +128,8 @@ def load_tuples(d: Dialect, serde: SerializerProtocol, ck_rows: Sequence[Sequenc
     writes: dict[tuple, list] = defaultdict(list)
     for part in chunks(keys, d.max_params // 3):
         found = yield Q(
-            f"SELECT {R.WRITE_COLUMNS} FROM writes "
-            f"WHERE (thread_id, checkpoint_ns, checkpoint_id) IN ({values_list(3, len(part))}) "
-            "ORDER BY task_path, task_id, idx",
+            join_keys("writes", BLOB_KEY[:2] + ("checkpoint_id",), len(part), WRITE_SELECT)
+            + " ORDER BY t.task_path, t.task_id, t.idx",
             flat(part),
         )
         for w in found:
@@ -483,11 +493,10 @@ def delta_channel_history(
     ]
     pairs = sorted({(ch, R.version_key(v[ch])) for _, v in versions for ch in channels if ch in v})
     stored: set[tuple[str, str]] = set()
-    for part in chunks(pairs, d.max_params // 2 - 4):
+    for part in chunks(pairs, d.max_params // 4 - 1):
         found = yield Q(
-            "SELECT channel, version FROM blobs WHERE thread_id = ? AND checkpoint_ns = ? AND type <> ? "
-            f"AND (channel, version) IN ({values_list(2, len(part))})",
-            [key.thread_id, key.checkpoint_ns, codec.EMPTY, *flat(part)],
+            join_keys("blobs", BLOB_KEY, len(part), "t.channel, t.version") + " WHERE t.type <> ?",
+            [*flat((key.thread_id, key.checkpoint_ns, ch, v) for ch, v in part), codec.EMPTY],
         )
         stored |= {(r[0], r[1]) for r in found}
     # For each channel: the ancestors (newest first) whose writes count, and its seed version.
@@ -517,9 +526,8 @@ def delta_channel_history(
             result[w[2]]["writes"].append((w[1], w[2], value))
     if seed:
         found = yield Q(
-            "SELECT channel, type, blob FROM blobs WHERE thread_id = ? AND checkpoint_ns = ? "
-            f"AND (channel, version) IN ({values_list(2, len(seed))})",
-            [key.thread_id, key.checkpoint_ns, *flat(seed.items())],
+            join_keys("blobs", BLOB_KEY, len(seed), "t.channel, t.type, t.blob"),
+            flat((key.thread_id, key.checkpoint_ns, ch, v) for ch, v in seed.items()),
         )
         for ch, tag, data in found:
             result[ch]["seed"] = codec.decode(serde, tag, data, f"blob ({key.thread_id!r}, {key.checkpoint_ns!r}, {ch!r}, {seed[ch]!r})")
