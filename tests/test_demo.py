@@ -201,10 +201,13 @@ def test_demo_refuses_to_delete_other_data(tmp_path: Path) -> None:
     check_database(db)
 
 
-def test_demo_rejects_postgres_url() -> None:
+def test_demo_rejects_postgres_url_and_missing_directory(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["demo", "--db", "postgresql://localhost/x"])
     assert result.exit_code == 2
     assert "SQLite file" in result.output
+    result = CliRunner().invoke(app, ["demo", "--db", str(tmp_path / "missing" / "demo.db")])
+    assert result.exit_code == 2
+    assert "No such directory" in result.output
 
 
 # --- the agent on its own -------------------------------------------------------

@@ -29,12 +29,19 @@ def demo(
     file is ./threadline-demo.db — deliberately not $THREADLINE_DB, since the demo
     starts by deleting the file.
     """
+    import os
+
     from threadline.demo.scenario import NotADemoDatabase, run_demo
+    from threadline.sqlite import path_of
     from threadline.urls import backend_of
 
     console = Console()
     if backend_of(db) != "sqlite":
         console.print(f"[red]threadline demo runs on a SQLite file; got {db!r}[/red]")
+        raise typer.Exit(2)
+    folder = os.path.dirname(os.path.abspath(path_of(db)))
+    if not os.path.isdir(folder):
+        console.print(f"[red]No such directory for --db: {folder}[/red]")
         raise typer.Exit(2)
     try:
         run_demo(db, console, force=force)
