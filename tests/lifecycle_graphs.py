@@ -148,3 +148,87 @@ def populate(saver: Any) -> dict[str, Any]:
 
 def resume_interrupt(saver: Any, thread_id: str = "t-interrupt", decision: Any = True) -> dict:
     return build_graph(saver).invoke(Command(resume=decision), cfg(thread_id))
+
+
+# --- databases for the lifecycle tests ----------------------------------------------------
+#
+# ``database(kind, tmp_path)`` yields a URL for a fresh database: a SQLite file, or a
+# fresh Postgres schema selected with ``options=-csearch_path=<schema>`` (DSN from
+# ``THREADLINE_TEST_POSTGRES``, default postgresql://postgres@127.0.0.1:5432/test).
+# Postgres is skipped when ``threadline.postgres`` cannot be imported or the server is
+# unreachable — except under ``CI=true``, where that fails the test.
+
+import os as _os
+import secrets as _secrets
+from contextlib import contextmanager as _contextmanager
+from urllib.parse import quote as _quote
+
+KINDS = ("sqlite", "postgres")
+
+
+def pg_dsn() -> str:
+    return _os.environ.get("THREADLINE_TEST_POSTGRES") or "postgresql://postgres@127.0.0.1:5432/test"
+
+
+def _with_schema(dsn: str, schema: str) -> str:
+    sep = "&" if "?" in dsn else "?"
+    return f"{dsn}{sep}options={_quote(f'-csearch_path={schema}', safe='')}"
+
+
+def _postgres_unavailable() -> str | None:
+    try:
+        import psycopg
+
+        import threadline.postgres  # noqa: F401
+    except Exception as exc:  # pragma: no cover - depends on the environment
+        return f"threadline.postgres not importable: {exc}"
+    try:
+        with psycopg.connect(pg_dsn(), connect_timeout=5) as conn:
+            conn.execute("SELECT 1")
+    except Exception as exc:
+        return f"Postgres unreachable at {pg_dsn()}: {exc}"
+    return None
+
+
+@_contextmanager
+def database(kind: str, tmp_path: Any):
+    import pytest
+
+    if kind == "sqlite":
+        yield str(tmp_path / "tl.db")
+        return
+    reason = _postgres_unavailable()
+    if reason:
+        if _os.environ.get("CI", "").strip().lower() == "true":
+            pytest.fail(f"CI=true and Postgres tests cannot run: {reason}", pytrace=False)
+        pytest.skip(reason)
+    import psycopg
+
+    schema = f"tl_life_{_os.getpid()}_{_secrets.token_hex(4)}"
+    with psycopg.connect(pg_dsn(), autocommit=True) as conn:
+        conn.execute(f'CREATE SCHEMA "{schema}"')
+    try:
+        yield _with_schema(pg_dsn(), schema)
+    finally:
+        with psycopg.connect(pg_dsn(), autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+def raw_sql(url: str, sql: str, params: tuple = ()) -> list:
+    """Run SQL behind the saver's back (``?`` placeholders on both backends)."""
+    if url.startswith("postgresql://"):
+        import psycopg
+
+        with psycopg.connect(url, autocommit=True) as conn:
+            cur = conn.execute(sql.replace("?", "%s"), params)
+            return cur.fetchall() if cur.description else []
+    import sqlite3
+
+    conn = sqlite3.connect(url)
+    try:
+        cur = conn.execute(sql, params)
+        rows = cur.fetchall() if cur.description else []
+        conn.commit()
+        return rows
+    finally:
+        conn.close()

@@ -953,13 +953,12 @@ def recompute_values(graph: Any, saver: Any, parent_tuple: Any) -> dict[str, Any
         if task.id in by_task:
             task.writes.extend(by_task[task.id])
             ran.append(task)
-    apply_writes(checkpoint, channels, ran, g.checkpointer_get_next_version if hasattr(g, "checkpointer_get_next_version") else None, g.trigger_to_nodes)
+    apply_writes(checkpoint, channels, ran, saver.get_next_version, g.trigger_to_nodes)
     out = {}
     for name, ch in channels.items():
-        try:
-            value = ch.checkpoint()
-        except Exception:
-            continue
+        if name not in checkpoint["channel_versions"]:
+            continue  # as create_checkpoint: a never-written channel has no value
+        value = ch.checkpoint()
         if value is not MISSING:
             out[name] = value
     return out
@@ -978,14 +977,19 @@ def rebuild(
     checkpoint names (insert-or-ignore: an existing blob is never overwritten).
 
     Raises NotFoundError for an unknown checkpoint, UnsafeOperationError when it
-    has no parent (a root has no writes to rebuild from) or the parent's writes
-    do not cover the channels to restore.
+    has no parent (a root has no writes to rebuild from) or its source is not
+    ``"loop"`` (input/update/fork checkpoints are not made from the parent's writes).
     """
     tid = thread_id_of(thread_id)
     ns = _ns(checkpoint_ns)
     row = saver.run(checkpoint_row_op(saver.dialect, tid, ns, _cid(checkpoint_id)))
     if not row[3]:
         raise UnsafeOperationError(f"checkpoint {checkpoint_id!r} is a root: there are no parent writes to rebuild it from")
+    if row[7] != "loop":
+        raise UnsafeOperationError(
+            f"checkpoint {checkpoint_id!r} has source {row[7]!r}: only 'loop' checkpoints are made from their parent's "
+            "writes ('input' holds the run's input, 'update'/'fork' an external change)"
+        )
     parent = saver.get_tuple(config_of(tid, ns, row[3]))
     if parent is None:
         raise UnsafeOperationError(f"parent {row[3]!r} of checkpoint {checkpoint_id!r} does not exist (broken parent link)")
