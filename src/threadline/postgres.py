@@ -98,9 +98,8 @@ class PostgresSaver(SyncShell):
 
     def setup(self) -> None:
         """Create the tables and apply pending numbered migrations. Idempotent; also run on first use."""
-        with self.lock:
-            self.is_setup = True
-            self._run(ops.setup(self.dialect), write=True)
+        self._transaction(ops.setup(self.dialect))
+        self.is_setup = True
 
     @contextmanager
     def _connection(self) -> Iterator[psycopg.Connection]:
@@ -114,6 +113,9 @@ class PostgresSaver(SyncShell):
     def _run(self, op: ops.Op, *, write: bool) -> Any:
         if not self.is_setup:
             self.setup()
+        return self._transaction(op)
+
+    def _transaction(self, op: ops.Op) -> Any:
         with self._connection() as conn, conn.pipeline(), conn.transaction():
             cur = conn.cursor(row_factory=tuple_row)
 
@@ -171,8 +173,8 @@ class AsyncPostgresSaver(AsyncShell):
 
     async def asetup(self) -> None:
         """Create the tables and apply pending numbered migrations. Idempotent; also run on first use."""
+        await self._transaction(ops.setup(self.dialect))
         self.is_setup = True
-        await self._arun(ops.setup(self.dialect), write=True)
 
     @asynccontextmanager
     async def _connection(self) -> AsyncIterator[psycopg.AsyncConnection]:
@@ -186,6 +188,9 @@ class AsyncPostgresSaver(AsyncShell):
     async def _arun(self, op: ops.Op, *, write: bool) -> Any:
         if not self.is_setup:
             await self.asetup()
+        return await self._transaction(op)
+
+    async def _transaction(self, op: ops.Op) -> Any:
         async with self._connection() as conn, conn.pipeline(), conn.transaction():
             cur = conn.cursor(row_factory=tuple_row)
 

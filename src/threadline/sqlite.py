@@ -83,13 +83,17 @@ class SqliteSaver(SyncShell):
     def setup(self) -> None:
         """Create the tables and apply pending numbered migrations. Idempotent; also run on first use."""
         with self.lock:
+            self._transaction(ops.setup(self.dialect), True)
             self.is_setup = True
-            self._run(ops.setup(self.dialect), write=True)
 
     def _run(self, op: ops.Op, *, write: bool) -> Any:
         with self.lock:
             if not self.is_setup:
                 self.setup()
+            return self._transaction(op, write)
+
+    def _transaction(self, op: ops.Op, write: bool) -> Any:
+        with self.lock:
             cur = self.conn.cursor()
             cur.execute(_begin(write))
             try:
@@ -144,10 +148,10 @@ class AsyncSqliteSaver(AsyncShell):
             await self._setup_locked()
 
     async def _setup_locked(self) -> None:
-        self.is_setup = True
         for pragma in PRAGMAS:
             await self.conn.execute(pragma)
         await self._transaction(ops.setup(self.dialect), True)
+        self.is_setup = True
 
     async def _arun(self, op: ops.Op, *, write: bool) -> Any:
         async with self.lock:

@@ -21,6 +21,11 @@ app = typer.Typer(
 )
 
 
+@app.callback()
+def _group() -> None:
+    """Durable, branchable, inspectable state for LangGraph agents."""
+
+
 def default_db() -> str:
     """``$THREADLINE_DB`` if set, else the demo database in the working directory."""
     return os.environ.get("THREADLINE_DB") or DEMO_DB

@@ -7,15 +7,6 @@ from rich.console import Console
 
 from threadline.cli import DEMO_DB, app
 
-if app.registered_callback is None:
-    # With one registered command typer would run it as the whole program
-    # (`threadline demo` → "unexpected extra argument"); a callback keeps `app` a
-    # command group. Belongs in cli/__init__.py; harmless once it is there.
-    @app.callback()
-    def _group() -> None:
-        """Durable, branchable, inspectable state for LangGraph agents."""
-
-
 @app.command()
 def demo(
     db: str = typer.Option(
