@@ -775,9 +775,11 @@ def state_at(
     With ``graph`` (a compiled LangGraph graph, any checkpointer), ``values``,
     ``next`` and ``interrupts`` come from LangGraph's own ``get_state`` run on this
     saver — at the head the finished tasks' pending writes are applied through the
-    graph's reducers (``pending_applied=True``), at a named checkpoint they are not
-    (seed 003: history is shown as recorded). Without a graph the view is derived
-    from storage (``stored_state_op``).
+    graph's reducers, at a named checkpoint they are not (seed 003: history is
+    shown as recorded); writes of the null task (``update_state`` / resume input)
+    are applied at every checkpoint, as LangGraph 1.x does. ``pending_applied``
+    says whether any write was folded in. Without a graph the view is derived from
+    storage (``stored_state_op``) and nothing is folded in.
 
     Raises NotFoundError for an unknown thread or checkpoint.
     """
@@ -792,7 +794,9 @@ def state_at(
     view.values = dict(snap.values) if isinstance(snap.values, Mapping) else {"__root__": snap.values}
     view.next = list(snap.next)
     view.interrupts = [{"id": getattr(i, "id", None), "value": getattr(i, "value", i)} for i in snap.interrupts]
-    view.pending_applied = checkpoint_id is None and bool(view.pending_writes)
+    null_writes = any(w.task_id == NULL_TASK_ID for w in view.pending_writes)
+    finished = any(w.task_id != NULL_TASK_ID and w.channel not in SPECIAL_WRITE_CHANNELS for w in view.pending_writes)
+    view.pending_applied = null_writes or (checkpoint_id is None and finished)
     view.computed_by = "graph"
     return view
 
@@ -1118,9 +1122,10 @@ def task_stats_op(
         wparams.append(float(since))
     where = ("WHERE " + " AND ".join(wclauses)) if wclauses else ""
     size = d.bytes_of("blob", "blob")
+    is_null = f"CASE WHEN task_id = '{NULL_TASK_ID}' THEN 1 ELSE 0 END"  # a constant of ours, not user input
     grouped = yield Q(
-        f"SELECT task_path, task_id = ?, COUNT(*), SUM({size}), COUNT(DISTINCT task_id) FROM writes {where} GROUP BY task_path, task_id = ?",
-        [NULL_TASK_ID, *wparams, NULL_TASK_ID],
+        f"SELECT task_path, {is_null}, COUNT(*), SUM({size}), COUNT(DISTINCT task_id) FROM writes {where} GROUP BY task_path, {is_null}",
+        wparams,
     )
     per: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
     for path, is_null, count, total, tasks in grouped:
