@@ -231,3 +231,24 @@ def test_stats_counts_bytes_and_dedup(db):
     assert s.references > s.tables["blobs"]["rows"] and s.dedup_ratio > 1
     assert s.logical_blob_bytes > s.tables["blobs"]["bytes"] and s.bytes_dedup_ratio > 1
     assert s.sources["input"] == 10 and s.namespaces == 8
+
+
+async def test_read_models_run_on_async_savers(tmp_path):
+    from threadline import aopen_saver
+
+    url = str(tmp_path / "a.db")
+    with open_saver(url) as saver:
+        populate(saver)
+    async with aopen_saver(url) as saver:
+        page = await saver.arun(H.threads_op(saver.dialect))
+        assert page.total == 3
+        tree = await saver.arun(H.history_op(saver.dialect, "t-research"))
+        assert tree.fork_points
+        latest = await saver.arun(H.latest_op(saver.dialect, saver.serde, "route", ["t-answer"]))
+        assert latest[0].value == "answer"
+        head = (await saver.arun(H.history_op(saver.dialect, "t-answer"))).head
+        parent = (await saver.arun(H.history_op(saver.dialect, "t-answer"))).nodes[""][head].parent_checkpoint_id
+        r = await saver.arun(L.rollback_op(saver.dialect, saver.serde, "t-answer", parent), write=True)
+        assert r.parent_checkpoint_id == parent
+        plan = await saver.arun(L.prune_thread_op(saver.dialect, "t-answer", L.RetentionPolicy(keep_last=2), dry_run=True))
+        assert plan.checkpoints and not plan.executed
