@@ -184,7 +184,7 @@ def threads_cmd(
         return _emit(page.to_json())
     table = Table(title=f"threads {page.offset + 1 if page.threads else 0}–{page.offset + len(page.threads)} of {page.total}")
     for col in ("thread_id", "created", "updated", "checkpoints", "bytes", "head step", "head checkpoint"):
-        table.add_column(col, justify="right" if col in ("checkpoints", "bytes", "head step") else "left")
+        table.add_column(col, justify="right" if col in ("checkpoints", "bytes", "head step") else "left", overflow="fold")
     for t in page.threads:
         table.add_row(
             escape(t.thread_id), _when(t.created_at), _when(t.updated_at), str(t.checkpoint_count), _size(t.bytes),
@@ -402,7 +402,7 @@ def audit_cmd(
         if all_ns:
             cols.insert(0, "ns")
         for col in cols:
-            table.add_column(col, justify="right" if col in ("idx", "bytes") else "left")
+            table.add_column(col, justify="right" if col in ("idx", "bytes") else "left", overflow="fold")
         for w in writes:
             row = [w.checkpoint_id, escape(w.node or "?"), w.task_id, str(w.idx), escape(w.channel), escape(w.task_path),
                    str(w.bytes), _when(w.created_at)]
