@@ -31,7 +31,14 @@ def thread_id_of(value: Any) -> str:
         value = str(value)
     if not isinstance(value, str) or not value:
         raise ConfigError(f"thread_id must be a non-empty string, got {type(value).__name__} {value!r}")
+    _no_nul("thread_id", value)
     return value
+
+
+def _no_nul(name: str, value: str) -> None:
+    # Postgres TEXT cannot hold NUL; refuse it on every backend so they agree.
+    if "\x00" in value:
+        raise ConfigError(f"{name} must not contain NUL characters, got {value!r}")
 
 
 def key_of(config: Any, *, require_thread: bool = True) -> Key:
@@ -57,9 +64,12 @@ def key_of(config: Any, *, require_thread: bool = True) -> Key:
         ns = ""
     if not isinstance(ns, str):
         raise ConfigError(f"checkpoint_ns must be a string, got {type(ns).__name__} {ns!r}")
+    _no_nul("checkpoint_ns", ns)
     cid = conf.get("checkpoint_id")
     if cid is not None and not isinstance(cid, str):
         raise ConfigError(f"checkpoint_id must be a string, got {type(cid).__name__} {cid!r}")
+    if cid:
+        _no_nul("checkpoint_id", cid)
     return Key(thread_id, ns, cid or None)  # type: ignore[arg-type]
 
 

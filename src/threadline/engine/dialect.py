@@ -76,8 +76,51 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
 
 
 def dumps_json(obj: Any) -> str:
-    """Canonical JSON as stored: sorted keys, compact, UTF-8 kept."""
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    """Canonical JSON as stored: sorted keys, compact, UTF-8 kept.
+
+    Raises ValueError for what a JSON column cannot hold on every backend: NaN or
+    Infinity, and NUL characters (Postgres JSONB refuses them).
+    """
+    text = json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    if "\\u0000" in text:
+        raise ValueError("NUL character in a JSON value")
+    return text
+
+
+def _check_storable(obj: Any, path: str = "$") -> None:
+    """ValueError naming the path of a NUL, NaN/Infinity or over-64-bit integer."""
+    if isinstance(obj, str):
+        if "\x00" in obj:
+            raise ValueError(f"{path}: NUL character in {obj!r}")
+    elif isinstance(obj, bool) or obj is None:
+        pass
+    elif isinstance(obj, int):
+        if not -(2**63) <= obj < 2**63:
+            raise ValueError(f"{path}: integer {obj} does not fit in 64 bits")
+    elif isinstance(obj, float):
+        if obj != obj or obj in (float("inf"), float("-inf")):
+            raise ValueError(f"{path}: {obj} is not valid JSON")
+    elif isinstance(obj, dict):
+        for k, v in obj.items():
+            _check_storable(k, path)
+            _check_storable(v, f"{path}.{k}")
+    elif isinstance(obj, (list, tuple)):
+        for i, v in enumerate(obj):
+            _check_storable(v, f"{path}[{i}]")
+
+
+def filter_json(key: Any, value: Any) -> str:
+    """``{key: value}`` as canonical JSON, or FilterError naming the key.
+
+    Also refuses integers beyond 64 bits, which no backend can bind or compare.
+    """
+    if not isinstance(key, str):
+        raise FilterError(f"metadata filter keys must be strings, got {type(key).__name__} {key!r}")
+    try:
+        _check_storable({key: value})
+        return dumps_json({key: value})
+    except (TypeError, ValueError) as exc:
+        raise FilterError(f"metadata filter value for {key!r} cannot be matched: {exc}") from exc
 
 
 class Dialect:
@@ -114,8 +157,7 @@ class Dialect:
         The key and value are bound parameters; the key is matched by equality
         against ``json_each``'s key column, never spliced into a JSON path.
         """
-        if not isinstance(key, str):
-            raise FilterError(f"metadata filter keys must be strings, got {type(key).__name__} {key!r}")
+        filter_json(key, value)
         if value is None:
             return "EXISTS (SELECT 1 FROM json_each(c.metadata) j WHERE j.key = ? AND j.type = 'null')", [key]
         if isinstance(value, bool):
@@ -127,10 +169,7 @@ class Dialect:
         if isinstance(value, str):
             return "EXISTS (SELECT 1 FROM json_each(c.metadata) j WHERE j.key = ? AND j.type = 'text' AND j.value = ?)", [key, value]
         if isinstance(value, (dict, list, tuple)):
-            try:
-                text = dumps_json(value)
-            except (TypeError, ValueError) as exc:
-                raise FilterError(f"metadata filter value for {key!r} is not JSON: {exc}") from exc
+            text = dumps_json(value)
             return "EXISTS (SELECT 1 FROM json_each(c.metadata) j WHERE j.key = ? AND j.type IN ('object', 'array') AND j.value = json(?))", [key, text]
         raise FilterError(f"metadata filter value for {key!r} must be JSON-like, got {type(value).__name__}")
 
@@ -152,13 +191,12 @@ class PostgresDialect(Dialect):
         return f"COALESCE(octet_length({column}), 0)"
 
     def metadata_filter(self, key: Any, value: Any) -> tuple[str, list[Any]]:
-        """``metadata @> {key: value}`` as one bound JSONB parameter (served by the GIN index)."""
-        if not isinstance(key, str):
-            raise FilterError(f"metadata filter keys must be strings, got {type(key).__name__} {key!r}")
-        try:
-            doc = dumps_json({key: value})
-        except (TypeError, ValueError) as exc:
-            raise FilterError(f"metadata filter value for {key!r} is not JSON: {exc}") from exc
+        """Scalars: ``metadata @> {key: value}`` (served by the GIN index). Objects and
+        arrays: ``metadata -> key = value``, since containment would also match supersets.
+        Key and value are bound parameters."""
+        doc = filter_json(key, value)
+        if isinstance(value, (dict, list, tuple)):
+            return "c.metadata -> CAST(? AS TEXT) = CAST(? AS JSONB)", [key, dumps_json(value)]
         return "c.metadata @> CAST(? AS JSONB)", [doc]
 
 
