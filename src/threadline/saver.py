@@ -23,7 +23,7 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from threadline.codec import default_serde
+from threadline.codec import BlobCodec, default_serde
 from threadline.engine import ops
 from threadline.engine.dialect import Dialect
 from threadline.keys import key_of
@@ -46,6 +46,9 @@ class EngineSaver(BaseCheckpointSaver[str]):
 
     def __init__(self, *, serde: SerializerProtocol | None = None) -> None:
         super().__init__(serde=serde or default_serde())
+        # Compression and delta settings plus the cache of recent values (codec.BlobCodec);
+        # replace it to tune them, e.g. ``saver.blob_codec = BlobCodec(max_depth=32)``.
+        self.blob_codec = BlobCodec()
 
     # Backends implement one or both of these.
     def _run(self, op: ops.Op, *, write: bool) -> Any:
@@ -69,7 +72,7 @@ class EngineSaver(BaseCheckpointSaver[str]):
         self._run(ops.setup(self.dialect), write=True)
 
     def get_tuple(self, config: dict) -> CheckpointTuple | None:
-        return self._run(ops.get_tuple(self.dialect, self.serde, key_of(config)), write=False)
+        return self._run(ops.get_tuple(self.dialect, self.serde, key_of(config), self.blob_codec), write=False)
 
     def list(
         self,
@@ -91,22 +94,22 @@ class EngineSaver(BaseCheckpointSaver[str]):
                 return
 
     def put(self, config: dict, checkpoint: Checkpoint, metadata: CheckpointMetadata, new_versions: ChannelVersions) -> dict:
-        return self._run(ops.put(self.dialect, self.serde, config, checkpoint, metadata, new_versions), write=True)
+        return self._run(ops.put(self.dialect, self.serde, config, checkpoint, metadata, new_versions, self.blob_codec), write=True)
 
     def put_writes(self, config: dict, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = "") -> None:
-        self._run(ops.put_writes(self.dialect, self.serde, config, writes, task_id, task_path), write=True)
+        self._run(ops.put_writes(self.dialect, self.serde, config, writes, task_id, task_path, self.blob_codec), write=True)
 
     def delete_thread(self, thread_id: str) -> None:
-        self._run(ops.delete_thread(self.dialect, thread_id), write=True)
+        self._run(ops.delete_thread(self.dialect, thread_id, self.blob_codec), write=True)
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
-        self._run(ops.delete_for_runs(self.dialect, run_ids), write=True)
+        self._run(ops.delete_for_runs(self.dialect, run_ids, self.blob_codec), write=True)
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         self._run(ops.copy_thread(self.dialect, source_thread_id, target_thread_id), write=True)
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
-        self._run(ops.prune(self.dialect, thread_ids, strategy), write=True)
+        self._run(ops.prune(self.dialect, thread_ids, strategy, self.blob_codec), write=True)
 
     def get_delta_channel_history(self, *, config: dict, channels: Sequence[str]) -> Mapping[str, DeltaChannelHistory]:
         return self._run(ops.delta_channel_history(self.dialect, self.serde, config, channels), write=False)
@@ -121,7 +124,7 @@ class EngineSaver(BaseCheckpointSaver[str]):
         await self._arun(ops.setup(self.dialect), write=True)
 
     async def aget_tuple(self, config: dict) -> CheckpointTuple | None:
-        return await self._arun(ops.get_tuple(self.dialect, self.serde, key_of(config)), write=False)
+        return await self._arun(ops.get_tuple(self.dialect, self.serde, key_of(config), self.blob_codec), write=False)
 
     async def alist(
         self,
@@ -144,22 +147,22 @@ class EngineSaver(BaseCheckpointSaver[str]):
                 return
 
     async def aput(self, config: dict, checkpoint: Checkpoint, metadata: CheckpointMetadata, new_versions: ChannelVersions) -> dict:
-        return await self._arun(ops.put(self.dialect, self.serde, config, checkpoint, metadata, new_versions), write=True)
+        return await self._arun(ops.put(self.dialect, self.serde, config, checkpoint, metadata, new_versions, self.blob_codec), write=True)
 
     async def aput_writes(self, config: dict, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = "") -> None:
-        await self._arun(ops.put_writes(self.dialect, self.serde, config, writes, task_id, task_path), write=True)
+        await self._arun(ops.put_writes(self.dialect, self.serde, config, writes, task_id, task_path, self.blob_codec), write=True)
 
     async def adelete_thread(self, thread_id: str) -> None:
-        await self._arun(ops.delete_thread(self.dialect, thread_id), write=True)
+        await self._arun(ops.delete_thread(self.dialect, thread_id, self.blob_codec), write=True)
 
     async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
-        await self._arun(ops.delete_for_runs(self.dialect, run_ids), write=True)
+        await self._arun(ops.delete_for_runs(self.dialect, run_ids, self.blob_codec), write=True)
 
     async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         await self._arun(ops.copy_thread(self.dialect, source_thread_id, target_thread_id), write=True)
 
     async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
-        await self._arun(ops.prune(self.dialect, thread_ids, strategy), write=True)
+        await self._arun(ops.prune(self.dialect, thread_ids, strategy, self.blob_codec), write=True)
 
     async def aget_delta_channel_history(
         self, *, config: dict, channels: Sequence[str]

@@ -104,8 +104,73 @@ def setup(d: Dialect) -> Op[None]:
 # --- reading ---------------------------------------------------------------
 
 
-def load_tuples(d: Dialect, serde: SerializerProtocol, ck_rows: Sequence[Sequence[Any]]) -> Op[list[CheckpointTuple]]:
-    """Fetch the blobs and writes of checkpoint rows (``R.CHECKPOINT_COLUMNS``) and build tuples."""
+def fetch_blob_rows(d: Dialect, keys: Sequence[tuple[str, str, str, str]]) -> Op[dict[tuple[str, str, str], dict[str, tuple]]]:
+    """The blob rows of ``keys`` (thread_id, checkpoint_ns, channel, version) and of every
+    version their deltas are built on, in one query per chunk of keys.
+
+    A recursive CTE follows ``blobs.base_version`` (the same SQL on SQLite and
+    Postgres; ``UNION`` returns each row once however many keys share a chain).
+    Returns (thread_id, checkpoint_ns, channel) → version → (type, blob, base_version),
+    the input of ``codec.resolve``.
+    """
+    out: dict[tuple[str, str, str], dict[str, tuple]] = defaultdict(dict)
+    if not keys:
+        return out
+    on = " AND ".join(f"t.{col} = k.column{i + 1}" for i, col in enumerate(BLOB_KEY))
+    for part in chunks(list(keys), d.max_params // 4):
+        found = yield Q(
+            "WITH RECURSIVE chain(thread_id, checkpoint_ns, channel, version, base_version) AS ("
+            f" SELECT t.thread_id, t.checkpoint_ns, t.channel, t.version, t.base_version FROM ({values_list(4, len(part))}) k"
+            f" JOIN blobs t ON {on}"
+            " UNION"
+            " SELECT t.thread_id, t.checkpoint_ns, t.channel, t.version, t.base_version FROM chain c"
+            " JOIN blobs t ON t.thread_id = c.thread_id AND t.checkpoint_ns = c.checkpoint_ns"
+            " AND t.channel = c.channel AND t.version = c.base_version"
+            ") SELECT t.thread_id, t.checkpoint_ns, t.channel, t.version, t.type, t.blob, t.base_version FROM chain c"
+            " JOIN blobs t ON t.thread_id = c.thread_id AND t.checkpoint_ns = c.checkpoint_ns"
+            " AND t.channel = c.channel AND t.version = c.version",
+            flat(part),
+        )
+        for b in found:
+            out[(b[0], b[1], b[2])][b[3]] = (b[4], b[5], b[6])
+    return out
+
+
+def fetch_blobs(
+    d: Dialect, keys: Sequence[tuple[str, str, str, str]], *, rows: Mapping | None = None
+) -> Op[dict[tuple[str, str, str, str], codec.Resolved]]:
+    """Stored values of blob ``keys`` (thread_id, checkpoint_ns, channel, version),
+    reconstructed through their delta chains and decompressed: key → ``codec.Resolved``
+    (decode it with ``codec.load``; its tag is ``codec.EMPTY`` for an empty channel).
+    Keys with no row are absent. ``rows``: already fetched ``fetch_blob_rows`` output.
+
+    This is how anything outside ``load_tuples`` must read ``blobs``: a row's bytes
+    alone are not its value when its type is a delta (``codec.is_delta``).
+
+    Raises:
+        CorruptRowError: a delta whose base is missing or does not reproduce it.
+    """
+    if rows is None:
+        rows = yield from fetch_blob_rows(d, keys)
+    out: dict[tuple, codec.Resolved] = {}
+    memos: dict[tuple, dict] = defaultdict(dict)
+    for key in sorted(set(keys)):  # ascending versions reuse the memo along a chain
+        group = rows.get(key[:3])
+        if not group or key[3] not in group:
+            continue
+        out[key] = codec.resolve(group, key[3], f"blob ({key[0]!r}, {key[1]!r}, {key[2]!r})", memos[key[:3]])
+    return out
+
+
+def load_tuples(
+    d: Dialect, serde: SerializerProtocol, ck_rows: Sequence[Sequence[Any]], bc: codec.BlobCodec | None = None
+) -> Op[list[CheckpointTuple]]:
+    """Fetch the blobs and writes of checkpoint rows (``R.CHECKPOINT_COLUMNS``) and build tuples.
+
+    With a saver's ``bc`` and a single row (``get_tuple``), the list/dict values read
+    and the checkpoint's versions go into ``bc.cache``, so the next ``put`` on this
+    checkpoint can write deltas without reading them back.
+    """
     if not ck_rows:
         return []
     docs = []
@@ -116,14 +181,8 @@ def load_tuples(d: Dialect, serde: SerializerProtocol, ck_rows: Sequence[Sequenc
             raise CorruptRowError(f"{where}: checkpoint or metadata is not a JSON object")
         docs.append((row, doc, meta))
     wanted = sorted({(r[0], r[1], ch, v) for r, doc, _ in docs for ch, v in R.blob_pairs(doc)})
-    blobs: dict[tuple, tuple] = {}
-    for part in chunks(wanted, d.max_params // 4):
-        found = yield Q(
-            join_keys("blobs", BLOB_KEY, len(part), "t.thread_id, t.checkpoint_ns, t.channel, t.version, t.type, t.blob"),
-            flat(part),
-        )
-        for b in found:
-            blobs[(b[0], b[1], b[2], b[3])] = (b[4], b[5])
+    rows = yield from fetch_blob_rows(d, wanted)
+    blobs = yield from fetch_blobs(d, wanted, rows=rows)
     keys = sorted({(r[0], r[1], r[2]) for r in ck_rows})
     writes: dict[tuple, list] = defaultdict(list)
     for part in chunks(keys, d.max_params // 3):
@@ -134,10 +193,29 @@ def load_tuples(d: Dialect, serde: SerializerProtocol, ck_rows: Sequence[Sequenc
         )
         for w in found:
             writes[(w[0], w[1], w[2])].append(w)
-    return [R.to_tuple(serde, row, doc, meta, blobs, writes.get((row[0], row[1], row[2]), ())) for row, doc, meta in docs]
+    tuples = [R.to_tuple(serde, row, doc, meta, blobs, writes.get((row[0], row[1], row[2]), ())) for row, doc, meta in docs]
+    if bc is not None and bc.deltas and len(docs) == 1:
+        _remember(bc, docs[0][0], docs[0][1], blobs, rows)
+    return tuples
 
 
-def get_tuple(d: Dialect, serde: SerializerProtocol, key: Key) -> Op[CheckpointTuple | None]:
+def _remember(bc: codec.BlobCodec, row: Sequence[Any], doc: dict, blobs: Mapping[tuple, codec.Resolved], rows: Mapping) -> None:
+    """Cache what a get_tuple read: the checkpoint's versions and its list/dict values."""
+    assert bc.cache is not None
+    tid, ns = row[0], row[1]
+    pairs = R.blob_pairs(doc)
+    bc.cache.put_versions((tid, ns, row[2]), dict(pairs))
+    for ch, v in pairs:
+        resolved = blobs.get((tid, ns, ch, v))
+        stored = rows.get((tid, ns, ch), {}).get(v)
+        if resolved is None or stored is None or resolved[0] != "msgpack":
+            continue
+        entry = codec.entry_of(resolved, stored[0], len(stored[1]) if stored[1] is not None else 0)
+        if entry is not None and len(entry.value.body) * 2 >= bc.delta_min_bytes:
+            bc.cache.put((tid, ns, ch, v), entry)
+
+
+def get_tuple(d: Dialect, serde: SerializerProtocol, key: Key, bc: codec.BlobCodec | None = None) -> Op[CheckpointTuple | None]:
     """The checkpoint named by ``key``, or the latest of its (thread_id, checkpoint_ns) when it names none."""
     if key.checkpoint_id:
         found = yield Q(
@@ -152,7 +230,7 @@ def get_tuple(d: Dialect, serde: SerializerProtocol, key: Key) -> Op[CheckpointT
         )
     if not found:
         return None
-    return (yield from load_tuples(d, serde, found))[0]
+    return (yield from load_tuples(d, serde, found, bc))[0]
 
 
 def list_where(
@@ -222,6 +300,74 @@ _UPSERT_THREAD = (
 )
 
 
+_INSERT_BLOBS = (
+    "INSERT INTO blobs (thread_id, checkpoint_ns, channel, version, type, blob, base_version) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING"
+)
+
+
+def _insert_guarded(d: Dialect, count: int) -> str:
+    """Insert-or-ignore of ``count`` blob rows, each a VALUES row of the 7 columns plus the
+    type and stored size its base row must have; a delta row is only inserted when its
+    base row still exists with that type and size. Returns the (channel, version) inserted."""
+    return (
+        "INSERT INTO blobs (thread_id, checkpoint_ns, channel, version, type, blob, base_version) "
+        f"SELECT column1, column2, column3, column4, column5, CAST(column6 AS {d.types['blob']}), column7 "
+        f"FROM ({values_list(9, count)}) v "
+        "WHERE column7 IS NULL OR EXISTS (SELECT 1 FROM blobs b WHERE b.thread_id = v.column1 AND b.checkpoint_ns = v.column2 "
+        f"AND b.channel = v.column3 AND b.version = v.column7 AND b.type = v.column8 "
+        f"AND {d.bytes_of('b.blob', 'blob')} = CAST(v.column9 AS {d.types['int']})) "
+        "ON CONFLICT DO NOTHING RETURNING channel, version"
+    )
+
+
+def _delta_bases(d: Dialect, bc: codec.BlobCodec, key: Key, values: Sequence[R.Value]) -> Op[dict[str, tuple[str, codec.Entry]]]:
+    """For the values that may be deltas: channel → (its version in the parent checkpoint, that value).
+
+    From the cache; on a miss, read in this transaction (the parent's versions, then
+    the base values through their chains)."""
+    assert bc.cache is not None
+    candidates = [v for v in values if v.container is not None]
+    if not candidates or not key.checkpoint_id:
+        return {}
+    parent = (key.thread_id, key.checkpoint_ns, key.checkpoint_id)
+    versions = bc.cache.versions(parent)
+    if versions is None:
+        found = yield Q(
+            "SELECT checkpoint FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?", parent
+        )
+        if not found:
+            return {}
+        doc = _json(d, found[0][0], f"checkpoint {parent!r}")
+        versions = dict(R.blob_pairs(doc)) if isinstance(doc, dict) else {}
+        bc.cache.put_versions(parent, versions)
+    bases: dict[str, tuple[str, codec.Entry]] = {}
+    missing: dict[str, str] = {}
+    for v in candidates:
+        base_version = versions.get(v.channel)
+        if base_version is None or base_version == v.version:
+            continue
+        entry = bc.cache.get((key.thread_id, key.checkpoint_ns, v.channel, base_version))
+        if entry is not None:
+            bases[v.channel] = (base_version, entry)
+        else:
+            missing[v.channel] = base_version
+    if missing:
+        wanted = [(key.thread_id, key.checkpoint_ns, ch, bv) for ch, bv in missing.items()]
+        rows = yield from fetch_blob_rows(d, wanted)
+        try:
+            resolved = yield from fetch_blobs(d, wanted, rows=rows)
+        except CorruptRowError:
+            resolved = {}  # an unreadable base: the new value is stored as a snapshot
+        for k, r in resolved.items():
+            stored = rows[k[:3]][k[3]]
+            entry = codec.entry_of(r, stored[0], len(stored[1]) if stored[1] is not None else 0)
+            if entry is not None:
+                bc.cache.put(k, entry)
+                bases[k[2]] = (k[3], entry)
+    return bases
+
+
 def put(
     d: Dialect,
     serde: SerializerProtocol,
@@ -229,54 +375,94 @@ def put(
     checkpoint: Checkpoint,
     metadata: CheckpointMetadata,
     new_versions: Mapping[str, Any],
+    bc: codec.BlobCodec | None = None,
 ) -> Op[dict]:
-    """Store a checkpoint: its changed channels' blobs, its row, and the thread index, in one transaction."""
+    """Store a checkpoint: its changed channels' blobs, its row, and the thread index, in one transaction.
+
+    With a saver's ``bc`` (``codec.BlobCodec``), a list/dict value that extends the
+    channel's value in the parent checkpoint (``config``'s checkpoint_id) is stored
+    as a delta on it (see ``codec``); every value at or above the size threshold is
+    compressed. Without one (``codec.PLAIN``): compressed snapshots.
+    """
+    bc = bc or codec.PLAIN
     key = key_of(config)
     if not isinstance(checkpoint, dict) or not isinstance(checkpoint.get("id"), str):
         raise ConfigError("checkpoint must be a Checkpoint dict with a string 'id'")
     now = time.time()
-    doc, meta, blob_rows = R.put_rows(serde, key, config, checkpoint, metadata, new_versions, now)
+    doc, meta = R.put_docs(serde, config, checkpoint, metadata)
     try:
         doc_json, meta_json = dumps_json(doc), dumps_json(meta)
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"checkpoint {checkpoint['id']!r}: metadata or versions are not JSON-serializable ({exc})") from exc
     step, source, run_id = R.extracted_columns(meta)
-    if blob_rows:
-        yield Q(
-            "INSERT INTO blobs (thread_id, checkpoint_ns, channel, version, type, blob, base_version) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-            blob_rows,
-            many=True,
-        )
+    values = R.serialize_values(serde, checkpoint, new_versions, bc)
+    bases = (yield from _delta_bases(d, bc, key, values)) if bc.deltas else {}
+    blob_rows = R.blob_rows(key, values, bases, bc)
+    size = 0
+    if any(r.delta for r in blob_rows) or (bc.deltas and any(r.value is not None for r in blob_rows)):
+        # One statement that reports what it inserted: only those values are cached,
+        # and a delta whose base row changed meanwhile is written again as a snapshot.
+        inserted: set = set()
+        for part in chunks(blob_rows, d.max_params // 9):
+            found = yield Q(_insert_guarded(d, len(part)), flat(r.params + r.guard for r in part))
+            inserted |= {(r[0], r[1]) for r in found}
+        retry = []
+        for r, v in zip(blob_rows, values):
+            k = (r.params[2], r.params[3])
+            if k in inserted:
+                size += len(r.params[5] or b"")
+                if r.value is not None and bc.cache is not None:
+                    bc.cache.put(r.params[:4], codec.Entry(r.value, r.params[4], len(r.params[5] or b"")))
+            else:
+                if bc.cache is not None:
+                    bc.cache.discard(r.params[:4])
+                if r.delta:
+                    retry.append(R.snapshot_row(v, key, bc))
+        if retry:
+            yield Q(_INSERT_BLOBS, retry, many=True)
+            size += sum(len(r[5] or b"") for r in retry)
+    elif blob_rows:
+        yield Q(_INSERT_BLOBS, [r.params for r in blob_rows], many=True)
+        size += sum(len(r.params[5] or b"") for r in blob_rows)
     row = (key.thread_id, key.checkpoint_ns, checkpoint["id"], key.checkpoint_id, doc_json, meta_json, step, source, run_id, now)
-    inserted = yield Q(
+    inserted_ck = yield Q(
         "INSERT INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata, "
         "step, source, run_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
         "ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO NOTHING RETURNING checkpoint_id",
         row,
     )
-    if not inserted:
+    if not inserted_ck:
         yield Q(
             "UPDATE checkpoints SET parent_checkpoint_id = ?, checkpoint = ?, metadata = ?, step = ?, source = ?, run_id = ? "
             "WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?",
             (key.checkpoint_id, doc_json, meta_json, step, source, run_id, key.thread_id, key.checkpoint_ns, checkpoint["id"]),
         )
-    size = len(doc_json.encode()) + len(meta_json.encode()) + sum(len(b[5] or b"") for b in blob_rows)
-    yield Q(_UPSERT_THREAD, (key.thread_id, now, now, 1 if inserted else 0, size))
+    if bc.cache is not None:
+        bc.cache.put_versions((key.thread_id, key.checkpoint_ns, checkpoint["id"]), dict(R.blob_pairs(doc)))
+    size += len(doc_json.encode()) + len(meta_json.encode())
+    yield Q(_UPSERT_THREAD, (key.thread_id, now, now, 1 if inserted_ck else 0, size))
     return config_of(key.thread_id, key.checkpoint_ns, checkpoint["id"])
 
 
 def put_writes(
-    d: Dialect, serde: SerializerProtocol, config: Any, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str
+    d: Dialect,
+    serde: SerializerProtocol,
+    config: Any,
+    writes: Sequence[tuple[str, Any]],
+    task_id: str,
+    task_path: str,
+    bc: codec.BlobCodec | None = None,
 ) -> Op[None]:
-    """Store a task's pending writes against a checkpoint (LangGraph ``WRITES_IDX_MAP`` rules)."""
+    """Store a task's pending writes against a checkpoint (LangGraph ``WRITES_IDX_MAP`` rules).
+
+    Values at or above ``bc``'s size threshold are zstd-compressed (``<tag>+zstd``)."""
     key = key_of(config)
     if not key.checkpoint_id:
         raise ConfigError("put_writes needs config['configurable']['checkpoint_id']")
     if not isinstance(task_id, str):
         raise ConfigError(f"task_id must be a string, got {type(task_id).__name__}")
     now = time.time()
-    replace, rows = R.write_rows(serde, key, writes, task_id, task_path or "", now)
+    replace, rows = R.write_rows(serde, key, writes, task_id, task_path or "", now, bc or codec.PLAIN)
     if not rows:
         return
     conflict = (
@@ -304,9 +490,10 @@ def _thread_ids(values: Any, what: str) -> list[str]:
     return [thread_id_of(v) for v in values]
 
 
-def delete_thread(d: Dialect, thread_id: Any) -> Op[None]:
+def delete_thread(d: Dialect, thread_id: Any, bc: codec.BlobCodec | None = None) -> Op[None]:
     """Delete every checkpoint, blob and write of a thread, in every checkpoint_ns."""
     tid = thread_id_of(thread_id)
+    _forget(bc, [tid])
     for table in ("writes", "blobs", "checkpoints", "threads"):
         yield Q(f"DELETE FROM {table} WHERE thread_id = ?", (tid,))
 
@@ -345,10 +532,20 @@ def gc_blobs(d: Dialect, thread_id: str) -> Op[int]:
     return len(dead)
 
 
-def delete_checkpoints(d: Dialect, keys: Sequence[tuple[str, str, str]]) -> Op[None]:
-    """Delete checkpoints (thread_id, checkpoint_ns, checkpoint_id) with their writes; then GC and restat their threads."""
+def _forget(bc: codec.BlobCodec | None, thread_ids: Iterable[str]) -> None:
+    if bc is not None and bc.cache is not None:
+        bc.cache.forget_threads(thread_ids)
+
+
+def delete_checkpoints(d: Dialect, keys: Sequence[tuple[str, str, str]], bc: codec.BlobCodec | None = None) -> Op[None]:
+    """Delete checkpoints (thread_id, checkpoint_ns, checkpoint_id) with their writes; then GC and restat their threads.
+
+    Never leaves a kept checkpoint unreadable: ``gc_blobs`` keeps every blob a kept
+    checkpoint references and, transitively, the base versions of kept delta rows.
+    """
     if not keys:
         return
+    _forget(bc, {k[0] for k in keys})
     yield Q("DELETE FROM writes WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?", list(keys), many=True)
     yield Q("DELETE FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?", list(keys), many=True)
     threads = sorted({k[0] for k in keys})
@@ -357,13 +554,13 @@ def delete_checkpoints(d: Dialect, keys: Sequence[tuple[str, str, str]]) -> Op[N
     yield from restat(d, threads)
 
 
-def delete_for_runs(d: Dialect, run_ids: Any) -> Op[None]:
+def delete_for_runs(d: Dialect, run_ids: Any, bc: codec.BlobCodec | None = None) -> Op[None]:
     """Delete the checkpoints (and their writes) whose metadata ``run_id`` is one of ``run_ids``."""
     ids = _thread_ids(run_ids, "run_ids")
     keys: list[tuple] = []
     for part in chunks(ids, d.max_params):
         keys += (yield Q(f"SELECT thread_id, checkpoint_ns, checkpoint_id FROM checkpoints WHERE run_id IN ({placeholders(len(part))})", part))
-    yield from delete_checkpoints(d, [tuple(k) for k in keys])
+    yield from delete_checkpoints(d, [tuple(k) for k in keys], bc)
 
 
 def copy_thread(d: Dialect, source: Any, target: Any) -> Op[None]:
@@ -400,7 +597,7 @@ def copy_thread(d: Dialect, source: Any, target: Any) -> Op[None]:
 PRUNE_STRATEGIES = ("keep_latest", "delete")
 
 
-def prune(d: Dialect, thread_ids: Any, strategy: str) -> Op[None]:
+def prune(d: Dialect, thread_ids: Any, strategy: str, bc: codec.BlobCodec | None = None) -> Op[None]:
     """Prune threads. ``delete`` removes them; ``keep_latest`` keeps each checkpoint_ns's latest checkpoint.
 
     ``keep_latest`` also keeps, for a LangGraph ``DeltaChannel`` the latest checkpoint
@@ -414,7 +611,7 @@ def prune(d: Dialect, thread_ids: Any, strategy: str) -> Op[None]:
     tids = _thread_ids(thread_ids, "thread_ids")
     if strategy == "delete":
         for tid in tids:
-            yield from delete_thread(d, tid)
+            yield from delete_thread(d, tid, bc)
         return
     doomed: list[tuple] = []
     orphaned: list[tuple] = []
@@ -447,7 +644,7 @@ def prune(d: Dialect, thread_ids: Any, strategy: str) -> Op[None]:
         orphaned += [(tid, ns, cid) for ns, cid in keep if by_id[(ns, cid)][2] and (ns, by_id[(ns, cid)][2]) not in keep]
     if orphaned:
         yield Q("UPDATE checkpoints SET parent_checkpoint_id = NULL WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?", orphaned, many=True)
-    yield from delete_checkpoints(d, doomed)
+    yield from delete_checkpoints(d, doomed, bc)
 
 
 # --- DeltaChannel history --------------------------------------------------
@@ -525,12 +722,9 @@ def delta_channel_history(
             value = codec.decode(serde, w[3], w[4], f"write ({key.thread_id!r}, {key.checkpoint_ns!r}, {w[0]!r}, {w[1]!r}, {w[6]})")
             result[w[2]]["writes"].append((w[1], w[2], value))
     if seed:
-        found = yield Q(
-            join_keys("blobs", BLOB_KEY, len(seed), "t.channel, t.type, t.blob"),
-            flat((key.thread_id, key.checkpoint_ns, ch, v) for ch, v in seed.items()),
-        )
-        for ch, tag, data in found:
-            result[ch]["seed"] = codec.decode(serde, tag, data, f"blob ({key.thread_id!r}, {key.checkpoint_ns!r}, {ch!r}, {seed[ch]!r})")
+        found = yield from fetch_blobs(d, [(key.thread_id, key.checkpoint_ns, ch, v) for ch, v in seed.items()])
+        for (_, _, ch, v), resolved in found.items():
+            result[ch]["seed"] = codec.load(serde, resolved, f"blob ({key.thread_id!r}, {key.checkpoint_ns!r}, {ch!r}, {v!r})")
     return result
 
 

@@ -6,6 +6,7 @@ Row shapes (in column order):
   checkpoint (JSON without ``channel_values``), metadata (JSON), step, source,
   run_id, created_at (seconds since the epoch, UTC)
 * blob row: thread_id, checkpoint_ns, channel, version, type, blob, base_version
+  (``type`` is a ``codec`` tag; a delta row names its base in ``base_version``)
 * write row: thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel,
   task_path, type, blob, created_at
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from langgraph.checkpoint.base import (
@@ -54,31 +56,89 @@ def checkpoint_doc(serde: SerializerProtocol, checkpoint: Checkpoint) -> dict[st
     return doc
 
 
-def put_rows(
-    serde: SerializerProtocol,
-    key: Key,
-    config: dict,
-    checkpoint: Checkpoint,
-    metadata: CheckpointMetadata,
-    new_versions: ChannelVersions,
-    now: float,
-) -> tuple[dict[str, Any], dict[str, Any], list[tuple]]:
-    """Turn ``put`` arguments into (checkpoint doc, metadata doc, blob rows).
+@dataclass(slots=True)
+class Value:
+    """One channel value of a ``put``, serialized: the serializer's ``(tag, data)`` (None: an
+    empty channel) and, when it may be stored as a delta, its ``codec.Container``."""
 
-    Only channels in ``new_versions`` get a blob row (unchanged channels are shared
-    by reference through ``channel_versions``). A channel with a new version but
-    no value gets an ``empty`` row, so every version a checkpoint names exists.
-    """
+    channel: str
+    version: str
+    tag: str | None
+    data: bytes | None
+    container: codec.Container | None = None
+
+
+@dataclass(slots=True)
+class BlobRow:
+    """A blob row to insert (``params``, in column order), the stored type and size its base
+    row must still have for a delta (``guard``), and the value to cache once inserted."""
+
+    params: tuple
+    guard: tuple[str | None, int | None] = (None, None)
+    value: codec.Container | None = None
+
+    @property
+    def delta(self) -> bool:
+        return self.params[6] is not None
+
+
+def put_docs(
+    serde: SerializerProtocol, config: dict, checkpoint: Checkpoint, metadata: CheckpointMetadata
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The stored checkpoint doc (without ``channel_values``) and metadata doc of a ``put``."""
+    return checkpoint_doc(serde, checkpoint), get_serializable_checkpoint_metadata(config, metadata)
+
+
+def serialize_values(
+    serde: SerializerProtocol, checkpoint: Checkpoint, new_versions: ChannelVersions, bc: codec.BlobCodec = codec.PLAIN
+) -> list[Value]:
+    """Serialize the channels in ``new_versions`` (only those get a blob row: unchanged
+    channels are shared by reference through ``channel_versions``). A channel with a new
+    version but no value is ``empty``, so every version a checkpoint names exists."""
     values = checkpoint["channel_values"]
-    blobs = []
+    out = []
     for channel, version in new_versions.items():
         if channel in values:
             tag, data = codec.encode(serde, values[channel])
+            out.append(Value(channel, version_key(version), tag, data, bc.candidate(tag, data)))
         else:
-            tag, data = codec.EMPTY, None
-        blobs.append((key.thread_id, key.checkpoint_ns, channel, version_key(version), tag, data, None))
-    meta = get_serializable_checkpoint_metadata(config, metadata)
-    return checkpoint_doc(serde, checkpoint), meta, blobs
+            out.append(Value(channel, version_key(version), None, None))
+    return out
+
+
+def blob_rows(
+    key: Key,
+    values: Sequence[Value],
+    bases: Mapping[str, tuple[str, codec.Entry]] | None = None,
+    bc: codec.BlobCodec = codec.PLAIN,
+) -> list[BlobRow]:
+    """Blob rows of a ``put``. ``bases`` maps a channel to ``(base_version, cached entry)``:
+    the channel's version in the parent checkpoint, on which its new value may be a delta."""
+    rows = []
+    for v in values:
+        if v.tag is None:
+            rows.append(BlobRow((key.thread_id, key.checkpoint_ns, v.channel, v.version, codec.EMPTY, None, None)))
+            continue
+        base = (bases or {}).get(v.channel)
+        tag, data, is_delta, value = bc.encode_blob(v.tag, v.data, v.container, base[1] if base else None)  # type: ignore[arg-type]
+        if is_delta:
+            assert base is not None
+            rows.append(
+                BlobRow(
+                    (key.thread_id, key.checkpoint_ns, v.channel, v.version, tag, data, base[0]),
+                    (base[1].stored_type, base[1].stored_len),
+                    value,
+                )
+            )
+        else:
+            rows.append(BlobRow((key.thread_id, key.checkpoint_ns, v.channel, v.version, tag, data, None), value=value))
+    return rows
+
+
+def snapshot_row(serde_value: Value, key: Key, bc: codec.BlobCodec = codec.PLAIN) -> tuple:
+    """The snapshot row of a value (when its delta could not be written)."""
+    tag, data = bc.pack(serde_value.tag, serde_value.data)  # type: ignore[arg-type]
+    return (key.thread_id, key.checkpoint_ns, serde_value.channel, serde_value.version, tag, data, None)
 
 
 def extracted_columns(meta: Mapping[str, Any]) -> tuple[int | None, str | None, str | None]:
@@ -97,15 +157,17 @@ def write_rows(
     task_id: str,
     task_path: str,
     now: float,
+    bc: codec.BlobCodec = codec.PLAIN,
 ) -> tuple[bool, list[tuple]]:
     """Rows for ``put_writes`` and whether they replace (all special channels) or insert-or-ignore.
 
     Special channels (``__error__``, ``__interrupt__``, ``__scheduled__``, ``__resume__``)
     take LangGraph's negative ``WRITES_IDX_MAP`` index; others their list position.
+    Values at or above the codec's threshold are zstd-compressed (``<tag>+zstd``).
     """
     rows = []
     for i, (channel, value) in enumerate(writes):
-        tag, data = codec.encode(serde, value)
+        tag, data = bc.pack(*codec.encode(serde, value))
         idx = WRITES_IDX_MAP.get(channel, i)
         rows.append((key.thread_id, key.checkpoint_ns, key.checkpoint_id, task_id, idx, channel, task_path, tag, data, now))
     replace = bool(writes) and all(w[0] in WRITES_IDX_MAP for w in writes)
@@ -122,13 +184,14 @@ def to_tuple(
     row: Sequence[Any],
     doc: dict[str, Any],
     metadata: dict[str, Any],
-    blobs: Mapping[tuple[str, str, str, str], tuple[str, bytes | None]],
+    blobs: Mapping[tuple[str, str, str, str], codec.Resolved],
     writes: Iterable[Sequence[Any]],
 ) -> CheckpointTuple:
     """Assemble a CheckpointTuple from its checkpoint row, its blobs and its writes.
 
-    ``blobs`` maps (thread_id, checkpoint_ns, channel, version) → (type, bytes);
-    ``writes`` are write rows (``WRITE_COLUMNS``) already in ``writes_sort_key`` order.
+    ``blobs`` maps (thread_id, checkpoint_ns, channel, version) → the value as
+    ``codec.resolve`` reconstructs it; ``writes`` are write rows (``WRITE_COLUMNS``)
+    already in ``writes_sort_key`` order.
     """
     thread_id, ns, cid, parent = row[0], row[1], row[2], row[3]
     values: dict[str, Any] = {}
@@ -136,7 +199,7 @@ def to_tuple(
         found = blobs.get((thread_id, ns, channel, version))
         if found is None or found[0] == codec.EMPTY:
             continue
-        values[channel] = codec.decode(serde, found[0], found[1], f"blob ({thread_id!r}, {ns!r}, {channel!r}, {version!r})")
+        values[channel] = codec.load(serde, found, f"blob ({thread_id!r}, {ns!r}, {channel!r}, {version!r})")
     checkpoint = {k: v for k, v in doc.items() if k != _SENDS}
     checkpoint["channel_values"] = values
     sends = doc.get(_SENDS)
