@@ -352,62 +352,48 @@ async def test_hostile_filters_match_exactly_or_raise_filter_error(backend: Back
 
 
 EQUALITY_FILTERS = {
-    # id: (filter, Postgres returns a wrong match)
-    "sub-dict": ({"nested": {"a": 1}}, True),
-    "sub-list": ({"tags": ["x"]}, True),
-    "reordered-list": ({"tags": ["y", "x"]}, True),
-    "empty-dict": ({"nested": {}}, True),
-    "empty-list": ({"tags": []}, True),
-    "list-member": ({"tags": "x"}, False),
-    "super-dict": ({"nested": {"a": 1, "b": 2, "c": 3}}, False),
+    "sub-dict": {"nested": {"a": 1}},
+    "sub-list": {"tags": ["x"]},
+    "reordered-list": {"tags": ["y", "x"]},
+    "empty-dict": {"nested": {}},
+    "empty-list": {"tags": []},
+    "list-member": {"tags": "x"},
+    "super-dict": {"nested": {"a": 1, "b": 2, "c": 3}},
+    "super-list": {"tags": ["x", "y", "z"]},
 }
 
 
 @pytest.mark.parametrize("case", list(EQUALITY_FILTERS))
-async def test_filter_with_dict_or_list_value_means_equality(backend: Backend, case: str, request) -> None:
-    """``list(filter={k: v})`` keeps checkpoints whose ``metadata[k] == v`` (InMemorySaver, SQLite, ops.list_where docstring).
+async def test_filter_with_dict_or_list_value_means_equality(backend: Backend, case: str) -> None:
+    """``list(filter={k: v})`` keeps checkpoints whose ``metadata[k] == v`` (InMemorySaver, ops.list_where docstring),
+    not containment. The seeded metadata has ``nested={"a": 1, "b": 2}`` and ``tags=["x", "y"]``; none of these equal them.
 
-    The seeded metadata has ``nested={"a": 1, "b": 2}`` and ``tags=["x", "y"]``; none of these filters equals them.
+    (Found on Postgres, which used ``metadata @> {k: v}`` and so matched supersets; fixed in 31a074b.)
     """
-    flt, postgres_wrong = EQUALITY_FILTERS[case]
-    if backend.is_postgres and postgres_wrong:
-        request.applymarker(
-            pytest.mark.xfail(
-                strict=True,
-                reason="BUG engine/dialect.py PostgresDialect.metadata_filter: uses JSONB containment (metadata @> {k: v}), "
-                "so a dict/list filter value also matches any superset; SQLite and InMemorySaver use equality",
-            )
-        )
     async with seeded(backend) as (api, seed):
-        assert await api.ids(None, filter=flt) == []
+        assert await api.ids(None, filter=EQUALITY_FILTERS[case]) == []
 
 
 UNREPRESENTABLE_FILTER_VALUES = {
-    "nan": ({"a": float("nan")}, ("postgres", "postgres-async")),
-    "inf": ({"a": float("inf")}, ("postgres", "postgres-async")),
-    "-inf": ({"a": float("-inf")}, ("postgres", "postgres-async")),
-    "nan-in-list": ({"tags": [float("nan")]}, ("sqlite", "sqlite-async", "postgres", "postgres-async")),
-    "int-2**70": ({"a": 2**70}, ("sqlite", "sqlite-async")),
-    "int--2**70": ({"a": -(2**70)}, ("sqlite", "sqlite-async")),
-    "nul-in-value": ({"a": "x\x00y"}, ("postgres", "postgres-async")),
-    "nul-in-key": ({"a\x00": 1}, ("postgres", "postgres-async")),
+    "nan": {"a": float("nan")},
+    "inf": {"a": float("inf")},
+    "-inf": {"a": float("-inf")},
+    "nan-in-list": {"tags": [float("nan")]},
+    "nan-in-dict": {"nested": {"a": float("nan")}},
+    "int-2**70": {"a": 2**70},
+    "int--2**70": {"a": -(2**70)},
+    "nul-in-value": {"a": "x\x00y"},
+    "nul-in-key": {"a\x00": 1},
 }
 
 
 @pytest.mark.parametrize("case", sorted(UNREPRESENTABLE_FILTER_VALUES))
-async def test_filter_values_the_database_cannot_hold(backend: Backend, case: str, request) -> None:
-    """NaN/Infinity, integers beyond 64 bits, NUL characters: an empty result or FilterError, never a driver error."""
-    flt, buggy_on = UNREPRESENTABLE_FILTER_VALUES[case]
-    if backend.kind in buggy_on:
-        request.applymarker(
-            pytest.mark.xfail(
-                strict=True,
-                reason="BUG engine/dialect.py metadata_filter: the value reaches the driver unchecked and fails there "
-                "(Postgres: NaN/Infinity are not JSON → InvalidTextRepresentation, NUL → UntranslatableCharacter; "
-                "SQLite: int beyond 64 bits → OverflowError, NaN inside a list → 'malformed JSON') "
-                "instead of FilterError / empty result",
-            )
-        )
+async def test_filter_values_the_database_cannot_hold(backend: Backend, case: str) -> None:
+    """NaN/Infinity, integers beyond 64 bits, NUL characters: an empty result or FilterError, never a driver error.
+
+    (Found: Postgres raised raw psycopg errors, SQLite OverflowError / 'malformed JSON'; fixed in 31a074b.)
+    """
+    flt = UNREPRESENTABLE_FILTER_VALUES[case]
     async with seeded(backend) as (api, seed):
         before = backend.snapshot()
         try:
@@ -422,28 +408,20 @@ async def test_filter_values_the_database_cannot_hold(backend: Backend, case: st
 
 # --- values the database cannot hold, on the write side ----------------------------
 
-ALL_BUGGY = ("sqlite", "sqlite-async", "postgres", "postgres-async")
+@pytest.mark.parametrize("case", ["nan", "inf", "nul-in-key", "nul-in-value", "int-2**70"])
+async def test_metadata_the_database_cannot_hold(backend: Backend, case: str) -> None:
+    """Either refused with ConfigError (nothing written), or stored so that it reads back and filtered listing keeps working.
 
-
-@pytest.mark.parametrize("case", ["nan", "inf", "nul-in-key"])
-async def test_metadata_the_database_cannot_hold(backend: Backend, case: str, request) -> None:
-    """Either refused with ConfigError (nothing written), or stored so that it reads back and filtered listing keeps working."""
-    meta = {"nan": {"score": float("nan")}, "inf": {"score": float("inf")}, "nul-in-key": {"k\x00": 1}}[case]
-    buggy = {
-        "nan": ALL_BUGGY,
-        "inf": ALL_BUGGY,
-        "nul-in-key": ("postgres", "postgres-async"),
+    (Found: NaN metadata was stored as non-JSON 'NaN', after which every filtered list() on SQLite failed with
+    'malformed JSON', and Postgres raised raw psycopg errors; fixed in 31a074b.)
+    """
+    meta = {
+        "nan": {"score": float("nan")},
+        "inf": {"score": float("inf")},
+        "nul-in-key": {"k\x00": 1},
+        "nul-in-value": {"k": "v\x00"},
+        "int-2**70": {"big": 2**70},
     }[case]
-    if backend.kind in buggy:
-        request.applymarker(
-            pytest.mark.xfail(
-                strict=True,
-                reason="BUG engine/dialect.py dumps_json (allow_nan) / engine/ops.py put: NaN/Infinity metadata is written as "
-                "non-JSON 'NaN' — on SQLite every later filtered list() of the whole database then fails with "
-                "sqlite3.OperationalError 'malformed JSON'; on Postgres put fails with a raw psycopg error "
-                "(InvalidTextRepresentation / UntranslatableCharacter for a NUL in a key) instead of ConfigError",
-            )
-        )
     async with seeded(backend) as (api, seed):
         before = backend.snapshot()
         try:
@@ -458,33 +436,33 @@ async def test_metadata_the_database_cannot_hold(backend: Backend, case: str, re
         await assert_still_works(api, seed)
 
 
-@pytest.mark.parametrize("where", ["thread_id", "checkpoint_ns"])
-async def test_nul_character_in_keys(backend: Backend, where: str, request) -> None:
-    """A NUL in thread_id / checkpoint_ns: stored and found exactly, or ConfigError — never a raw driver error."""
-    if backend.is_postgres:
-        request.applymarker(
-            pytest.mark.xfail(
-                strict=True,
-                reason="BUG keys.py key_of/thread_id_of: NUL characters are not rejected; Postgres TEXT cannot hold them, so "
-                "put/get_tuple raise a raw psycopg.DataError (SQLite stores them) — backends disagree, no ConfigError",
-            )
-        )
-    config = cfg("nul\x00thread") if where == "thread_id" else cfg("alpha", ns="sub\x00ns")
+@pytest.mark.parametrize("where", ["thread_id", "checkpoint_ns", "checkpoint_id"])
+async def test_nul_character_in_keys_is_refused(backend: Backend, where: str) -> None:
+    """A NUL in thread_id / checkpoint_ns / checkpoint_id: ConfigError naming the key, on every backend.
+
+    (Found: Postgres TEXT cannot hold NUL, so put/get_tuple raised a raw psycopg.DataError while SQLite stored
+    the key; keys.py now refuses NUL everywhere, 31a074b.)
+    """
+    config = {
+        "thread_id": cfg("nul\x00thread"),
+        "checkpoint_ns": cfg("alpha", ns="sub\x00ns"),
+        "checkpoint_id": cfg("alpha", cid="id\x00"),
+    }[where]
     async with seeded(backend) as (api, seed):
         before = backend.snapshot()
-        try:
-            stored = await api.call("put", config, ckpt({"v": 1}, {"v": "1"}), {"step": 0}, {"v": "1"})
-        except ConfigError as exc:
-            assert where in str(exc)
-            assert backend.snapshot() == before
-            with pytest.raises(ConfigError):
-                await api.call("get_tuple", config)
-        else:
-            got = await api.call("get_tuple", config)
-            assert got.config == stored
-            # the NUL is not a terminator: the prefix names nothing
-            prefix = cfg("nul") if where == "thread_id" else cfg("alpha", ns="sub")
-            assert await api.call("get_tuple", prefix) is None
+        with pytest.raises(ConfigError, match=where):
+            await api.call("get_tuple", config)
+        with pytest.raises(ConfigError, match=where):
+            await api.list(config)
+        with pytest.raises(ConfigError, match=where):
+            await api.call("put", config, ckpt({"v": 1}, {"v": "1"}), {"step": 0}, {"v": "1"})
+        with pytest.raises(ConfigError, match=where):
+            await api.call("put_writes", {"configurable": {**seed.alpha[-1]["configurable"], **config["configurable"]}}, [("v", 1)], "t")
+        if where == "thread_id":
+            for call in (("delete_thread", "a\x00"), ("copy_thread", "alpha", "a\x00"), ("prune", ["a\x00"])):
+                with pytest.raises(ConfigError, match=where):
+                    await api.call(*call)
+        assert backend.snapshot() == before
         await assert_still_works(api, seed)
 
 
@@ -588,7 +566,7 @@ async def test_corrupted_checkpoint_row(backend: Backend, case: str, request) ->
             pytest.mark.xfail(
                 strict=True,
                 reason="BUG engine/rows.py blob_pairs (called from ops.load_tuples): a checkpoint doc whose "
-                "channel_versions is not a mapping raises AttributeError ('list' object has no attribute 'items') "
+                "channel_versions is not a mapping raises AttributeError ("'list' object has no attribute 'items'", same for a string) "
                 "instead of CorruptRowError naming the row",
             )
         )
