@@ -566,7 +566,7 @@ async def test_corrupted_checkpoint_row(backend: Backend, case: str, request) ->
             pytest.mark.xfail(
                 strict=True,
                 reason="BUG engine/rows.py blob_pairs (called from ops.load_tuples): a checkpoint doc whose "
-                "channel_versions is not a mapping raises AttributeError ("'list' object has no attribute 'items'", same for a string) "
+                "channel_versions is not a mapping (a list, a string) raises AttributeError (… object has no attribute 'items') "
                 "instead of CorruptRowError naming the row",
             )
         )
