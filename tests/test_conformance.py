@@ -324,15 +324,6 @@ def test_sync_copy_thread(sync_backend: Backend) -> None:
 
 def test_sync_copy_thread_reports_the_same_size_as_its_source(sync_backend: Backend, request) -> None:
     """The ``threads`` row (checkpoint count, stored bytes) of an exact copy equals its source's."""
-    if sync_backend.is_postgres:
-        request.applymarker(
-            pytest.mark.xfail(
-                strict=True,
-                reason="BUG engine/ops.py put vs restat on Postgres: put adds len(dumps_json(doc)) (compact JSON) to "
-                "threads.bytes, but restat (run by copy_thread, prune, delete_for_runs) recomputes it from "
-                "octet_length(checkpoint::text), JSONB's spaced rendering — so the same rows get two different sizes",
-            )
-        )
     with sync_backend.open() as saver:
         chain = Chain(saver, "src")
         chain.put({"a": "x" * 100, "b": [1, 2, 3]}, source="input", note="hello")

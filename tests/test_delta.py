@@ -34,10 +34,11 @@ from threadline import SqliteSaver, codec
 from threadline.codec import BlobCodec
 from threadline.engine import ops
 from threadline.errors import CorruptRowError
+from threadline.serde import default_serde
 
 from backends import Backend
 
-SERDE = codec.default_serde()
+SERDE = default_serde()
 
 
 def _load_fixture_module():

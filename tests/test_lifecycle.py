@@ -195,11 +195,8 @@ def test_prune_policies_dry_run_then_apply_keep_everything_readable(db):
         assert real.checkpoints == dry.checkpoints and real.bytes_freed == dry.bytes_freed
         assert {p.thread_id: p.checkpoints for p in real.plans} == {p.thread_id: p.checkpoints for p in dry.plans}
         size_after = sum(t.bytes for t in H.list_threads(saver).threads)
-        if url.startswith("postgresql"):
-            # put() counts compact JSON text, the recount after a delete counts jsonb::text: close, not equal
-            assert size_after < size_before
-        else:
-            assert size_before - size_after == real.bytes_freed
+        # threads.bytes counts value payloads (blobs, writes); bytes_freed also counts checkpoint rows
+        assert 0 < size_before - size_after < real.bytes_freed
         for t in ("t-research", "t-answer", "t-interrupt"):
             assert count(url, "checkpoints", "WHERE thread_id = ? AND checkpoint_ns = ''", (t,)) == 3
             assert H.jsonable(g.get_state(cfg(t)).values) == heads[t]

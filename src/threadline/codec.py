@@ -49,10 +49,9 @@ would exceed ``max_depth`` deltas (K), when the deltas accumulated since the
 last snapshot would exceed the value's own size, or when the delta would not be
 clearly smaller than the value.
 
-Deserialization is strict by default: the serializer is LangGraph's
-``JsonPlusSerializer`` with ``pickle_fallback=False`` and an msgpack allowlist
-(LangGraph's safe types plus whatever the compiled graph's state schema adds
-through ``with_allowlist``). A ``pickle`` tag is refused, never loaded. A
+Deserialization is strict by default (``threadline.serde``: no pickle; stored
+constructors only for LangGraph's safe types, explicitly allowed types, and data
+classes already imported by the process). A ``pickle`` tag is refused, never loaded. A
 tampered delta or compressed row can fail to load (``CorruptRowError``) but is
 only ever handed to the same strict serializer.
 """
@@ -69,7 +68,6 @@ from typing import Any
 
 import zstandard
 from langgraph.checkpoint.serde.base import SerializerProtocol
-from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 from threadline.errors import CorruptRowError
 
@@ -92,11 +90,6 @@ LIST, DICT = 1, 2
 _HEADER = struct.Struct("<BHIQII")  # format, depth, count, body length, crc32, chain bytes
 _FORMAT = 1
 _MAX_U32 = 0xFFFFFFFF
-
-
-def default_serde() -> SerializerProtocol:
-    """LangGraph's serializer, locked down: no pickle, only allowlisted msgpack types."""
-    return JsonPlusSerializer(pickle_fallback=False, allowed_msgpack_modules=None)
 
 
 def encode(serde: SerializerProtocol, value: Any) -> tuple[str, bytes]:

@@ -23,7 +23,8 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from threadline.codec import BlobCodec, default_serde
+from threadline.codec import BlobCodec
+from threadline.serde import default_serde
 from threadline.engine import ops
 from threadline.engine.dialect import Dialect
 from threadline.keys import key_of

@@ -439,7 +439,6 @@ def put(
         )
     if bc.cache is not None:
         bc.cache.put_versions((key.thread_id, key.checkpoint_ns, checkpoint["id"]), dict(R.blob_pairs(doc)))
-    size += len(doc_json.encode()) + len(meta_json.encode())
     yield Q(_UPSERT_THREAD, (key.thread_id, now, now, 1 if inserted_ck else 0, size))
     return config_of(key.thread_id, key.checkpoint_ns, checkpoint["id"])
 
@@ -499,16 +498,20 @@ def delete_thread(d: Dialect, thread_id: Any, bc: codec.BlobCodec | None = None)
 
 
 def restat(d: Dialect, thread_ids: Iterable[str]) -> Op[None]:
-    """Recompute the ``threads`` row (count, bytes) of threads after a bulk change; drop emptied threads."""
+    """Recompute the ``threads`` row (count, bytes) of threads after a bulk change; drop emptied threads.
+
+    ``threads.bytes`` counts stored value payloads (blobs and writes), the same on
+    every backend; checkpoint and metadata JSON are left out because Postgres
+    renders JSONB at its own width.
+    """
     for tid in sorted(set(thread_ids)):
         yield Q(
             "UPDATE threads SET "
             "checkpoint_count = (SELECT COUNT(*) FROM checkpoints WHERE thread_id = ?), "
-            f"bytes = (SELECT COALESCE(SUM({d.bytes_of('checkpoint', 'json')} + {d.bytes_of('metadata', 'json')}), 0) FROM checkpoints WHERE thread_id = ?) "
-            f"+ (SELECT COALESCE(SUM({d.bytes_of('blob', 'blob')}), 0) FROM blobs WHERE thread_id = ?) "
+            f"bytes = (SELECT COALESCE(SUM({d.bytes_of('blob', 'blob')}), 0) FROM blobs WHERE thread_id = ?) "
             f"+ (SELECT COALESCE(SUM({d.bytes_of('blob', 'blob')}), 0) FROM writes WHERE thread_id = ?) "
             "WHERE thread_id = ?",
-            (tid, tid, tid, tid, tid),
+            (tid, tid, tid, tid),
         )
         yield Q("DELETE FROM threads WHERE thread_id = ? AND checkpoint_count = 0", (tid,))
 

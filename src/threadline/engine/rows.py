@@ -175,8 +175,14 @@ def write_rows(
 
 
 def blob_pairs(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
-    """(channel, version key) pairs a stored checkpoint doc references."""
-    return [(ch, version_key(v)) for ch, v in doc.get("channel_versions", {}).items()]
+    """(channel, version key) pairs a stored checkpoint doc references.
+
+    Raises CorruptRowError when ``channel_versions`` is not a mapping of names to versions.
+    """
+    versions = doc.get("channel_versions", {})
+    if not isinstance(versions, Mapping) or not all(isinstance(v, (str, int, float)) for v in versions.values()):
+        raise CorruptRowError(f"checkpoint {doc.get('id')!r}: channel_versions is not a mapping of channel to version")
+    return [(ch, version_key(v)) for ch, v in versions.items()]
 
 
 def to_tuple(
