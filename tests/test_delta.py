@@ -140,7 +140,7 @@ def test_no_delta_when_the_value_does_not_extend_its_base(base: Any, new: Any) -
 def test_no_delta_past_max_depth() -> None:
     base = [f"item {i}" * 5 for i in range(20)]
     c = cont(base)
-    deep = codec.Container(c.kind, c.count, c.body, c.crc, depth=3, chain=0)
+    deep = c.with_chain(3, 0)
     new = cont(base + ["more"])
     assert codec.make_delta(deep, new, max_depth=3) is None
     assert codec.make_delta(deep, new, max_depth=4)[2].depth == 4

@@ -168,26 +168,47 @@ def decode(serde: SerializerProtocol, tag: str, data: bytes | None, where: str) 
 # --- msgpack containers --------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
 class Container:
-    """A serialized list or dict, split into its header's count and its item bytes.
+    """A serialized list or dict: its kind, item count, and ``data``, the whole msgpack
+    value (header then items), whose items start at ``offset``.
 
-    ``body`` is the items' encodings back to back (for a dict: key, value, key, …);
-    ``crc`` is ``zlib.crc32(body)``; ``depth`` the deltas since the last snapshot
-    of the row it was read from or written as (0: a snapshot); ``chain`` the
-    delta bytes accumulated since that snapshot.
+    The item bytes are never copied out: prefix checks and CRCs work on ``data``
+    at ``offset``. ``crc`` is ``zlib.crc32`` of the item bytes, computed on first
+    use (a delta extends its base's CRC instead of reading the whole value);
+    ``depth`` is the number of deltas since the last snapshot of the row it was
+    read from or written as (0: a snapshot); ``chain`` the delta bytes
+    accumulated since that snapshot.
     """
 
-    kind: int
-    count: int
-    body: bytes
-    crc: int
-    depth: int = 0
-    chain: int = 0
+    __slots__ = ("kind", "count", "data", "offset", "_crc", "depth", "chain")
+
+    def __init__(self, kind: int, count: int, data: bytes, offset: int, crc: int | None = None, depth: int = 0, chain: int = 0) -> None:
+        self.kind, self.count, self.data, self.offset = kind, count, data, offset
+        self._crc, self.depth, self.chain = crc, depth, chain
+
+    @property
+    def body_len(self) -> int:
+        return len(self.data) - self.offset
+
+    def body(self) -> memoryview:
+        """The item bytes (a view: no copy)."""
+        return memoryview(self.data)[self.offset:]
+
+    @property
+    def crc(self) -> int:
+        if self._crc is None:
+            self._crc = zlib.crc32(self.body())
+        return self._crc
 
     def serialized(self) -> bytes:
-        """The msgpack bytes of the whole value (what the serializer would produce)."""
-        return _header(self.kind, self.count) + self.body
+        """The msgpack bytes of the whole value (what the serializer produced or would produce)."""
+        return self.data
+
+    def with_chain(self, depth: int, chain: int) -> Container:
+        return Container(self.kind, self.count, self.data, self.offset, self._crc, depth, chain)
+
+    def __repr__(self) -> str:
+        return f"Container(kind={self.kind}, count={self.count}, bytes={self.body_len}, depth={self.depth}, chain={self.chain})"
 
 
 def _header(kind: int, count: int) -> bytes:
@@ -216,14 +237,13 @@ def split(data: bytes) -> tuple[int, int, int] | None:
     return None
 
 
-def container(data: bytes, *, depth: int = 0, chain: int = 0, crc: int | None = None) -> Container | None:
-    """The ``Container`` of serialized msgpack ``data``, or None when it is not a list/dict."""
+def container(data: bytes, *, depth: int = 0, chain: int = 0) -> Container | None:
+    """The ``Container`` of serialized msgpack ``data`` (not copied), or None when it is not a list/dict."""
     found = split(data)
     if found is None:
         return None
     kind, count, hl = found
-    body = data[hl:] if hl else data
-    return Container(kind, count, body, zlib.crc32(body) if crc is None else crc, depth, chain)
+    return Container(kind, count, bytes(data), hl, None, depth, chain)
 
 
 # Byte lengths of the fixed-size msgpack types 0xc0..0xdf (None: variable or invalid).
@@ -308,34 +328,39 @@ def make_delta(
     """
     if base.kind != new.kind or base.depth + 1 > max_depth or new.count < base.count:
         return None
+    new_len = new.body_len
     if new.kind == LIST:
-        if not new.body.startswith(base.body):  # one memcmp: the base's items are a byte prefix
+        # one memcmp, no copy: the base's item bytes are a prefix of the new item bytes
+        if not new.data.startswith(base.body(), new.offset):
             return None
-        dcount, dbody = new.count - base.count, new.body[len(base.body):]
+        dcount, dbody = new.count - base.count, new.data[new.offset + base.body_len:]
+        crc = zlib.crc32(dbody, base.crc)
     else:
+        base_body, new_body = bytes(base.body()), bytes(new.body())
         try:
-            base_pairs = _pairs(base.body, base.count)
-            new_pairs = _pairs(new.body, new.count)
+            base_pairs = _pairs(base_body, base.count)
+            new_pairs = _pairs(new_body, new.count)
         except ValueError:
             return None
         if [k for k, _, _ in new_pairs[: len(base_pairs)]] != [k for k, _, _ in base_pairs]:
             return None  # a key removed or the order changed: snapshot
-        changed = [new.body[s:e] for (_, s, e), (_, bs, be) in zip(new_pairs, base_pairs) if new.body[s:e] != base.body[bs:be]]
-        added = [new.body[s:e] for _, s, e in new_pairs[len(base_pairs):]]
+        changed = [new_body[s:e] for (_, s, e), (_, bs, be) in zip(new_pairs, base_pairs) if new_body[s:e] != base_body[bs:be]]
+        added = [new_body[s:e] for _, s, e in new_pairs[len(base_pairs):]]
         dcount, dbody = len(changed) + len(added), b"".join(changed + added)
         try:
-            if _merge(base.count, base.body, dcount, dbody) != (new.count, new.body):
+            if _merge(base.count, base_body, dcount, dbody) != (new.count, new_body):
                 return None  # keys with equal bytes: the merge would not reproduce the value
         except ValueError:
             return None
+        crc = zlib.crc32(new_body)
     payload_len = len(dbody) + 5
     chain = base.chain + payload_len
-    if payload_len > len(new.body) * max_ratio or chain > len(new.body) * 2 * max_ratio or chain > _MAX_U32 or new.count > _MAX_U32:
+    if payload_len > new_len * max_ratio or chain > new_len * 2 * max_ratio or chain > _MAX_U32 or new.count > _MAX_U32:
         return None
     depth = base.depth + 1
-    header = _HEADER.pack(_FORMAT, depth, new.count, len(new.body), new.crc, chain)
+    header = _HEADER.pack(_FORMAT, depth, new.count, new_len, crc, chain)
     prefix = DELTA_LIST if new.kind == LIST else DELTA_DICT
-    return prefix, header + _header(new.kind, dcount) + dbody, Container(new.kind, new.count, new.body, new.crc, depth, chain)
+    return prefix, header + _header(new.kind, dcount) + dbody, Container(new.kind, new.count, new.data, new.offset, crc, depth, chain)
 
 
 def is_delta(tag: str) -> bool:
@@ -399,8 +424,8 @@ def resolve(
         if base is None:
             raise CorruptRowError(f"{where}: version {path[-1]!r} is a delta on {base_v!r}, which is not a list or dict")
         memo[base_v] = (base_tag, base_raw, base)
-    kind, count, crc, length = base.kind, base.count, base.crc, len(base.body)
-    parts = [base.body]
+    kind, count, crc, length = base.kind, base.count, base.crc, base.body_len
+    parts: list = [base.body()]
     tag = base_tag
     depth = chain = 0
     for v in reversed(path):
@@ -414,7 +439,7 @@ def resolve(
         found = split(payload[_HEADER.size:]) if fmt == _FORMAT else None
         if found is None or found[0] != kind or (LIST if row_tag.startswith(DELTA_LIST) else DICT) != kind:
             raise CorruptRowError(f"{here}: delta (format {fmt}) does not match its base")
-        dbody = payload[_HEADER.size + found[2]:]
+        dbody = memoryview(payload)[_HEADER.size + found[2]:]
         if kind == LIST:
             parts.append(dbody)
             count += found[1]
@@ -422,7 +447,7 @@ def resolve(
             crc = zlib.crc32(dbody, crc)
         else:
             try:
-                count, body = _merge(count, b"".join(parts), found[1], dbody)
+                count, body = _merge(count, b"".join(parts), found[1], bytes(dbody))
             except ValueError as exc:
                 raise CorruptRowError(f"{here}: delta or its base is not a well-formed msgpack map ({exc})") from exc
             parts, length, crc = [body], len(body), zlib.crc32(body)
@@ -431,7 +456,8 @@ def resolve(
                 f"{here}: delta does not reproduce its recorded value (its base_version was rewritten or the row "
                 f"tampered with: {count}/{want_count} items, {length}/{want_len} bytes)"
             )
-    memo[version] = (tag, None, Container(kind, count, b"".join(parts), crc, depth, chain))
+    head = _header(kind, count)
+    memo[version] = (tag, None, Container(kind, count, b"".join([head, *parts]), len(head), crc, depth, chain))
     return memo[version]
 
 
@@ -491,24 +517,24 @@ class BlobCache:
             return entry
 
     def put(self, key: tuple, entry: Entry) -> None:
-        size = len(entry.value.body)
+        size = entry.value.body_len
         if size > self.max_bytes:
             return
         with self._lock:
             old = self._blobs.pop(key, None)
             if old is not None:
-                self._bytes -= len(old.value.body)
+                self._bytes -= old.value.body_len
             self._blobs[key] = entry
             self._bytes += size
             while self._bytes > self.max_bytes and self._blobs:
                 _, dropped = self._blobs.popitem(last=False)
-                self._bytes -= len(dropped.value.body)
+                self._bytes -= dropped.value.body_len
 
     def discard(self, key: tuple) -> None:
         with self._lock:
             old = self._blobs.pop(key, None)
             if old is not None:
-                self._bytes -= len(old.value.body)
+                self._bytes -= old.value.body_len
 
     def versions(self, key: tuple) -> dict[str, str] | None:
         with self._lock:
@@ -529,7 +555,7 @@ class BlobCache:
         tids = set(thread_ids)
         with self._lock:
             for key in [k for k in self._blobs if k[0] in tids]:
-                self._bytes -= len(self._blobs.pop(key).value.body)
+                self._bytes -= self._blobs.pop(key).value.body_len
             for key in [k for k in self._versions if k[0] in tids]:
                 del self._versions[key]
 

@@ -110,6 +110,9 @@ def fetch_blob_rows(d: Dialect, keys: Sequence[tuple[str, str, str, str]]) -> Op
 
     A recursive CTE follows ``blobs.base_version`` (the same SQL on SQLite and
     Postgres; ``UNION`` returns each row once however many keys share a chain).
+    Each step looks the next base up by a correlated subquery, which both
+    databases answer with one primary-key probe (a join there lets Postgres plan a
+    scan of ``blobs`` per step).
     Returns (thread_id, checkpoint_ns, channel) → version → (type, blob, base_version),
     the input of ``codec.resolve``.
     """
@@ -123,9 +126,10 @@ def fetch_blob_rows(d: Dialect, keys: Sequence[tuple[str, str, str, str]]) -> Op
             f" SELECT t.thread_id, t.checkpoint_ns, t.channel, t.version, t.base_version FROM ({values_list(4, len(part))}) k"
             f" JOIN blobs t ON {on}"
             " UNION"
-            " SELECT t.thread_id, t.checkpoint_ns, t.channel, t.version, t.base_version FROM chain c"
-            " JOIN blobs t ON t.thread_id = c.thread_id AND t.checkpoint_ns = c.checkpoint_ns"
-            " AND t.channel = c.channel AND t.version = c.base_version"
+            " SELECT c.thread_id, c.checkpoint_ns, c.channel, c.base_version,"
+            " (SELECT b.base_version FROM blobs b WHERE b.thread_id = c.thread_id AND b.checkpoint_ns = c.checkpoint_ns"
+            " AND b.channel = c.channel AND b.version = c.base_version)"
+            " FROM chain c WHERE c.base_version IS NOT NULL"
             ") SELECT t.thread_id, t.checkpoint_ns, t.channel, t.version, t.type, t.blob, t.base_version FROM chain c"
             " JOIN blobs t ON t.thread_id = c.thread_id AND t.checkpoint_ns = c.checkpoint_ns"
             " AND t.channel = c.channel AND t.version = c.version",
@@ -211,7 +215,7 @@ def _remember(bc: codec.BlobCodec, row: Sequence[Any], doc: dict, blobs: Mapping
         if resolved is None or stored is None or resolved[0] != "msgpack":
             continue
         entry = codec.entry_of(resolved, stored[0], len(stored[1]) if stored[1] is not None else 0)
-        if entry is not None and len(entry.value.body) * 2 >= bc.delta_min_bytes:
+        if entry is not None and entry.value.body_len * 2 >= bc.delta_min_bytes:
             bc.cache.put((tid, ns, ch, v), entry)
 
 
@@ -306,18 +310,28 @@ _INSERT_BLOBS = (
 )
 
 
-def _insert_guarded(d: Dialect, count: int) -> str:
-    """Insert-or-ignore of ``count`` blob rows, each a VALUES row of the 7 columns plus the
-    type and stored size its base row must have; a delta row is only inserted when its
-    base row still exists with that type and size. Returns the (channel, version) inserted."""
+def _insert_guarded(d: Dialect) -> str:
+    """Insert-or-ignore of one delta row (the 7 columns, then the type and stored size its
+    base row must have): inserted only while the base row still has that type and size,
+    so a stale cache entry can never leave a delta on a base that changed."""
     return (
         "INSERT INTO blobs (thread_id, checkpoint_ns, channel, version, type, blob, base_version) "
         f"SELECT column1, column2, column3, column4, column5, CAST(column6 AS {d.types['blob']}), column7 "
-        f"FROM ({values_list(9, count)}) v "
-        "WHERE column7 IS NULL OR EXISTS (SELECT 1 FROM blobs b WHERE b.thread_id = v.column1 AND b.checkpoint_ns = v.column2 "
-        f"AND b.channel = v.column3 AND b.version = v.column7 AND b.type = v.column8 "
+        f"FROM ({values_list(9, 1)}) v "
+        "WHERE EXISTS (SELECT 1 FROM blobs b WHERE b.thread_id = v.column1 AND b.checkpoint_ns = v.column2 "
+        "AND b.channel = v.column3 AND b.version = v.column7 AND b.type = v.column8 "
         f"AND {d.bytes_of('b.blob', 'blob')} = CAST(v.column9 AS {d.types['int']})) "
-        "ON CONFLICT DO NOTHING RETURNING channel, version"
+        "ON CONFLICT DO NOTHING"
+    )
+
+
+def _count_stored(d: Dialect, n: int) -> str:
+    """SQL counting which of ``n`` (channel, version, type, stored size) blob rows of one
+    (thread_id, checkpoint_ns) are stored exactly so (parameters: thread_id, checkpoint_ns, then the rows)."""
+    return (
+        f"(SELECT COUNT(*) FROM ({values_list(4, n)}) k JOIN blobs b ON b.thread_id = ? AND b.checkpoint_ns = ? "
+        f"AND b.channel = k.column1 AND b.version = k.column2 AND b.type = k.column3 "
+        f"AND {d.bytes_of('b.blob', 'blob')} = CAST(k.column4 AS {d.types['int']}))"
     )
 
 
@@ -398,38 +412,24 @@ def put(
     values = R.serialize_values(serde, checkpoint, new_versions, bc)
     bases = (yield from _delta_bases(d, bc, key, values)) if bc.deltas else {}
     blob_rows = R.blob_rows(key, values, bases, bc)
-    size = 0
-    if any(r.delta for r in blob_rows) or (bc.deltas and any(r.value is not None for r in blob_rows)):
-        # One statement that reports what it inserted: only those values are cached,
-        # and a delta whose base row changed meanwhile is written again as a snapshot.
-        inserted: set = set()
-        for part in chunks(blob_rows, d.max_params // 9):
-            found = yield Q(_insert_guarded(d, len(part)), flat(r.params + r.guard for r in part))
-            inserted |= {(r[0], r[1]) for r in found}
-        retry = []
-        for r, v in zip(blob_rows, values):
-            k = (r.params[2], r.params[3])
-            if k in inserted:
-                size += len(r.params[5] or b"")
-                if r.value is not None and bc.cache is not None:
-                    bc.cache.put(r.params[:4], codec.Entry(r.value, r.params[4], len(r.params[5] or b"")))
-            else:
-                if bc.cache is not None:
-                    bc.cache.discard(r.params[:4])
-                if r.delta:
-                    retry.append(R.snapshot_row(v, key, bc))
-        if retry:
-            yield Q(_INSERT_BLOBS, retry, many=True)
-            size += sum(len(r[5] or b"") for r in retry)
-    elif blob_rows:
-        yield Q(_INSERT_BLOBS, [r.params for r in blob_rows], many=True)
-        size += sum(len(r.params[5] or b"") for r in blob_rows)
+    plain = [r.params for r in blob_rows if not r.delta]
+    deltas = [r for r in blob_rows if r.delta]
+    if plain:
+        yield Q(_INSERT_BLOBS, plain, many=True)
+    if deltas:
+        yield Q(_insert_guarded(d), [r.params + r.guard for r in deltas], many=True)
+    size = sum(len(r.params[5] or b"") for r in blob_rows)
+    # The rows the cache will remember (deltas and list/dict snapshots) are checked in the
+    # checkpoint INSERT's own RETURNING, so this costs no extra round trip.
+    checked = [r for r in blob_rows if r.value is not None] if bc.cache is not None else []
+    checked_params = [p for r in checked for p in (r.params[2], r.params[3], r.params[4], len(r.params[5] or b""))]
+    count_sql = _count_stored(d, len(checked)) if checked else "0"
     row = (key.thread_id, key.checkpoint_ns, checkpoint["id"], key.checkpoint_id, doc_json, meta_json, step, source, run_id, now)
     inserted_ck = yield Q(
         "INSERT INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata, "
         "step, source, run_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-        "ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO NOTHING RETURNING checkpoint_id",
-        row,
+        f"ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO NOTHING RETURNING checkpoint_id, {count_sql}",
+        [*row, *checked_params, key.thread_id, key.checkpoint_ns] if checked else row,
     )
     if not inserted_ck:
         yield Q(
@@ -437,6 +437,32 @@ def put(
             "WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?",
             (key.checkpoint_id, doc_json, meta_json, step, source, run_id, key.thread_id, key.checkpoint_ns, checkpoint["id"]),
         )
+        stored = (yield Q(f"SELECT {count_sql}", [*checked_params, key.thread_id, key.checkpoint_ns])) if checked else [(0,)]
+    else:
+        stored = [(inserted_ck[0][1],)]
+    if checked and stored[0][0] != len(checked):
+        # Rare: a delta's base row changed since it was cached, or a key was already stored
+        # with other bytes. Find out which rows are not stored as written.
+        found = yield Q(
+            join_keys("blobs", BLOB_KEY, len(checked), f"t.channel, t.version, t.type, {d.bytes_of('t.blob', 'blob')}"),
+            flat(r.params[:4] for r in checked),
+        )
+        have = {(f[0], f[1]): (f[2], f[3]) for f in found}
+        retry = []
+        for r, v in zip(blob_rows, values):
+            k = (r.params[2], r.params[3])
+            if r.value is None or have.get(k) == (r.params[4], len(r.params[5] or b"")):
+                continue
+            bc.cache.discard(r.params[:4])  # type: ignore[union-attr]
+            r.value = None
+            if r.delta and k not in have:  # the delta was refused: store the value whole
+                retry.append(R.snapshot_row(v, key, bc))
+        if retry:
+            yield Q(_INSERT_BLOBS, retry, many=True)
+    if bc.cache is not None:
+        for r in blob_rows:
+            if r.value is not None:
+                bc.cache.put(r.params[:4], codec.Entry(r.value, r.params[4], len(r.params[5] or b"")))
     if bc.cache is not None:
         bc.cache.put_versions((key.thread_id, key.checkpoint_ns, checkpoint["id"]), dict(R.blob_pairs(doc)))
     yield Q(_UPSERT_THREAD, (key.thread_id, now, now, 1 if inserted_ck else 0, size))
