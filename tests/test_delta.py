@@ -345,11 +345,22 @@ def memory_sqlite(codec_kwargs: dict):
     steps=st.lists(STEP, min_size=1, max_size=30),
     max_depth=st.sampled_from([1, 2, 3, 8, 64]),
     compress_min=st.sampled_from([-1, 0, 200]),
+    fast_lists=st.sampled_from([True, True, False]),
+    checks=st.sampled_from([0, 3]),
 )
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-def test_get_tuple_returns_exactly_what_was_put(steps: list[dict], max_depth: int, compress_min: int) -> None:
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@pytest.mark.filterwarnings("error::RuntimeWarning")  # a fast-path self-check failure is a failure here
+def test_get_tuple_returns_exactly_what_was_put(steps: list[dict], max_depth: int, compress_min: int, fast_lists: bool, checks: int) -> None:
+    """``checks=0``: the item-by-item list path runs unverified, so only the assertions judge it."""
     conn, factory = memory_sqlite(
-        {"max_depth": max_depth, "delta_min_bytes": 0, "delta_max_ratio": 100.0, "compress_min_bytes": compress_min}
+        {
+            "max_depth": max_depth,
+            "delta_min_bytes": 0,
+            "delta_max_ratio": 100.0,
+            "compress_min_bytes": compress_min,
+            "fast_lists": fast_lists,
+            "_checks_left": checks,
+        }
     )
     try:
         model = Model(factory)

@@ -210,6 +210,8 @@ def _remember(bc: codec.BlobCodec, row: Sequence[Any], doc: dict, blobs: Mapping
     pairs = R.blob_pairs(doc)
     bc.cache.put_versions((tid, ns, row[2]), dict(pairs))
     for ch, v in pairs:
+        if bc.cache.get((tid, ns, ch, v)) is not None:
+            continue  # what a put cached is as good, and may carry item fingerprints
         resolved = blobs.get((tid, ns, ch, v))
         stored = rows.get((tid, ns, ch), {}).get(v)
         if resolved is None or stored is None or resolved[0] != "msgpack":
@@ -335,13 +337,15 @@ def _count_stored(d: Dialect, n: int) -> str:
     )
 
 
-def _delta_bases(d: Dialect, bc: codec.BlobCodec, key: Key, values: Sequence[R.Value]) -> Op[dict[str, tuple[str, codec.Entry]]]:
-    """For the values that may be deltas: channel → (its version in the parent checkpoint, that value).
+def _delta_bases(
+    d: Dialect, bc: codec.BlobCodec, key: Key, candidates: Sequence[tuple[str, str]]
+) -> Op[dict[str, tuple[str, codec.Entry]]]:
+    """For the (channel, new version) that may be deltas: channel → (its version in the
+    parent checkpoint, that value).
 
     From the cache; on a miss, read in this transaction (the parent's versions, then
     the base values through their chains)."""
     assert bc.cache is not None
-    candidates = [v for v in values if v.container is not None]
     if not candidates or not key.checkpoint_id:
         return {}
     parent = (key.thread_id, key.checkpoint_ns, key.checkpoint_id)
@@ -357,15 +361,15 @@ def _delta_bases(d: Dialect, bc: codec.BlobCodec, key: Key, values: Sequence[R.V
         bc.cache.put_versions(parent, versions)
     bases: dict[str, tuple[str, codec.Entry]] = {}
     missing: dict[str, str] = {}
-    for v in candidates:
-        base_version = versions.get(v.channel)
-        if base_version is None or base_version == v.version:
+    for channel, version in candidates:
+        base_version = versions.get(channel)
+        if base_version is None or base_version == version:
             continue
-        entry = bc.cache.get((key.thread_id, key.checkpoint_ns, v.channel, base_version))
+        entry = bc.cache.get((key.thread_id, key.checkpoint_ns, channel, base_version))
         if entry is not None:
-            bases[v.channel] = (base_version, entry)
+            bases[channel] = (base_version, entry)
         else:
-            missing[v.channel] = base_version
+            missing[channel] = base_version
     if missing:
         wanted = [(key.thread_id, key.checkpoint_ns, ch, bv) for ch, bv in missing.items()]
         rows = yield from fetch_blob_rows(d, wanted)
@@ -409,8 +413,8 @@ def put(
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"checkpoint {checkpoint['id']!r}: metadata or versions are not JSON-serializable ({exc})") from exc
     step, source, run_id = R.extracted_columns(meta)
-    values = R.serialize_values(serde, checkpoint, new_versions, bc)
-    bases = (yield from _delta_bases(d, bc, key, values)) if bc.deltas else {}
+    bases = (yield from _delta_bases(d, bc, key, R.delta_channels(checkpoint, new_versions))) if bc.deltas else {}
+    values = R.serialize_values(serde, checkpoint, new_versions, bc, bases)
     blob_rows = R.blob_rows(key, values, bases, bc)
     plain = [r.params for r in blob_rows if not r.delta]
     deltas = [r for r in blob_rows if r.delta]

@@ -89,20 +89,41 @@ def put_docs(
     return checkpoint_doc(serde, checkpoint), get_serializable_checkpoint_metadata(config, metadata)
 
 
+def delta_channels(checkpoint: Checkpoint, new_versions: ChannelVersions) -> list[tuple[str, str]]:
+    """(channel, version key) of the new values that are lists or dicts: those may be deltas."""
+    values = checkpoint["channel_values"]
+    return [
+        (ch, version_key(v)) for ch, v in new_versions.items() if ch in values and isinstance(values[ch], (list, dict))
+    ]
+
+
 def serialize_values(
-    serde: SerializerProtocol, checkpoint: Checkpoint, new_versions: ChannelVersions, bc: codec.BlobCodec = codec.PLAIN
+    serde: SerializerProtocol,
+    checkpoint: Checkpoint,
+    new_versions: ChannelVersions,
+    bc: codec.BlobCodec = codec.PLAIN,
+    bases: Mapping[str, tuple[str, codec.Entry]] | None = None,
 ) -> list[Value]:
     """Serialize the channels in ``new_versions`` (only those get a blob row: unchanged
     channels are shared by reference through ``channel_versions``). A channel with a new
-    version but no value is ``empty``, so every version a checkpoint names exists."""
+    version but no value is ``empty``, so every version a checkpoint names exists.
+
+    A list whose ``bases`` entry (its value in the parent checkpoint) it extends is
+    serialized item by item from where the base ends (``codec.BlobCodec.encode_list``)."""
     values = checkpoint["channel_values"]
     out = []
     for channel, version in new_versions.items():
-        if channel in values:
-            tag, data = codec.encode(serde, values[channel])
-            out.append(Value(channel, version_key(version), tag, data, bc.candidate(tag, data)))
-        else:
+        if channel not in values:
             out.append(Value(channel, version_key(version), None, None))
+            continue
+        value = values[channel]
+        base = bases.get(channel) if bases else None
+        fast = bc.encode_list(serde, value, base[1]) if base is not None and type(value) is list else None
+        if fast is not None:
+            out.append(Value(channel, version_key(version), "msgpack", fast[0], fast[1]))
+        else:
+            tag, data = codec.encode(serde, value)
+            out.append(Value(channel, version_key(version), tag, data, bc.candidate(tag, data, value)))
     return out
 
 
