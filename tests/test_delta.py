@@ -205,6 +205,60 @@ def test_cache_is_bounded_and_keyed_by_version() -> None:
     assert len(cache) == 0 and cache.versions(("t", "", "ck2")) is None
 
 
+def test_fingerprints_are_exact_about_content_and_type() -> None:
+    fp = codec.fingerprints
+    assert fp([1]) != fp([True]) != fp([1.0])
+    assert fp([{"a": 1, "b": 2}]) != fp([{"b": 2, "a": 1}])  # key order is kept
+    assert fp([0.0]) != fp([-0.0])
+
+    class Tag(str):
+        pass
+
+    assert fp([Tag("x")]) is None  # subclasses are refused: no fingerprint, whole serialization
+    assert fp([object()]) is None
+    msg = AIMessage(content="hello", id="m1", additional_kwargs={"k": [1]})
+    before = fp([msg])
+    msg.additional_kwargs["k"].append(2)  # mutated in place, two levels down
+    assert fp([msg]) != before  # content, not identity: the same object now fingerprints differently
+
+
+def _entry_for(bc: BlobCodec, value: list) -> codec.Entry:
+    tag, data = SERDE.dumps_typed(value)
+    c = bc.candidate(tag, data, value)
+    assert c is not None and c.fps is not None
+    return codec.Entry(c, tag, len(data))
+
+
+def test_encode_list_serializes_only_new_items_and_only_when_the_rest_is_unchanged() -> None:
+    bc = BlobCodec(delta_min_bytes=0, _checks_left=0)
+    value = [AIMessage(content=f"message {i} " * 10, id=f"m{i}") for i in range(20)]
+    base = _entry_for(bc, value)
+    grown = value + [HumanMessage(content="new", id="h")]
+    data, c = bc.encode_list(SERDE, grown, base)
+    assert data == SERDE.dumps_typed(grown)[1] and c.count == 21  # byte for byte the whole serialization
+    value[3].content = "changed in place"  # the same object, new content
+    assert bc.encode_list(SERDE, value + [HumanMessage(content="new", id="h")], base) is None
+    assert bc.encode_list(SERDE, value[:10], base) is None  # shrunk
+
+
+def test_encode_list_self_check_turns_the_fast_path_off_when_bytes_differ() -> None:
+    class Odd:
+        """A serializer whose list bytes are not its items' back to back."""
+
+        def dumps_typed(self, obj):
+            tag, data = SERDE.dumps_typed(obj)
+            if isinstance(obj, list) and len(obj) > 3:
+                return tag, SERDE.dumps_typed(list(reversed(obj)))[1]
+            return tag, data
+
+    bc = BlobCodec(delta_min_bytes=0)
+    value = [f"item {i} " * 8 for i in range(6)]
+    base = _entry_for(bc, value)
+    with pytest.warns(RuntimeWarning, match="whole"):
+        assert bc.encode_list(Odd(), value + ["more", "and more"], base) is None
+    assert bc.fast_lists is False
+
+
 # --- the property: get_tuple returns exactly what was put -----------------------------
 
 ITEM = JSONISH | st.builds(

@@ -171,9 +171,11 @@ def load_tuples(
 ) -> Op[list[CheckpointTuple]]:
     """Fetch the blobs and writes of checkpoint rows (``R.CHECKPOINT_COLUMNS``) and build tuples.
 
-    With a saver's ``bc`` and a single row (``get_tuple``), the list/dict values read
-    and the checkpoint's versions go into ``bc.cache``, so the next ``put`` on this
-    checkpoint can write deltas without reading them back.
+    With a saver's ``bc``, values its cache holds are not read again (a blob version
+    is immutable, and a cached one was checked against its row when written or read);
+    and for a single row (``get_tuple``) the list/dict values read and the
+    checkpoint's versions go into the cache, so the next ``put`` on this checkpoint
+    can write deltas without reading them back.
     """
     if not ck_rows:
         return []
@@ -185,8 +187,15 @@ def load_tuples(
             raise CorruptRowError(f"{where}: checkpoint or metadata is not a JSON object")
         docs.append((row, doc, meta))
     wanted = sorted({(r[0], r[1], ch, v) for r, doc, _ in docs for ch, v in R.blob_pairs(doc)})
+    blobs: dict[tuple, codec.Resolved] = {}
+    if bc is not None and bc.cache is not None:
+        for k in wanted:
+            entry = bc.cache.get(k)
+            if entry is not None:
+                blobs[k] = ("msgpack", None, entry.value)
+        wanted = [k for k in wanted if k not in blobs]
     rows = yield from fetch_blob_rows(d, wanted)
-    blobs = yield from fetch_blobs(d, wanted, rows=rows)
+    blobs.update((yield from fetch_blobs(d, wanted, rows=rows)))
     keys = sorted({(r[0], r[1], r[2]) for r in ck_rows})
     writes: dict[tuple, list] = defaultdict(list)
     for part in chunks(keys, d.max_params // 3):
@@ -280,7 +289,12 @@ def list_where(
 
 
 def list_page(
-    d: Dialect, serde: SerializerProtocol, where: tuple[str, list[Any]], after: tuple | None, size: int
+    d: Dialect,
+    serde: SerializerProtocol,
+    where: tuple[str, list[Any]],
+    after: tuple | None,
+    size: int,
+    bc: codec.BlobCodec | None = None,
 ) -> Op[tuple[list[CheckpointTuple], tuple | None]]:
     """One page of ``list`` (newest checkpoint_id first) and the cursor for the next page."""
     sql, params = where
@@ -292,7 +306,7 @@ def list_page(
         "ORDER BY c.checkpoint_id DESC, c.thread_id DESC, c.checkpoint_ns DESC LIMIT ?",
         [*params, size],
     )
-    tuples = yield from load_tuples(d, serde, found)
+    tuples = yield from load_tuples(d, serde, found, bc)
     last = found[-1] if len(found) == size else None
     return tuples, (last[2], last[0], last[1]) if last else None
 
@@ -467,6 +481,10 @@ def put(
         for r in blob_rows:
             if r.value is not None:
                 bc.cache.put(r.params[:4], codec.Entry(r.value, r.params[4], len(r.params[5] or b"")))
+                base = bases.get(r.params[2])
+                if base is not None:
+                    # superseded on this branch: a sibling of this checkpoint reads it back if it needs it
+                    bc.cache.discard((key.thread_id, key.checkpoint_ns, r.params[2], base[0]))
     if bc.cache is not None:
         bc.cache.put_versions((key.thread_id, key.checkpoint_ns, checkpoint["id"]), dict(R.blob_pairs(doc)))
     yield Q(_UPSERT_THREAD, (key.thread_id, now, now, 1 if inserted_ck else 0, size))
