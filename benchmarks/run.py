@@ -1,0 +1,571 @@
+"""threadline vs the official LangGraph savers, side by side, in one run: ``make bench``.
+
+Usage::
+
+    .venv/bin/python benchmarks/run.py [--threads 3] [--steps 300] [--turns 30]
+                                       [--no-postgres] [--profile] [--write-results]
+
+Workload 1 (agent loop): a real LangGraph graph, 3 threads × 300 supersteps, each
+superstep appending 2 messages of ~300 bytes of text (an AI message with a tool
+call and the tool's answer) to the ``messages`` channel. Its saver calls are
+recorded once and replayed, identically, on every saver (``workload.py``).
+Per saver it prints:
+
+* put / put_writes / put+put_writes ms per superstep at 100 and at 300 steps of
+  history (median over the 10 supersteps up to that step, all threads);
+* get-latest ms (``get_tuple`` of each thread's latest checkpoint, median);
+* list ms per checkpoint (``list`` of one whole thread);
+* bytes on disk (SQLite: the file after a WAL checkpoint; Postgres: the total
+  relation size, indexes and TOAST included, of the saver's tables);
+* amplification = bytes on disk ÷ (final state bytes + write bytes), both as
+  LangGraph's serializer writes them;
+* each figure's ratio to the official saver on the same backend (< 1: smaller
+  or faster).
+
+Workload 2 (end to end): a ReAct-style graph (agent → tools → agent) with a fake
+chat model, ``--turns`` turns per thread: wall time and bytes on disk.
+
+Savers: ``InMemorySaver`` (a floor: no I/O), the official ``SqliteSaver`` and
+``PostgresSaver`` (``langgraph-checkpoint-sqlite`` / ``-postgres``), threadline's
+``SqliteSaver`` and ``PostgresSaver`` with their defaults, and threadline without
+zstd (what delta encoding alone gives). Postgres savers each get their own schema
+(``options=-csearch_path=…``): the official tables and ours share the name
+``checkpoints``. The Postgres DSN comes from ``THREADLINE_BENCH_POSTGRES``
+(default ``postgresql://postgres@127.0.0.1:5432/test``); without a server the
+Postgres rows are skipped.
+
+``--write-results`` rewrites the generated part of ``benchmarks/RESULTS.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import datetime
+import gc
+import io
+import os
+import platform
+import pstats
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+from importlib.metadata import version
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent / "src"))
+
+import workload as W  # noqa: E402
+from langgraph.checkpoint.memory import InMemorySaver  # noqa: E402
+
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer  # noqa: E402
+
+from threadline.codec import BlobCodec  # noqa: E402
+
+PG_DSN = os.environ.get("THREADLINE_BENCH_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
+RESULTS = HERE / "RESULTS.md"
+
+
+# --- savers ------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Saver:
+    backend: str  # "memory" | "sqlite" | "postgres"
+    name: str
+    official: bool
+    open: Callable[..., Any]  # open(fresh=True): a context manager yielding (saver, bytes_on_disk())
+
+    def open_again(self) -> Any:
+        """The same database again (not emptied)."""
+        return self.open(fresh=False)
+
+
+def _with_schema(dsn: str, schema: str) -> str:
+    sep = "&" if "?" in dsn else "?"
+    return f"{dsn}{sep}options={quote(f'-csearch_path={schema}', safe='')}"
+
+
+def _fresh_schema(schema: str) -> str:
+    import psycopg
+
+    with psycopg.connect(PG_DSN, autocommit=True) as conn:
+        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+        conn.execute(f'CREATE SCHEMA "{schema}"')
+    return _with_schema(PG_DSN, schema)
+
+
+def _pg_bytes(schema: str) -> int:
+    import psycopg
+
+    with psycopg.connect(PG_DSN, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT COALESCE(SUM(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
+            "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relkind = 'r'",
+            (schema,),
+        ).fetchone()
+    return int(row[0])
+
+
+def _remove(path: str) -> None:
+    for p in (path, path + "-wal", path + "-shm"):
+        if os.path.exists(p):
+            os.remove(p)
+
+
+def _sqlite_bytes(conn: Any, path: str) -> int:
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    return sum(os.path.getsize(p) for p in (path, path + "-wal") if os.path.exists(p))
+
+
+def _memory_bytes(saver: InMemorySaver) -> int:
+    total = 0
+    for per_ns in saver.storage.values():
+        for per_id in per_ns.values():
+            for ck in per_id.values():
+                total += sum(len(x[1]) for x in ck if isinstance(x, tuple) and len(x) == 2 and isinstance(x[1], bytes))
+    total += sum(len(v[1]) for v in saver.blobs.values() if isinstance(v, tuple) and isinstance(v[1], bytes))
+    for writes in saver.writes.values():
+        total += sum(len(w[2][1]) for w in writes.values())
+    return total
+
+
+@contextmanager
+def memory_saver(fresh: bool = True) -> Iterator[tuple[Any, Callable[[], int]]]:
+    saver = InMemorySaver()
+    yield saver, lambda: _memory_bytes(saver)
+
+
+def official_sqlite(tmp: str) -> Callable:
+    @contextmanager
+    def open_(fresh: bool = True) -> Iterator[tuple[Any, Callable[[], int]]]:
+        from langgraph.checkpoint.sqlite import SqliteSaver
+
+        path = os.path.join(tmp, "official.db")
+        if fresh:
+            _remove(path)
+        with SqliteSaver.from_conn_string(path) as saver:
+            saver.setup()
+            yield saver, lambda: _sqlite_bytes(saver.conn, path)
+
+    return open_
+
+
+def threadline_sqlite(tmp: str, name: str, **codec: Any) -> Callable:
+    @contextmanager
+    def open_(fresh: bool = True) -> Iterator[tuple[Any, Callable[[], int]]]:
+        from threadline import SqliteSaver
+
+        path = os.path.join(tmp, f"threadline-{name}.db")
+        if fresh:
+            _remove(path)
+        with SqliteSaver.from_conn_string(path) as saver:
+            if codec:
+                saver.blob_codec = BlobCodec(**codec)
+            yield saver, lambda: _sqlite_bytes(saver.conn, path)
+
+    return open_
+
+
+def official_postgres(schema: str) -> Callable:
+    @contextmanager
+    def open_(fresh: bool = True) -> Iterator[tuple[Any, Callable[[], int]]]:
+        from langgraph.checkpoint.postgres import PostgresSaver
+
+        with PostgresSaver.from_conn_string(_fresh_schema(schema) if fresh else _with_schema(PG_DSN, schema)) as saver:
+            saver.setup()
+            yield saver, lambda: _pg_bytes(schema)
+
+    return open_
+
+
+def threadline_postgres(schema: str, **codec: Any) -> Callable:
+    @contextmanager
+    def open_(fresh: bool = True) -> Iterator[tuple[Any, Callable[[], int]]]:
+        from threadline import PostgresSaver
+
+        with PostgresSaver.from_conn_string(_fresh_schema(schema) if fresh else _with_schema(PG_DSN, schema)) as saver:
+            if codec:
+                saver.blob_codec = BlobCodec(**codec)
+            yield saver, lambda: _pg_bytes(schema)
+
+    return open_
+
+
+def postgres_reason() -> str | None:
+    try:
+        import psycopg
+
+        import threadline
+
+        threadline.PostgresSaver  # noqa: B018
+        with psycopg.connect(PG_DSN, connect_timeout=3) as conn:
+            conn.execute("SELECT 1")
+    except Exception as exc:  # no server, or no threadline.PostgresSaver yet
+        return f"{type(exc).__name__}: {exc}"
+    return None
+
+
+def savers(tmp: str, postgres: bool) -> list[Saver]:
+    out = [
+        Saver("memory", "InMemorySaver (floor)", False, memory_saver),
+        Saver("sqlite", "official SqliteSaver", True, official_sqlite(tmp)),
+        Saver("sqlite", "threadline SqliteSaver", False, threadline_sqlite(tmp, "default")),
+        Saver("sqlite", "threadline, no zstd", False, threadline_sqlite(tmp, "nozstd", compress_min_bytes=-1)),
+        Saver("sqlite", "threadline, no deltas", False, threadline_sqlite(tmp, "nodelta", max_depth=0)),
+    ]
+    if postgres:
+        out += [
+            Saver("postgres", "official PostgresSaver", True, official_postgres("bench_official")),
+            Saver("postgres", "threadline PostgresSaver", False, threadline_postgres("bench_threadline")),
+            Saver("postgres", "threadline, no zstd", False, threadline_postgres("bench_threadline_nozstd", compress_min_bytes=-1)),
+        ]
+    return out
+
+
+# --- measuring ----------------------------------------------------------------------------------------
+
+
+@dataclass
+class Figures:
+    saver: Saver
+    put: dict[int, float] = field(default_factory=dict)  # at step → median ms
+    writes: dict[int, float] = field(default_factory=dict)
+    both: dict[int, float] = field(default_factory=dict)
+    get_latest: float = 0.0
+    get_latest_cold: float = 0.0
+    list_per_ck: float = 0.0
+    bytes: int = 0
+    amplification: float = 0.0
+    e2e_seconds: float | None = None
+    e2e_bytes: int | None = None
+
+
+def window(t: W.Timings, at: int, size: int = 10) -> tuple[float, float, float]:
+    keys = [k for k in t.put if at - size < k[1] <= at]
+    put = [t.put[k] for k in keys]
+    writes = [t.writes.get(k, 0.0) for k in keys]
+    return statistics.median(put), statistics.median(writes), statistics.median(p + w for p, w in zip(put, writes))
+
+
+def replay_all(opened: list[tuple[Saver, Any]], rec: W.Recording) -> list[W.Timings]:
+    """Replay the recording on every saver at once, call by call (the saver order rotating),
+    so that load from other processes on the machine hits every saver alike."""
+    timings = [W.Timings() for _ in opened]
+    clock = time.perf_counter
+    for i, (tid, call) in enumerate(W.interleaved(rec)):
+        order = list(range(len(opened)))
+        order = order[i % len(order):] + order[: i % len(order)]
+        for j in order:
+            saver, t = opened[j][1], timings[j]
+            key = (tid, call.step)
+            start = clock()
+            if call.kind == "put":
+                t.last_config[tid] = saver.put(*call.args)
+                t.put[key] = t.put.get(key, 0.0) + (clock() - start) * 1000
+            else:
+                saver.put_writes(*call.args)
+                t.writes[key] = t.writes.get(key, 0.0) + (clock() - start) * 1000
+    return timings
+
+
+def round_robin(opened: list[tuple[Saver, Any]], fn: Callable[[Any], Any], rounds: int) -> list[list[float]]:
+    """Time ``fn(saver)`` ``rounds`` times per saver, alternating between savers; ms per call."""
+    out: list[list[float]] = [[] for _ in opened]
+    for r in range(rounds):
+        for j in (range(len(opened)) if r % 2 == 0 else reversed(range(len(opened)))):
+            start = time.perf_counter()
+            fn(opened[j][1])
+            out[j].append((time.perf_counter() - start) * 1000)
+    return out
+
+
+def measure(chosen: list[Saver], rec: W.Recording, denominator: int, at: list[int], profile: bool) -> list[Figures]:
+    figs = [Figures(s) for s in chosen]
+    with ExitStack() as stack:
+        opened = [(s, *stack.enter_context(s.open())) for s in chosen]
+        savers_only = [(s, saver) for s, saver, _ in opened]
+        gc.collect()
+        prof = cProfile.Profile() if profile else None
+        if prof:
+            prof.enable()
+        timings = replay_all(savers_only, rec)
+        if prof:
+            prof.disable()
+            out = io.StringIO()
+            pstats.Stats(prof, stream=out).sort_stats("tottime").print_stats(30)
+            print(f"\n--- cProfile of the replay (all savers) ---\n{out.getvalue()}")
+        for f, t in zip(figs, timings):
+            for step in at:
+                f.put[step], f.writes[step], f.both[step] = window(t, step)
+        for tid in rec.threads:
+            want = len(rec.final_values[tid]["messages"])
+            conf = {"configurable": {"thread_id": tid, "checkpoint_ns": ""}}
+            for (s, saver) in savers_only:
+                got = saver.get_tuple(conf)
+                assert got is not None and len(got.checkpoint["channel_values"]["messages"]) == want, s.name
+        gets: list[list[float]] = [[] for _ in chosen]
+        colds: list[list[float]] = [[] for _ in chosen]
+
+        def cold_get(saver: Any, conf: dict) -> Any:
+            cache = getattr(getattr(saver, "blob_codec", None), "cache", None)
+            if cache is not None:
+                cache.clear()  # as a new process would: every value read from the database
+            return saver.get_tuple(conf)
+
+        for tid in rec.threads:
+            conf = {"configurable": {"thread_id": tid, "checkpoint_ns": ""}}
+            for j, ms in enumerate(round_robin(savers_only, lambda saver: saver.get_tuple(conf), 7)):
+                gets[j] += ms
+            for j, ms in enumerate(round_robin(savers_only, lambda saver: cold_get(saver, conf), 7)):
+                colds[j] += ms
+        tid = next(iter(rec.threads))
+        conf = {"configurable": {"thread_id": tid, "checkpoint_ns": ""}}
+        counts = [sum(1 for _ in saver.list(conf)) for _, saver in savers_only]
+        lists = round_robin(savers_only, lambda saver: sum(1 for _ in saver.list(conf)), 2)
+        for j, f in enumerate(figs):
+            f.get_latest = statistics.median(gets[j])
+            f.get_latest_cold = statistics.median(colds[j])
+            f.list_per_ck = min(lists[j]) / max(counts[j], 1)
+            f.bytes = opened[j][2]()
+            f.amplification = f.bytes / denominator
+    return figs
+
+
+def measure_e2e(chosen: list[Saver], threads: int, turns: int) -> list[tuple[float, int]]:
+    """The ReAct graph on every saver, turn by turn alternating savers: wall seconds and bytes on disk."""
+    with ExitStack() as stack:
+        opened = [(s, *stack.enter_context(s.open())) for s in chosen]
+        graphs = [[W.react_graph(seed=t).compile(checkpointer=saver) for t in range(threads)] for _, saver, _ in opened]
+        seconds = [0.0] * len(opened)
+        gc.collect()
+        for turn in range(turns):
+            for j in (range(len(opened)) if turn % 2 == 0 else reversed(range(len(opened)))):
+                start = time.perf_counter()
+                for t, graph in enumerate(graphs[j]):
+                    graph.invoke(W.user_turn(t, turn), {"configurable": {"thread_id": f"react-{t}"}})
+                seconds[j] += time.perf_counter() - start
+        for j, gs in enumerate(graphs):
+            state = gs[0].get_state({"configurable": {"thread_id": "react-0"}})
+            assert len(state.values["messages"]) == 4 * turns, opened[j][0].name
+        return [(seconds[j], opened[j][2]()) for j in range(len(opened))]
+
+
+# --- reporting ----------------------------------------------------------------------------------------
+
+
+def fmt_bytes(n: float) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if abs(n) < 1024 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} GB"
+
+
+def ratio(v: float | None, ref: float | None) -> str:
+    if v is None or ref in (None, 0):
+        return ""
+    return f"{v / ref:.2f}×"
+
+
+def tables(figs: list[Figures], at: list[int], threads: int, turns: int) -> str:
+    lines = []
+    for backend in ("memory", "sqlite", "postgres"):
+        group = [f for f in figs if f.saver.backend == backend]
+        if not group:
+            continue
+        ref = next((f for f in group if f.saver.official), None)
+        title = {"memory": "In memory (floor, no I/O)", "sqlite": "SQLite", "postgres": "Postgres"}[backend]
+        lines.append(f"### {title}\n")
+        names = [f.saver.name for f in group]
+        lines.append("| figure | " + " | ".join(names) + " |")
+        lines.append("|---|" + "---|" * len(group))
+
+        def row(label: str, get: Callable[[Figures], float | None], show: Callable[[float], str], with_ratio: bool = True) -> None:
+            cells = []
+            for f in group:
+                v = get(f)
+                cell = "—" if v is None else show(v)
+                if with_ratio and ref is not None and f is not ref and v is not None:
+                    cell += f" ({ratio(v, get(ref))})"
+                cells.append(cell)
+            lines.append(f"| {label} | " + " | ".join(cells) + " |")
+
+        ms = lambda v: f"{v:.2f} ms"  # noqa: E731
+        for step in at:
+            row(f"put ms/superstep @{step}", lambda f, s=step: f.put.get(s), ms)
+            row(f"put_writes ms/superstep @{step}", lambda f, s=step: f.writes.get(s), ms)
+            row(f"**put+put_writes ms/superstep @{step}**", lambda f, s=step: f.both.get(s), ms)
+        row("get-latest ms (the saver that wrote)", lambda f: f.get_latest, ms)
+        row("get-latest ms (nothing cached)", lambda f: f.get_latest_cold, ms)
+        row("list ms per checkpoint", lambda f: f.list_per_ck, ms)
+        row("bytes on disk", lambda f: f.bytes, fmt_bytes)
+        row("**amplification**", lambda f: f.amplification, lambda v: f"{v:.2f}", with_ratio=True)
+        row(f"end-to-end ReAct wall s ({threads}×{turns} turns)", lambda f: f.e2e_seconds, lambda v: f"{v:.2f} s")
+        row("end-to-end ReAct bytes on disk", lambda f: f.e2e_bytes, fmt_bytes)
+        lines.append("")
+    lines.append("Ratios in parentheses: the figure ÷ the official saver's on the same backend (< 1: faster or smaller).\n")
+    return "\n".join(lines)
+
+
+def targets(figs: list[Figures], last: int) -> str:
+    by = {(f.saver.backend, f.saver.name): f for f in figs}
+    lines = ["| target | measured | met |", "|---|---|---|"]
+
+    def add(label: str, measured: str, ok: bool | None) -> None:
+        lines.append(f"| {label} | {measured} | {'yes' if ok else 'n/a' if ok is None else '**no**'} |")
+
+    for backend, ours, nozstd in (
+        ("sqlite", "threadline SqliteSaver", "threadline, no zstd"),
+        ("postgres", "threadline PostgresSaver", "threadline, no zstd"),
+    ):
+        f, z = by.get((backend, ours)), by.get((backend, nozstd))
+        if f is None:
+            continue
+        add(
+            f"amplification ≤ 2× at {last} steps ({backend})",
+            f"{f.amplification:.2f}× with zstd; {z.amplification:.2f}× without" if z else f"{f.amplification:.2f}×",
+            f.amplification <= 2,
+        )
+    for backend, official, ours, need in (
+        ("sqlite", "official SqliteSaver", "threadline SqliteSaver", 1.5),
+        ("postgres", "official PostgresSaver", "threadline PostgresSaver", 4.0),
+    ):
+        o, f = by.get((backend, official)), by.get((backend, ours))
+        if o is None or f is None:
+            continue
+        speed = o.both[last] / f.both[last]
+        add(f"put+put_writes at {last} steps ≥ {need}× faster than official ({backend})", f"{speed:.2f}× as fast ({f.both[last]:.2f} vs {o.both[last]:.2f} ms)", speed >= need)
+        add(
+            f"get-latest no slower than official ({backend}), the saver that wrote",
+            f"{f.get_latest:.2f} vs {o.get_latest:.2f} ms ({o.get_latest / f.get_latest:.2f}× as fast)",
+            f.get_latest <= o.get_latest,
+        )
+        add(
+            f"get-latest no slower than official ({backend}), nothing cached",
+            f"{f.get_latest_cold:.2f} vs {o.get_latest_cold:.2f} ms ({o.get_latest_cold / f.get_latest_cold:.2f}× as fast)",
+            f.get_latest_cold <= o.get_latest_cold,
+        )
+    return "\n".join(lines)
+
+
+def machine() -> str:
+    cpu = "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    pg = ""
+    try:
+        import psycopg
+
+        with psycopg.connect(PG_DSN, connect_timeout=3) as conn:
+            pg = conn.execute("SHOW server_version").fetchone()[0]
+    except Exception:
+        pg = "unavailable"
+    import sqlite3
+
+    vers = ", ".join(
+        f"{p} {version(p)}"
+        for p in ("langgraph", "langgraph-checkpoint", "langgraph-checkpoint-sqlite", "langgraph-checkpoint-postgres", "langchain-core", "psycopg", "zstandard")
+    )
+    try:
+        rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=HERE, capture_output=True, text=True).stdout.strip()
+    except OSError:
+        rev = "?"
+    return (
+        f"- date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M UTC}; threadline commit {rev}\n"
+        f"- machine: {os.cpu_count()} CPUs (`nproc`), {cpu}, {platform.system()} {platform.release()}\n"
+        f"- Python {platform.python_version()}, SQLite {sqlite3.sqlite_version}, Postgres {pg} (local socket/TCP, same machine)\n"
+        f"- {vers}"
+    )
+
+
+def write_results(text: str, start: str = "<!-- generated:start -->", end: str = "<!-- generated:end -->") -> None:
+    """Replace the text between ``start`` and ``end`` in RESULTS.md (the rest is written by hand)."""
+    body = f"{start}\n{text}\n{end}"
+    if not RESULTS.exists():
+        RESULTS.write_text(f"# Benchmark results\n\n{body}\n")
+        return
+    old = RESULTS.read_text()
+    if start in old and end in old:
+        RESULTS.write_text(old[: old.index(start)] + body + old[old.index(end) + len(end):])
+    else:
+        RESULTS.write_text(old.rstrip() + f"\n\n{body}\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--threads", type=int, default=3)
+    ap.add_argument("--steps", type=int, default=300)
+    ap.add_argument("--turns", type=int, default=30, help="end-to-end ReAct turns per thread (0: skip)")
+    ap.add_argument("--no-postgres", action="store_true")
+    ap.add_argument("--only", default="", help="comma-separated substrings of saver names to run")
+    ap.add_argument("--profile", action="store_true", help="cProfile the threadline replays")
+    ap.add_argument("--write-results", action="store_true", help=f"rewrite the generated part of {RESULTS.name}")
+    args = ap.parse_args(argv)
+
+    reason = None if args.no_postgres else postgres_reason()
+    use_pg = not args.no_postgres and reason is None
+    if not args.no_postgres and reason:
+        print(f"Postgres rows skipped: {reason}")
+    at = sorted({min(100, args.steps), args.steps})
+
+    t0 = time.perf_counter()
+    rec = W.record_agent_loop(args.threads, args.steps)
+    serde = JsonPlusSerializer()
+    state_bytes = sum(len(serde.dumps_typed(v)[1]) for values in rec.final_values.values() for v in values.values())
+    write_bytes = sum(len(serde.dumps_typed(v)[1]) for v in rec.write_values)
+    msgs = rec.final_values[next(iter(rec.final_values))]["messages"]
+    msg_bytes = statistics.mean(len(serde.dumps_typed(m)[1]) for m in msgs[1:])
+    print(
+        f"recorded {args.threads} threads × {args.steps} supersteps in {time.perf_counter() - t0:.1f} s: "
+        f"final state {fmt_bytes(state_bytes)}, writes {fmt_bytes(write_bytes)}, "
+        f"{len(msgs)} messages/thread, {msg_bytes:.0f} bytes/message serialized"
+    )
+    denominator = state_bytes + write_bytes
+    gc.freeze()  # the recording stays alive: keep it out of every collection during the timings
+    with tempfile.TemporaryDirectory(prefix="threadline-bench-") as tmp:
+        chosen = [s for s in savers(tmp, use_pg) if not args.only or any(o and o in s.name for o in args.only.split(","))]
+        start = time.perf_counter()
+        figs = measure(chosen, rec, denominator, at, args.profile)
+        print(f"agent loop on {len(chosen)} savers: {time.perf_counter() - start:.1f} s")
+        if args.turns:
+            e2e = [s for s in savers(tmp + "/e2e", use_pg) if "no " not in s.name and (not args.only or any(o and o in s.name for o in args.only.split(",")))]
+            os.makedirs(tmp + "/e2e", exist_ok=True)
+            start = time.perf_counter()
+            for s, (secs, size) in zip(e2e, measure_e2e(e2e, args.threads, args.turns)):
+                for f in figs:
+                    if f.saver.name == s.name and f.saver.backend == s.backend:
+                        f.e2e_seconds, f.e2e_bytes = secs, size
+            print(f"end to end on {len(e2e)} savers: {time.perf_counter() - start:.1f} s")
+    report = (
+        f"## Run\n\n{machine()}\n\n"
+        f"Workload: {args.threads} threads × {args.steps} supersteps, 2 messages of 300 bytes of text per superstep "
+        f"({msg_bytes:.0f} bytes each serialized); final state {fmt_bytes(state_bytes)}, writes {fmt_bytes(write_bytes)} "
+        f"(amplification denominator {fmt_bytes(denominator)}). End to end: ReAct graph, {args.threads} threads × {args.turns} turns "
+        f"(4 messages and 3 supersteps per turn).\n\n"
+        f"{tables(figs, at, args.threads, args.turns)}\n## Targets\n\n{targets(figs, at[-1])}\n"
+    )
+    print()
+    print(report)
+    if args.write_results:
+        write_results(report)
+        print(f"wrote {RESULTS}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
