@@ -327,14 +327,15 @@ _INSERT_BLOBS = (
 
 
 def _insert_guarded(d: Dialect) -> str:
-    """Insert-or-ignore of one delta row (the 7 columns, then the type and stored size its
-    base row must have): inserted only while the base row still has that type and size,
-    so a stale cache entry can never leave a delta on a base that changed."""
+    """Insert-or-ignore of one blob row (the 7 columns, then the type and stored size its
+    base row must have, NULL for a snapshot): a delta is inserted only while its base row
+    still has that type and size, so a stale cache entry can never leave a delta on a
+    base that changed."""
     return (
         "INSERT INTO blobs (thread_id, checkpoint_ns, channel, version, type, blob, base_version) "
         f"SELECT column1, column2, column3, column4, column5, CAST(column6 AS {d.types['blob']}), column7 "
         f"FROM ({values_list(9, 1)}) v "
-        "WHERE EXISTS (SELECT 1 FROM blobs b WHERE b.thread_id = v.column1 AND b.checkpoint_ns = v.column2 "
+        "WHERE column7 IS NULL OR EXISTS (SELECT 1 FROM blobs b WHERE b.thread_id = v.column1 AND b.checkpoint_ns = v.column2 "
         "AND b.channel = v.column3 AND b.version = v.column7 AND b.type = v.column8 "
         f"AND {d.bytes_of('b.blob', 'blob')} = CAST(v.column9 AS {d.types['int']})) "
         "ON CONFLICT DO NOTHING"
@@ -430,12 +431,10 @@ def put(
     bases = (yield from _delta_bases(d, bc, key, R.delta_channels(checkpoint, new_versions))) if bc.deltas else {}
     values = R.serialize_values(serde, checkpoint, new_versions, bc, bases)
     blob_rows = R.blob_rows(key, values, bases, bc)
-    plain = [r.params for r in blob_rows if not r.delta]
-    deltas = [r for r in blob_rows if r.delta]
-    if plain:
-        yield Q(_INSERT_BLOBS, plain, many=True)
-    if deltas:
-        yield Q(_insert_guarded(d), [r.params + r.guard for r in deltas], many=True)
+    if any(r.delta for r in blob_rows):
+        yield Q(_insert_guarded(d), [r.params + r.guard for r in blob_rows], many=True)
+    elif blob_rows:
+        yield Q(_INSERT_BLOBS, [r.params for r in blob_rows], many=True)
     size = sum(len(r.params[5] or b"") for r in blob_rows)
     # The rows the cache will remember (deltas and list/dict snapshots) are checked in the
     # checkpoint INSERT's own RETURNING, so this costs no extra round trip.
