@@ -2,8 +2,10 @@
 
 Thin shells over the shared engine. Each takes a single connection or a pool
 (``psycopg_pool.ConnectionPool`` / ``AsyncConnectionPool``). Every operation runs
-in one transaction in pipeline mode: statements whose rows the operation does not
-need are sent without waiting, so a ``put`` costs two round trips.
+in one transaction; an operation of one statement (``put_writes``) runs as that
+statement alone, and many-row inserts are sent as one multi-row statement.
+(Measured here: psycopg's pipeline mode inside a transaction cost more round-trip
+waits than it saved, so it is not used.)
 
 Same tables as SQLite (metadata is JSONB with a GIN index serving
 ``list(filter=…)``, blobs are BYTEA, text keys use the "C" collation). Every key
@@ -17,7 +19,7 @@ import asyncio
 import re
 import threading
 from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import AsyncExitStack, ExitStack, asynccontextmanager, contextmanager
 from typing import Any
 
 import psycopg
@@ -27,24 +29,13 @@ from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from threadline.engine import ops
 from threadline.engine.dialect import POSTGRES
-from threadline.engine.runner import adrive, drive
+from threadline.engine.runner import adrive, drive, needs_transaction, statements
 from threadline.errors import BackendError
 from threadline.saver import AsyncShell, SyncShell
-
-_RETURNS_ROWS = re.compile(r"^\s*(SELECT|WITH)\b|\bRETURNING\b", re.IGNORECASE)
-
-
-def _returns_rows(q: ops.Q) -> bool:
-    return not q.many and bool(_RETURNS_ROWS.search(q.sql))
-
 
 def _connect_error(dsn: str, exc: Exception) -> BackendError:
     where = re.sub(r"//[^@/]*@", "//***@", dsn)  # never print a password
     return BackendError(f"cannot connect to Postgres at {where}: {exc}".strip())
-
-
-def _sql(q: ops.Q) -> str:
-    return POSTGRES.sql(q.sql)
 
 
 class PostgresSaver(SyncShell):
@@ -116,15 +107,24 @@ class PostgresSaver(SyncShell):
         return self._transaction(op)
 
     def _transaction(self, op: ops.Op) -> Any:
-        with self._connection() as conn, conn.pipeline(), conn.transaction():
+        with self._connection() as conn, ExitStack() as tx:
             cur = conn.cursor(row_factory=tuple_row)
+            began = False
 
             def execute(q: ops.Q) -> list:
-                if q.many:
-                    cur.executemany(_sql(q), q.params)
-                    return []
-                cur.execute(_sql(q), q.params)
-                return cur.fetchall() if _returns_rows(q) else []
+                nonlocal began
+                stmts = statements(q, POSTGRES.max_params)
+                if not began and (needs_transaction(q, stmts) or not conn.autocommit):
+                    tx.enter_context(conn.transaction())
+                began = True
+                rows: list = []
+                for s in stmts:
+                    if s.many:
+                        cur.executemany(POSTGRES.sql(s.sql), s.params)
+                    else:
+                        cur.execute(POSTGRES.sql(s.sql), s.params)
+                        rows = cur.fetchall() if cur.description else []
+                return rows
 
             return drive(op, execute)
 
@@ -191,14 +191,23 @@ class AsyncPostgresSaver(AsyncShell):
         return await self._transaction(op)
 
     async def _transaction(self, op: ops.Op) -> Any:
-        async with self._connection() as conn, conn.pipeline(), conn.transaction():
+        async with self._connection() as conn, AsyncExitStack() as tx:
             cur = conn.cursor(row_factory=tuple_row)
+            began = False
 
             async def execute(q: ops.Q) -> list:
-                if q.many:
-                    await cur.executemany(_sql(q), q.params)
-                    return []
-                await cur.execute(_sql(q), q.params)
-                return await cur.fetchall() if _returns_rows(q) else []
+                nonlocal began
+                stmts = statements(q, POSTGRES.max_params)
+                if not began and (needs_transaction(q, stmts) or not conn.autocommit):
+                    await tx.enter_async_context(conn.transaction())
+                began = True
+                rows: list = []
+                for s in stmts:
+                    if s.many:
+                        await cur.executemany(POSTGRES.sql(s.sql), s.params)
+                    else:
+                        await cur.execute(POSTGRES.sql(s.sql), s.params)
+                        rows = await cur.fetchall() if cur.description else []
+                return rows
 
             return await adrive(op, execute)

@@ -20,7 +20,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from threadline.engine import ops
 from threadline.engine.dialect import SQLITE
-from threadline.engine.runner import adrive, drive
+from threadline.engine.runner import Statement, adrive, drive, needs_transaction, statements
 from threadline.saver import AsyncShell, SyncShell
 
 BUSY_TIMEOUT_MS = 30_000
@@ -95,22 +95,33 @@ class SqliteSaver(SyncShell):
     def _transaction(self, op: ops.Op, write: bool) -> Any:
         with self.lock:
             cur = self.conn.cursor()
-            cur.execute(_begin(write))
+
+            def execute(q: ops.Q) -> list:
+                stmts = statements(q, self.dialect.max_params)
+                if not self.conn.in_transaction and needs_transaction(q, stmts):
+                    cur.execute(_begin(write))
+                return _execute(cur, stmts)
+
             try:
-                result = drive(op, lambda q: _execute(cur, q))
+                result = drive(op, execute)
             except BaseException:
-                self.conn.rollback()
+                if self.conn.in_transaction:
+                    self.conn.rollback()
                 raise
-            cur.execute("COMMIT")
+            if self.conn.in_transaction:
+                cur.execute("COMMIT")
             return result
 
 
-def _execute(cur: sqlite3.Cursor, q: ops.Q) -> list:
-    if q.many:
-        cur.executemany(q.sql, q.params)
-        return []
-    cur.execute(q.sql, q.params)
-    return cur.fetchall() if cur.description else []
+def _execute(cur: sqlite3.Cursor, stmts: list[Statement]) -> list:
+    rows: list = []
+    for s in stmts:
+        if s.many:
+            cur.executemany(s.sql, s.params)
+        else:
+            cur.execute(s.sql, s.params)
+            rows = cur.fetchall() if cur.description else []
+    return rows
 
 
 class AsyncSqliteSaver(AsyncShell):
@@ -160,18 +171,25 @@ class AsyncSqliteSaver(AsyncShell):
             return await self._transaction(op, write)
 
     async def _transaction(self, op: ops.Op, write: bool) -> Any:
-        await self.conn.execute(_begin(write))
-        try:
-            result = await adrive(op, self._execute)
-        except BaseException:
-            await self.conn.rollback()
-            raise
-        await self.conn.execute("COMMIT")
-        return result
+        async def execute(q: ops.Q) -> list:
+            stmts = statements(q, self.dialect.max_params)
+            if not self.conn.in_transaction and needs_transaction(q, stmts):
+                await self.conn.execute(_begin(write))
+            rows: list = []
+            for s in stmts:
+                if s.many:
+                    await self.conn.executemany(s.sql, s.params)
+                else:
+                    async with self.conn.execute(s.sql, s.params) as cur:
+                        rows = list(await cur.fetchall()) if cur.description else []
+            return rows
 
-    async def _execute(self, q: ops.Q) -> list:
-        if q.many:
-            await self.conn.executemany(q.sql, q.params)
-            return []
-        async with self.conn.execute(q.sql, q.params) as cur:
-            return list(await cur.fetchall()) if cur.description else []
+        try:
+            result = await adrive(op, execute)
+        except BaseException:
+            if self.conn.in_transaction:
+                await self.conn.rollback()
+            raise
+        if self.conn.in_transaction:
+            await self.conn.execute("COMMIT")
+        return result

@@ -32,12 +32,16 @@ T = TypeVar("T")
 class Q:
     """One statement: SQL text with ``?`` placeholders and its parameters.
 
-    With ``many=True`` ``params`` is a list of parameter tuples (executemany).
+    With ``many=True`` ``params`` is a list of parameter tuples (executemany; a
+    runner may send an ``INSERT … VALUES (…)`` as one multi-row statement).
+    ``single=True`` promises it is the operation's only statement, so a runner
+    may run it without an explicit transaction (a statement is atomic).
     """
 
     sql: str
     params: Sequence[Any] = ()
     many: bool = False
+    single: bool = False
 
 
 Op = Generator[Q, list, T]
@@ -517,14 +521,15 @@ def put_writes(
         if replace
         else "DO NOTHING"
     )
+    if replace:  # the same special channel twice: the last write wins, as with one upsert after another
+        rows = list({r[4]: r for r in rows}.values())
     yield Q(
         "INSERT INTO writes (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, task_path, type, blob, created_at) "
         f"VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) {conflict}",
         rows,
         many=True,
+        single=True,
     )
-    size = sum(len(r[8] or b"") for r in rows)
-    yield Q("UPDATE threads SET bytes = bytes + ?, updated_at = ? WHERE thread_id = ?", (size, now, key.thread_id))
 
 
 # --- deleting, copying, pruning --------------------------------------------
@@ -547,18 +552,18 @@ def delete_thread(d: Dialect, thread_id: Any, bc: codec.BlobCodec | None = None)
 def restat(d: Dialect, thread_ids: Iterable[str]) -> Op[None]:
     """Recompute the ``threads`` row (count, bytes) of threads after a bulk change; drop emptied threads.
 
-    ``threads.bytes`` counts stored value payloads (blobs and writes), the same on
-    every backend; checkpoint and metadata JSON are left out because Postgres
-    renders JSONB at its own width.
+    ``threads.bytes`` counts the thread's stored channel values (blob payloads), as
+    ``put`` adds them: the same on every backend (Postgres renders JSONB at its own
+    width, so checkpoint JSON is left out) and without a write to ``threads`` on
+    every ``put_writes``.
     """
     for tid in sorted(set(thread_ids)):
         yield Q(
             "UPDATE threads SET "
             "checkpoint_count = (SELECT COUNT(*) FROM checkpoints WHERE thread_id = ?), "
             f"bytes = (SELECT COALESCE(SUM({d.bytes_of('blob', 'blob')}), 0) FROM blobs WHERE thread_id = ?) "
-            f"+ (SELECT COALESCE(SUM({d.bytes_of('blob', 'blob')}), 0) FROM writes WHERE thread_id = ?) "
             "WHERE thread_id = ?",
-            (tid, tid, tid, tid),
+            (tid, tid, tid),
         )
         yield Q("DELETE FROM threads WHERE thread_id = ? AND checkpoint_count = 0", (tid,))
 
