@@ -210,10 +210,7 @@ def history_cmd(
     from threadline import history as H
 
     with _saver(db) as saver:
-        try:
-            h = H.thread_history(saver, thread, checkpoint_ns=ns, include_subgraphs=subgraphs)
-        except (ThreadlineError, ValueError) as exc:
-            _fail(str(exc))
+        h = H.thread_history(saver, thread, checkpoint_ns=ns, include_subgraphs=subgraphs)
     if as_json:
         return _emit(h.to_json())
     root_ns = "" if subgraphs else ns
@@ -278,10 +275,7 @@ def show_cmd(
 
     g = _graph(graph)
     with _saver(db) as saver:
-        try:
-            view = H.state_at(saver, thread, checkpoint, checkpoint_ns=ns, graph=g)
-        except (ThreadlineError, ValueError) as exc:
-            _fail(str(exc))
+        view = H.state_at(saver, thread, checkpoint, checkpoint_ns=ns, graph=g)
     if as_json:
         return _emit(view.to_json())
     head = " [bold green]HEAD[/bold green]" if view.is_head else ""
@@ -326,10 +320,7 @@ def diff_cmd(
     from threadline import history as H
 
     with _saver(db) as saver:
-        try:
-            d = H.diff(saver, thread, a, b, checkpoint_ns=ns, include_internal=internal)
-        except (ThreadlineError, ValueError) as exc:
-            _fail(str(exc))
+        d = H.diff(saver, thread, a, b, checkpoint_ns=ns, include_internal=internal)
     if as_json:
         return _emit(d.to_json())
     out.print(f"[bold]{escape(d.thread_id)}[/bold]  {d.a} → {d.b}")
@@ -389,11 +380,8 @@ def audit_cmd(
     space = None if all_ns else ns
     age = _duration(since, "--since")
     with _saver(db) as saver:
-        try:
-            writes = H.audit(saver, thread, checkpoint, checkpoint_ns=space, limit=limit) if thread else []
-            stats = H.task_stats(saver, thread, checkpoint, checkpoint_ns=space, since=None if age is None else time.time() - age)
-        except (ThreadlineError, ValueError) as exc:
-            _fail(str(exc))
+        writes = H.audit(saver, thread, checkpoint, checkpoint_ns=space, limit=limit) if thread else []
+        stats = H.task_stats(saver, thread, checkpoint, checkpoint_ns=space, since=None if age is None else time.time() - age)
     if as_json:
         return _emit({"writes": [w.to_json() for w in writes], "stats": stats.to_json()})
     if thread:
@@ -437,10 +425,7 @@ def rollback_cmd(
     from threadline import lifecycle as L
 
     with _saver(db) as saver:
-        try:
-            r = L.rollback(saver, thread, checkpoint, checkpoint_ns=ns)
-        except (ThreadlineError, ValueError) as exc:
-            _fail(str(exc))
+        r = L.rollback(saver, thread, checkpoint, checkpoint_ns=ns)
     if as_json:
         return _emit(r.to_json())
     out.print(f"[green]rolled back[/green] {escape(thread)}: new head {r.checkpoint_id} (parent {r.parent_checkpoint_id}) "
@@ -460,10 +445,7 @@ def fork_cmd(
     from threadline import lifecycle as L
 
     with _saver(db) as saver:
-        try:
-            r = L.fork(saver, thread, checkpoint, to, checkpoint_ns=ns)
-        except (ThreadlineError, ValueError) as exc:
-            _fail(str(exc))
+        r = L.fork(saver, thread, checkpoint, to, checkpoint_ns=ns)
     if as_json:
         return _emit(r.to_json())
     out.print(f"[green]forked[/green] {escape(thread)}@{checkpoint} → thread {escape(to)} head {r.checkpoint_id} "
@@ -501,10 +483,7 @@ def delete_cmd(
         _fail("--with-descendants and --reparent exclude each other", 2)
     mode = "with_descendants" if with_descendants else "reparent" if reparent else "refuse"
     with _saver(db) as saver:
-        try:
-            plan = L.delete_checkpoint(saver, thread, checkpoint, checkpoint_ns=ns, mode=mode, dry_run=dry_run)
-        except (ThreadlineError, ValueError) as exc:
-            _fail(str(exc))
+        plan = L.delete_checkpoint(saver, thread, checkpoint, checkpoint_ns=ns, mode=mode, dry_run=dry_run)
     if as_json:
         return _emit(plan.to_json())
     _print_plans([plan], dry_run)
@@ -534,10 +513,7 @@ def prune_cmd(
         _fail(str(exc), 2)
     with _saver(db) as saver, _progress(not as_json) as progress:
         task = progress.add_task("prune", total=None)
-        try:
-            report = L.prune(saver, policy, thread_ids=thread or None, dry_run=dry_run, progress=_tick(progress, task))
-        except (ThreadlineError, ValueError) as exc:
-            _fail(str(exc))
+        report = L.prune(saver, policy, thread_ids=thread or None, dry_run=dry_run, progress=_tick(progress, task))
     if as_json:
         return _emit(report.to_json())
     _print_plans(report.plans, dry_run)
@@ -570,10 +546,7 @@ def rebuild_cmd(
     if g is None:
         _fail("rebuild needs the compiled graph: --graph module:attr (or $THREADLINE_GRAPH)", 2)
     with _saver(db) as saver:
-        try:
-            r = L.rebuild(saver, g, thread, checkpoint, checkpoint_ns=ns, apply=apply)
-        except (ThreadlineError, ValueError) as exc:
-            _fail(str(exc))
+        r = L.rebuild(saver, g, thread, checkpoint, checkpoint_ns=ns, apply=apply)
     if as_json:
         return _emit(r.to_json())
     out.print(f"[bold]{escape(thread)}[/bold] @ {r.checkpoint_id} rebuilt from parent {r.parent_checkpoint_id}")
@@ -597,10 +570,7 @@ def fsck_cmd(
 
     with _saver(db) as saver, _progress(not as_json) as progress:
         task = progress.add_task("fsck", total=None)
-        try:
-            report = L.fsck(saver, thread_ids=thread or None, repair=repair, deep=deep, progress=_tick(progress, task))
-        except (ThreadlineError, ValueError) as exc:
-            _fail(str(exc))
+        report = L.fsck(saver, thread_ids=thread or None, repair=repair, deep=deep, progress=_tick(progress, task))
     if as_json:
         _emit(report.to_json())
     else:
@@ -634,10 +604,7 @@ def latest_cmd(
     from threadline import history as H
 
     with _saver(db) as saver:
-        try:
-            rows = H.latest_values(saver, channel, threads or None, checkpoint_ns=ns, limit=limit)
-        except (ThreadlineError, ValueError) as exc:
-            _fail(str(exc))
+        rows = H.latest_values(saver, channel, threads or None, checkpoint_ns=ns, limit=limit)
     if as_json:
         return _emit([r.to_json() for r in rows])
     table = Table(title=f"latest {channel}")
