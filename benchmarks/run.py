@@ -73,6 +73,7 @@ from threadline.codec import BlobCodec  # noqa: E402
 
 PG_DSN = os.environ.get("THREADLINE_BENCH_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
 RESULTS = HERE / "RESULTS.md"
+GET_ROUNDS = 15  # get-latest calls per thread and saver (alternating savers); the median is reported
 
 
 # --- savers ------------------------------------------------------------------------------------------
@@ -243,6 +244,8 @@ class Figures:
     both: dict[int, float] = field(default_factory=dict)
     get_latest: float = 0.0
     get_latest_cold: float = 0.0
+    get_latest_min: float = 0.0
+    get_latest_cold_min: float = 0.0
     list_per_ck: float = 0.0
     bytes: int = 0
     amplification: float = 0.0
@@ -324,17 +327,17 @@ def measure(chosen: list[Saver], rec: W.Recording, denominator: int, at: list[in
 
         for tid in rec.threads:
             conf = {"configurable": {"thread_id": tid, "checkpoint_ns": ""}}
-            for j, ms in enumerate(round_robin(savers_only, lambda saver: saver.get_tuple(conf), 7)):
+            for j, ms in enumerate(round_robin(savers_only, lambda saver: saver.get_tuple(conf), GET_ROUNDS)):
                 gets[j] += ms
-            for j, ms in enumerate(round_robin(savers_only, lambda saver: cold_get(saver, conf), 7)):
+            for j, ms in enumerate(round_robin(savers_only, lambda saver: cold_get(saver, conf), GET_ROUNDS)):
                 colds[j] += ms
         tid = next(iter(rec.threads))
         conf = {"configurable": {"thread_id": tid, "checkpoint_ns": ""}}
         counts = [sum(1 for _ in saver.list(conf)) for _, saver in savers_only]
         lists = round_robin(savers_only, lambda saver: sum(1 for _ in saver.list(conf)), 2)
         for j, f in enumerate(figs):
-            f.get_latest = statistics.median(gets[j])
-            f.get_latest_cold = statistics.median(colds[j])
+            f.get_latest, f.get_latest_min = statistics.median(gets[j]), min(gets[j])
+            f.get_latest_cold, f.get_latest_cold_min = statistics.median(colds[j]), min(colds[j])
             f.list_per_ck = min(lists[j]) / max(counts[j], 1)
             f.bytes = opened[j][2]()
             f.amplification = f.bytes / denominator
@@ -447,12 +450,14 @@ def targets(figs: list[Figures], last: int) -> str:
         add(f"put+put_writes at {last} steps ≥ {need}× faster than official ({backend})", f"{speed:.2f}× as fast ({f.both[last]:.2f} vs {o.both[last]:.2f} ms)", speed >= need)
         add(
             f"get-latest no slower than official ({backend}), the saver that wrote",
-            f"{f.get_latest:.2f} vs {o.get_latest:.2f} ms ({o.get_latest / f.get_latest:.2f}× as fast)",
+            f"median {f.get_latest:.2f} vs {o.get_latest:.2f} ms ({o.get_latest / f.get_latest:.2f}× as fast); "
+            f"best {f.get_latest_min:.2f} vs {o.get_latest_min:.2f} ms",
             f.get_latest <= o.get_latest,
         )
         add(
             f"get-latest no slower than official ({backend}), nothing cached",
-            f"{f.get_latest_cold:.2f} vs {o.get_latest_cold:.2f} ms ({o.get_latest_cold / f.get_latest_cold:.2f}× as fast)",
+            f"median {f.get_latest_cold:.2f} vs {o.get_latest_cold:.2f} ms ({o.get_latest_cold / f.get_latest_cold:.2f}× as fast); "
+            f"best {f.get_latest_cold_min:.2f} vs {o.get_latest_cold_min:.2f} ms",
             f.get_latest_cold <= o.get_latest_cold,
         )
     return "\n".join(lines)

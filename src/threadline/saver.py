@@ -87,8 +87,10 @@ class EngineSaver(BaseCheckpointSaver[str]):
         after, left = None, limit
         while left is None or left > 0:
             size = ops.PAGE_SIZE if left is None else min(left, ops.PAGE_SIZE)
-            page, after = self._run(ops.list_page(self.dialect, self.serde, where, after, size), write=False)
-            yield from page
+            # tuples are built one at a time as they are yielded (see ops.load_tuples(lazy=True))
+            page, after = self._run(ops.list_page(self.dialect, self.serde, where, after, size, lazy=True), write=False)
+            for make in page:
+                yield make()
             if left is not None:
                 left -= len(page)
             if after is None:

@@ -14,6 +14,7 @@ import time
 from collections import defaultdict
 from collections.abc import Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, TypeVar
 
 from langgraph.checkpoint.base import Checkpoint, CheckpointMetadata, CheckpointTuple, DeltaChannelHistory
@@ -171,8 +172,13 @@ def fetch_blobs(
 
 
 def load_tuples(
-    d: Dialect, serde: SerializerProtocol, ck_rows: Sequence[Sequence[Any]], bc: codec.BlobCodec | None = None
-) -> Op[list[CheckpointTuple]]:
+    d: Dialect,
+    serde: SerializerProtocol,
+    ck_rows: Sequence[Sequence[Any]],
+    bc: codec.BlobCodec | None = None,
+    *,
+    lazy: bool = False,
+) -> Op[list[Any]]:
     """Fetch the blobs and writes of checkpoint rows (``R.CHECKPOINT_COLUMNS``) and build tuples.
 
     With a saver's ``bc``, values its cache holds are not read again (a blob version
@@ -180,6 +186,12 @@ def load_tuples(
     and for a single row (``get_tuple``) the list/dict values read and the
     checkpoint's versions go into the cache, so the next ``put`` on this checkpoint
     can write deltas without reading them back.
+
+    ``lazy=True`` returns, instead of tuples, functions that build them: a caller
+    that yields tuples one by one (``list``) deserializes each only when it is
+    needed, outside the transaction, and a consumer that drops them lets Python
+    free them at once (deserializing a whole page first keeps every value alive
+    and makes the garbage collector work through them all).
     """
     if not ck_rows:
         return []
@@ -210,6 +222,8 @@ def load_tuples(
         )
         for w in found:
             writes[(w[0], w[1], w[2])].append(w)
+    if lazy:
+        return [partial(R.to_tuple, serde, row, doc, meta, blobs, writes.get((row[0], row[1], row[2]), ())) for row, doc, meta in docs]
     tuples = [R.to_tuple(serde, row, doc, meta, blobs, writes.get((row[0], row[1], row[2]), ())) for row, doc, meta in docs]
     if bc is not None and bc.deltas and len(docs) == 1:
         _remember(bc, docs[0][0], docs[0][1], blobs, rows)
@@ -299,7 +313,9 @@ def list_page(
     after: tuple | None,
     size: int,
     bc: codec.BlobCodec | None = None,
-) -> Op[tuple[list[CheckpointTuple], tuple | None]]:
+    *,
+    lazy: bool = False,
+) -> Op[tuple[list[Any], tuple | None]]:
     """One page of ``list`` (newest checkpoint_id first) and the cursor for the next page."""
     sql, params = where
     if after is not None:
@@ -310,7 +326,7 @@ def list_page(
         "ORDER BY c.checkpoint_id DESC, c.thread_id DESC, c.checkpoint_ns DESC LIMIT ?",
         [*params, size],
     )
-    tuples = yield from load_tuples(d, serde, found, bc)
+    tuples = yield from load_tuples(d, serde, found, bc, lazy=lazy)
     last = found[-1] if len(found) == size else None
     return tuples, (last[2], last[0], last[1]) if last else None
 
