@@ -512,17 +512,16 @@ def _plain_model(cls: type) -> bool:
     return found
 
 
-class _NoFingerprint(Exception):
-    pass
+_MODEL_TAGS: dict[type, tuple | None] = {}
 
 
-def _state(item: Any) -> tuple:
-    cls = type(item)
-    if cls in _CORE:
-        return (0, item)
-    if _plain_model(cls):
-        return (1, cls.__module__, cls.__name__, item.__dict__, item.__pydantic_extra__)
-    raise _NoFingerprint
+def _model_tag(cls: type) -> tuple | None:
+    """``(1, module, name)`` for a plain pydantic model class (one shared tuple per class), else None."""
+    try:
+        return _MODEL_TAGS[cls]
+    except KeyError:
+        tag = _MODEL_TAGS[cls] = (1, cls.__module__, cls.__name__) if _plain_model(cls) else None
+        return tag
 
 
 def fingerprints(items: Any) -> bytes | None:
@@ -540,9 +539,23 @@ def fingerprints(items: Any) -> bytes | None:
     ``__pydantic_extra__`` — what LangGraph's serializer dumps. Never object
     identity: an item mutated in place has a different encoding.
     """
+    states: list = []
+    append = states.append
+    for item in items:
+        cls = type(item)
+        tag = _MODEL_TAGS.get(cls) if cls not in _CORE else None
+        if tag is not None:
+            append((tag, item.__dict__, item.__pydantic_extra__))
+        elif cls in _CORE:
+            append((0, item))
+        else:
+            tag = _model_tag(cls)
+            if tag is None:
+                return None
+            append((tag, item.__dict__, item.__pydantic_extra__))
     try:
-        return marshal.dumps([_state(item) for item in items], 4)
-    except (_NoFingerprint, ValueError, TypeError, AttributeError):  # something marshal cannot hold
+        return marshal.dumps(states, 4)
+    except (ValueError, TypeError):  # something marshal cannot hold
         return None
 
 
