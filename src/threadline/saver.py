@@ -30,6 +30,26 @@ from threadline.engine.dialect import Dialect
 from threadline.keys import key_of
 
 
+class _Paging:
+    """Page sizes and the keyset cursor of ``list``/``alist``: at most ``limit`` tuples in all."""
+
+    def __init__(self, limit: int | None) -> None:
+        self.after: tuple | None = None
+        self.left = limit
+        self.done = False
+
+    def next_size(self) -> int:
+        """Rows to fetch next; 0 when the listing is over."""
+        if self.done:
+            return 0
+        return ops.PAGE_SIZE if self.left is None else max(0, min(self.left, ops.PAGE_SIZE))
+
+    def advance(self, count: int, after: tuple | None) -> None:
+        self.after, self.done = after, after is None
+        if self.left is not None:
+            self.left -= count
+
+
 class EngineSaver(BaseCheckpointSaver[str]):
     """Checkpoint saver on threadline's storage engine (tables: checkpoints, blobs, writes, threads).
 
@@ -84,17 +104,13 @@ class EngineSaver(BaseCheckpointSaver[str]):
         limit: int | None = None,
     ) -> Iterator[CheckpointTuple]:
         where = ops.list_where(self.dialect, config, filter, before)
-        after, left = None, limit
-        while left is None or left > 0:
-            size = ops.PAGE_SIZE if left is None else min(left, ops.PAGE_SIZE)
+        paging = _Paging(limit)
+        while size := paging.next_size():
             # tuples are built one at a time as they are yielded (see ops.load_tuples(lazy=True))
-            page, after = self._run(ops.list_page(self.dialect, self.serde, where, after, size, lazy=True), write=False)
+            page, after = self._run(ops.list_page(self.dialect, self.serde, where, paging.after, size, lazy=True), write=False)
+            paging.advance(len(page), after)
             for make in page:
                 yield make()
-            if left is not None:
-                left -= len(page)
-            if after is None:
-                return
 
     def put(self, config: dict, checkpoint: Checkpoint, metadata: CheckpointMetadata, new_versions: ChannelVersions) -> dict:
         return self._run(ops.put(self.dialect, self.serde, config, checkpoint, metadata, new_versions, self.blob_codec), write=True)
@@ -138,16 +154,12 @@ class EngineSaver(BaseCheckpointSaver[str]):
         limit: int | None = None,
     ) -> AsyncIterator[CheckpointTuple]:
         where = ops.list_where(self.dialect, config, filter, before)
-        after, left = None, limit
-        while left is None or left > 0:
-            size = ops.PAGE_SIZE if left is None else min(left, ops.PAGE_SIZE)
-            page, after = await self._arun(ops.list_page(self.dialect, self.serde, where, after, size), write=False)
+        paging = _Paging(limit)
+        while size := paging.next_size():
+            page, after = await self._arun(ops.list_page(self.dialect, self.serde, where, paging.after, size), write=False)
+            paging.advance(len(page), after)
             for item in page:
                 yield item
-            if left is not None:
-                left -= len(page)
-            if after is None:
-                return
 
     async def aput(self, config: dict, checkpoint: Checkpoint, metadata: CheckpointMetadata, new_versions: ChannelVersions) -> dict:
         return await self._arun(ops.put(self.dialect, self.serde, config, checkpoint, metadata, new_versions, self.blob_codec), write=True)
