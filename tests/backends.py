@@ -33,7 +33,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-TABLES = ("checkpoints", "blobs", "writes", "threads", "migrations")
+# threadline's tables by logical name; stored as threadline_<name>
+TABLES = ("checkpoints", "blobs", "writes", "threads", "migrations", "adopted")
 
 SQLITE_KINDS = ("sqlite", "sqlite-async")
 POSTGRES_KINDS = ("postgres", "postgres-async")
@@ -214,12 +215,12 @@ class Backend:
         """Every row of every threadline table, in a stable order."""
         out = {}
         for table in TABLES:
-            rows = self.sql(f"SELECT * FROM {table}")
+            rows = self.sql(f"SELECT * FROM threadline_{table}")
             out[table] = sorted(rows, key=repr)
         return out
 
     def counts(self) -> dict[str, int]:
-        return {t: self.sql(f"SELECT COUNT(*) FROM {t}")[0][0] for t in TABLES}
+        return {t: self.sql(f"SELECT COUNT(*) FROM threadline_{t}")[0][0] for t in TABLES}
 
 
 def sqlite_backend(kind: str, directory: Path) -> Backend:

@@ -91,7 +91,7 @@ def test_read_commands_json(db):
     assert len(js("latest", "messages", "--db", url)) == 3
 
     s = js("stats", "--db", url, "--top", "1")
-    assert s["tables"]["checkpoints"]["rows"] == raw_sql(url, "SELECT COUNT(*) FROM checkpoints")[0][0]
+    assert s["tables"]["checkpoints"]["rows"] == raw_sql(url, "SELECT COUNT(*) FROM threadline_checkpoints")[0][0]
     assert s["dedup_ratio"] > 1 and len(s["top_threads"]) == 1
 
     # human output renders too
@@ -134,7 +134,7 @@ def test_write_commands_json(db):
     fsck = js("fsck", "--deep", "--db", url)
     assert fsck["ok"] and fsck["threads_checked"] == 4
     # damage → fsck exits 1, --repair fixes the safe part
-    raw_sql(url, "INSERT INTO writes (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, task_path, type, blob, created_at) "
+    raw_sql(url, "INSERT INTO threadline_writes (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, task_path, type, blob, created_at) "
                  "VALUES ('t-new', '', 'nope', 't', 0, 'x', '', 'null', NULL, 0)")
     bad = js("fsck", "--db", url, code=1)
     assert bad["by_kind"] == {"orphan_writes": 1}

@@ -97,7 +97,7 @@ def test_new_puts_on_top_of_the_foundation_database(db: Path) -> None:
         # new rows are deltas whose chain reaches down to the first engine's plain snapshots
         rows = {
             (ch, v): (t, b)
-            for ch, v, t, b in conn.execute("SELECT channel, version, type, base_version FROM blobs WHERE thread_id = 'chat'")
+            for ch, v, t, b in conn.execute("SELECT channel, version, type, base_version FROM threadline_blobs WHERE thread_id = 'chat'")
         }
     finally:
         conn.close()

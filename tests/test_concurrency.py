@@ -55,7 +55,7 @@ async def test_32_threads_through_one_async_pool(async_backend):
     with async_backend.open_sync_twin() as sync_saver:
         for tid in thread_ids:
             check_thread(sync_saver, tid, TURNS)
-        counts = dict(async_backend.sql("SELECT thread_id, checkpoint_count FROM threads"))
+        counts = dict(async_backend.sql("SELECT thread_id, checkpoint_count FROM threadline_threads"))
         assert counts == {tid: 4 * TURNS for tid in thread_ids}
 
 

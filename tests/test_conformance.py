@@ -141,12 +141,12 @@ def test_sync_put_get_tuple_round_trip(sync_backend: Backend) -> None:
         assert saver.get_tuple(_cfg("t1", "", str(uuid6(clock_seq=-1)))) is None
 
     # one blob per (channel, version) actually written: a@1, b@1, b@2
-    blobs = sync_backend.sql("SELECT channel, COUNT(*) FROM blobs WHERE thread_id = 't1' GROUP BY channel ORDER BY channel")
+    blobs = sync_backend.sql("SELECT channel, COUNT(*) FROM threadline_blobs WHERE thread_id = 't1' GROUP BY channel ORDER BY channel")
     assert blobs == [("a", 1), ("b", 2)]
-    rows = sync_backend.sql("SELECT checkpoint_count FROM threads WHERE thread_id = 't1'")
+    rows = sync_backend.sql("SELECT checkpoint_count FROM threadline_threads WHERE thread_id = 't1'")
     assert rows == [(2,)]
     # indexed columns extracted from metadata
-    cols = sync_backend.sql("SELECT checkpoint_id, step, source, run_id FROM checkpoints WHERE thread_id = 't1' ORDER BY checkpoint_id")
+    cols = sync_backend.sql("SELECT checkpoint_id, step, source, run_id FROM threadline_checkpoints WHERE thread_id = 't1' ORDER BY checkpoint_id")
     assert cols == [(chain.ids[0], 0, "input", None), (chain.ids[1], 1, "loop", "run-9")]
 
 
@@ -159,7 +159,7 @@ def test_sync_put_same_id_twice_overwrites_without_duplicating(sync_backend: Bac
         tuples = list(saver.list(_cfg("t")))
         assert len(tuples) == 1 and tuples[0].metadata["source"] == "update"
         assert tuples[0].checkpoint["channel_values"] == {"x": 1}
-    assert sync_backend.sql("SELECT checkpoint_count FROM threads WHERE thread_id = 't'") == [(1,)]
+    assert sync_backend.sql("SELECT checkpoint_count FROM threadline_threads WHERE thread_id = 't'") == [(1,)]
 
 
 def test_sync_list_filter_before_limit(sync_backend: Backend) -> None:
@@ -249,7 +249,7 @@ def test_sync_put_writes(sync_backend: Backend) -> None:
         assert len(saver.get_tuple(cfg).pending_writes) == 4
         saver.put_writes(nxt, [], "task-empty")  # no writes: nothing stored
         assert saver.get_tuple(nxt).pending_writes == []
-    rows = sync_backend.sql("SELECT task_id, idx, channel FROM writes ORDER BY task_id, idx")
+    rows = sync_backend.sql("SELECT task_id, idx, channel FROM threadline_writes ORDER BY task_id, idx")
     assert rows == [("task-a", 0, "x"), ("task-b", 0, "x"), ("task-b", 1, "y"), ("task-c", -1, "__error__")]
 
 
@@ -260,7 +260,7 @@ def test_sync_delete_thread(sync_backend: Backend) -> None:
             cfg = root.put({"v": tid})
             saver.put_writes(cfg, [("v", "w")], "t1")
             Chain(saver, tid, "sub:1").put({"v": 1})
-        before = {t: sync_backend.sql(f"SELECT * FROM {t} WHERE thread_id = 'kept'") for t in ("checkpoints", "blobs", "writes", "threads")}
+        before = {t: sync_backend.sql(f"SELECT * FROM threadline_{t} WHERE thread_id = 'kept'") for t in ("checkpoints", "blobs", "writes", "threads")}
         saver.delete_thread("gone")
         assert saver.get_tuple(_cfg("gone")) is None
         assert saver.get_tuple(_cfg("gone", "sub:1")) is None
@@ -268,8 +268,8 @@ def test_sync_delete_thread(sync_backend: Backend) -> None:
         assert saver.get_tuple(_cfg("kept")).checkpoint["channel_values"] == {"v": "kept"}
         saver.delete_thread("never-existed")  # no error
     for table, rows in before.items():
-        assert sync_backend.sql(f"SELECT * FROM {table} WHERE thread_id = 'kept'") == rows
-        assert sync_backend.sql(f"SELECT COUNT(*) FROM {table} WHERE thread_id = 'gone'") == [(0,)]
+        assert sync_backend.sql(f"SELECT * FROM threadline_{table} WHERE thread_id = 'kept'") == rows
+        assert sync_backend.sql(f"SELECT COUNT(*) FROM threadline_{table} WHERE thread_id = 'gone'") == [(0,)]
 
 
 def test_sync_delete_for_runs(sync_backend: Backend) -> None:
@@ -291,8 +291,8 @@ def test_sync_delete_for_runs(sync_backend: Backend) -> None:
         saver.delete_for_runs([])
         saver.delete_for_runs(["no-such-run"])
         assert len(list(saver.list(None))) == 2
-    assert sync_backend.sql("SELECT COUNT(*) FROM writes") == [(0,)]
-    assert sync_backend.sql("SELECT thread_id, checkpoint_count FROM threads") == [("r", 2)]
+    assert sync_backend.sql("SELECT COUNT(*) FROM threadline_writes") == [(0,)]
+    assert sync_backend.sql("SELECT thread_id, checkpoint_count FROM threadline_threads") == [("r", 2)]
 
 
 def test_sync_copy_thread(sync_backend: Backend) -> None:
@@ -302,7 +302,7 @@ def test_sync_copy_thread(sync_backend: Backend) -> None:
         cfg = chain.put({"a": 2, "b": "x"})
         saver.put_writes(cfg, [("a", 3)], "task", "~p")
         Chain(saver, "src", "sub:1").put({"s": True})
-        src_before = {t: sync_backend.sql(f"SELECT * FROM {t} WHERE thread_id = 'src'") for t in ("checkpoints", "blobs", "writes")}
+        src_before = {t: sync_backend.sql(f"SELECT * FROM threadline_{t} WHERE thread_id = 'src'") for t in ("checkpoints", "blobs", "writes")}
 
         saver.copy_thread("src", "dst")
         src = list(saver.list({"configurable": {"thread_id": "src"}}))
@@ -318,8 +318,8 @@ def test_sync_copy_thread(sync_backend: Backend) -> None:
         saver.copy_thread("nothing-here", "dst2")
         assert saver.get_tuple(_cfg("dst2")) is None
     for table, rows in src_before.items():
-        assert sync_backend.sql(f"SELECT * FROM {table} WHERE thread_id = 'src'") == rows
-    assert sync_backend.sql("SELECT thread_id, checkpoint_count FROM threads ORDER BY thread_id") == [("dst", 3), ("src", 3)]
+        assert sync_backend.sql(f"SELECT * FROM threadline_{table} WHERE thread_id = 'src'") == rows
+    assert sync_backend.sql("SELECT thread_id, checkpoint_count FROM threadline_threads ORDER BY thread_id") == [("dst", 3), ("src", 3)]
 
 
 def test_sync_copy_thread_reports_the_same_size_as_its_source(sync_backend: Backend, request) -> None:
@@ -330,7 +330,7 @@ def test_sync_copy_thread_reports_the_same_size_as_its_source(sync_backend: Back
         cfg2 = chain.put({"b": [4]})
         saver.put_writes(cfg2, [("a", "w")], "task")
         saver.copy_thread("src", "dst")
-    rows = dict((r[0], r[1:]) for r in sync_backend.sql("SELECT thread_id, checkpoint_count, bytes FROM threads"))
+    rows = dict((r[0], r[1:]) for r in sync_backend.sql("SELECT thread_id, checkpoint_count, bytes FROM threadline_threads"))
     assert rows["dst"][0] == rows["src"][0] == 2
     assert rows["dst"][1] == rows["src"][1] > 0
 
@@ -367,13 +367,13 @@ def test_sync_prune(sync_backend: Backend) -> None:
             saver.prune(["p"], strategy="bogus")
         saver.prune([], strategy="keep_latest")
     # unreferenced blobs were collected: a@1, a@2 and s@1 are gone
-    assert sync_backend.sql("SELECT channel, COUNT(*) FROM blobs WHERE thread_id = 'p' GROUP BY channel ORDER BY channel") == [
+    assert sync_backend.sql("SELECT channel, COUNT(*) FROM threadline_blobs WHERE thread_id = 'p' GROUP BY channel ORDER BY channel") == [
         ("a", 1),
         ("big", 1),
         ("s", 1),
     ]
-    assert sync_backend.sql("SELECT COUNT(*) FROM writes WHERE thread_id = 'p'") == [(1,)]
-    assert sync_backend.sql("SELECT thread_id, checkpoint_count FROM threads") == [("p", 2)]
+    assert sync_backend.sql("SELECT COUNT(*) FROM threadline_writes WHERE thread_id = 'p'") == [(1,)]
+    assert sync_backend.sql("SELECT thread_id, checkpoint_count FROM threadline_threads") == [("p", 2)]
 
 
 def test_sync_get_delta_channel_history(sync_backend: Backend) -> None:

@@ -476,7 +476,7 @@ def test_random_walk_round_trips_on_every_backend(sync_backend: Backend) -> None
         for step in random_steps(7, 60):
             model.step(step)
         model.check_all(factory())
-    kinds = dict(sync_backend.sql("SELECT type, COUNT(*) FROM blobs GROUP BY type"))
+    kinds = dict(sync_backend.sql("SELECT type, COUNT(*) FROM threadline_blobs GROUP BY type"))
     assert kinds.get("delta-list:msgpack", 0) + kinds.get("delta-list:msgpack+zstd", 0) > 20, kinds
     assert kinds.get("delta-dict:msgpack", 0) + kinds.get("delta-dict:msgpack+zstd", 0) > 10, kinds
     assert any(k.endswith("+zstd") for k in kinds), kinds
@@ -522,7 +522,7 @@ def grow(saver, thread_id: str, n: int, *, start: int = 0, config: dict | None =
 
 
 def chain_depths(backend: Backend, thread_id: str) -> list[int]:
-    rows = backend.sql("SELECT type, blob FROM blobs WHERE thread_id = ? AND channel = 'messages' ORDER BY version", (thread_id,))
+    rows = backend.sql("SELECT type, blob FROM threadline_blobs WHERE thread_id = ? AND channel = 'messages' ORDER BY version", (thread_id,))
     out = []
     for tag, data in rows:
         if codec.is_delta(tag):
@@ -552,19 +552,19 @@ def test_a_new_saver_continues_with_deltas_and_a_changed_base_falls_back_to_a_sn
         config, _ = grow(saver, "t", 6)
     with sync_backend.open() as saver:  # empty cache: reads the parent's versions and the base back
         config, messages = grow(saver, "t", 1, start=6, config=config)
-        last = sync_backend.sql("SELECT type, base_version FROM blobs WHERE thread_id = 't' ORDER BY version DESC LIMIT 1")
+        last = sync_backend.sql("SELECT type, base_version FROM threadline_blobs WHERE thread_id = 't' ORDER BY version DESC LIMIT 1")
         assert codec.is_delta(last[0][0]) and last[0][1] is not None
         # rewrite the base row behind the saver's back (another process, a restore, …) as a snapshot
-        head = sync_backend.sql("SELECT version FROM blobs WHERE thread_id = 't' ORDER BY version DESC LIMIT 1")[0][0]
+        head = sync_backend.sql("SELECT version FROM threadline_blobs WHERE thread_id = 't' ORDER BY version DESC LIMIT 1")[0][0]
         resolved = saver.run(ops.fetch_blobs(saver.dialect, [("t", "", "messages", head)]))[("t", "", "messages", head)]
         assert codec.load(SERDE, resolved, "row") == messages
         sync_backend.sql(
-            "UPDATE blobs SET type = 'msgpack', blob = ?, base_version = NULL WHERE thread_id = 't' AND version = ?",
+            "UPDATE threadline_blobs SET type = 'msgpack', blob = ?, base_version = NULL WHERE thread_id = 't' AND version = ?",
             (resolved[2].serialized(), head),
         )
         # the cached base no longer matches the row: the delta is refused, a snapshot written instead
         config, messages = grow(saver, "t", 1, start=7, config=config, state=(messages, head))
-        newest = sync_backend.sql("SELECT type, base_version FROM blobs WHERE thread_id = 't' ORDER BY version DESC LIMIT 1")[0]
+        newest = sync_backend.sql("SELECT type, base_version FROM threadline_blobs WHERE thread_id = 't' ORDER BY version DESC LIMIT 1")[0]
         assert not codec.is_delta(newest[0]) and newest[1] is None
         assert saver.get_tuple(config).checkpoint["channel_values"]["messages"] == messages
         config, messages = grow(saver, "t", 2, start=8, config=config)
@@ -579,7 +579,7 @@ def test_large_writes_are_compressed_and_read_back(sync_backend: Backend) -> Non
         saver.put_writes(config, [("messages", big), ("small", 1)], "task-1")
         got = saver.get_tuple(config).pending_writes
         assert got == [("task-1", "messages", big), ("task-1", "small", 1)]
-    types = dict(sync_backend.sql("SELECT channel, type FROM writes"))
+    types = dict(sync_backend.sql("SELECT channel, type FROM threadline_writes"))
     assert types == {"messages": "msgpack+zstd", "small": "msgpack"}
 
 
@@ -611,7 +611,7 @@ async def test_async_savers_write_and_read_deltas(async_backend: Backend) -> Non
             assert (await saver.aget_tuple(config)).checkpoint["channel_values"]["v"] == value
     async with async_backend.open() as saver:
         assert (await saver.aget_tuple(config)).checkpoint["channel_values"]["v"] == value
-    assert async_backend.sql("SELECT COUNT(*) FROM blobs WHERE type LIKE 'delta-list:%'")[0][0] >= 5
+    assert async_backend.sql("SELECT COUNT(*) FROM threadline_blobs WHERE type LIKE 'delta-list:%'")[0][0] >= 5
 
 
 # --- lifecycle on real LangGraph threads ------------------------------------------------
@@ -667,7 +667,7 @@ def test_lifecycle_keeps_every_kept_checkpoint_readable(sync_backend: Backend, o
         runs = run_threads(saver)
         before = everything(saver, "life")
         other_before = everything(saver, "other")
-        assert sync_backend.sql("SELECT COUNT(*) FROM blobs WHERE thread_id = 'life' AND type LIKE 'delta-%'")[0][0] > 10
+        assert sync_backend.sql("SELECT COUNT(*) FROM threadline_blobs WHERE thread_id = 'life' AND type LIKE 'delta-%'")[0][0] > 10
         if operation == "prune":
             saver.prune(["life"], strategy="keep_latest")
         elif operation == "delete_for_runs":
@@ -711,7 +711,7 @@ def test_gc_keeps_the_bases_of_kept_deltas(sync_backend: Backend) -> None:
         ids = [t.config["configurable"]["checkpoint_id"] for t in saver.list({"configurable": {"thread_id": "g"}})]
         # delete every checkpoint but the latest: its value is a delta on versions only deleted checkpoints named
         saver.run(ops.delete_checkpoints(saver.dialect, [("g", "", cid) for cid in ids[1:]]), write=True)
-        rows = sync_backend.sql("SELECT COUNT(*) FROM blobs WHERE thread_id = 'g'")[0][0]
+        rows = sync_backend.sql("SELECT COUNT(*) FROM threadline_blobs WHERE thread_id = 'g'")[0][0]
         assert rows > 1  # the chain under the kept delta survived the GC
     with sync_backend.open() as saver:
         assert saver.get_tuple(config).checkpoint["channel_values"]["messages"] == messages

@@ -84,20 +84,20 @@ def check_database(path: Path) -> None:
     assert not Path(f"{path}-wal").exists(), "the saver was not closed (WAL left behind)"
     conn = sqlite3.connect(path)
     try:
-        assert conn.execute("SELECT COUNT(*) FROM checkpoints").fetchone()[0] == 17
-        assert conn.execute("SELECT DISTINCT thread_id FROM checkpoints").fetchall() == [(THREAD_ID,)]
+        assert conn.execute("SELECT COUNT(*) FROM threadline_checkpoints").fetchone()[0] == 17
+        assert conn.execute("SELECT DISTINCT thread_id FROM threadline_checkpoints").fetchall() == [(THREAD_ID,)]
         forks = conn.execute(
-            "SELECT parent_checkpoint_id, COUNT(*) FROM checkpoints WHERE parent_checkpoint_id IS NOT NULL "
+            "SELECT parent_checkpoint_id, COUNT(*) FROM threadline_checkpoints WHERE parent_checkpoint_id IS NOT NULL "
             "GROUP BY parent_checkpoint_id HAVING COUNT(*) >= 2"
         ).fetchall()
         assert len(forks) == 1 and forks[0][1] == 2, forks
         # the interrupt was stored, and resumed
-        assert conn.execute("SELECT COUNT(*) FROM writes WHERE channel = '__interrupt__'").fetchone()[0] == 1
-        assert conn.execute("SELECT COUNT(*) FROM writes WHERE channel = '__resume__'").fetchone()[0] >= 1
+        assert conn.execute("SELECT COUNT(*) FROM threadline_writes WHERE channel = '__interrupt__'").fetchone()[0] == 1
+        assert conn.execute("SELECT COUNT(*) FROM threadline_writes WHERE channel = '__resume__'").fetchone()[0] >= 1
         # only changed channels are stored: fewer blobs than channel references
-        refs = conn.execute("SELECT COUNT(*) FROM checkpoints, json_each(checkpoints.checkpoint, '$.channel_versions')").fetchone()[0]
-        assert conn.execute("SELECT COUNT(*) FROM blobs").fetchone()[0] < refs
-        assert conn.execute("SELECT checkpoint_count FROM threads WHERE thread_id = ?", (THREAD_ID,)).fetchone()[0] == 17
+        refs = conn.execute("SELECT COUNT(*) FROM threadline_checkpoints, json_each(threadline_checkpoints.checkpoint, '$.channel_versions')").fetchone()[0]
+        assert conn.execute("SELECT COUNT(*) FROM threadline_blobs").fetchone()[0] < refs
+        assert conn.execute("SELECT checkpoint_count FROM threadline_threads WHERE thread_id = ?", (THREAD_ID,)).fetchone()[0] == 17
     finally:
         conn.close()
     branch_point = forks[0][0]

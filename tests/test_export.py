@@ -29,8 +29,8 @@ def db(request, tmp_path):
 def test_export_parquet_partitions_by_date_and_duckdb_reads_it(db, tmp_path):
     url, _ = db
     # spread checkpoints and writes over two days
-    raw_sql(url, "UPDATE checkpoints SET created_at = created_at - 86400 WHERE thread_id = ?", ("t-answer",))
-    raw_sql(url, "UPDATE writes SET created_at = created_at - 86400 WHERE thread_id = ?", ("t-answer",))
+    raw_sql(url, "UPDATE threadline_checkpoints SET created_at = created_at - 86400 WHERE thread_id = ?", ("t-answer",))
+    raw_sql(url, "UPDATE threadline_writes SET created_at = created_at - 86400 WHERE thread_id = ?", ("t-answer",))
     out = str(tmp_path / "pq")
     with open_saver(url) as saver:
         seen = []
@@ -90,7 +90,7 @@ def test_import_official_sqlite_database(kind, tmp_path):
             report = X.import_langgraph(source, saver, graph=graph)
             assert report.ok and len(report.threads) == 3
             assert all(t.verified and not t.mismatches for t in report.threads)
-            assert sum(t.checkpoints for t in report.threads) == raw_sql(url, "SELECT COUNT(*) FROM checkpoints")[0][0]
+            assert sum(t.checkpoints for t in report.threads) == raw_sql(url, "SELECT COUNT(*) FROM threadline_checkpoints")[0][0]
             g = build_graph(saver)
             for tid, snap in expected.items():
                 mine = g.get_state(cfg(tid))

@@ -431,7 +431,7 @@ async def test_subgraph_namespaces_and_interrupt_inside(backend: Backend) -> Non
         assert sub_history and {s.config["configurable"]["checkpoint_ns"] for s in sub_history} == {sub_ns}
         assert [s.values for s in sub_history][0] == {"inner": ["s1"]}
 
-    namespaces = {r[0] for r in backend.sql("SELECT DISTINCT checkpoint_ns FROM checkpoints WHERE thread_id = ?", ("nested",))}
+    namespaces = {r[0] for r in backend.sql("SELECT DISTINCT checkpoint_ns FROM threadline_checkpoints WHERE thread_id = ?", ("nested",))}
     assert namespaces == {"", sub_ns}
 
     async with opened(backend, builder) as g:
@@ -463,7 +463,7 @@ async def test_durability_modes(backend: Backend, durability: str, expected: int
         assert history[0].values == {"log": ["a:0", "b:1", "c:2"], "x": 3}
         assert history[0].next == ()
         assert_parent_links(history)
-    rows = backend.sql("SELECT COUNT(*) FROM checkpoints WHERE thread_id = ?", (thread["configurable"]["thread_id"],))
+    rows = backend.sql("SELECT COUNT(*) FROM threadline_checkpoints WHERE thread_id = ?", (thread["configurable"]["thread_id"],))
     assert rows == [(expected,)]
     ref = reference(builder)
     await ref.invoke({"log": [], "x": 0}, thread, durability=durability)
@@ -614,7 +614,7 @@ async def test_failed_branch_keeps_sibling_writes_for_resume(backend: Backend) -
         assert [t.name for t in errored] == ["right"]
         assert "right failed" in repr(errored[0].error)
     assert calls == ["left"]
-    writes = backend.sql("SELECT channel FROM writes WHERE thread_id = ? ORDER BY channel", ("fail",))
+    writes = backend.sql("SELECT channel FROM threadline_writes WHERE thread_id = ? ORDER BY channel", ("fail",))
     assert ("__error__",) in writes and ("log",) in writes
 
     async with opened(backend, builder) as g:

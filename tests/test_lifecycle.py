@@ -29,7 +29,7 @@ def db(request, tmp_path):
 
 
 def count(url, table, where="", params=()):
-    return raw_sql(url, f"SELECT COUNT(*) FROM {table} {where}", params)[0][0]
+    return raw_sql(url, f"SELECT COUNT(*) FROM threadline_{table} {where}", params)[0][0]
 
 
 def every_tuple(saver):
@@ -60,7 +60,7 @@ def test_rollback_is_a_new_branch_sharing_blobs_and_langgraph_resumes(db):
         r = L.rollback(saver, "t-research", target)
         assert count(url, "blobs") == blobs and count(url, "checkpoints") == checkpoints + 1  # no blob copied, nothing deleted
         assert r.parent_checkpoint_id == target and r.previous_head == old_head and r.blobs_copied == 0
-        docs = dict(raw_sql(url, "SELECT checkpoint_id, checkpoint FROM checkpoints WHERE thread_id = ? AND checkpoint_id IN (?, ?)",
+        docs = dict(raw_sql(url, "SELECT checkpoint_id, checkpoint FROM threadline_checkpoints WHERE thread_id = ? AND checkpoint_id IN (?, ?)",
                             ("t-research", target, r.checkpoint_id)))
         import json
 
@@ -105,13 +105,13 @@ def test_fork_starts_a_new_resumable_thread_and_leaves_the_source_alone(db):
     url, _ = db
     with open_saver(url) as saver:
         g = build_graph(saver)
-        source_rows = raw_sql(url, "SELECT checkpoint_ns, checkpoint_id, parent_checkpoint_id FROM checkpoints WHERE thread_id = ? "
+        source_rows = raw_sql(url, "SELECT checkpoint_ns, checkpoint_id, parent_checkpoint_id FROM threadline_checkpoints WHERE thread_id = ? "
                                    "ORDER BY 1, 2", ("t-answer",))
         target = step_checkpoint(saver, "t-answer", 1)  # after classify: next = answer
         r = L.fork(saver, "t-answer", target, "t-copy")
         assert r.thread_id == "t-copy" and r.parent_checkpoint_id is None and r.blobs_copied > 0
         assert count(url, "checkpoints", "WHERE thread_id = ?", ("t-copy",)) == 1
-        assert source_rows == raw_sql(url, "SELECT checkpoint_ns, checkpoint_id, parent_checkpoint_id FROM checkpoints "
+        assert source_rows == raw_sql(url, "SELECT checkpoint_ns, checkpoint_id, parent_checkpoint_id FROM threadline_checkpoints "
                                            "WHERE thread_id = ? ORDER BY 1, 2", ("t-answer",))
         copy = g.get_state(cfg("t-copy"))
         original = g.get_state({"configurable": {"thread_id": "t-answer", "checkpoint_id": target}})
@@ -208,13 +208,13 @@ def test_prune_policies_dry_run_then_apply_keep_everything_readable(db):
         assert g.invoke(Command(resume=True), cfg("t-interrupt"))["approved"] is True
         # older_than: age two checkpoints; the head is never removed
         ids = [n.checkpoint_id for n in H.thread_history(saver, "t-answer").ordered()]
-        raw_sql(url, "UPDATE checkpoints SET created_at = ? WHERE thread_id = ?", (time.time() - 10 * 86400, "t-answer"))
+        raw_sql(url, "UPDATE threadline_checkpoints SET created_at = ? WHERE thread_id = ?", (time.time() - 10 * 86400, "t-answer"))
         aged = L.prune(saver, L.RetentionPolicy(older_than=86400), thread_ids=["t-answer"])
         assert [cid for ns, cid in aged.plans[0].checkpoints if ns == ""] == ids[:-1]
         assert [n.checkpoint_id for n in H.thread_history(saver, "t-answer").ordered()] == ids[-1:]
         assert H.jsonable(g.get_state(cfg("t-answer")).values) == heads["t-answer"]
         # idle: whole threads go
-        raw_sql(url, "UPDATE threads SET updated_at = ? WHERE thread_id = ?", (time.time() - 100 * 86400, "t-answer"))
+        raw_sql(url, "UPDATE threadline_threads SET updated_at = ? WHERE thread_id = ?", (time.time() - 100 * 86400, "t-answer"))
         idle_dry = L.prune(saver, L.RetentionPolicy(idle_longer_than=30 * 86400), dry_run=True)
         assert idle_dry.threads_deleted == ["t-answer"]
         L.prune(saver, L.RetentionPolicy(idle_longer_than=30 * 86400))
@@ -234,15 +234,15 @@ def test_fsck_finds_damage_repairs_the_safe_part_and_rebuild_restores_blobs(db):
         victim = nodes[2]  # a loop checkpoint: its `messages` blob will go missing
         victim_state = H.state_at(saver, "t-answer", victim.checkpoint_id)
         doc = victim_state.channel_versions
-        raw_sql(url, "DELETE FROM blobs WHERE thread_id = ? AND channel = 'messages' AND version = ?", ("t-answer", doc["messages"]))
-        raw_sql(url, "INSERT INTO writes (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, task_path, type, blob, created_at) "
+        raw_sql(url, "DELETE FROM threadline_blobs WHERE thread_id = ? AND channel = 'messages' AND version = ?", ("t-answer", doc["messages"]))
+        raw_sql(url, "INSERT INTO threadline_writes (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, task_path, type, blob, created_at) "
                      "VALUES (?, '', ?, 't', 0, 'x', '', 'null', NULL, 0)", ("t-answer", "1f000000-dead-6000-8000-000000000000"))
-        raw_sql(url, "INSERT INTO blobs (thread_id, checkpoint_ns, channel, version, type, blob, base_version) "
+        raw_sql(url, "INSERT INTO threadline_blobs (thread_id, checkpoint_ns, channel, version, type, blob, base_version) "
                      "VALUES (?, '', 'junk', '1', 'null', NULL, NULL)", ("t-answer",))
-        raw_sql(url, "UPDATE checkpoints SET parent_checkpoint_id = ? WHERE thread_id = ? AND checkpoint_id = ?",
+        raw_sql(url, "UPDATE threadline_checkpoints SET parent_checkpoint_id = ? WHERE thread_id = ? AND checkpoint_id = ?",
                 ("1f000000-0000-6000-8000-00000000beef", "t-interrupt", H.thread_history(saver, "t-interrupt").ordered()[3].checkpoint_id))
-        raw_sql(url, "UPDATE threads SET checkpoint_count = 99 WHERE thread_id = ?", ("t-research",))
-        raw_sql(url, "INSERT INTO blobs (thread_id, checkpoint_ns, channel, version, type, blob, base_version) "
+        raw_sql(url, "UPDATE threadline_threads SET checkpoint_count = 99 WHERE thread_id = ?", ("t-research",))
+        raw_sql(url, "INSERT INTO threadline_blobs (thread_id, checkpoint_ns, channel, version, type, blob, base_version) "
                      "VALUES ('ghost', '', 'x', '1', 'null', NULL, NULL)")
         report = L.fsck(saver)
         kinds = {(f.kind, f.thread_id) for f in report.findings}

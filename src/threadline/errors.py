@@ -29,3 +29,11 @@ class UnsafeOperationError(ThreadlineError):
 
 class BackendError(ThreadlineError):
     """A database URL has an unknown scheme, or its server cannot be reached."""
+
+
+class SchemaError(BackendError):
+    """The database's threadline schema is from a newer release, or is not threadline's."""
+
+
+class AdoptionError(ThreadlineError):
+    """A thread of the official saver's tables did not read back identically once imported; nothing was stored."""

@@ -60,7 +60,7 @@ def export_rows_op(d: Dialect, thread_id: str) -> Op[dict[str, list[dict[str, An
     ck_size = f"{d.bytes_of('checkpoint', 'json')} + {d.bytes_of('metadata', 'json')}"
     cks = yield Q(
         "SELECT thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, step, source, run_id, created_at, metadata, "
-        f"checkpoint, {ck_size} FROM checkpoints WHERE thread_id = ? ORDER BY checkpoint_ns, checkpoint_id",
+        f"checkpoint, {ck_size} FROM threadline_checkpoints WHERE thread_id = ? ORDER BY checkpoint_ns, checkpoint_id",
         (thread_id,),
     )
     out: dict[str, list[dict[str, Any]]] = {t: [] for t in TABLES}
@@ -84,7 +84,7 @@ def export_rows_op(d: Dialect, thread_id: str) -> Op[dict[str, list[dict[str, An
                 first_ref[key] = (r[2], float(r[7]))
     writes = yield Q(
         f"SELECT thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, task_path, type, {d.bytes_of('blob', 'blob')}, created_at "
-        "FROM writes WHERE thread_id = ? ORDER BY checkpoint_ns, checkpoint_id, created_at, task_path, task_id, idx",
+        "FROM threadline_writes WHERE thread_id = ? ORDER BY checkpoint_ns, checkpoint_id, created_at, task_path, task_id, idx",
         (thread_id,),
     )
     for w in writes:
@@ -96,7 +96,7 @@ def export_rows_op(d: Dialect, thread_id: str) -> Op[dict[str, list[dict[str, An
             }
         )
     blobs = yield Q(
-        f"SELECT thread_id, checkpoint_ns, channel, version, type, {d.bytes_of('blob', 'blob')}, base_version FROM blobs "
+        f"SELECT thread_id, checkpoint_ns, channel, version, type, {d.bytes_of('blob', 'blob')}, base_version FROM threadline_blobs "
         "WHERE thread_id = ? ORDER BY checkpoint_ns, channel, version",
         (thread_id,),
     )
@@ -351,7 +351,7 @@ def import_thread_op(
 
     Raises ThreadlineError when the thread already exists in threadline (unless ``replace``).
     """
-    exists = yield Q("SELECT 1 FROM checkpoints WHERE thread_id = ? LIMIT 1", (thread_id,))
+    exists = yield Q("SELECT 1 FROM threadline_checkpoints WHERE thread_id = ? LIMIT 1", (thread_id,))
     if exists:
         if not replace:
             raise ThreadlineError(f"thread {thread_id!r} already exists in the target database (pass replace=True, CLI --replace)")
@@ -376,7 +376,7 @@ def import_thread_op(
         first = created if first is None else min(first, created)
         last = created if last is None else max(last, created)
         yield Q(
-            "UPDATE checkpoints SET created_at = ? WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?",
+            "UPDATE threadline_checkpoints SET created_at = ? WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?",
             (created, thread_id, ns, cid),
         )
         keys = write_keys.get((ns, cid), [])
@@ -395,14 +395,14 @@ def import_thread_op(
             rows.append((*row[:4], idx, *row[5:]))
         if rows:
             yield Q(
-                "INSERT INTO writes (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, task_path, type, blob, created_at) "
+                "INSERT INTO threadline_writes (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, task_path, type, blob, created_at) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
                 rows,
                 many=True,
             )
             n_writes += len(rows)
     if tuples:
-        yield Q("UPDATE threads SET created_at = ?, updated_at = ? WHERE thread_id = ?", (first, last, thread_id))
+        yield Q("UPDATE threadline_threads SET created_at = ?, updated_at = ? WHERE thread_id = ?", (first, last, thread_id))
         yield from ops.restat(d, [thread_id])
     return len(tuples), n_writes
 

@@ -173,7 +173,7 @@ def head_op(d: Dialect, thread_id: Any, checkpoint_ns: str = "") -> Op[str | Non
     """The head checkpoint_id of a thread's namespace, or None when it has no checkpoint."""
     tid = thread_id_of(thread_id)
     found = yield Q(
-        "SELECT MAX(checkpoint_id) FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ?",
+        "SELECT MAX(checkpoint_id) FROM threadline_checkpoints WHERE thread_id = ? AND checkpoint_ns = ?",
         (tid, _ns(checkpoint_ns)),
     )
     return found[0][0] if found and found[0][0] is not None else None
@@ -187,14 +187,14 @@ def checkpoint_row_op(d: Dialect, thread_id: str, checkpoint_ns: str, checkpoint
     cols = f"{R.CHECKPOINT_COLUMNS}, step, source, created_at"
     if checkpoint_id:
         found = yield Q(
-            f"SELECT {cols} FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?",
+            f"SELECT {cols} FROM threadline_checkpoints WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?",
             (thread_id, checkpoint_ns, checkpoint_id),
         )
         if not found:
             raise NotFoundError(f"no checkpoint {checkpoint_id!r} in thread {thread_id!r} (checkpoint_ns {checkpoint_ns!r})")
     else:
         found = yield Q(
-            f"SELECT {cols} FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? ORDER BY checkpoint_id DESC LIMIT 1",
+            f"SELECT {cols} FROM threadline_checkpoints WHERE thread_id = ? AND checkpoint_ns = ? ORDER BY checkpoint_id DESC LIMIT 1",
             (thread_id, checkpoint_ns),
         )
         if not found:
@@ -318,7 +318,7 @@ def threads_op(
 
     Args:
         metadata: keep threads having at least one checkpoint whose metadata
-            contains every ``key: value`` (bound parameters, exact JSON equality).
+            matches this filter as ``list(filter=…)`` matches it (bound parameters).
         idle_for: keep threads not updated for at least this many seconds.
         active_within: keep threads updated within this many seconds.
         thread_ids: restrict to these threads.
@@ -356,16 +356,16 @@ def threads_op(
             return ThreadPage([], 0, offset, None)
         clauses.append(f"t.thread_id IN ({ops.placeholders(len(ids))})")
         params += ids
-    for key, value in (metadata or {}).items():
-        cond, p = d.metadata_filter(key, value)
-        clauses.append(f"EXISTS (SELECT 1 FROM checkpoints c WHERE c.thread_id = t.thread_id AND {cond})")
+    if metadata:
+        cond, p = d.metadata_filter(metadata)
+        clauses.append(f"EXISTS (SELECT 1 FROM threadline_checkpoints c WHERE c.thread_id = t.thread_id AND {cond})")
         params += p
     where = ("WHERE " + " AND ".join(clauses)) if clauses else ""
-    total = (yield Q(f"SELECT COUNT(*) FROM threads t {where}", params))[0][0]
+    total = (yield Q(f"SELECT COUNT(*) FROM threadline_threads t {where}", params))[0][0]
     found = yield Q(
         "SELECT t.thread_id, t.created_at, t.updated_at, t.checkpoint_count, t.bytes, h.checkpoint_id, h.step, h.source "
-        "FROM threads t LEFT JOIN checkpoints h ON h.thread_id = t.thread_id AND h.checkpoint_ns = '' "
-        "AND h.checkpoint_id = (SELECT MAX(c2.checkpoint_id) FROM checkpoints c2 WHERE c2.thread_id = t.thread_id AND c2.checkpoint_ns = '') "
+        "FROM threadline_threads t LEFT JOIN threadline_checkpoints h ON h.thread_id = t.thread_id AND h.checkpoint_ns = '' "
+        "AND h.checkpoint_id = (SELECT MAX(c2.checkpoint_id) FROM threadline_checkpoints c2 WHERE c2.thread_id = t.thread_id AND c2.checkpoint_ns = '') "
         f"{where} ORDER BY {orders[order_by]} LIMIT ? OFFSET ?",
         [*params, limit, offset],
     )
@@ -381,7 +381,7 @@ def list_threads(saver: Any, **kwargs: Any) -> ThreadPage:
 
 def all_thread_ids_op(d: Dialect) -> Op[list[str]]:
     """Every thread_id in the ``threads`` index, sorted."""
-    return [r[0] for r in (yield Q("SELECT thread_id FROM threads ORDER BY thread_id"))]
+    return [r[0] for r in (yield Q("SELECT thread_id FROM threadline_threads ORDER BY thread_id"))]
 
 
 # --- history (checkpoint tree) -------------------------------------------------
@@ -484,23 +484,23 @@ def history_op(d: Dialect, thread_id: Any, *, checkpoint_ns: str | None = "", in
     if include_subgraphs:
         found = yield Q(
             "SELECT checkpoint_ns, checkpoint_id, parent_checkpoint_id, step, source, created_at, metadata, checkpoint "
-            "FROM checkpoints WHERE thread_id = ? ORDER BY checkpoint_ns, checkpoint_id",
+            "FROM threadline_checkpoints WHERE thread_id = ? ORDER BY checkpoint_ns, checkpoint_id",
             (tid,),
         )
         wcounts = yield Q(
             "SELECT checkpoint_ns, checkpoint_id, COUNT(*), SUM(CASE WHEN channel = ? THEN 1 ELSE 0 END) "
-            "FROM writes WHERE thread_id = ? GROUP BY checkpoint_ns, checkpoint_id",
+            "FROM threadline_writes WHERE thread_id = ? GROUP BY checkpoint_ns, checkpoint_id",
             (INTERRUPT, tid),
         )
     else:
         found = yield Q(
             "SELECT checkpoint_ns, checkpoint_id, parent_checkpoint_id, step, source, created_at, metadata, checkpoint "
-            "FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? ORDER BY checkpoint_id",
+            "FROM threadline_checkpoints WHERE thread_id = ? AND checkpoint_ns = ? ORDER BY checkpoint_id",
             (tid, ns),
         )
         wcounts = yield Q(
             "SELECT checkpoint_ns, checkpoint_id, COUNT(*), SUM(CASE WHEN channel = ? THEN 1 ELSE 0 END) "
-            "FROM writes WHERE thread_id = ? AND checkpoint_ns = ? GROUP BY checkpoint_ns, checkpoint_id",
+            "FROM threadline_writes WHERE thread_id = ? AND checkpoint_ns = ? GROUP BY checkpoint_ns, checkpoint_id",
             (INTERRUPT, tid, ns),
         )
     if not found:
@@ -692,7 +692,7 @@ def next_nodes(checkpoint: Mapping[str, Any]) -> list[str]:
 
 def _writes_meta_op(d: Dialect, tid: str, ns: str, cid: str) -> Op[dict[tuple[str, int], tuple[str, float]]]:
     found = yield Q(
-        "SELECT task_id, idx, task_path, created_at FROM writes WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?",
+        "SELECT task_id, idx, task_path, created_at FROM threadline_writes WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?",
         (tid, ns, cid),
     )
     return {(r[0], int(r[1])): (r[2] or "", float(r[3])) for r in found}
@@ -1023,7 +1023,7 @@ def audit_op(
         params.append(int(limit))
     found = yield Q(
         f"SELECT thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, task_path, type, {d.bytes_of('blob', 'blob')}, created_at "
-        f"FROM writes WHERE {' AND '.join(clauses)} ORDER BY checkpoint_ns, checkpoint_id, created_at, task_path, task_id, idx{tail}",
+        f"FROM threadline_writes WHERE {' AND '.join(clauses)} ORDER BY checkpoint_ns, checkpoint_id, created_at, task_path, task_id, idx{tail}",
         params,
     )
     return [
@@ -1124,7 +1124,7 @@ def task_stats_op(
     size = d.bytes_of("blob", "blob")
     is_null = f"CASE WHEN task_id = '{NULL_TASK_ID}' THEN 1 ELSE 0 END"  # a constant of ours, not user input
     grouped = yield Q(
-        f"SELECT task_path, {is_null}, COUNT(*), SUM({size}), COUNT(DISTINCT task_id) FROM writes {where} GROUP BY task_path, {is_null}",
+        f"SELECT task_path, {is_null}, COUNT(*), SUM({size}), COUNT(DISTINCT task_id) FROM threadline_writes {where} GROUP BY task_path, {is_null}",
         wparams,
     )
     per: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
@@ -1147,7 +1147,7 @@ def task_stats_op(
         parent_versions: dict[str, Any] = {}
         if row[3]:
             prow = yield Q(
-                "SELECT checkpoint FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?",
+                "SELECT checkpoint FROM threadline_checkpoints WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?",
                 (tid, row[1], row[3]),
             )
             if prow:
@@ -1155,7 +1155,7 @@ def task_stats_op(
         sizes: dict[tuple[str, str], int] = {}
         for part in ops.chunks(pairs, d.max_params // 2 - 2):
             found = yield Q(
-                f"SELECT channel, version, {size} FROM blobs WHERE thread_id = ? AND checkpoint_ns = ? "
+                f"SELECT channel, version, {size} FROM threadline_blobs WHERE thread_id = ? AND checkpoint_ns = ? "
                 f"AND (channel, version) IN ({ops.values_list(2, len(part))})",
                 [tid, row[1], *ops.flat(part)],
             )
@@ -1165,7 +1165,7 @@ def task_stats_op(
     else:
         bclauses = [c for c in clauses]
         bwhere = ("WHERE " + " AND ".join(bclauses)) if bclauses else ""
-        found = yield Q(f"SELECT COUNT(*), COALESCE(SUM({size}), 0) FROM blobs {bwhere}", params)
+        found = yield Q(f"SELECT COUNT(*), COALESCE(SUM({size}), 0) FROM threadline_blobs {bwhere}", params)
         blobs, blobs_bytes = int(found[0][0]), int(found[0][1])
     return TaskStats(scope, stats, writes, writes_bytes, blobs, blobs_bytes, new_blobs_bytes)
 
@@ -1223,15 +1223,15 @@ def latest_op(
         raise ConfigError(f"channel must be a non-empty string, got {channel!r}")
     ns = _ns(checkpoint_ns)
     head_sql = (
-        f"SELECT c.{R.CHECKPOINT_COLUMNS.replace(', ', ', c.')}, c.created_at FROM checkpoints c "
-        "WHERE c.checkpoint_ns = ? AND c.checkpoint_id = (SELECT MAX(c2.checkpoint_id) FROM checkpoints c2 "
+        f"SELECT c.{R.CHECKPOINT_COLUMNS.replace(', ', ', c.')}, c.created_at FROM threadline_checkpoints c "
+        "WHERE c.checkpoint_ns = ? AND c.checkpoint_id = (SELECT MAX(c2.checkpoint_id) FROM threadline_checkpoints c2 "
         "WHERE c2.thread_id = c.thread_id AND c2.checkpoint_ns = c.checkpoint_ns)"
     )
     rows: list = []
     if thread_ids is None:
         tail, params = "", [ns]
         if limit is not None:
-            tail = " AND c.thread_id IN (SELECT thread_id FROM threads ORDER BY updated_at DESC LIMIT ?)"
+            tail = " AND c.thread_id IN (SELECT thread_id FROM threadline_threads ORDER BY updated_at DESC LIMIT ?)"
             params.append(int(limit))
         rows = yield Q(head_sql + tail + " ORDER BY c.thread_id", params)
     else:
@@ -1294,14 +1294,14 @@ def _references_sql(d: Dialect, where: str) -> str:
     size = d.bytes_of("b.blob", "blob")
     if d.name == "postgres":
         return (
-            f"SELECT COUNT(*), COALESCE(SUM({size}), 0) FROM checkpoints c "
+            f"SELECT COUNT(*), COALESCE(SUM({size}), 0) FROM threadline_checkpoints c "
             "CROSS JOIN LATERAL jsonb_each_text(c.checkpoint->'channel_versions') j "
-            "LEFT JOIN blobs b ON b.thread_id = c.thread_id AND b.checkpoint_ns = c.checkpoint_ns "
+            "LEFT JOIN threadline_blobs b ON b.thread_id = c.thread_id AND b.checkpoint_ns = c.checkpoint_ns "
             f"AND b.channel = j.key AND b.version = j.value {where}"
         )
     return (
-        f"SELECT COUNT(*), COALESCE(SUM({size}), 0) FROM checkpoints c, json_each(c.checkpoint, '$.channel_versions') j "
-        "LEFT JOIN blobs b ON b.thread_id = c.thread_id AND b.checkpoint_ns = c.checkpoint_ns "
+        f"SELECT COUNT(*), COALESCE(SUM({size}), 0) FROM threadline_checkpoints c, json_each(c.checkpoint, '$.channel_versions') j "
+        "LEFT JOIN threadline_blobs b ON b.thread_id = c.thread_id AND b.checkpoint_ns = c.checkpoint_ns "
         f"AND b.channel = j.key AND b.version = CAST(j.value AS TEXT) {where}"
     )
 
@@ -1317,13 +1317,13 @@ def stats_op(d: Dialect, *, top: int = 10, thread_ids: Sequence[Any] | None = No
         if not ids:
             where = "WHERE 1 = 0"
     for table, size in (("checkpoints", ck_size), ("blobs", d.bytes_of("blob", "blob")), ("writes", d.bytes_of("blob", "blob"))):
-        found = yield Q(f"SELECT COUNT(*), COALESCE(SUM({size}), 0) FROM {table} {where}", params)
+        found = yield Q(f"SELECT COUNT(*), COALESCE(SUM({size}), 0) FROM threadline_{table} {where}", params)
         tables[table] = {"rows": int(found[0][0]), "bytes": int(found[0][1])}
-    threads = int((yield Q(f"SELECT COUNT(*) FROM threads {where}", params))[0][0])
-    namespaces = int((yield Q(f"SELECT COUNT(*) FROM (SELECT DISTINCT thread_id, checkpoint_ns FROM checkpoints {where}) n", params))[0][0])
+    threads = int((yield Q(f"SELECT COUNT(*) FROM threadline_threads {where}", params))[0][0])
+    namespaces = int((yield Q(f"SELECT COUNT(*) FROM (SELECT DISTINCT thread_id, checkpoint_ns FROM threadline_checkpoints {where}) n", params))[0][0])
     sources = {
         (r[0] if r[0] is not None else "?"): int(r[1])
-        for r in (yield Q(f"SELECT source, COUNT(*) FROM checkpoints {where} GROUP BY source ORDER BY source", params))
+        for r in (yield Q(f"SELECT source, COUNT(*) FROM threadline_checkpoints {where} GROUP BY source ORDER BY source", params))
     }
     cwhere = where.replace("thread_id", "c.thread_id")
     refs = yield Q(_references_sql(d, cwhere), params)

@@ -138,7 +138,7 @@ def _load_thread_op(d: Dialect, tid: str) -> Op[_Thread]:
     size_ck = f"{d.bytes_of('checkpoint', 'json')} + {d.bytes_of('metadata', 'json')}"
     found = yield Q(
         f"SELECT checkpoint_ns, checkpoint_id, parent_checkpoint_id, step, source, created_at, checkpoint, metadata, {size_ck} "
-        "FROM checkpoints WHERE thread_id = ?",
+        "FROM threadline_checkpoints WHERE thread_id = ?",
         (tid,),
     )
     rows = {}
@@ -147,13 +147,13 @@ def _load_thread_op(d: Dialect, tid: str) -> Op[_Thread]:
         meta = _json(d, r[7], where)
         rows[(r[0], r[1])] = (r[2], r[3], r[4], float(r[5]), _doc(d, r[6], where), meta if isinstance(meta, dict) else {}, int(r[8]))
     blobs = yield Q(
-        f"SELECT checkpoint_ns, channel, version, type, base_version, {d.bytes_of('blob', 'blob')} FROM blobs WHERE thread_id = ?",
+        f"SELECT checkpoint_ns, channel, version, type, base_version, {d.bytes_of('blob', 'blob')} FROM threadline_blobs WHERE thread_id = ?",
         (tid,),
     )
     nonempty = {(b[0], b[1], b[2]) for b in blobs if b[3] != codec.EMPTY}
     sizes = {(b[0], b[1], b[2]): (int(b[5]), b[4]) for b in blobs}
     writes = yield Q(
-        f"SELECT checkpoint_ns, checkpoint_id, COUNT(*), COALESCE(SUM({d.bytes_of('blob', 'blob')}), 0) FROM writes "
+        f"SELECT checkpoint_ns, checkpoint_id, COUNT(*), COALESCE(SUM({d.bytes_of('blob', 'blob')}), 0) FROM threadline_writes "
         "WHERE thread_id = ? GROUP BY checkpoint_ns, checkpoint_id",
         (tid,),
     )
@@ -301,7 +301,7 @@ def fork_op(
     if dst == tid:
         raise ConfigError(f"fork: target thread {dst!r} is the source thread; use rollback to branch within a thread")
     row = yield from checkpoint_row_op(d, tid, ns, _cid(checkpoint_id))
-    exists = yield Q("SELECT 1 FROM checkpoints WHERE thread_id = ? LIMIT 1", (dst,))
+    exists = yield Q("SELECT 1 FROM threadline_checkpoints WHERE thread_id = ? LIMIT 1", (dst,))
     if exists:
         raise UnsafeOperationError(f"fork: thread {dst!r} already exists; pick a new thread id (or delete it first)")
     meta = _json(d, row[5], f"checkpoint ({tid!r}, {ns!r}, {checkpoint_id!r})")
@@ -317,8 +317,8 @@ def fork_op(
         bases: set[tuple[str, str]] = set()
         for part in ops.chunks(wanted, d.max_params // 2 - 4):
             found = yield Q(
-                "INSERT INTO blobs (thread_id, checkpoint_ns, channel, version, type, blob, base_version) "
-                "SELECT ?, checkpoint_ns, channel, version, type, blob, base_version FROM blobs "
+                "INSERT INTO threadline_blobs (thread_id, checkpoint_ns, channel, version, type, blob, base_version) "
+                "SELECT ?, checkpoint_ns, channel, version, type, blob, base_version FROM threadline_blobs "
                 f"WHERE thread_id = ? AND checkpoint_ns = ? AND (channel, version) IN ({ops.values_list(2, len(part))}) "
                 "ON CONFLICT DO NOTHING RETURNING channel, base_version",
                 [dst, tid, ns, *ops.flat(part)],
@@ -418,7 +418,7 @@ def _plan(t: _Thread, doomed: set[tuple[str, str]], reparent: dict[tuple[str, st
 def _execute_plan(d: Dialect, t: _Thread, plan: DeletePlan, reparent: Mapping[tuple[str, str], str | None]) -> Op[None]:
     if reparent:
         yield Q(
-            "UPDATE checkpoints SET parent_checkpoint_id = ? WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?",
+            "UPDATE threadline_checkpoints SET parent_checkpoint_id = ? WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?",
             [(parent, t.thread_id, ns, cid) for (ns, cid), parent in reparent.items()],
             many=True,
         )
@@ -535,7 +535,7 @@ def prune_thread_op(
     if not t.rows:
         return DeletePlan(tid, [], {}, 0, 0, 0, executed=not dry_run)
     if policy.idle_longer_than is not None:
-        updated = yield Q("SELECT updated_at FROM threads WHERE thread_id = ?", (tid,))
+        updated = yield Q("SELECT updated_at FROM threadline_threads WHERE thread_id = ?", (tid,))
         last = float(updated[0][0]) if updated else max(r[3] for r in t.rows.values())
         if last <= now - policy.idle_longer_than:
             plan = _plan(t, set(t.rows), {})
@@ -682,7 +682,7 @@ def fsck_thread_op(d: Dialect, serde: SerializerProtocol, thread_id: str, *, rep
     tid = thread_id
     findings: list[Finding] = []
     # unreadable checkpoint rows first: everything else needs the docs
-    raw = yield Q("SELECT checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata FROM checkpoints WHERE thread_id = ?", (tid,))
+    raw = yield Q("SELECT checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata FROM threadline_checkpoints WHERE thread_id = ?", (tid,))
     bad: set[tuple[str, str]] = set()
     for ns, cid, _, doc, meta in raw:
         try:
@@ -699,7 +699,7 @@ def fsck_thread_op(d: Dialect, serde: SerializerProtocol, thread_id: str, *, rep
         size_ck = f"{d.bytes_of('checkpoint', 'json')} + {d.bytes_of('metadata', 'json')}"
         found = yield Q(
             f"SELECT checkpoint_ns, checkpoint_id, parent_checkpoint_id, step, source, created_at, checkpoint, metadata, {size_ck} "
-            "FROM checkpoints WHERE thread_id = ?",
+            "FROM threadline_checkpoints WHERE thread_id = ?",
             (tid,),
         )
         for r in found:
@@ -756,7 +756,7 @@ def fsck_thread_op(d: Dialect, serde: SerializerProtocol, thread_id: str, *, rep
                         True, count=len(orphan_blobs))
             )
     # thread index
-    idx = yield Q("SELECT checkpoint_count, bytes FROM threads WHERE thread_id = ?", (tid,))
+    idx = yield Q("SELECT checkpoint_count, bytes FROM threadline_threads WHERE thread_id = ?", (tid,))
     count = len(t.rows)
     if count and not idx:
         findings.append(Finding("thread_index", tid, None, None, "no threads row", True))
@@ -768,7 +768,7 @@ def fsck_thread_op(d: Dialect, serde: SerializerProtocol, thread_id: str, *, rep
     if deep:
         for ns, cid in sorted(k for k in t.rows if k not in bad):
             found = yield Q(
-                f"SELECT {R.CHECKPOINT_COLUMNS} FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?",
+                f"SELECT {R.CHECKPOINT_COLUMNS} FROM threadline_checkpoints WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?",
                 (tid, ns, cid),
             )
             try:
@@ -777,10 +777,10 @@ def fsck_thread_op(d: Dialect, serde: SerializerProtocol, thread_id: str, *, rep
                 findings.append(Finding("unreadable_value", tid, ns, cid, str(exc), False))
     if repair:
         if orphan_writes:
-            yield Q("DELETE FROM writes WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?",
+            yield Q("DELETE FROM threadline_writes WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?",
                     [(tid, ns, cid) for ns, cid in orphan_writes], many=True)
         if broken:
-            yield Q("UPDATE checkpoints SET parent_checkpoint_id = NULL WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?",
+            yield Q("UPDATE threadline_checkpoints SET parent_checkpoint_id = NULL WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?",
                     [(tid, ns, cid) for ns, cid in broken], many=True)
         if orphan_blobs:
             yield from ops.gc_blobs(d, tid)
@@ -790,15 +790,15 @@ def fsck_thread_op(d: Dialect, serde: SerializerProtocol, thread_id: str, *, rep
                 created = min(r[3] for r in t.rows.values())
                 updated = max(r[3] for r in t.rows.values())
                 yield Q(
-                    "INSERT INTO threads (thread_id, created_at, updated_at, checkpoint_count, bytes) VALUES (?, ?, ?, 0, 0) "
+                    "INSERT INTO threadline_threads (thread_id, created_at, updated_at, checkpoint_count, bytes) VALUES (?, ?, ?, 0, 0) "
                     "ON CONFLICT (thread_id) DO NOTHING",
                     (tid, created, max(updated, min(now, updated))),
                 )
                 yield from ops.restat(d, [tid])
             else:
-                yield Q("DELETE FROM threads WHERE thread_id = ?", (tid,))
-                yield Q("DELETE FROM blobs WHERE thread_id = ?", (tid,))
-                yield Q("DELETE FROM writes WHERE thread_id = ?", (tid,))
+                yield Q("DELETE FROM threadline_threads WHERE thread_id = ?", (tid,))
+                yield Q("DELETE FROM threadline_blobs WHERE thread_id = ?", (tid,))
+                yield Q("DELETE FROM threadline_writes WHERE thread_id = ?", (tid,))
         for f in findings:
             if f.repairable:
                 f.repaired = True
@@ -807,11 +807,11 @@ def fsck_thread_op(d: Dialect, serde: SerializerProtocol, thread_id: str, *, rep
 
 def _load_blobs_and_writes_op(d: Dialect, tid: str) -> Op[tuple]:
     blobs = yield Q(
-        f"SELECT checkpoint_ns, channel, version, type, base_version, {d.bytes_of('blob', 'blob')} FROM blobs WHERE thread_id = ?",
+        f"SELECT checkpoint_ns, channel, version, type, base_version, {d.bytes_of('blob', 'blob')} FROM threadline_blobs WHERE thread_id = ?",
         (tid,),
     )
     writes = yield Q(
-        f"SELECT checkpoint_ns, checkpoint_id, COUNT(*), COALESCE(SUM({d.bytes_of('blob', 'blob')}), 0) FROM writes "
+        f"SELECT checkpoint_ns, checkpoint_id, COUNT(*), COALESCE(SUM({d.bytes_of('blob', 'blob')}), 0) FROM threadline_writes "
         "WHERE thread_id = ? GROUP BY checkpoint_ns, checkpoint_id",
         (tid,),
     )
@@ -826,8 +826,8 @@ def _load_blobs_and_writes_op(d: Dialect, tid: str) -> Op[tuple]:
 def every_thread_id_op(d: Dialect) -> Op[list[str]]:
     """Every thread_id found in any table (fsck also looks at rows whose thread has no checkpoint)."""
     found = yield Q(
-        "SELECT thread_id FROM checkpoints UNION SELECT thread_id FROM blobs UNION SELECT thread_id FROM writes "
-        "UNION SELECT thread_id FROM threads"
+        "SELECT thread_id FROM threadline_checkpoints UNION SELECT thread_id FROM threadline_blobs UNION SELECT thread_id FROM threadline_writes "
+        "UNION SELECT thread_id FROM threadline_threads"
     )
     return sorted({r[0] for r in found})
 
@@ -1035,7 +1035,7 @@ def _present_blobs_op(tid: str, ns: str, versions: Mapping[str, Any]) -> Op[set[
     present: set[str] = set()
     for part in ops.chunks(pairs, 200):
         found = yield Q(
-            f"SELECT channel FROM blobs WHERE thread_id = ? AND checkpoint_ns = ? AND (channel, version) IN ({ops.values_list(2, len(part))})",
+            f"SELECT channel FROM threadline_blobs WHERE thread_id = ? AND checkpoint_ns = ? AND (channel, version) IN ({ops.values_list(2, len(part))})",
             [tid, ns, *ops.flat(part)],
         )
         present |= {r[0] for r in found}
@@ -1044,7 +1044,7 @@ def _present_blobs_op(tid: str, ns: str, versions: Mapping[str, Any]) -> Op[set[
 
 def _insert_blobs_op(d: Dialect, tid: str, rows: list[tuple]) -> Op[None]:
     yield Q(
-        "INSERT INTO blobs (thread_id, checkpoint_ns, channel, version, type, blob, base_version) VALUES (?, ?, ?, ?, ?, ?, ?) "
+        "INSERT INTO threadline_blobs (thread_id, checkpoint_ns, channel, version, type, blob, base_version) VALUES (?, ?, ?, ?, ?, ?, ?) "
         "ON CONFLICT DO NOTHING",
         rows,
         many=True,

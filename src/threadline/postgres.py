@@ -33,42 +33,82 @@ from threadline.engine.runner import adrive, drive, needs_transaction, statement
 from threadline.errors import BackendError
 from threadline.saver import AsyncShell, SyncShell
 
-def _connect_error(dsn: str, exc: Exception) -> BackendError:
-    where = re.sub(r"//[^@/]*@", "//***@", dsn)  # never print a password
-    return BackendError(f"cannot connect to Postgres at {where}: {exc}".strip())
+
+def _masked(dsn: str) -> str:
+    return re.sub(r"//[^@/]*@", "//***@", dsn)  # never print a password
+
+
+def door_error(exc: Exception, dsn: str | None = None) -> BackendError:
+    """The one-line error for a Postgres failure while connecting or setting up."""
+    where = f"Postgres at {_masked(dsn)}" if dsn else "Postgres"
+    text = " ".join(str(exc).split())
+    if isinstance(exc, psycopg.errors.InsufficientPrivilege):
+        return BackendError(f"{where}: {text}; threadline needs CREATE on the schema to set up its tables (or run setup once as its owner)")
+    if isinstance(exc, psycopg.errors.ReadOnlySqlTransaction):
+        return BackendError(f"{where} is read-only ({text}); run setup once on the primary")
+    if isinstance(exc, psycopg.OperationalError):
+        return BackendError(f"cannot connect to {where}: {text}; check the host, port, user and password")
+    return BackendError(f"{where}: {text}")
 
 
 class PostgresSaver(SyncShell):
     """Checkpoint saver on Postgres through psycopg 3 (a ``Connection`` or a ``ConnectionPool``).
 
-    With a single connection, a lock serializes operations (LangGraph's
-    ``durability="async"`` puts come from a background thread); with a pool,
-    each operation borrows its own connection, so many threads run concurrently.
+    Same constructor and ``from_conn_string`` as LangGraph's official
+    ``langgraph.checkpoint.postgres.PostgresSaver`` (``pipe``/``pipeline=True`` run the
+    connection in pipeline mode). With a single connection, a lock serializes operations
+    (LangGraph's ``durability="async"`` puts come from a background thread); with a pool,
+    each operation borrows its own connection, so many threads run concurrently. A
+    connection passed in should be in autocommit mode, as for the official saver.
+
+    ``adopt=False`` turns off adopting threads of an official ``PostgresSaver`` in the
+    same schema (see ``threadline.adopt``).
 
     Usage::
 
         with PostgresSaver.from_conn_string("postgresql://user@host/db") as saver:
             graph = builder.compile(checkpointer=saver)
+
+    Raises BackendError when the server cannot be reached or refuses the user;
+    SchemaError for a schema of a newer release.
     """
 
     dialect = POSTGRES
 
-    def __init__(self, conn: psycopg.Connection | ConnectionPool, *, serde: SerializerProtocol | None = None) -> None:
-        super().__init__(serde=serde)
+    def __init__(
+        self,
+        conn: psycopg.Connection | ConnectionPool,
+        pipe: psycopg.Pipeline | None = None,
+        serde: SerializerProtocol | None = None,
+        *,
+        adopt: bool = True,
+    ) -> None:
+        super().__init__(serde=serde, adopt=adopt)
+        if pipe is not None and isinstance(conn, ConnectionPool):
+            raise ValueError("a pipeline can only be used with a single Connection, not a ConnectionPool")
         self.conn = conn
+        self.pipe = pipe
         self.lock = threading.RLock()
-        self.is_setup = False
 
     @classmethod
     @contextmanager
     def from_conn_string(
-        cls, conn_string: str, *, pool_size: int | None = None, serde: SerializerProtocol | None = None
+        cls,
+        conn_string: str,
+        *,
+        pipeline: bool = False,
+        pool_size: int | None = None,
+        serde: SerializerProtocol | None = None,
+        adopt: bool = True,
     ) -> Iterator[PostgresSaver]:
         """Connect to ``conn_string`` (a libpq URL or DSN) and set up the tables.
 
+        ``pipeline``: run the connection in pipeline mode (as the official saver).
         ``pool_size``: open a ``ConnectionPool`` of that many connections instead of
         one connection. Raises BackendError when the server cannot be reached.
         """
+        if pipeline and pool_size:
+            raise ValueError("pipeline=True needs a single connection; do not combine it with pool_size")
         try:
             if pool_size:
                 pool = ConnectionPool(conn_string, min_size=1, max_size=pool_size, kwargs={"autocommit": True}, open=False)
@@ -76,21 +116,22 @@ class PostgresSaver(SyncShell):
                 resource: Any = pool
             else:
                 resource = psycopg.Connection.connect(conn_string, autocommit=True, connect_timeout=10)
-        except (psycopg.OperationalError, Exception) as exc:
-            if isinstance(exc, BackendError):
-                raise
-            raise _connect_error(conn_string, exc) from exc
+        except Exception as exc:
+            raise door_error(exc, conn_string) from exc
         try:
-            saver = cls(resource, serde=serde)
-            saver.setup()
-            yield saver
+            with ExitStack() as stack:
+                pipe = stack.enter_context(resource.pipeline()) if pipeline else None
+                saver = cls(resource, pipe, serde, adopt=adopt)
+                saver.setup()
+                yield saver
         finally:
             resource.close()
 
     def setup(self) -> None:
-        """Create the tables and apply pending numbered migrations. Idempotent; also run on first use."""
-        self._transaction(ops.setup(self.dialect))
-        self.is_setup = True
+        try:
+            super().setup()
+        except psycopg.Error as exc:
+            raise door_error(exc) from exc
 
     @contextmanager
     def _connection(self) -> Iterator[psycopg.Connection]:
@@ -101,12 +142,7 @@ class PostgresSaver(SyncShell):
             with self.lock:
                 yield self.conn
 
-    def _run(self, op: ops.Op, *, write: bool) -> Any:
-        if not self.is_setup:
-            self.setup()
-        return self._transaction(op)
-
-    def _transaction(self, op: ops.Op) -> Any:
+    def _transaction(self, op: ops.Op, write: bool) -> Any:
         with self._connection() as conn, ExitStack() as tx:
             cur = conn.cursor(row_factory=tuple_row)
             began = False
@@ -126,35 +162,60 @@ class PostgresSaver(SyncShell):
                         rows = cur.fetchall() if cur.description else []
                 return rows
 
-            return drive(op, execute)
+            try:
+                return drive(op, execute)
+            finally:
+                if self.pipe is not None:
+                    self.pipe.sync()
 
 
 class AsyncPostgresSaver(AsyncShell):
     """Checkpoint saver on Postgres through psycopg 3 async (``AsyncConnection`` or ``AsyncConnectionPool``).
 
+    Same constructor and ``from_conn_string`` as LangGraph's official
+    ``langgraph.checkpoint.postgres.aio.AsyncPostgresSaver``; ``setup`` is ``async``.
+
     Usage::
 
-        async with AsyncPostgresSaver.from_conn_string("postgresql://user@host/db", pool_size=32) as saver:
+        async with AsyncPostgresSaver.from_conn_string("postgresql://user@host/db") as saver:
+            await saver.setup()  # optional: from_conn_string already did it
             graph = builder.compile(checkpointer=saver)
+
+    ``pool_size=N`` opens an ``AsyncConnectionPool`` for concurrent graphs.
     """
 
     dialect = POSTGRES
 
     def __init__(
-        self, conn: psycopg.AsyncConnection | AsyncConnectionPool, *, serde: SerializerProtocol | None = None
+        self,
+        conn: psycopg.AsyncConnection | AsyncConnectionPool,
+        pipe: psycopg.AsyncPipeline | None = None,
+        serde: SerializerProtocol | None = None,
+        *,
+        adopt: bool = True,
     ) -> None:
-        super().__init__(serde=serde)
+        super().__init__(serde=serde, adopt=adopt)
+        if pipe is not None and isinstance(conn, AsyncConnectionPool):
+            raise ValueError("a pipeline can only be used with a single AsyncConnection, not an AsyncConnectionPool")
         self.conn = conn
+        self.pipe = pipe
         self.lock = asyncio.Lock()
         self.loop = asyncio.get_running_loop()
-        self.is_setup = False
 
     @classmethod
     @asynccontextmanager
     async def from_conn_string(
-        cls, conn_string: str, *, pool_size: int | None = None, serde: SerializerProtocol | None = None
+        cls,
+        conn_string: str,
+        *,
+        pipeline: bool = False,
+        serde: SerializerProtocol | None = None,
+        pool_size: int | None = None,
+        adopt: bool = True,
     ) -> AsyncIterator[AsyncPostgresSaver]:
         """Async ``PostgresSaver.from_conn_string``; ``pool_size`` opens an ``AsyncConnectionPool``."""
+        if pipeline and pool_size:
+            raise ValueError("pipeline=True needs a single connection; do not combine it with pool_size")
         try:
             if pool_size:
                 pool = AsyncConnectionPool(conn_string, min_size=1, max_size=pool_size, kwargs={"autocommit": True}, open=False)
@@ -163,18 +224,21 @@ class AsyncPostgresSaver(AsyncShell):
             else:
                 resource = await psycopg.AsyncConnection.connect(conn_string, autocommit=True, connect_timeout=10)
         except Exception as exc:
-            raise _connect_error(conn_string, exc) from exc
+            raise door_error(exc, conn_string) from exc
         try:
-            saver = cls(resource, serde=serde)
-            await saver.asetup()
-            yield saver
+            async with AsyncExitStack() as stack:
+                pipe = await stack.enter_async_context(resource.pipeline()) if pipeline else None
+                saver = cls(resource, pipe, serde, adopt=adopt)
+                await saver.setup()
+                yield saver
         finally:
             await resource.close()
 
-    async def asetup(self) -> None:
-        """Create the tables and apply pending numbered migrations. Idempotent; also run on first use."""
-        await self._transaction(ops.setup(self.dialect))
-        self.is_setup = True
+    async def setup(self) -> None:
+        try:
+            await super().setup()
+        except psycopg.Error as exc:
+            raise door_error(exc) from exc
 
     @asynccontextmanager
     async def _connection(self) -> AsyncIterator[psycopg.AsyncConnection]:
@@ -185,12 +249,7 @@ class AsyncPostgresSaver(AsyncShell):
             async with self.lock:
                 yield self.conn
 
-    async def _arun(self, op: ops.Op, *, write: bool) -> Any:
-        if not self.is_setup:
-            await self.asetup()
-        return await self._transaction(op)
-
-    async def _transaction(self, op: ops.Op) -> Any:
+    async def _atransaction(self, op: ops.Op, write: bool) -> Any:
         async with self._connection() as conn, AsyncExitStack() as tx:
             cur = conn.cursor(row_factory=tuple_row)
             began = False
@@ -210,4 +269,8 @@ class AsyncPostgresSaver(AsyncShell):
                         rows = await cur.fetchall() if cur.description else []
                 return rows
 
-            return await adrive(op, execute)
+            try:
+                return await adrive(op, execute)
+            finally:
+                if self.pipe is not None:
+                    await self.pipe.sync()

@@ -23,9 +23,11 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
+from threadline import adopt
 from threadline.codec import BlobCodec
 from threadline.serde import default_serde
 from threadline.engine import ops
+from threadline.engine import rows as R
 from threadline.engine.dialect import Dialect
 from threadline.keys import key_of
 
@@ -50,6 +52,11 @@ class _Paging:
             self.left -= count
 
 
+def _thread_of(config: Any) -> str | None:
+    """The thread a read names, for adoption; None when it names none (validated by the operation)."""
+    return key_of(config, require_thread=False).thread_id if config is not None else None
+
+
 class EngineSaver(BaseCheckpointSaver[str]):
     """Checkpoint saver on threadline's storage engine (tables: checkpoints, blobs, writes, threads).
 
@@ -65,11 +72,32 @@ class EngineSaver(BaseCheckpointSaver[str]):
 
     dialect: Dialect
 
-    def __init__(self, *, serde: SerializerProtocol | None = None) -> None:
+    def __init__(self, *, serde: SerializerProtocol | None = None, adopt: bool = True) -> None:
         super().__init__(serde=serde or default_serde())
         # Compression and delta settings plus the cache of recent values (codec.BlobCodec);
         # replace it to tune them, e.g. ``saver.blob_codec = BlobCodec(max_depth=32)``.
         self.blob_codec = BlobCodec()
+        # Adopt threads of the official saver's tables in the same database on first touch
+        # (see threadline.adopt); set by setup() when such tables exist and adopt is True.
+        self.adopt = adopt
+        self.is_setup = False
+        self._adopting = False
+
+    def _setup_done(self, state: ops.SchemaState) -> None:
+        self._adopting = self.adopt and state.official
+        self.is_setup = True
+
+    def _adopt_op(self, thread_id: Any) -> ops.Op[bool] | None:
+        """The read-only check whether ``thread_id`` has official checkpoints to adopt; None when adoption is off."""
+        return adopt.pending(self.dialect, thread_id) if self._adopting and thread_id is not None else None
+
+    def _adopt(self, thread_id: Any) -> None:
+        if (check := self._adopt_op(thread_id)) is not None and self._run(check, write=False):
+            self._run(adopt.adopt_thread(self.dialect, self.serde, thread_id, self.blob_codec), write=True)
+
+    async def _aadopt(self, thread_id: Any) -> None:
+        if (check := self._adopt_op(thread_id)) is not None and await self._arun(check, write=False):
+            await self._arun(adopt.adopt_thread(self.dialect, self.serde, thread_id, self.blob_codec), write=True)
 
     # Backends implement one or both of these.
     def _run(self, op: ops.Op, *, write: bool) -> Any:
@@ -88,11 +116,8 @@ class EngineSaver(BaseCheckpointSaver[str]):
 
     # --- sync ---------------------------------------------------------------
 
-    def setup(self) -> None:
-        """Create the tables and apply pending numbered migrations. Idempotent."""
-        self._run(ops.setup(self.dialect), write=True)
-
     def get_tuple(self, config: dict) -> CheckpointTuple | None:
+        self._adopt(_thread_of(config))
         return self._run(ops.get_tuple(self.dialect, self.serde, key_of(config), self.blob_codec), write=False)
 
     def list(
@@ -104,6 +129,7 @@ class EngineSaver(BaseCheckpointSaver[str]):
         limit: int | None = None,
     ) -> Iterator[CheckpointTuple]:
         where = ops.list_where(self.dialect, config, filter, before)
+        self._adopt(_thread_of(config))
         paging = _Paging(limit)
         while size := paging.next_size():
             # tuples are built one at a time as they are yielded (see ops.load_tuples(lazy=True))
@@ -119,30 +145,31 @@ class EngineSaver(BaseCheckpointSaver[str]):
         self._run(ops.put_writes(self.dialect, self.serde, config, writes, task_id, task_path, self.blob_codec), write=True)
 
     def delete_thread(self, thread_id: str) -> None:
+        self._adopt(thread_id)  # an adopted thread stays deleted: its marker remains
         self._run(ops.delete_thread(self.dialect, thread_id, self.blob_codec), write=True)
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
         self._run(ops.delete_for_runs(self.dialect, run_ids, self.blob_codec), write=True)
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        self._adopt(source_thread_id)
         self._run(ops.copy_thread(self.dialect, source_thread_id, target_thread_id), write=True)
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        for tid in ops.thread_ids_of(thread_ids):
+            self._adopt(tid)
         self._run(ops.prune(self.dialect, thread_ids, strategy, self.blob_codec), write=True)
 
     def get_delta_channel_history(self, *, config: dict, channels: Sequence[str]) -> Mapping[str, DeltaChannelHistory]:
         return self._run(ops.delta_channel_history(self.dialect, self.serde, config, channels), write=False)
 
     def get_next_version(self, current: str | int | None, channel: None = None) -> str:
-        return ops.next_version(current)
+        return R.next_version(current)
 
     # --- async --------------------------------------------------------------
 
-    async def asetup(self) -> None:
-        """Async ``setup``."""
-        await self._arun(ops.setup(self.dialect), write=True)
-
     async def aget_tuple(self, config: dict) -> CheckpointTuple | None:
+        await self._aadopt(_thread_of(config))
         return await self._arun(ops.get_tuple(self.dialect, self.serde, key_of(config), self.blob_codec), write=False)
 
     async def alist(
@@ -154,6 +181,7 @@ class EngineSaver(BaseCheckpointSaver[str]):
         limit: int | None = None,
     ) -> AsyncIterator[CheckpointTuple]:
         where = ops.list_where(self.dialect, config, filter, before)
+        await self._aadopt(_thread_of(config))
         paging = _Paging(limit)
         while size := paging.next_size():
             page, after = await self._arun(ops.list_page(self.dialect, self.serde, where, paging.after, size), write=False)
@@ -168,15 +196,19 @@ class EngineSaver(BaseCheckpointSaver[str]):
         await self._arun(ops.put_writes(self.dialect, self.serde, config, writes, task_id, task_path, self.blob_codec), write=True)
 
     async def adelete_thread(self, thread_id: str) -> None:
+        await self._aadopt(thread_id)
         await self._arun(ops.delete_thread(self.dialect, thread_id, self.blob_codec), write=True)
 
     async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
         await self._arun(ops.delete_for_runs(self.dialect, run_ids, self.blob_codec), write=True)
 
     async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        await self._aadopt(source_thread_id)
         await self._arun(ops.copy_thread(self.dialect, source_thread_id, target_thread_id), write=True)
 
     async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        for tid in ops.thread_ids_of(thread_ids):
+            await self._aadopt(tid)
         await self._arun(ops.prune(self.dialect, thread_ids, strategy, self.blob_codec), write=True)
 
     async def aget_delta_channel_history(
@@ -186,7 +218,32 @@ class EngineSaver(BaseCheckpointSaver[str]):
 
 
 class SyncShell(EngineSaver):
-    """For backends with a blocking driver: async methods run the same operation in a worker thread."""
+    """For backends with a blocking driver: async methods run the same operation in a worker thread.
+
+    A backend provides ``_transaction(op, write)`` (one transaction, no setup check)."""
+
+    def _transaction(self, op: ops.Op, write: bool) -> Any:
+        raise NotImplementedError
+
+    def setup(self) -> None:
+        """Create threadline's tables, or bring them to this release (numbered migrations).
+
+        Idempotent, and run on first use. Writes nothing when the schema is current.
+        Raises SchemaError when a newer threadline release wrote the schema."""
+        state = self._transaction(ops.schema_state(self.dialect), False)
+        state.check_version()
+        if not state.current:
+            state = self._transaction(ops.setup(self.dialect), True)
+        self._setup_done(state)
+
+    async def asetup(self) -> None:
+        """``setup`` from async code."""
+        await asyncio.to_thread(self.setup)
+
+    def _run(self, op: ops.Op, *, write: bool) -> Any:
+        if not self.is_setup:
+            self.setup()
+        return self._transaction(op, write)
 
     async def _arun(self, op: ops.Op, *, write: bool) -> Any:
         return await asyncio.to_thread(self._run, op, write=write)
@@ -200,6 +257,30 @@ class AsyncShell(EngineSaver):
     """
 
     loop: asyncio.AbstractEventLoop
+
+    async def _atransaction(self, op: ops.Op, write: bool) -> Any:
+        raise NotImplementedError
+
+    async def setup(self) -> None:
+        """Create threadline's tables, or bring them to this release (numbered migrations).
+
+        ``async`` like the official async savers' ``setup``; idempotent, and run on first
+        use. Writes nothing when the schema is current. Raises SchemaError when a newer
+        threadline release wrote the schema."""
+        state = await self._atransaction(ops.schema_state(self.dialect), False)
+        state.check_version()
+        if not state.current:
+            state = await self._atransaction(ops.setup(self.dialect), True)
+        self._setup_done(state)
+
+    async def asetup(self) -> None:
+        """The same as ``await setup()``."""
+        await self.setup()
+
+    async def _arun(self, op: ops.Op, *, write: bool) -> Any:
+        if not self.is_setup:
+            await self.setup()
+        return await self._atransaction(op, write)
 
     def _run(self, op: ops.Op, *, write: bool) -> Any:
         try:

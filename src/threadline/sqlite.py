@@ -1,9 +1,13 @@
 """SQLite savers: ``SqliteSaver`` (sqlite3) and ``AsyncSqliteSaver`` (aiosqlite).
 
-Thin shells over the shared engine: they open the connection (WAL, busy timeout),
-wrap each operation in one transaction — ``BEGIN IMMEDIATE`` for writes so
-concurrent processes queue on the busy timeout instead of failing to upgrade a
-read lock — and execute its queries.
+Thin shells over the shared engine: they wrap each operation in one transaction —
+``BEGIN IMMEDIATE`` for writes so concurrent processes queue on the busy timeout
+instead of failing to upgrade a read lock — and execute its queries.
+
+A connection the caller passes in is used as it is: its ``isolation_level`` and
+pragmas are never changed (the saver issues its own ``BEGIN``/``COMMIT``). A
+connection ``from_conn_string`` opens is set up for concurrent use (WAL, a 30 s
+busy timeout).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from threadline.engine import ops
 from threadline.engine.dialect import SQLITE
 from threadline.engine.runner import Statement, adrive, drive, needs_transaction, statements
+from threadline.errors import BackendError, ThreadlineError
 from threadline.saver import AsyncShell, SyncShell
 
 BUSY_TIMEOUT_MS = 30_000
@@ -28,7 +33,6 @@ PRAGMAS = (
     "PRAGMA journal_mode=WAL",  # readers never block the writer
     "PRAGMA synchronous=NORMAL",  # durable across process crashes; WAL's recommended setting
     f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}",
-    "PRAGMA foreign_keys=OFF",
 )
 
 
@@ -40,57 +44,109 @@ def path_of(conn_string: str) -> str:
     return conn_string
 
 
+def door_error(exc: sqlite3.Error, where: str) -> ThreadlineError:
+    """The one-line error for a SQLite failure while opening or setting up ``where``."""
+    text = str(exc)
+    if "file is not a database" in text or isinstance(exc, sqlite3.DatabaseError) and "malformed" in text:
+        return BackendError(f"{where} is not a SQLite database ({text}); point it at a SQLite file or a new path")
+    if "readonly" in text or "read-only" in text:
+        return BackendError(
+            f"{where} is read-only ({text}); threadline must create or migrate its tables there: "
+            "open a writable copy, or run setup once on a writable database"
+        )
+    if "unable to open" in text:
+        return BackendError(f"cannot open SQLite database {where} ({text}); check that its directory exists and is writable")
+    if "locked" in text or "busy" in text:
+        return BackendError(f"{where} is locked by another process ({text}); retry when its write transaction ends")
+    return BackendError(f"SQLite database {where}: {text}")
+
+
 def _begin(write: bool) -> str:
     return "BEGIN IMMEDIATE" if write else "BEGIN"
+
+
+def _connect(path: str) -> sqlite3.Connection:
+    conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+    try:
+        for pragma in PRAGMAS:
+            conn.execute(pragma)
+    except sqlite3.Error:
+        conn.close()
+        raise
+    return conn
 
 
 class SqliteSaver(SyncShell):
     """Checkpoint saver on a SQLite file through the standard ``sqlite3`` module.
 
-    Safe to share between threads (LangGraph's ``durability="async"`` puts run in a
-    background thread): one lock serializes use of the connection. Several
-    processes may share one file (WAL mode, 30 s busy timeout).
+    Same constructor and ``from_conn_string`` as LangGraph's official
+    ``langgraph.checkpoint.sqlite.SqliteSaver``. Safe to share between threads
+    (LangGraph's ``durability="async"`` puts run in a background thread): one lock
+    serializes use of the connection. Several processes may share one file.
+
+    ``adopt=False`` turns off adopting threads of an official ``SqliteSaver`` in the
+    same file (see ``threadline.adopt``).
 
     Usage::
 
         with SqliteSaver.from_conn_string("checkpoints.db") as saver:
             graph = builder.compile(checkpointer=saver)
+
+    Raises BackendError (at open/setup) for a file that is not a SQLite database, a
+    read-only or unopenable path; SchemaError for a schema of a newer release.
     """
 
     dialect = SQLITE
 
-    def __init__(self, conn: sqlite3.Connection, *, serde: SerializerProtocol | None = None) -> None:
-        super().__init__(serde=serde)
-        conn.isolation_level = None  # we issue BEGIN/COMMIT ourselves
-        for pragma in PRAGMAS:
-            conn.execute(pragma)
+    def __init__(self, conn: sqlite3.Connection, *, serde: SerializerProtocol | None = None, adopt: bool = True) -> None:
+        super().__init__(serde=serde, adopt=adopt)
         self.conn = conn
         self.lock = threading.RLock()
-        self.is_setup = False
 
     @classmethod
     @contextmanager
-    def from_conn_string(cls, conn_string: str, *, serde: SerializerProtocol | None = None) -> Iterator[SqliteSaver]:
-        """Open (creating if needed) a SQLite database: a path, ``":memory:"`` or ``sqlite:///path``."""
-        conn = sqlite3.connect(path_of(conn_string), check_same_thread=False, isolation_level=None)
+    def from_conn_string(
+        cls, conn_string: str, *, serde: SerializerProtocol | None = None, adopt: bool = True
+    ) -> Iterator[SqliteSaver]:
+        """Open (creating if needed) a SQLite database — a path, ``":memory:"`` or
+        ``sqlite:///path`` — and set up threadline's tables."""
+        path = path_of(conn_string)
         try:
-            saver = cls(conn, serde=serde)
+            conn = _connect(path)
+        except sqlite3.Error as exc:
+            raise door_error(exc, path) from exc
+        try:
+            saver = cls(conn, serde=serde, adopt=adopt)
             saver.setup()
             yield saver
         finally:
             conn.close()
 
     def setup(self) -> None:
-        """Create the tables and apply pending numbered migrations. Idempotent; also run on first use."""
         with self.lock:
-            self._transaction(ops.setup(self.dialect), True)
-            self.is_setup = True
+            try:
+                super().setup()
+            except sqlite3.Error as exc:
+                raise door_error(exc, _name(self.conn)) from exc
 
-    def _run(self, op: ops.Op, *, write: bool) -> Any:
+    @contextmanager
+    def cursor(self, transaction: bool = True) -> Iterator[sqlite3.Cursor]:
+        """A cursor on the saver's connection, holding its lock (as the official
+        ``SqliteSaver.cursor``); commits on exit when ``transaction``."""
         with self.lock:
             if not self.is_setup:
                 self.setup()
-            return self._transaction(op, write)
+            cur = self.conn.cursor()
+            try:
+                yield cur
+            finally:
+                if transaction and self.conn.in_transaction:
+                    self.conn.commit()
+                cur.close()
+
+    def _run(self, op: ops.Op, *, write: bool) -> Any:
+        with self.lock:
+            return super()._run(op, write=write)
 
     def _transaction(self, op: ops.Op, write: bool) -> Any:
         with self.lock:
@@ -109,8 +165,19 @@ class SqliteSaver(SyncShell):
                     self.conn.rollback()
                 raise
             if self.conn.in_transaction:
-                cur.execute("COMMIT")
+                self.conn.commit()
             return result
+
+
+def _name(conn: Any) -> str:
+    """The file behind a connection, for messages."""
+    try:
+        for _, name, file in conn.execute("PRAGMA database_list").fetchall():
+            if name == "main":
+                return repr(file or ":memory:")
+    except sqlite3.Error:
+        pass
+    return "the SQLite database"
 
 
 def _execute(cur: sqlite3.Cursor, stmts: list[Statement]) -> list:
@@ -127,50 +194,64 @@ def _execute(cur: sqlite3.Cursor, stmts: list[Statement]) -> list:
 class AsyncSqliteSaver(AsyncShell):
     """Checkpoint saver on a SQLite file through ``aiosqlite``, for ``graph.ainvoke``/``astream``.
 
+    Same constructor and ``from_conn_string`` as LangGraph's official
+    ``langgraph.checkpoint.sqlite.aio.AsyncSqliteSaver``; ``setup`` is ``async``.
+
     Usage::
 
         async with AsyncSqliteSaver.from_conn_string("checkpoints.db") as saver:
+            await saver.setup()  # optional: from_conn_string already did it
             graph = builder.compile(checkpointer=saver)
+
+    Sync methods work from other threads; from the event loop's own thread they
+    raise ``asyncio.InvalidStateError`` (use the ``a``-methods there).
     """
 
     dialect = SQLITE
 
-    def __init__(self, conn: aiosqlite.Connection, *, serde: SerializerProtocol | None = None) -> None:
-        super().__init__(serde=serde)
+    def __init__(self, conn: aiosqlite.Connection, *, serde: SerializerProtocol | None = None, adopt: bool = True) -> None:
+        super().__init__(serde=serde, adopt=adopt)
         self.conn = conn
         self.lock = asyncio.Lock()
         self.loop = asyncio.get_running_loop()
-        self.is_setup = False
 
     @classmethod
     @asynccontextmanager
     async def from_conn_string(
-        cls, conn_string: str, *, serde: SerializerProtocol | None = None
+        cls, conn_string: str, *, serde: SerializerProtocol | None = None, adopt: bool = True
     ) -> AsyncIterator[AsyncSqliteSaver]:
-        """Open (creating if needed) a SQLite database: a path, ``":memory:"`` or ``sqlite:///path``."""
-        async with aiosqlite.connect(path_of(conn_string), isolation_level=None) as conn:
-            saver = cls(conn, serde=serde)
-            await saver.asetup()
+        """Open (creating if needed) a SQLite database — a path, ``":memory:"`` or
+        ``sqlite:///path`` — and set up threadline's tables."""
+        path = path_of(conn_string)
+        try:
+            conn = await aiosqlite.connect(path, isolation_level=None)
+        except sqlite3.Error as exc:
+            raise door_error(exc, path) from exc
+        try:
+            for pragma in PRAGMAS:
+                await conn.execute(pragma)
+            saver = cls(conn, serde=serde, adopt=adopt)
+            await saver.setup()
             yield saver
+        except sqlite3.Error as exc:
+            raise door_error(exc, path) from exc
+        finally:
+            await conn.close()
 
-    async def asetup(self) -> None:
-        """Apply pragmas and migrations. Idempotent; also run on first use."""
+    async def setup(self) -> None:
         async with self.lock:
-            await self._setup_locked()
-
-    async def _setup_locked(self) -> None:
-        for pragma in PRAGMAS:
-            await self.conn.execute(pragma)
-        await self._transaction(ops.setup(self.dialect), True)
-        self.is_setup = True
+            try:
+                await super().setup()
+            except sqlite3.Error as exc:
+                raise door_error(exc, "the SQLite database") from exc
 
     async def _arun(self, op: ops.Op, *, write: bool) -> Any:
+        if not self.is_setup:
+            await self.setup()
         async with self.lock:
-            if not self.is_setup:
-                await self._setup_locked()
-            return await self._transaction(op, write)
+            return await self._atransaction(op, write)
 
-    async def _transaction(self, op: ops.Op, write: bool) -> Any:
+    async def _atransaction(self, op: ops.Op, write: bool) -> Any:
         async def execute(q: ops.Q) -> list:
             stmts = statements(q, self.dialect.max_params)
             if not self.conn.in_transaction and needs_transaction(q, stmts):
@@ -191,5 +272,5 @@ class AsyncSqliteSaver(AsyncShell):
                 await self.conn.rollback()
             raise
         if self.conn.in_transaction:
-            await self.conn.execute("COMMIT")
+            await self.conn.commit()
         return result

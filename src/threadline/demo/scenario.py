@@ -33,6 +33,7 @@ from rich.text import Text
 from rich.tree import Tree
 
 from threadline.demo.agent import compile_graph, new_id
+from threadline.engine.dialect import LOGICAL_TABLES, table
 from threadline.sqlite import SqliteSaver, path_of
 
 THREAD_ID = "thread_abc123"
@@ -42,12 +43,12 @@ TURNS = [
 ]
 RESUME = {"approved": True}
 BRANCH_MESSAGE = "Actually, forget medical insurance. Do you have accident insurance?"
-TABLES = ("checkpoints", "blobs", "writes", "threads", "migrations")
+TABLES = ("checkpoints", "blobs", "writes", "threads", "migrations")  # shown in the disk summary
 # Bytes a table's rows carry (serialized payloads), by table.
 PAYLOAD_SQL = {
-    "checkpoints": "SELECT COALESCE(SUM(length(CAST(checkpoint AS BLOB)) + length(CAST(metadata AS BLOB))), 0) FROM checkpoints",
-    "blobs": "SELECT COALESCE(SUM(length(blob)), 0) FROM blobs",
-    "writes": "SELECT COALESCE(SUM(length(blob)), 0) FROM writes",
+    "checkpoints": "SELECT COALESCE(SUM(length(CAST(checkpoint AS BLOB)) + length(CAST(metadata AS BLOB))), 0) FROM threadline_checkpoints",
+    "blobs": "SELECT COALESCE(SUM(length(blob)), 0) FROM threadline_blobs",
+    "writes": "SELECT COALESCE(SUM(length(blob)), 0) FROM threadline_writes",
 }
 
 
@@ -105,12 +106,13 @@ def remove_previous(path: str, *, force: bool = False) -> bool:
             conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
             try:
                 tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_schema WHERE type = 'table'")}
-                threads = {r[0] for r in conn.execute("SELECT thread_id FROM threads")} if "threads" in tables else set()
+                threads = {r[0] for r in conn.execute(f"SELECT thread_id FROM {table('threads')}")} if table("threads") in tables else set()
             finally:
                 conn.close()
         except sqlite3.Error as exc:
             raise NotADemoDatabase(f"{path} exists and is not a readable SQLite database ({exc})") from exc
-        if tables - {*TABLES} or threads - {THREAD_ID}:
+        # a demo database of an earlier release has the same tables without the prefix
+        if tables - {*LOGICAL_TABLES, *map(table, LOGICAL_TABLES)} or threads - {THREAD_ID}:
             raise NotADemoDatabase(f"{path} holds data that is not from `threadline demo` (tables or threads besides {THREAD_ID!r})")
     for suffix in ("", "-wal", "-shm", "-journal"):
         if os.path.exists(path + suffix):
@@ -128,22 +130,22 @@ def disk_summary(conn: sqlite3.Connection) -> dict[str, TableStat]:
     except sqlite3.Error:  # SQLite built without SQLITE_ENABLE_DBSTAT_VTAB
         pages = None
     stats = {}
-    for table in TABLES:
-        rows = conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
-        payload = conn.execute(PAYLOAD_SQL[table]).fetchone()[0] if table in PAYLOAD_SQL else None
-        stats[table] = TableStat(rows, payload, None if pages is None else pages.get(table, 0))
+    for name in TABLES:
+        rows = conn.execute(f"SELECT COUNT(*) FROM {table(name)}").fetchone()[0]
+        payload = conn.execute(PAYLOAD_SQL[name]).fetchone()[0] if name in PAYLOAD_SQL else None
+        stats[name] = TableStat(rows, payload, None if pages is None else pages.get(table(name), 0))
     return stats
 
 
 def sharing_summary(conn: sqlite3.Connection) -> tuple[int, int, int]:
     """(channel references in all checkpoints, bytes if every checkpoint stored every channel, blob bytes stored)."""
     refs, full = conn.execute(
-        "SELECT COUNT(*), COALESCE(SUM(length(b.blob)), 0) FROM checkpoints c "
+        "SELECT COUNT(*), COALESCE(SUM(length(b.blob)), 0) FROM threadline_checkpoints c "
         "JOIN json_each(c.checkpoint, '$.channel_versions') j "
-        "LEFT JOIN blobs b ON b.thread_id = c.thread_id AND b.checkpoint_ns = c.checkpoint_ns "
+        "LEFT JOIN threadline_blobs b ON b.thread_id = c.thread_id AND b.checkpoint_ns = c.checkpoint_ns "
         "AND b.channel = j.key AND b.version = j.value"
     ).fetchone()
-    stored = conn.execute("SELECT COALESCE(SUM(length(blob)), 0) FROM blobs").fetchone()[0]
+    stored = conn.execute("SELECT COALESCE(SUM(length(blob)), 0) FROM threadline_blobs").fetchone()[0]
     return refs, full, stored
 
 

@@ -9,7 +9,6 @@ logic below is shared by every backend, sync and async.
 
 from __future__ import annotations
 
-import random
 import time
 from collections import defaultdict
 from collections.abc import Generator, Iterable, Mapping, Sequence
@@ -19,11 +18,12 @@ from typing import Any, TypeVar
 
 from langgraph.checkpoint.base import Checkpoint, CheckpointMetadata, CheckpointTuple, DeltaChannelHistory
 from langgraph.checkpoint.serde.base import SerializerProtocol
+from langgraph.checkpoint.serde.types import TASKS
 
 from threadline import codec
 from threadline.engine import rows as R
-from threadline.engine.dialect import Dialect, dumps_json
-from threadline.errors import ConfigError, CorruptRowError, FilterError
+from threadline.engine.dialect import LATEST_VERSION, MIGRATIONS, Dialect, dumps_json, table
+from threadline.errors import ConfigError, CorruptRowError, FilterError, SchemaError
 from threadline.keys import Key, config_of, key_of, thread_id_of
 
 T = TypeVar("T")
@@ -91,19 +91,75 @@ def _json(d: Dialect, value: Any, where: str) -> Any:
 # --- setup -----------------------------------------------------------------
 
 
-def setup(d: Dialect) -> Op[None]:
-    """Create the ``migrations`` table and apply every migration not yet recorded."""
-    if d.name == "postgres":
-        # Serialize concurrent setup() calls from many workers.
-        yield Q("SELECT pg_advisory_xact_lock(?)", (0x7468726C,))
-    yield Q(f"CREATE TABLE IF NOT EXISTS migrations (v INTEGER PRIMARY KEY, applied_at {d.types['real']} NOT NULL)")
-    done = {r[0] for r in (yield Q("SELECT v FROM migrations"))}
+@dataclass(frozen=True)
+class SchemaState:
+    """What a database holds, as ``schema_state`` reads it without writing anything.
+
+    ``applied``: threadline migration versions recorded; ``legacy``: threadline tables of
+    the unprefixed layout (renamed by ``setup``); ``official``: the tables of LangGraph's
+    official saver for this backend (threads there can be adopted)."""
+
+    tables: frozenset[str]
+    applied: frozenset[int]
+    legacy: bool
+    official: bool
+
+    @property
+    def current(self) -> bool:
+        """Every migration of this release is applied: ``setup`` has nothing to do."""
+        return not self.legacy and self.applied >= {v for v, _ in MIGRATIONS}
+
+    @property
+    def is_threadline(self) -> bool:
+        return self.legacy or table("migrations") in self.tables
+
+    def check_version(self, where: str = "the database") -> None:
+        """SchemaError when a newer threadline release wrote the schema."""
+        newest = max(self.applied, default=0)
+        if newest > LATEST_VERSION:
+            raise SchemaError(
+                f"{where} was written by a newer threadline (schema version {newest}; this release knows up to "
+                f"{LATEST_VERSION}); upgrade threadline (pip install -U threadline) to open it"
+            )
+
+
+def schema_state(d: Dialect) -> Op[SchemaState]:
+    """Read which threadline, legacy and official tables exist and the applied migrations."""
+    tables = frozenset(r[0] for r in (yield Q(d.tables_sql)))
+    applied: frozenset[int] = frozenset()
+    if table("migrations") in tables:
+        applied = frozenset(int(r[0]) for r in (yield Q(f"SELECT v FROM {table('migrations')}")))
+    legacy = False
+    if table("migrations") not in tables and {"blobs", "migrations", "checkpoints"} <= tables:
+        legacy = "base_version" in {r[0] for r in (yield Q(d.columns_sql, ("blobs",)))}
+    official = False
+    if not legacy and set(d.official_tables) <= tables:
+        columns = {r[0] for r in (yield Q(d.columns_sql, ("checkpoints",)))}
+        official = {"type", "checkpoint", "metadata"} <= columns
+    return SchemaState(tables, applied, legacy, official)
+
+
+def setup(d: Dialect) -> Op[SchemaState]:
+    """Bring the schema to this release: rename a legacy (unprefixed) layout, create the
+    ``threadline_migrations`` table and apply every migration not yet recorded.
+
+    Raises SchemaError (changing nothing) when a newer release wrote the schema."""
+    if d.setup_lock:
+        yield Q(*d.setup_lock)  # serialize concurrent setup() calls of many workers
+    state = yield from schema_state(d)
+    state.check_version()
+    if state.legacy:
+        for statement in d.legacy_renames():
+            yield Q(statement)
+    yield Q(f"CREATE TABLE IF NOT EXISTS {table('migrations')} (v INTEGER PRIMARY KEY, applied_at {d.types['real']} NOT NULL)")
+    done = {r[0] for r in (yield Q(f"SELECT v FROM {table('migrations')}"))}
     for version, statements in d.migrations():
         if version in done:
             continue
         for statement in statements:
             yield Q(statement)
-        yield Q("INSERT INTO migrations (v, applied_at) VALUES (?, ?)", (version, time.time()))
+        yield Q(f"INSERT INTO {table('migrations')} (v, applied_at) VALUES (?, ?)", (version, time.time()))
+    return (yield from schema_state(d))
 
 
 # --- reading ---------------------------------------------------------------
@@ -129,14 +185,14 @@ def fetch_blob_rows(d: Dialect, keys: Sequence[tuple[str, str, str, str]]) -> Op
         found = yield Q(
             "WITH RECURSIVE chain(thread_id, checkpoint_ns, channel, version, base_version) AS ("
             f" SELECT t.thread_id, t.checkpoint_ns, t.channel, t.version, t.base_version FROM ({values_list(4, len(part))}) k"
-            f" JOIN blobs t ON {on}"
+            f" JOIN threadline_blobs t ON {on}"
             " UNION"
             " SELECT c.thread_id, c.checkpoint_ns, c.channel, c.base_version,"
-            " (SELECT b.base_version FROM blobs b WHERE b.thread_id = c.thread_id AND b.checkpoint_ns = c.checkpoint_ns"
+            " (SELECT b.base_version FROM threadline_blobs b WHERE b.thread_id = c.thread_id AND b.checkpoint_ns = c.checkpoint_ns"
             " AND b.channel = c.channel AND b.version = c.base_version)"
             " FROM chain c WHERE c.base_version IS NOT NULL"
             ") SELECT t.thread_id, t.checkpoint_ns, t.channel, t.version, t.type, t.blob, t.base_version FROM chain c"
-            " JOIN blobs t ON t.thread_id = c.thread_id AND t.checkpoint_ns = c.checkpoint_ns"
+            " JOIN threadline_blobs t ON t.thread_id = c.thread_id AND t.checkpoint_ns = c.checkpoint_ns"
             " AND t.channel = c.channel AND t.version = c.version",
             flat(part),
         )
@@ -216,15 +272,30 @@ def load_tuples(
     writes: dict[tuple, list] = defaultdict(list)
     for part in chunks(keys, d.max_params // 3):
         found = yield Q(
-            join_keys("writes", BLOB_KEY[:2] + ("checkpoint_id",), len(part), WRITE_SELECT)
+            join_keys("threadline_writes", BLOB_KEY[:2] + ("checkpoint_id",), len(part), WRITE_SELECT)
             + " ORDER BY t.task_path, t.task_id, t.idx",
             flat(part),
         )
         for w in found:
             writes[(w[0], w[1], w[2])].append(w)
+    sends: dict[tuple, list] = defaultdict(list)
+    parents = sorted({(r[0], r[1], r[3]) for r, doc, _ in docs if R.needs_parent_sends(r, doc)})
+    for part in chunks(parents, d.max_params // 3 - 1):
+        found = yield Q(
+            join_keys("threadline_writes", BLOB_KEY[:2] + ("checkpoint_id",), len(part), WRITE_SELECT)
+            + " WHERE t.channel = ? ORDER BY t.task_path, t.task_id, t.idx",
+            [*flat(part), TASKS],
+        )
+        for w in found:
+            sends[(w[0], w[1], w[2])].append(w)
+
+    def parts(row: Sequence[Any], doc: dict, meta: dict) -> tuple:
+        parent_sends = sends.get((row[0], row[1], row[3]), ()) if R.needs_parent_sends(row, doc) else ()
+        return (serde, row, doc, meta, blobs, writes.get((row[0], row[1], row[2]), ()), parent_sends)
+
     if lazy:
-        return [partial(R.to_tuple, serde, row, doc, meta, blobs, writes.get((row[0], row[1], row[2]), ())) for row, doc, meta in docs]
-    tuples = [R.to_tuple(serde, row, doc, meta, blobs, writes.get((row[0], row[1], row[2]), ())) for row, doc, meta in docs]
+        return [partial(R.to_tuple, *parts(row, doc, meta)) for row, doc, meta in docs]
+    tuples = [R.to_tuple(*parts(row, doc, meta)) for row, doc, meta in docs]
     if bc is not None and bc.deltas and len(docs) == 1:
         _remember(bc, docs[0][0], docs[0][1], blobs, rows)
     return tuples
@@ -252,12 +323,12 @@ def get_tuple(d: Dialect, serde: SerializerProtocol, key: Key, bc: codec.BlobCod
     """The checkpoint named by ``key``, or the latest of its (thread_id, checkpoint_ns) when it names none."""
     if key.checkpoint_id:
         found = yield Q(
-            f"SELECT {R.CHECKPOINT_COLUMNS} FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?",
+            f"SELECT {R.CHECKPOINT_COLUMNS} FROM threadline_checkpoints WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?",
             (key.thread_id, key.checkpoint_ns, key.checkpoint_id),
         )
     else:
         found = yield Q(
-            f"SELECT {R.CHECKPOINT_COLUMNS} FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? "
+            f"SELECT {R.CHECKPOINT_COLUMNS} FROM threadline_checkpoints WHERE thread_id = ? AND checkpoint_ns = ? "
             "ORDER BY checkpoint_id DESC LIMIT 1",
             (key.thread_id, key.checkpoint_ns),
         )
@@ -273,8 +344,8 @@ def list_where(
 
     ``config`` may be None (every thread). ``checkpoint_ns`` filters only when the
     config carries it; ``checkpoint_id`` selects one checkpoint; ``before`` keeps
-    checkpoints with a smaller checkpoint_id; each ``filter`` item must equal the
-    metadata value (all bound parameters).
+    checkpoints with a smaller checkpoint_id; ``filter`` matches metadata as the official
+    saver of the backend does (``Dialect.metadata_filter``; all bound parameters).
     """
     clauses: list[str] = []
     params: list[Any] = []
@@ -291,12 +362,9 @@ def list_where(
             clauses.append("c.checkpoint_id = ?")
             params.append(key.checkpoint_id)
     if filter:
-        if not isinstance(filter, Mapping):
-            raise FilterError(f"filter must be a mapping of metadata key to value, got {type(filter).__name__}")
-        for k, v in filter.items():
-            sql, p = d.metadata_filter(k, v)
-            clauses.append(sql)
-            params.extend(p)
+        sql, p = d.metadata_filter(filter)
+        clauses.append(sql)
+        params.extend(p)
     if before is not None:
         before_id = key_of(before, require_thread=False).checkpoint_id
         if not before_id:
@@ -322,7 +390,7 @@ def list_page(
         sql = f"({sql}) AND (c.checkpoint_id, c.thread_id, c.checkpoint_ns) < (?, ?, ?)"
         params = [*params, *after]
     found = yield Q(
-        f"SELECT {R.CHECKPOINT_COLUMNS} FROM checkpoints c WHERE {sql} "
+        f"SELECT {R.CHECKPOINT_COLUMNS} FROM threadline_checkpoints c WHERE {sql} "
         "ORDER BY c.checkpoint_id DESC, c.thread_id DESC, c.checkpoint_ns DESC LIMIT ?",
         [*params, size],
     )
@@ -334,14 +402,14 @@ def list_page(
 # --- writing ---------------------------------------------------------------
 
 _UPSERT_THREAD = (
-    "INSERT INTO threads (thread_id, created_at, updated_at, checkpoint_count, bytes) VALUES (?, ?, ?, ?, ?) "
+    "INSERT INTO threadline_threads (thread_id, created_at, updated_at, checkpoint_count, bytes) VALUES (?, ?, ?, ?, ?) "
     "ON CONFLICT (thread_id) DO UPDATE SET updated_at = excluded.updated_at, "
-    "checkpoint_count = threads.checkpoint_count + excluded.checkpoint_count, bytes = threads.bytes + excluded.bytes"
+    "checkpoint_count = threadline_threads.checkpoint_count + excluded.checkpoint_count, bytes = threadline_threads.bytes + excluded.bytes"
 )
 
 
 _INSERT_BLOBS = (
-    "INSERT INTO blobs (thread_id, checkpoint_ns, channel, version, type, blob, base_version) "
+    "INSERT INTO threadline_blobs (thread_id, checkpoint_ns, channel, version, type, blob, base_version) "
     "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING"
 )
 
@@ -352,10 +420,10 @@ def _insert_guarded(d: Dialect) -> str:
     still has that type and size, so a stale cache entry can never leave a delta on a
     base that changed."""
     return (
-        "INSERT INTO blobs (thread_id, checkpoint_ns, channel, version, type, blob, base_version) "
+        "INSERT INTO threadline_blobs (thread_id, checkpoint_ns, channel, version, type, blob, base_version) "
         f"SELECT column1, column2, column3, column4, column5, CAST(column6 AS {d.types['blob']}), column7 "
         f"FROM ({values_list(9, 1)}) v "
-        "WHERE column7 IS NULL OR EXISTS (SELECT 1 FROM blobs b WHERE b.thread_id = v.column1 AND b.checkpoint_ns = v.column2 "
+        "WHERE column7 IS NULL OR EXISTS (SELECT 1 FROM threadline_blobs b WHERE b.thread_id = v.column1 AND b.checkpoint_ns = v.column2 "
         "AND b.channel = v.column3 AND b.version = v.column7 AND b.type = v.column8 "
         f"AND {d.bytes_of('b.blob', 'blob')} = CAST(v.column9 AS {d.types['int']})) "
         "ON CONFLICT DO NOTHING"
@@ -366,7 +434,7 @@ def _count_stored(d: Dialect, n: int) -> str:
     """SQL counting which of ``n`` (channel, version, type, stored size) blob rows of one
     (thread_id, checkpoint_ns) are stored exactly so (parameters: thread_id, checkpoint_ns, then the rows)."""
     return (
-        f"(SELECT COUNT(*) FROM ({values_list(4, n)}) k JOIN blobs b ON b.thread_id = ? AND b.checkpoint_ns = ? "
+        f"(SELECT COUNT(*) FROM ({values_list(4, n)}) k JOIN threadline_blobs b ON b.thread_id = ? AND b.checkpoint_ns = ? "
         f"AND b.channel = k.column1 AND b.version = k.column2 AND b.type = k.column3 "
         f"AND {d.bytes_of('b.blob', 'blob')} = CAST(k.column4 AS {d.types['int']}))"
     )
@@ -387,7 +455,7 @@ def _delta_bases(
     versions = bc.cache.versions(parent)
     if versions is None:
         found = yield Q(
-            "SELECT checkpoint FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?", parent
+            "SELECT checkpoint FROM threadline_checkpoints WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?", parent
         )
         if not found:
             return {}
@@ -444,7 +512,7 @@ def put(
     now = time.time()
     doc, meta = R.put_docs(serde, config, checkpoint, metadata)
     try:
-        doc_json, meta_json = dumps_json(doc), dumps_json(meta)
+        doc_json, meta_json = dumps_json(doc), dumps_json(meta, sort_keys=False)
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"checkpoint {checkpoint['id']!r}: metadata or versions are not JSON-serializable ({exc})") from exc
     step, source, run_id = R.extracted_columns(meta)
@@ -463,14 +531,14 @@ def put(
     count_sql = _count_stored(d, len(checked)) if checked else "0"
     row = (key.thread_id, key.checkpoint_ns, checkpoint["id"], key.checkpoint_id, doc_json, meta_json, step, source, run_id, now)
     inserted_ck = yield Q(
-        "INSERT INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata, "
+        "INSERT INTO threadline_checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata, "
         "step, source, run_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
         f"ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO NOTHING RETURNING checkpoint_id, {count_sql}",
         [*row, *checked_params, key.thread_id, key.checkpoint_ns] if checked else row,
     )
     if not inserted_ck:
         yield Q(
-            "UPDATE checkpoints SET parent_checkpoint_id = ?, checkpoint = ?, metadata = ?, step = ?, source = ?, run_id = ? "
+            "UPDATE threadline_checkpoints SET parent_checkpoint_id = ?, checkpoint = ?, metadata = ?, step = ?, source = ?, run_id = ? "
             "WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?",
             (key.checkpoint_id, doc_json, meta_json, step, source, run_id, key.thread_id, key.checkpoint_ns, checkpoint["id"]),
         )
@@ -481,7 +549,7 @@ def put(
         # Rare: a delta's base row changed since it was cached, or a key was already stored
         # with other bytes. Find out which rows are not stored as written.
         found = yield Q(
-            join_keys("blobs", BLOB_KEY, len(checked), f"t.channel, t.version, t.type, {d.bytes_of('t.blob', 'blob')}"),
+            join_keys("threadline_blobs", BLOB_KEY, len(checked), f"t.channel, t.version, t.type, {d.bytes_of('t.blob', 'blob')}"),
             flat(r.params[:4] for r in checked),
         )
         have = {(f[0], f[1]): (f[2], f[3]) for f in found}
@@ -540,7 +608,7 @@ def put_writes(
     if replace:  # the same special channel twice: the last write wins, as with one upsert after another
         rows = list({r[4]: r for r in rows}.values())
     yield Q(
-        "INSERT INTO writes (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, task_path, type, blob, created_at) "
+        "INSERT INTO threadline_writes (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, task_path, type, blob, created_at) "
         f"VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) {conflict}",
         rows,
         many=True,
@@ -551,7 +619,7 @@ def put_writes(
 # --- deleting, copying, pruning --------------------------------------------
 
 
-def _thread_ids(values: Any, what: str) -> list[str]:
+def thread_ids_of(values: Any, what: str = "thread_ids") -> list[str]:
     if isinstance(values, (str, bytes)):
         raise TypeError(f"{what} must be a sequence of ids, not a single string")
     return [thread_id_of(v) for v in values]
@@ -561,8 +629,8 @@ def delete_thread(d: Dialect, thread_id: Any, bc: codec.BlobCodec | None = None)
     """Delete every checkpoint, blob and write of a thread, in every checkpoint_ns."""
     tid = thread_id_of(thread_id)
     _forget(bc, [tid])
-    for table in ("writes", "blobs", "checkpoints", "threads"):
-        yield Q(f"DELETE FROM {table} WHERE thread_id = ?", (tid,))
+    for name in ("writes", "blobs", "checkpoints", "threads"):
+        yield Q(f"DELETE FROM {table(name)} WHERE thread_id = ?", (tid,))
 
 
 def restat(d: Dialect, thread_ids: Iterable[str]) -> Op[None]:
@@ -575,20 +643,20 @@ def restat(d: Dialect, thread_ids: Iterable[str]) -> Op[None]:
     """
     for tid in sorted(set(thread_ids)):
         yield Q(
-            "UPDATE threads SET "
-            "checkpoint_count = (SELECT COUNT(*) FROM checkpoints WHERE thread_id = ?), "
-            f"bytes = (SELECT COALESCE(SUM({d.bytes_of('blob', 'blob')}), 0) FROM blobs WHERE thread_id = ?) "
+            "UPDATE threadline_threads SET "
+            "checkpoint_count = (SELECT COUNT(*) FROM threadline_checkpoints WHERE thread_id = ?), "
+            f"bytes = (SELECT COALESCE(SUM({d.bytes_of('blob', 'blob')}), 0) FROM threadline_blobs WHERE thread_id = ?) "
             "WHERE thread_id = ?",
             (tid, tid, tid),
         )
-        yield Q("DELETE FROM threads WHERE thread_id = ? AND checkpoint_count = 0", (tid,))
+        yield Q("DELETE FROM threadline_threads WHERE thread_id = ? AND checkpoint_count = 0", (tid,))
 
 
 def gc_blobs(d: Dialect, thread_id: str) -> Op[int]:
     """Delete a thread's blobs that no checkpoint references (directly or as a delta base). Returns rows deleted."""
-    docs = yield Q("SELECT checkpoint_ns, checkpoint FROM checkpoints WHERE thread_id = ?", (thread_id,))
+    docs = yield Q("SELECT checkpoint_ns, checkpoint FROM threadline_checkpoints WHERE thread_id = ?", (thread_id,))
     live = {(ns, ch, v) for ns, doc in docs for ch, v in R.blob_pairs(_json(d, doc, f"checkpoint of thread {thread_id!r}"))}
-    stored = yield Q("SELECT checkpoint_ns, channel, version, base_version FROM blobs WHERE thread_id = ?", (thread_id,))
+    stored = yield Q("SELECT checkpoint_ns, channel, version, base_version FROM threadline_blobs WHERE thread_id = ?", (thread_id,))
     base = {(ns, ch, v): b for ns, ch, v, b in stored}
     todo = [k for k in live if k in base]
     while todo:  # a kept delta keeps the versions it is built on
@@ -599,7 +667,7 @@ def gc_blobs(d: Dialect, thread_id: str) -> Op[int]:
             todo.append((ns, ch, b))
     dead = [(thread_id, ns, ch, v) for ns, ch, v, _ in stored if (ns, ch, v) not in live]
     if dead:
-        yield Q("DELETE FROM blobs WHERE thread_id = ? AND checkpoint_ns = ? AND channel = ? AND version = ?", dead, many=True)
+        yield Q("DELETE FROM threadline_blobs WHERE thread_id = ? AND checkpoint_ns = ? AND channel = ? AND version = ?", dead, many=True)
     return len(dead)
 
 
@@ -617,8 +685,8 @@ def delete_checkpoints(d: Dialect, keys: Sequence[tuple[str, str, str]], bc: cod
     if not keys:
         return
     _forget(bc, {k[0] for k in keys})
-    yield Q("DELETE FROM writes WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?", list(keys), many=True)
-    yield Q("DELETE FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?", list(keys), many=True)
+    yield Q("DELETE FROM threadline_writes WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?", list(keys), many=True)
+    yield Q("DELETE FROM threadline_checkpoints WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?", list(keys), many=True)
     threads = sorted({k[0] for k in keys})
     for tid in threads:
         yield from gc_blobs(d, tid)
@@ -627,10 +695,10 @@ def delete_checkpoints(d: Dialect, keys: Sequence[tuple[str, str, str]], bc: cod
 
 def delete_for_runs(d: Dialect, run_ids: Any, bc: codec.BlobCodec | None = None) -> Op[None]:
     """Delete the checkpoints (and their writes) whose metadata ``run_id`` is one of ``run_ids``."""
-    ids = _thread_ids(run_ids, "run_ids")
+    ids = thread_ids_of(run_ids, "run_ids")
     keys: list[tuple] = []
     for part in chunks(ids, d.max_params):
-        keys += (yield Q(f"SELECT thread_id, checkpoint_ns, checkpoint_id FROM checkpoints WHERE run_id IN ({placeholders(len(part))})", part))
+        keys += (yield Q(f"SELECT thread_id, checkpoint_ns, checkpoint_id FROM threadline_checkpoints WHERE run_id IN ({placeholders(len(part))})", part))
     yield from delete_checkpoints(d, [tuple(k) for k in keys], bc)
 
 
@@ -640,26 +708,26 @@ def copy_thread(d: Dialect, source: Any, target: Any) -> Op[None]:
     if src == dst:
         raise ConfigError(f"copy_thread: source and target are the same thread {src!r}")
     yield Q(
-        "INSERT INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata, step, source, run_id, created_at) "
+        "INSERT INTO threadline_checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata, step, source, run_id, created_at) "
         "SELECT ?, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata, step, source, run_id, created_at "
-        "FROM checkpoints WHERE thread_id = ? ON CONFLICT DO NOTHING",
+        "FROM threadline_checkpoints WHERE thread_id = ? ON CONFLICT DO NOTHING",
         (dst, src),
     )
     yield Q(
-        "INSERT INTO blobs (thread_id, checkpoint_ns, channel, version, type, blob, base_version) "
-        "SELECT ?, checkpoint_ns, channel, version, type, blob, base_version FROM blobs WHERE thread_id = ? ON CONFLICT DO NOTHING",
+        "INSERT INTO threadline_blobs (thread_id, checkpoint_ns, channel, version, type, blob, base_version) "
+        "SELECT ?, checkpoint_ns, channel, version, type, blob, base_version FROM threadline_blobs WHERE thread_id = ? ON CONFLICT DO NOTHING",
         (dst, src),
     )
     yield Q(
-        "INSERT INTO writes (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, task_path, type, blob, created_at) "
+        "INSERT INTO threadline_writes (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, task_path, type, blob, created_at) "
         "SELECT ?, checkpoint_ns, checkpoint_id, task_id, idx, channel, task_path, type, blob, created_at "
-        "FROM writes WHERE thread_id = ? ON CONFLICT DO NOTHING",
+        "FROM threadline_writes WHERE thread_id = ? ON CONFLICT DO NOTHING",
         (dst, src),
     )
     now = time.time()
     yield Q(
-        "INSERT INTO threads (thread_id, created_at, updated_at, checkpoint_count, bytes) "
-        "SELECT ?, ?, ?, 0, 0 WHERE EXISTS (SELECT 1 FROM checkpoints WHERE thread_id = ?) ON CONFLICT (thread_id) DO NOTHING",
+        "INSERT INTO threadline_threads (thread_id, created_at, updated_at, checkpoint_count, bytes) "
+        "SELECT ?, ?, ?, 0, 0 WHERE EXISTS (SELECT 1 FROM threadline_checkpoints WHERE thread_id = ?) ON CONFLICT (thread_id) DO NOTHING",
         (dst, now, now, dst),
     )
     yield from restat(d, [dst])
@@ -679,7 +747,7 @@ def prune(d: Dialect, thread_ids: Any, strategy: str, bc: codec.BlobCodec | None
     """
     if strategy not in PRUNE_STRATEGIES:
         raise ValueError(f"unknown prune strategy {strategy!r}; expected one of {PRUNE_STRATEGIES}")
-    tids = _thread_ids(thread_ids, "thread_ids")
+    tids = thread_ids_of(thread_ids)
     if strategy == "delete":
         for tid in tids:
             yield from delete_thread(d, tid, bc)
@@ -688,14 +756,14 @@ def prune(d: Dialect, thread_ids: Any, strategy: str, bc: codec.BlobCodec | None
     orphaned: list[tuple] = []
     for tid in tids:
         found = yield Q(
-            "SELECT checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata FROM checkpoints WHERE thread_id = ?",
+            "SELECT checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata FROM threadline_checkpoints WHERE thread_id = ?",
             (tid,),
         )
         if not found:
             continue
         nonempty = {
             (ns, ch, v)
-            for ns, ch, v in (yield Q("SELECT checkpoint_ns, channel, version FROM blobs WHERE thread_id = ? AND type <> ?", (tid, codec.EMPTY)))
+            for ns, ch, v in (yield Q("SELECT checkpoint_ns, channel, version FROM threadline_blobs WHERE thread_id = ? AND type <> ?", (tid, codec.EMPTY)))
         }
         by_id = {(r[0], r[1]): r for r in found}
         keep: set[tuple] = set()
@@ -714,7 +782,7 @@ def prune(d: Dialect, thread_ids: Any, strategy: str, bc: codec.BlobCodec | None
         doomed += [(tid, ns, cid) for ns, cid in by_id if (ns, cid) not in keep]
         orphaned += [(tid, ns, cid) for ns, cid in keep if by_id[(ns, cid)][2] and (ns, by_id[(ns, cid)][2]) not in keep]
     if orphaned:
-        yield Q("UPDATE checkpoints SET parent_checkpoint_id = NULL WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?", orphaned, many=True)
+        yield Q("UPDATE threadline_checkpoints SET parent_checkpoint_id = NULL WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?", orphaned, many=True)
     yield from delete_checkpoints(d, doomed, bc)
 
 
@@ -738,7 +806,7 @@ def delta_channel_history(
     cid = key.checkpoint_id
     if not cid:
         latest = yield Q(
-            "SELECT checkpoint_id FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? ORDER BY checkpoint_id DESC LIMIT 1",
+            "SELECT checkpoint_id FROM threadline_checkpoints WHERE thread_id = ? AND checkpoint_ns = ? ORDER BY checkpoint_id DESC LIMIT 1",
             (key.thread_id, key.checkpoint_ns),
         )
         if not latest:
@@ -746,10 +814,10 @@ def delta_channel_history(
         cid = latest[0][0]
     chain = yield Q(
         "WITH RECURSIVE chain(checkpoint_id, parent_checkpoint_id, checkpoint, depth) AS ("
-        " SELECT checkpoint_id, parent_checkpoint_id, checkpoint, 0 FROM checkpoints"
+        " SELECT checkpoint_id, parent_checkpoint_id, checkpoint, 0 FROM threadline_checkpoints"
         " WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?"
         " UNION ALL"
-        " SELECT c.checkpoint_id, c.parent_checkpoint_id, c.checkpoint, chain.depth + 1 FROM checkpoints c"
+        " SELECT c.checkpoint_id, c.parent_checkpoint_id, c.checkpoint, chain.depth + 1 FROM threadline_checkpoints c"
         " JOIN chain ON c.thread_id = ? AND c.checkpoint_ns = ? AND c.checkpoint_id = chain.parent_checkpoint_id"
         " WHERE chain.depth < ?"
         ") SELECT checkpoint_id, checkpoint FROM chain WHERE depth > 0 ORDER BY depth",
@@ -763,7 +831,7 @@ def delta_channel_history(
     stored: set[tuple[str, str]] = set()
     for part in chunks(pairs, d.max_params // 4 - 1):
         found = yield Q(
-            join_keys("blobs", BLOB_KEY, len(part), "t.channel, t.version") + " WHERE t.type <> ?",
+            join_keys("threadline_blobs", BLOB_KEY, len(part), "t.channel, t.version") + " WHERE t.type <> ?",
             [*flat((key.thread_id, key.checkpoint_ns, ch, v) for ch, v in part), codec.EMPTY],
         )
         stored |= {(r[0], r[1]) for r in found}
@@ -781,7 +849,7 @@ def delta_channel_history(
     writes: list = []
     for part in chunks(needed, d.max_params - len(channels) - 2):
         writes += (yield Q(
-            "SELECT checkpoint_id, task_id, channel, type, blob, task_path, idx FROM writes "
+            "SELECT checkpoint_id, task_id, channel, type, blob, task_path, idx FROM threadline_writes "
             f"WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id IN ({placeholders(len(part))}) "
             f"AND channel IN ({placeholders(len(channels))})",
             [key.thread_id, key.checkpoint_ns, *part, *channels],
@@ -801,13 +869,4 @@ def delta_channel_history(
 
 # --- versions --------------------------------------------------------------
 
-
-def next_version(current: Any) -> str:
-    """LangGraph's version format: a zero-padded per-channel counter plus a random suffix (seed 000 §version)."""
-    if current is None:
-        n = 0
-    elif isinstance(current, int):
-        n = current
-    else:
-        n = int(str(current).split(".")[0])
-    return f"{n + 1:032d}.{random.random():016f}"
+next_version = R.next_version

@@ -14,6 +14,7 @@ Row shapes (in column order):
 from __future__ import annotations
 
 import base64
+import random
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -24,9 +25,10 @@ from langgraph.checkpoint.base import (
     Checkpoint,
     CheckpointMetadata,
     CheckpointTuple,
-    get_serializable_checkpoint_metadata,
+    get_checkpoint_metadata,
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
+from langgraph.checkpoint.serde.types import TASKS
 
 from threadline import codec
 from threadline.errors import CorruptRowError
@@ -45,14 +47,18 @@ def version_key(version: Any) -> str:
 def checkpoint_doc(serde: SerializerProtocol, checkpoint: Checkpoint) -> dict[str, Any]:
     """The checkpoint as stored: everything but ``channel_values``.
 
-    ``pending_sends`` (only non-empty in checkpoints written before LangGraph v4) may
-    hold arbitrary objects, so they go through the serializer, base64-wrapped.
+    ``pending_sends`` (only in checkpoints written before LangGraph v4) may hold
+    arbitrary objects, so they go through the serializer, base64-wrapped; an empty
+    list is kept as ``[]`` so the checkpoint reads back with exactly the keys it had.
     """
     doc = {k: v for k, v in checkpoint.items() if k not in ("channel_values", "pending_sends")}
-    sends = checkpoint.get("pending_sends") or []
-    if sends:
-        tag, data = codec.encode(serde, list(sends))
-        doc[_SENDS] = [tag, base64.b64encode(data).decode()]
+    if "pending_sends" in checkpoint:
+        sends = checkpoint["pending_sends"] or []
+        if sends:
+            tag, data = codec.encode(serde, list(sends))
+            doc[_SENDS] = [tag, base64.b64encode(data).decode()]
+        else:
+            doc[_SENDS] = []
     return doc
 
 
@@ -85,8 +91,11 @@ class BlobRow:
 def put_docs(
     serde: SerializerProtocol, config: dict, checkpoint: Checkpoint, metadata: CheckpointMetadata
 ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The stored checkpoint doc (without ``channel_values``) and metadata doc of a ``put``."""
-    return checkpoint_doc(serde, checkpoint), get_serializable_checkpoint_metadata(config, metadata)
+    """The stored checkpoint doc (without ``channel_values``) and metadata doc of a ``put``.
+
+    Metadata is LangGraph's ``get_checkpoint_metadata`` (the config's extra keys added),
+    every key kept as the official SqliteSaver keeps it, ``writes`` included."""
+    return checkpoint_doc(serde, checkpoint), get_checkpoint_metadata(config, metadata)
 
 
 def delta_channels(checkpoint: Checkpoint, new_versions: ChannelVersions) -> list[tuple[str, str]]:
@@ -195,6 +204,24 @@ def write_rows(
     return replace, rows
 
 
+def needs_parent_sends(row: Sequence[Any], doc: Mapping[str, Any]) -> bool:
+    """A checkpoint of LangGraph < v4 stored without its pending sends (as the official
+    PostgresSaver stores them): they are its parent's TASKS writes."""
+    v = doc.get("v")
+    return isinstance(v, int) and v < 4 and bool(row[3]) and _SENDS not in doc
+
+
+def next_version(current: Any) -> str:
+    """LangGraph's version format: a zero-padded per-channel counter plus a random suffix (seed 000 §version)."""
+    if current is None:
+        n = 0
+    elif isinstance(current, int):
+        n = current
+    else:
+        n = int(str(current).split(".")[0])
+    return f"{n + 1:032d}.{random.random():016f}"
+
+
 def blob_pairs(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
     """(channel, version key) pairs a stored checkpoint doc references.
 
@@ -213,12 +240,14 @@ def to_tuple(
     metadata: dict[str, Any],
     blobs: Mapping[tuple[str, str, str, str], codec.Resolved],
     writes: Iterable[Sequence[Any]],
+    parent_sends: Sequence[Sequence[Any]] = (),
 ) -> CheckpointTuple:
     """Assemble a CheckpointTuple from its checkpoint row, its blobs and its writes.
 
     ``blobs`` maps (thread_id, checkpoint_ns, channel, version) → the value as
     ``codec.resolve`` reconstructs it; ``writes`` are write rows (``WRITE_COLUMNS``)
-    already in ``writes_sort_key`` order.
+    already in ``writes_sort_key`` order; ``parent_sends``, for a checkpoint of
+    LangGraph < v4 (``needs_parent_sends``), the parent's TASKS write rows in that order.
     """
     thread_id, ns, cid, parent = row[0], row[1], row[2], row[3]
     values: dict[str, Any] = {}
@@ -229,13 +258,22 @@ def to_tuple(
         values[channel] = codec.load(serde, found, f"blob ({thread_id!r}, {ns!r}, {channel!r}, {version!r})")
     checkpoint = {k: v for k, v in doc.items() if k != _SENDS}
     checkpoint["channel_values"] = values
-    sends = doc.get(_SENDS)
-    try:
-        checkpoint["pending_sends"] = (
-            codec.decode(serde, sends[0], base64.b64decode(sends[1]), f"checkpoint {cid!r} pending_sends") if sends else []
-        )
-    except (TypeError, ValueError, IndexError) as exc:
-        raise CorruptRowError(f"checkpoint ({thread_id!r}, {ns!r}, {cid!r}): malformed pending_sends") from exc
+    if _SENDS in doc:
+        sends = doc[_SENDS]
+        try:
+            checkpoint["pending_sends"] = (
+                codec.decode(serde, sends[0], base64.b64decode(sends[1]), f"checkpoint {cid!r} pending_sends") if sends else []
+            )
+        except (TypeError, ValueError, IndexError) as exc:
+            raise CorruptRowError(f"checkpoint ({thread_id!r}, {ns!r}, {cid!r}): malformed pending_sends") from exc
+    if parent_sends:
+        # LangGraph < v4 kept a step's Send packets as the parent's TASKS writes; like the
+        # official PostgresSaver, hand them to the checkpoint as the TASKS channel.
+        versions = checkpoint.setdefault("channel_versions", {})
+        values[TASKS] = [
+            codec.decode(serde, w[7], w[8], f"write ({thread_id!r}, {ns!r}, {parent!r}, {w[3]!r}, {w[4]})") for w in parent_sends
+        ]
+        versions[TASKS] = max(versions.values()) if versions else next_version(None)
     pending = [
         (w[3], w[5], codec.decode(serde, w[7], w[8], f"write ({thread_id!r}, {ns!r}, {cid!r}, {w[3]!r}, {w[4]})"))
         for w in writes

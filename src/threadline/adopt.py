@@ -1,0 +1,255 @@
+"""Adopting threads of LangGraph's official savers: read their tables, store them as threadline's.
+
+A threadline saver opened on a database that also holds the official saver's tables
+(``checkpoints``/``writes`` of ``SqliteSaver``; ``checkpoints``/``checkpoint_blobs``/
+``checkpoint_writes`` of ``PostgresSaver``) serves those threads too. When a read
+names a thread (``get_tuple``, ``list`` with a thread_id, ``delete_thread``,
+``copy_thread``, ``prune``), ``pending`` asks — one indexed query — whether the
+official tables have a checkpoint of it newer than what threadline adopted; if so,
+``adopt_thread`` imports the newer checkpoints with their values and pending writes
+(the writes of the last adopted checkpoint again, insert-or-ignore), in one
+transaction, verifies every imported checkpoint against the official rows, and moves
+the thread's marker in ``threadline_adopted``. The official rows are never changed.
+
+The same reading serves ``threadline import`` (``threadline.export.import_langgraph``).
+Every stored value is decoded with the saver's serializer and threadline's load
+policy (``threadline.serde``), never with the official saver's.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import time
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from langgraph.checkpoint.serde.types import TASKS
+from langgraph.checkpoint.serde.base import SerializerProtocol
+
+from threadline import codec
+from threadline.engine import ops
+from threadline.engine import rows as R
+from threadline.engine.dialect import Dialect
+from threadline.engine.ops import Op, Q
+from threadline.errors import AdoptionError, CorruptRowError
+from threadline.keys import config_of, key_of, thread_id_of
+
+
+@dataclass
+class Record:
+    """One official checkpoint as the official saver would return it (before LangGraph's
+    v4 pending-sends migration), with its pending writes as (task_id, idx, channel, task_path, value)."""
+
+    checkpoint_ns: str
+    checkpoint_id: str
+    parent_checkpoint_id: str | None
+    checkpoint: dict[str, Any]
+    metadata: dict[str, Any]
+    writes: list[tuple[str, int, str, str, Any]] = field(default_factory=list)
+
+
+def latest_official_op(d: Dialect, thread_id: str) -> Op[tuple[str | None, str | None]]:
+    """(newest official checkpoint_id of the thread, checkpoint_id threadline adopted up to)."""
+    found = yield Q(
+        "SELECT (SELECT MAX(checkpoint_id) FROM checkpoints WHERE thread_id = ?), "
+        "(SELECT checkpoint_id FROM threadline_adopted WHERE thread_id = ?)",
+        (thread_id, thread_id),
+    )
+    return found[0][0], found[0][1]
+
+
+def pending(d: Dialect, thread_id: Any) -> Op[bool]:
+    """Whether the official tables hold checkpoints of ``thread_id`` not yet adopted (read-only)."""
+    latest, adopted = yield from latest_official_op(d, thread_id_of(thread_id))
+    return latest is not None and (adopted is None or latest > adopted)
+
+
+def official_thread_ids_op(d: Dialect) -> Op[list[str]]:
+    return [r[0] for r in (yield Q("SELECT DISTINCT thread_id FROM checkpoints ORDER BY thread_id"))]
+
+
+def read_thread_op(d: Dialect, serde: SerializerProtocol, thread_id: str, after: str = "") -> Op[list[Record]]:
+    """The official checkpoints of a thread with checkpoint_id > ``after`` (oldest first), with
+    their channel values and the pending writes of checkpoints from ``after`` on.
+
+    Raises CorruptRowError for a row that cannot be decoded (pickle included)."""
+    rows = yield Q(d.official_checkpoints_sql, (thread_id, after))
+    records: list[Record] = []
+    for ns, cid, parent, tag, ck, meta in rows:
+        where = f"official checkpoint ({thread_id!r}, {ns!r}, {cid!r})"
+        if isinstance(ck, dict):  # PostgresSaver: JSON without the values kept in blobs
+            checkpoint = dict(ck)
+        else:
+            checkpoint = codec.decode(serde, tag, bytes(ck), where)
+        metadata = meta if isinstance(meta, dict) else _load_metadata(meta, where)
+        if not isinstance(checkpoint, dict) or not isinstance(metadata, dict):
+            raise CorruptRowError(f"{where}: checkpoint or metadata is not a mapping")
+        records.append(Record(ns, cid, parent, checkpoint, metadata))
+    if d.official_blobs_table:
+        yield from _attach_blobs(d, serde, thread_id, records)
+    by_id = {(r.checkpoint_ns, r.checkpoint_id): r for r in records}
+    extra: dict[tuple[str, str], Record] = {}
+    for ns, cid, task_id, idx, channel, tag, blob, task_path in (yield Q(d.official_writes_sql, (thread_id, after))):
+        where = f"official write ({thread_id!r}, {ns!r}, {cid!r}, {task_id!r}, {idx})"
+        value = codec.decode(serde, tag, None if blob is None else bytes(blob), where)
+        target = by_id.get((ns, cid))
+        if target is None:  # writes of the last adopted checkpoint, added since
+            target = extra.setdefault((ns, cid), Record(ns, cid, None, {}, {}))
+        target.writes.append((task_id, int(idx), channel, task_path or "", value))
+    return records + list(extra.values())
+
+
+def _load_metadata(raw: Any, where: str) -> Any:
+    if raw is None:
+        return {}
+    try:
+        return json.loads(bytes(raw) if not isinstance(raw, str) else raw)
+    except ValueError as exc:
+        raise CorruptRowError(f"{where}: metadata is not JSON ({exc})") from exc
+
+
+def _attach_blobs(d: Dialect, serde: SerializerProtocol, thread_id: str, records: list[Record]) -> Op[None]:
+    """PostgresSaver keeps non-primitive channel values in its blobs table, by (channel, version)."""
+    keys = sorted({(r.checkpoint_ns, ch, str(v)) for r in records for ch, v in (r.checkpoint.get("channel_versions") or {}).items()})
+    values: dict[tuple[str, str, str], Any] = {}
+    for part in ops.chunks(keys, d.max_params // 3 - 1):
+        found = yield Q(
+            f"SELECT t.checkpoint_ns, t.channel, t.version, t.type, t.blob FROM ({ops.values_list(3, len(part))}) k "
+            f"JOIN {d.official_blobs_table} t ON t.thread_id = ? AND t.checkpoint_ns = k.column1 "
+            "AND t.channel = k.column2 AND t.version = k.column3",
+            [*ops.flat(part), thread_id],
+        )
+        for ns, ch, v, tag, blob in found:
+            if tag != codec.EMPTY:
+                where = f"official blob ({thread_id!r}, {ns!r}, {ch!r}, {v!r})"
+                values[(ns, ch, v)] = codec.decode(serde, tag, None if blob is None else bytes(blob), where)
+    for r in records:
+        inline = dict(r.checkpoint.get("channel_values") or {})
+        for ch, v in (r.checkpoint.get("channel_versions") or {}).items():
+            if (r.checkpoint_ns, ch, str(v)) in values:
+                inline[ch] = values[(r.checkpoint_ns, ch, str(v))]
+        r.checkpoint["channel_values"] = inline
+
+
+def _epoch(ts: Any, default: float) -> float:
+    try:
+        return _dt.datetime.fromisoformat(str(ts)).timestamp()
+    except (TypeError, ValueError):
+        return default
+
+
+def store_op(
+    d: Dialect, serde: SerializerProtocol, thread_id: str, records: Sequence[Record], bc: codec.BlobCodec | None = None
+) -> Op[tuple[int, int]]:
+    """Store official records (oldest first) as threadline checkpoints and writes: each value
+    once per (channel, version), as a delta where it extends its parent's. Returns
+    (checkpoints, writes) stored. Writes keep their task_id, idx and task_path."""
+    stored = {tuple(r) for r in (yield Q("SELECT checkpoint_ns, channel, version FROM threadline_blobs WHERE thread_id = ?", (thread_id,)))}
+    now = time.time()
+    n_ck = n_w = 0
+    for rec in records:
+        created = _epoch(rec.checkpoint.get("ts"), now)
+        if rec.checkpoint:
+            versions = rec.checkpoint.get("channel_versions") or {}
+            new_versions = {ch: v for ch, v in versions.items() if (rec.checkpoint_ns, ch, R.version_key(v)) not in stored}
+            stored |= {(rec.checkpoint_ns, ch, R.version_key(v)) for ch, v in new_versions.items()}
+            conf = {"thread_id": thread_id, "checkpoint_ns": rec.checkpoint_ns}
+            if rec.parent_checkpoint_id:
+                conf["checkpoint_id"] = rec.parent_checkpoint_id
+            yield from ops.put(d, serde, {"configurable": conf}, rec.checkpoint, rec.metadata, new_versions, bc)
+            yield Q(
+                "UPDATE threadline_checkpoints SET created_at = ? WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?",
+                (created, thread_id, rec.checkpoint_ns, rec.checkpoint_id),
+            )
+            n_ck += 1
+        key = key_of(config_of(thread_id, rec.checkpoint_ns, rec.checkpoint_id))
+        rows = []
+        for task_id, idx, channel, task_path, value in rec.writes:
+            _, (row,) = R.write_rows(serde, key, [(channel, value)], task_id, task_path, created, bc or codec.PLAIN)
+            rows.append((*row[:4], idx, *row[5:]))
+        if rows:
+            yield Q(
+                "INSERT INTO threadline_writes (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, task_path, type, blob, created_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                rows,
+                many=True,
+            )
+            n_w += len(rows)
+    return n_ck, n_w
+
+
+def verify_op(d: Dialect, serde: SerializerProtocol, thread_id: str, records: Sequence[Record]) -> Op[list[str]]:
+    """Differences between the official records and what threadline now returns for them:
+    parent, checkpoint (values, versions, versions_seen, …), metadata and pending writes,
+    as the official saver returns them (LangGraph < v4 pending sends included). Empty: identical."""
+    wanted = [r for r in records if r.checkpoint]
+    if not wanted:
+        return []
+    found = []
+    for part in ops.chunks([(thread_id, r.checkpoint_ns, r.checkpoint_id) for r in wanted], d.max_params // 3):
+        found += yield Q(
+            ops.join_keys("threadline_checkpoints", ("thread_id", "checkpoint_ns", "checkpoint_id"), len(part),
+                          ", ".join(f"t.{c.strip()}" for c in R.CHECKPOINT_COLUMNS.split(","))),
+            ops.flat(part),
+        )
+    got = {(t.config["configurable"]["checkpoint_ns"], t.config["configurable"]["checkpoint_id"]): t
+           for t in (yield from ops.load_tuples(d, serde, found))}
+    tasks = {(r.checkpoint_ns, r.checkpoint_id): [w[4] for w in sorted(r.writes, key=lambda w: (w[3], w[0], w[1])) if w[2] == TASKS]
+             for r in records}
+    out = []
+    for r in wanted:
+        t = got.get((r.checkpoint_ns, r.checkpoint_id))
+        name = f"checkpoint ({r.checkpoint_ns!r}, {r.checkpoint_id!r})"
+        if t is None:
+            out.append(f"{name} was not stored")
+            continue
+        expected = dict(r.checkpoint)
+        if R.needs_parent_sends((thread_id, r.checkpoint_ns, r.checkpoint_id, r.parent_checkpoint_id), {"v": expected.get("v")}) \
+                and "pending_sends" not in expected and tasks.get((r.checkpoint_ns, r.parent_checkpoint_id)):
+            expected["channel_values"] = {**expected["channel_values"], TASKS: tasks[(r.checkpoint_ns, r.parent_checkpoint_id)]}
+            expected["channel_versions"] = {**expected.get("channel_versions", {})}
+            expected["channel_versions"][TASKS] = t.checkpoint["channel_versions"].get(TASKS)
+        parent = t.parent_config["configurable"]["checkpoint_id"] if t.parent_config else None
+        writes = sorted(((w[0], w[2], w[4]) for w in r.writes), key=lambda w: (w[0], w[1], repr(w[2])))
+        got_writes = sorted(t.pending_writes or [], key=lambda w: (w[0], w[1], repr(w[2])))
+        for what, a, b in (("parent", r.parent_checkpoint_id, parent), ("checkpoint", expected, t.checkpoint),
+                           ("metadata", r.metadata, t.metadata), ("pending writes", writes, got_writes)):
+            if a != b:
+                out.append(f"{name}: {what} differs")
+    return out
+
+
+def adopt_thread(d: Dialect, serde: SerializerProtocol, thread_id: Any, bc: codec.BlobCodec | None = None) -> Op[int]:
+    """Import the thread's official checkpoints newer than its marker, verify them and move
+    the marker, in the caller's one transaction. Returns the checkpoints adopted.
+
+    Raises AdoptionError (nothing stored: the transaction rolls back) when a stored
+    checkpoint does not read back as the official one; CorruptRowError for an official
+    row that cannot be decoded."""
+    tid = thread_id_of(thread_id)
+    latest, adopted = yield from latest_official_op(d, tid)
+    if latest is None or (adopted is not None and latest <= adopted):
+        return 0  # another worker adopted it first
+    records = yield from read_thread_op(d, serde, tid, adopted or "")
+    n, _ = yield from store_op(d, serde, tid, records, bc)
+    problems = yield from verify_op(d, serde, tid, records)
+    if problems:
+        raise AdoptionError(
+            f"thread {tid!r} could not be adopted from the official saver's tables: {'; '.join(problems[:3])}. "
+            "Nothing was stored and the official rows are unchanged; open the saver with adopt=False to serve "
+            "threadline's tables only"
+        )
+    yield Q(
+        "INSERT INTO threadline_adopted (thread_id, checkpoint_id, adopted_at) VALUES (?, ?, ?) "
+        "ON CONFLICT (thread_id) DO UPDATE SET checkpoint_id = excluded.checkpoint_id, adopted_at = excluded.adopted_at",
+        (tid, latest, time.time()),
+    )
+    if n:
+        yield Q("UPDATE threadline_threads SET updated_at = ? WHERE thread_id = ?", (time.time(), tid))
+    return n
+
+
+__all__ = ["Record", "adopt_thread", "official_thread_ids_op", "pending", "read_thread_op", "store_op", "verify_op"]
