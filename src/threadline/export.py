@@ -29,19 +29,19 @@ import json
 import os
 import shutil
 import time
-from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from threadline import adopt
 from threadline.engine import ops
 from threadline.engine import rows as R
 from threadline.engine.dialect import Dialect, dumps_json
 from threadline.engine.ops import Op, Q
 from threadline.errors import ConfigError, ThreadlineError
-from threadline.history import _doc, _json, all_thread_ids_op, jsonable, node_of_task_path
-from threadline.keys import config_of, key_of, thread_id_of
+from threadline.history import _doc, _json, all_thread_ids_op, node_of_task_path
+from threadline.keys import thread_id_of
 
 TABLES = ("checkpoints", "writes", "blobs")
 
@@ -266,196 +266,98 @@ class ImportReport:
         }
 
 
-class _Source:
-    """An official LangGraph database: the official saver (for decoding) plus raw SQL for idx/task_path."""
+@contextmanager
+def _official_source(url: str) -> Iterator[Any]:
+    """A threadline saver shell on an official LangGraph database, opened read-only and
+    never set up: only ``peek`` runs on it. ConfigError when it is no such database."""
+    from threadline.urls import backend_of
 
-    def __init__(self, url: str) -> None:
-        self.url = url
-        self.kind = "postgres" if url.startswith(("postgres://", "postgresql://")) else "sqlite"
+    if backend_of(url) == "sqlite":
+        import sqlite3
 
-    @contextmanager
-    def open(self) -> Iterator[_Source]:
-        if self.kind == "sqlite":
-            import sqlite3
+        from threadline.sqlite import SqliteSaver, path_of
 
-            from langgraph.checkpoint.sqlite import SqliteSaver as OfficialSqliteSaver
+        path = path_of(url)
+        if not os.path.exists(path):
+            raise ConfigError(f"import source {path!r} does not exist")
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
+        try:
+            yield _checked(SqliteSaver(conn), path)
+        except sqlite3.DatabaseError as exc:
+            raise ConfigError(f"import source {path!r} is not a SQLite database ({exc})") from exc
+        finally:
+            conn.close()
+    else:
+        import psycopg
 
-            from threadline.sqlite import path_of
+        from threadline.postgres import PostgresSaver, door_error
 
-            path = path_of(self.url)
-            if not os.path.exists(path):
-                raise ConfigError(f"import source {path!r} does not exist")
-            conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
-            try:
-                tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-                if not {"checkpoints", "writes"} <= tables or "blobs" in tables:
-                    raise ConfigError(
-                        f"{path!r} is not a database of langgraph.checkpoint.sqlite.SqliteSaver (tables: {sorted(tables)})"
-                    )
-                self.saver = OfficialSqliteSaver(conn)
-                self._raw = lambda sql, p: conn.execute(sql, p).fetchall()
-                self._writes_table, self._value_col = "writes", "value"
-                yield self
-            finally:
-                conn.close()
-        else:
-            import psycopg
-            from langgraph.checkpoint.postgres import PostgresSaver as OfficialPostgresSaver
-            from psycopg.rows import dict_row
+        try:
+            conn = psycopg.connect(url, autocommit=True, connect_timeout=10)
+            conn.execute("SET default_transaction_read_only = on")
+        except psycopg.Error as exc:
+            raise door_error(exc, url) from exc
+        with conn:
+            yield _checked(PostgresSaver(conn), "the import source")
 
-            with psycopg.connect(self.url, autocommit=True, prepare_threshold=0, row_factory=dict_row) as conn:
-                self.saver = OfficialPostgresSaver(conn)
 
-                def raw(sql: str, p: Sequence[Any]) -> list:
-                    with conn.cursor(row_factory=psycopg.rows.tuple_row) as cur:
-                        cur.execute(sql.replace("?", "%s"), p)
-                        return cur.fetchall()
+def check_source(url: str) -> None:
+    """ConfigError/BackendError unless ``url`` is an official LangGraph database (opened read-only)."""
+    with _official_source(url):
+        pass
 
-                self._raw = raw
-                self._writes_table, self._value_col = "checkpoint_writes", "blob"
-                yield self
 
-    def thread_ids(self) -> list[str]:
-        return sorted(r[0] for r in self._raw("SELECT DISTINCT thread_id FROM checkpoints", ()))
-
-    def tuples(self, thread_id: str) -> list:
-        return sorted(
-            self.saver.list({"configurable": {"thread_id": thread_id}}),
-            key=lambda t: (t.config["configurable"].get("checkpoint_ns", ""), t.config["configurable"]["checkpoint_id"]),
+def _checked(source: Any, name: str) -> Any:
+    if not source.peek(ops.schema_state(source.dialect)).official:
+        raise ConfigError(
+            f"{name} is not a database of LangGraph's official {type(source).__name__} "
+            "(no checkpoints/writes tables of that layout)"
         )
-
-    def write_keys(self, thread_id: str) -> dict[tuple[str, str], list[tuple[str, int, str, str]]]:
-        """(ns, checkpoint_id) → [(task_id, idx, task_path, channel)] ordered by task_id, idx."""
-        found = self._raw(
-            f"SELECT checkpoint_ns, checkpoint_id, task_id, idx, task_path, channel FROM {self._writes_table} "
-            "WHERE thread_id = ? ORDER BY checkpoint_ns, checkpoint_id, task_id, idx",
-            (thread_id,),
-        )
-        out: dict[tuple[str, str], list] = defaultdict(list)
-        for ns, cid, task_id, idx, path, channel in found:
-            out[(ns, cid)].append((task_id, int(idx), path or "", channel))
-        return out
-
-
-def _epoch(ts: Any, default: float) -> float:
-    try:
-        return _dt.datetime.fromisoformat(str(ts)).timestamp()
-    except (TypeError, ValueError):
-        return default
+    return source
 
 
 def import_thread_op(
-    d: Dialect, serde: Any, thread_id: str, tuples: Sequence[Any], write_keys: dict[tuple[str, str], list], *, replace: bool = False
-) -> Op[tuple[int, int]]:
-    """Store one source thread's checkpoint tuples (oldest first) and their writes, in one transaction.
+    d: Dialect, serde: Any, thread_id: str, records: Sequence[Any], *, replace: bool = False, verify: bool = True
+) -> Op[tuple[int, int, list[str]]]:
+    """Store one source thread's records (``adopt.read_thread_op``) in one transaction:
+    (checkpoints, writes, mismatches). With ``verify``, a thread that does not read back
+    as the source rows is not stored (the transaction is rolled back by the raise).
 
-    Raises ThreadlineError when the thread already exists in threadline (unless ``replace``).
-    """
+    Raises ThreadlineError when the thread already exists in threadline (unless ``replace``)."""
     exists = yield Q("SELECT 1 FROM threadline_checkpoints WHERE thread_id = ? LIMIT 1", (thread_id,))
     if exists:
         if not replace:
             raise ThreadlineError(f"thread {thread_id!r} already exists in the target database (pass replace=True, CLI --replace)")
         yield from ops.delete_thread(d, thread_id)
-    stored: set[tuple[str, str, str]] = set()
-    n_writes = 0
-    first, last = None, None
-    now = time.time()
-    for t in tuples:
-        conf = t.config["configurable"]
-        ns, cid = conf.get("checkpoint_ns", ""), conf["checkpoint_id"]
-        parent = t.parent_config["configurable"]["checkpoint_id"] if t.parent_config else None
-        cp = dict(t.checkpoint)
-        versions = cp.get("channel_versions") or {}
-        new_versions = {ch: v for ch, v in versions.items() if (ns, ch, R.version_key(v)) not in stored}
-        stored |= {(ns, ch, R.version_key(v)) for ch, v in new_versions.items()}
-        put_conf = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns}}
-        if parent:
-            put_conf["configurable"]["checkpoint_id"] = parent
-        yield from ops.put(d, serde, put_conf, cp, dict(t.metadata or {}), new_versions)
-        created = _epoch(cp.get("ts"), now)
-        first = created if first is None else min(first, created)
-        last = created if last is None else max(last, created)
+    n_ck, n_w = yield from adopt.store_op(d, serde, thread_id, records)
+    problems = (yield from adopt.verify_op(d, serde, thread_id, records)) if verify else []
+    if problems:
+        raise _Mismatch(problems)
+    if records:
         yield Q(
-            "UPDATE threadline_checkpoints SET created_at = ? WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?",
-            (created, thread_id, ns, cid),
+            "UPDATE threadline_threads SET created_at = (SELECT MIN(created_at) FROM threadline_checkpoints WHERE thread_id = ?), "
+            "updated_at = (SELECT MAX(created_at) FROM threadline_checkpoints WHERE thread_id = ?) WHERE thread_id = ?",
+            (thread_id, thread_id, thread_id),
         )
-        keys = write_keys.get((ns, cid), [])
-        by_task: dict[str, list] = defaultdict(list)
-        for k in keys:
-            by_task[k[0]].append(k)
-        used: dict[str, int] = defaultdict(int)
-        rows = []
-        key = key_of(config_of(thread_id, ns, cid))
-        for task_id, channel, value in t.pending_writes or []:
-            ks = by_task.get(task_id, [])
-            i = used[task_id]
-            used[task_id] += 1
-            idx, path = (ks[i][1], ks[i][2]) if i < len(ks) else (i, "")
-            _, (row,) = R.write_rows(serde, key, [(channel, value)], task_id, path, created)
-            rows.append((*row[:4], idx, *row[5:]))
-        if rows:
-            yield Q(
-                "INSERT INTO threadline_writes (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, task_path, type, blob, created_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-                rows,
-                many=True,
-            )
-            n_writes += len(rows)
-    if tuples:
-        yield Q("UPDATE threadline_threads SET created_at = ?, updated_at = ? WHERE thread_id = ?", (first, last, thread_id))
         yield from ops.restat(d, [thread_id])
-    return len(tuples), n_writes
+    return n_ck, n_w, problems
 
 
-def _comparable(t: Any) -> tuple:
-    conf = t.config["configurable"]
-    return (
-        conf.get("checkpoint_ns", ""),
-        conf["checkpoint_id"],
-        t.parent_config["configurable"]["checkpoint_id"] if t.parent_config else None,
-        json.dumps(jsonable(t.checkpoint.get("channel_values") or {}), sort_keys=True, default=str),
-        json.dumps(jsonable(t.checkpoint.get("channel_versions") or {}), sort_keys=True, default=str),
-        json.dumps(jsonable(t.checkpoint.get("versions_seen") or {}), sort_keys=True, default=str),
-        json.dumps(jsonable(dict(t.metadata or {})), sort_keys=True, default=str),
-        json.dumps(jsonable(sorted(((w[0], w[1], jsonable(w[2])) for w in t.pending_writes or []), key=lambda w: (w[0], w[1], json.dumps(w[2], default=str)))), default=str),
-    )
+class _Mismatch(Exception):
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
 
 
-def verify_thread(source_saver: Any, target_saver: Any, thread_id: str, graph: Any = None) -> list[str]:
-    """Differences between a thread on two savers: every checkpoint (all namespaces) and the head.
+def _history_problems(graph: Any, saver: Any, thread_id: str, records: Sequence[Any]) -> list[str]:
+    """With a graph: ``get_state_history`` of the imported thread lists every root checkpoint, newest first."""
+    from threadline.history import bind_graph
 
-    Compares what LangGraph's ``get_state``/``get_state_history`` are built from:
-    checkpoint ids, parents, channel values, versions, ``versions_seen``,
-    metadata and pending writes; with ``graph`` also the snapshots themselves.
-    Returns human-readable mismatch descriptions (empty: identical).
-    """
-    conf = {"configurable": {"thread_id": thread_id}}
-    a = {(_comparable(t)[0], _comparable(t)[1]): _comparable(t) for t in source_saver.list(conf)}
-    b = {(_comparable(t)[0], _comparable(t)[1]): _comparable(t) for t in target_saver.list(conf)}
-    out = []
-    for k in sorted(set(a) | set(b)):
-        if k not in b:
-            out.append(f"checkpoint {k} missing in target")
-        elif k not in a:
-            out.append(f"checkpoint {k} not in source")
-        elif a[k] != b[k]:
-            fields = ["ns", "id", "parent", "values", "versions", "versions_seen", "metadata", "pending_writes"]
-            diff = [f for f, x, y in zip(fields, a[k], b[k]) if x != y]
-            out.append(f"checkpoint {k} differs in {diff}")
-    ha, hb = source_saver.get_tuple(conf), target_saver.get_tuple(conf)
-    if (ha and _comparable(ha)) != (hb and _comparable(hb)):
-        out.append("head (get_tuple without checkpoint_id) differs")
-    if graph is not None and not out:
-        from threadline.history import bind_graph
-
-        ga, gb = bind_graph(graph, source_saver), bind_graph(graph, target_saver)
-        if jsonable(ga.get_state(conf).values) != jsonable(gb.get_state(conf).values):
-            out.append("get_state values differ")
-        hist_a = [(s.config["configurable"]["checkpoint_id"], jsonable(s.values), s.next) for s in ga.get_state_history(conf)]
-        hist_b = [(s.config["configurable"]["checkpoint_id"], jsonable(s.values), s.next) for s in gb.get_state_history(conf)]
-        if hist_a != hist_b:
-            out.append("get_state_history differs")
-    return out
+    expected = sorted((r.checkpoint_id for r in records if r.checkpoint and r.checkpoint_ns == ""), reverse=True)
+    try:
+        got = [s.config["configurable"]["checkpoint_id"] for s in bind_graph(graph, saver).get_state_history({"configurable": {"thread_id": thread_id}})]
+    except Exception as exc:  # any failure of the graph on the imported thread is a finding
+        return [f"get_state_history failed ({type(exc).__name__}: {exc})"]
+    return [] if got == expected else ["get_state_history differs from the source's checkpoints"]
 
 
 def import_langgraph(
@@ -472,25 +374,32 @@ def import_langgraph(
 
     ``source``: a file path / ``sqlite:///path`` written by
     ``langgraph.checkpoint.sqlite.SqliteSaver``, or a ``postgresql://`` URL of
-    ``langgraph.checkpoint.postgres.PostgresSaver`` tables. Values are decoded
-    with the official saver's serializer and re-encoded by threadline's codec;
-    blobs are stored once per (channel, version). With ``verify`` each thread is
-    compared on both sides (``verify_thread``; with ``graph`` also ``get_state``
-    and ``get_state_history``). An existing target thread is an error unless
-    ``replace``. Raises ConfigError when the source is not such a database.
+    ``langgraph.checkpoint.postgres.PostgresSaver`` tables; it is opened read-only and
+    never changed. Values are decoded with ``saver``'s serializer and threadline's load
+    policy (never the official saver's: no stored constructor runs) and re-encoded by
+    threadline's codec; blobs are stored once per (channel, version). With ``verify``
+    every imported checkpoint must read back as the source rows (values, versions,
+    metadata, parent, pending writes) or that thread is not stored and is reported with
+    its mismatches; with ``graph`` its ``get_state_history`` is checked too. An existing
+    target thread is an error unless ``replace``. Raises ConfigError when the source is
+    not such a database.
     """
     report = ImportReport(source, [])
-    with _Source(source).open() as src:
-        ids = [thread_id_of(t) for t in thread_ids] if thread_ids is not None else src.thread_ids()
+    with _official_source(source) as src:
+        d = src.dialect
+        ids = [thread_id_of(t) for t in thread_ids] if thread_ids is not None else src.peek(adopt.official_thread_ids_op(d))
         for i, tid in enumerate(ids):
-            tuples = src.tuples(tid)
-            n_ck, n_w = saver.run(
-                import_thread_op(saver.dialect, saver.serde, tid, tuples, src.write_keys(tid), replace=replace), write=True
-            )
-            item = ThreadImport(tid, n_ck, n_w, None)
-            if verify:
-                item.mismatches = verify_thread(src.saver, saver, tid, graph)
-                item.verified = not item.mismatches
+            records = src.peek(adopt.read_thread_op(d, saver.serde, tid))
+            try:
+                n_ck, n_w, _ = saver.run(
+                    import_thread_op(saver.dialect, saver.serde, tid, records, replace=replace, verify=verify), write=True
+                )
+                item = ThreadImport(tid, n_ck, n_w, None)
+                if verify:
+                    item.mismatches = _history_problems(graph, saver, tid, records) if graph is not None else []
+                    item.verified = not item.mismatches
+            except _Mismatch as exc:
+                item = ThreadImport(tid, 0, 0, False, exc.problems)
             report.threads.append(item)
             if progress:
                 progress(i + 1, len(ids), tid)
@@ -504,6 +413,6 @@ __all__ = [
     "export_parquet",
     "export_rows_op",
     "import_langgraph",
+    "check_source",
     "import_thread_op",
-    "verify_thread",
 ]

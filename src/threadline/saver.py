@@ -240,6 +240,11 @@ class SyncShell(EngineSaver):
         """``setup`` from async code."""
         await asyncio.to_thread(self.setup)
 
+    def peek(self, op: ops.Op) -> Any:
+        """Run a read-only operation on the database as it is, without setting anything up
+        (for inspecting databases threadline does not own: an official saver's, a backup)."""
+        return self._transaction(op, False)
+
     def _run(self, op: ops.Op, *, write: bool) -> Any:
         if not self.is_setup:
             self.setup()

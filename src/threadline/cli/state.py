@@ -689,9 +689,17 @@ def import_cmd(
     graph: str = GraphOption,
     as_json: bool = JsonOption,
 ) -> None:
-    """Import threads written by LangGraph's official SqliteSaver (or PostgresSaver) and verify them."""
+    """Import threads written by LangGraph's official SqliteSaver (or PostgresSaver) and verify them.
+
+    The target must be named (--db or $THREADLINE_DB); the source is opened read-only."""
     from threadline import export as X
 
+    if not (db or os.environ.get("THREADLINE_DB")):
+        _fail("import writes into the database you name: pass --db URL (or set $THREADLINE_DB)", 2)
+    try:
+        X.check_source(source)
+    except (ThreadlineError, ValueError, OSError) as exc:
+        _fail(str(exc), 2)
     g = _graph(graph)
     with _saver(db, must_exist=False) as saver, _progress(not as_json) as progress:
         task = progress.add_task("import", total=None)
