@@ -1,0 +1,183 @@
+"""Drop-in reproductions: what a user switching from the official savers hit, and the door.
+
+Each test is one reported problem (its number in the drop-in report), on real
+databases: an application table named like threadline's old ones, checkpoints of
+LangGraph < v4 with their sends kept as the parent's TASKS writes, and the errors
+at the door (a file that is not a database, a read-only file, an unreachable or
+wrongly authenticated Postgres, a schema of a newer release) — one threadline error
+each, never a driver traceback, nothing written. The API surface and round-trip
+fidelity against the official classes are in test_drop_in_api.py and
+test_side_by_side.py.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from langgraph.checkpoint.base import empty_checkpoint
+from langgraph.checkpoint.base.id import uuid6
+from langgraph.checkpoint.serde.types import TASKS
+from langgraph.types import Send
+
+from backends import Backend
+from threadline import BackendError, SqliteSaver
+from threadline.errors import SchemaError
+
+
+# --- 3. tables that collide -------------------------------------------------------------
+
+
+def test_an_application_migrations_table_does_not_collide(sync_backend: Backend) -> None:
+    """An app's own ``migrations`` and ``checkpoints`` tables stay as they are; threadline uses threadline_*."""
+    sync_backend.sql("CREATE TABLE migrations (id INTEGER PRIMARY KEY, name TEXT)")
+    sync_backend.sql("INSERT INTO migrations (id, name) VALUES (1, 'app-0001')")
+    sync_backend.sql("CREATE TABLE checkpoints (id INTEGER PRIMARY KEY, label TEXT)")
+    with sync_backend.open() as saver:
+        cp = empty_checkpoint()
+        saver.put({"configurable": {"thread_id": "t", "checkpoint_ns": ""}}, cp, {}, {})
+        assert saver.get_tuple({"configurable": {"thread_id": "t"}}).checkpoint["id"] == cp["id"]
+    assert sync_backend.sql("SELECT id, name FROM migrations") == [(1, "app-0001")]
+    assert sync_backend.sql("SELECT COUNT(*) FROM checkpoints") == [(0,)]
+
+
+# --- 9. checkpoints of LangGraph < v4 --------------------------------------------------
+
+
+def _v3_thread(saver) -> tuple[dict, dict]:
+    """A parent checkpoint with Send packets as TASKS writes, and a v3 child without pending_sends."""
+    parent = empty_checkpoint()
+    parent["v"] = 3
+    parent["channel_values"] = {"x": "a"}
+    parent["channel_versions"] = {"x": saver.get_next_version(None, None)}
+    parent.pop("pending_sends", None)
+    pconf = saver.put({"configurable": {"thread_id": "old", "checkpoint_ns": ""}}, parent, {"step": 0}, dict(parent["channel_versions"]))
+    saver.put_writes(pconf, [(TASKS, Send("node", {"n": 1})), (TASKS, Send("node", {"n": 2}))], "task-1", "~0")
+    child = empty_checkpoint()
+    child["id"] = str(uuid6(clock_seq=-1))
+    child["v"] = 3
+    child["channel_values"] = {"x": "b"}
+    child["channel_versions"] = {"x": saver.get_next_version(parent["channel_versions"]["x"], None)}
+    child.pop("pending_sends", None)
+    cconf = saver.put(pconf, child, {"step": 1}, dict(child["channel_versions"]))
+    return pconf, cconf
+
+
+def test_pre_v4_pending_sends_are_migrated_like_the_official_postgres_saver(sync_backend: Backend, tmp_path) -> None:
+    with sync_backend.open() as saver:
+        pconf, cconf = _v3_thread(saver)
+        got = saver.get_tuple(cconf)
+        listed = [t for t in saver.list({"configurable": {"thread_id": "old"}}) if t.config == got.config][0]
+    assert got.checkpoint["channel_values"][TASKS] == [Send("node", {"n": 1}), Send("node", {"n": 2})]
+    assert got.checkpoint["channel_versions"][TASKS] == max(v for k, v in got.checkpoint["channel_versions"].items() if k != TASKS)
+    assert listed.checkpoint == got.checkpoint
+    if sync_backend.is_postgres:  # the official PostgresSaver on the same calls returns the same checkpoint
+        from langgraph.checkpoint.postgres import PostgresSaver as Official
+
+        from backends import pg_dsn, with_search_path
+        from conftest import pg_schemas
+
+        schema = pg_schemas().create()
+        try:
+            with Official.from_conn_string(with_search_path(pg_dsn(), schema)) as official:
+                official.setup()
+                _, oconf = _v3_thread(official)
+                theirs = official.get_tuple(oconf).checkpoint
+            mine = dict(got.checkpoint)
+            assert {k: v for k, v in mine.items() if k not in ("id", "ts", "channel_versions")} == {
+                k: v for k, v in theirs.items() if k not in ("id", "ts", "channel_versions")
+            }
+            assert set(mine["channel_versions"]) == set(theirs["channel_versions"])
+        finally:
+            pg_schemas().drop(schema)
+
+
+# --- 6. errors at the door ----------------------------------------------------------
+
+
+def test_a_file_that_is_not_a_database(tmp_path: Path) -> None:
+    bogus = tmp_path / "notes.db"
+    bogus.write_bytes(b"these are my notes, not a database" * 100)
+    before = bogus.read_bytes()
+    with pytest.raises(BackendError, match="not a SQLite database"):
+        with SqliteSaver.from_conn_string(str(bogus)):
+            pass
+    assert bogus.read_bytes() == before
+
+
+def test_a_read_only_file_and_an_unopenable_path(tmp_path: Path) -> None:
+    if os.geteuid() == 0:
+        # root ignores file modes; SQLite's read-only URI mode is the same situation
+        conn = sqlite3.connect(f"file:{tmp_path / 'ro.db'}?mode=rwc", uri=True)
+        conn.execute("CREATE TABLE app (x)")
+        conn.close()
+        ro = sqlite3.connect(f"file:{tmp_path / 'ro.db'}?mode=ro", uri=True, check_same_thread=False)
+        with pytest.raises(BackendError, match="read-only"):
+            SqliteSaver(ro).setup()
+        ro.close()
+    else:
+        path = tmp_path / "ro.db"
+        sqlite3.connect(path).close()
+        path.chmod(stat.S_IRUSR)
+        with pytest.raises(BackendError, match="read-only"):
+            with SqliteSaver.from_conn_string(str(path)):
+                pass
+    with pytest.raises(BackendError, match="cannot open"):
+        with SqliteSaver.from_conn_string(str(tmp_path / "no" / "such" / "dir" / "x.db")):
+            pass
+
+
+async def test_a_schema_of_a_newer_release_is_refused_untouched(backend: Backend) -> None:
+    with backend.open_sync_twin():
+        pass
+    backend.sql("INSERT INTO threadline_migrations (v, applied_at) VALUES (99, 0)")
+    before = backend.snapshot()
+    with pytest.raises(SchemaError, match="newer threadline"):
+        if backend.is_async:
+            async with backend.open():
+                pass
+        else:
+            with backend.open():
+                pass
+    assert backend.snapshot() == before
+
+
+def test_unreachable_and_wrongly_authenticated_postgres() -> None:
+    from threadline import PostgresSaver
+
+    with pytest.raises(BackendError, match="cannot connect") as info:
+        with PostgresSaver.from_conn_string("postgresql://nobody:secret@127.0.0.1:1/x"):
+            pass
+    assert "secret" not in str(info.value)
+    from backends import pg_dsn, postgres_unavailable
+
+    if postgres_unavailable() is None:
+        with pytest.raises(BackendError, match="cannot connect"):
+            with PostgresSaver.from_conn_string(pg_dsn().replace("postgres@", "no_such_role@")):
+                pass
+
+
+def _cli(*args: str, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [str(Path(sys.executable).parent / "threadline"), *args],
+        cwd=cwd, capture_output=True, text=True, env={**os.environ, "THREADLINE_DB": "", **(env or {})}, timeout=120,
+    )
+
+
+def test_cli_import_needs_a_named_target_and_a_real_source(tmp_path: Path) -> None:
+    r = _cli("import", "official.db", cwd=tmp_path)
+    assert r.returncode == 2 and "--db" in r.stderr and "Traceback" not in r.stderr + r.stdout
+    r = _cli("import", "missing.db", "--db", "target.db", cwd=tmp_path)
+    assert r.returncode == 2 and "does not exist" in r.stderr
+    assert not (tmp_path / "target.db").exists()
+    assert not (tmp_path / "threadline-demo.db").exists()
+    bogus = tmp_path / "bogus.db"
+    bogus.write_text("not sqlite" * 50)
+    r = _cli("import", str(bogus), "--db", "target.db", cwd=tmp_path)
+    assert r.returncode == 2 and "not a SQLite database" in r.stderr and "Traceback" not in r.stderr
+    assert not (tmp_path / "target.db").exists()
