@@ -159,6 +159,8 @@ class PostgresSaver(SyncShell):
                         cur.executemany(POSTGRES.sql(s.sql), s.params)
                     else:
                         cur.execute(POSTGRES.sql(s.sql), s.params)
+                        if self.pipe is not None:
+                            self.pipe.sync()  # the next statement may depend on these rows
                         rows = cur.fetchall() if cur.description else []
                 return rows
 
@@ -266,6 +268,8 @@ class AsyncPostgresSaver(AsyncShell):
                         await cur.executemany(POSTGRES.sql(s.sql), s.params)
                     else:
                         await cur.execute(POSTGRES.sql(s.sql), s.params)
+                        if self.pipe is not None:
+                            await self.pipe.sync()  # the next statement may depend on these rows
                         rows = await cur.fetchall() if cur.description else []
                 return rows
 

@@ -29,8 +29,9 @@ from threadline.errors import BackendError, ThreadlineError
 from threadline.saver import AsyncShell, SyncShell
 
 BUSY_TIMEOUT_MS = 30_000
+WAL = "PRAGMA journal_mode=WAL"  # readers never block the writer
 PRAGMAS = (
-    "PRAGMA journal_mode=WAL",  # readers never block the writer
+    WAL,
     "PRAGMA synchronous=NORMAL",  # durable across process crashes; WAL's recommended setting
     f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}",
 )
@@ -125,6 +126,8 @@ class SqliteSaver(SyncShell):
     def setup(self) -> None:
         with self.lock:
             try:
+                if not self.conn.in_transaction:
+                    self.conn.execute(WAL)  # a property of the file, set as the official saver sets it
                 super().setup()
             except sqlite3.Error as exc:
                 raise door_error(exc, _name(self.conn)) from exc
@@ -241,6 +244,8 @@ class AsyncSqliteSaver(AsyncShell):
     async def setup(self) -> None:
         async with self.lock:
             try:
+                if not self.conn.in_transaction:
+                    await self.conn.execute(WAL)
                 await super().setup()
             except sqlite3.Error as exc:
                 raise door_error(exc, "the SQLite database") from exc

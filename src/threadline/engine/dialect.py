@@ -168,12 +168,20 @@ def check_filter(filter: Any) -> None:
             raise FilterError(f"metadata filter value for {key!r} cannot be matched: {exc}") from exc
 
 
-def _json_path(key: str) -> str:
-    """The SQLite JSON path of a filter key, one quoted label per dotted part, as the
-    official SqliteSaver reads keys (``"user.access-level"`` → ``$."user"."access-level"``)."""
-    if '"' in key:
-        raise FilterError(f"metadata filter key {key!r} contains a double quote, which a JSON path cannot name")
-    return "$" + "".join(f'."{part}"' for part in key.split("."))
+_PATH_KEY = re.compile(r"^[A-Za-z0-9_.-]+$")  # the keys the official SqliteSaver accepts
+
+
+def _extract(key: str) -> tuple[str, str]:
+    """SQL for ``metadata``'s value at a filter key (SQLite) and its one parameter.
+
+    A key of the official SqliteSaver's characters is a JSON path split at dots, read by
+    ``json_extract`` as the official saver reads it (``"user.access-level"`` →
+    ``$."user"."access-level"``); any other key (which the official saver refuses) names
+    one top-level key, matched literally through ``json_each``. Either way the key is a
+    bound parameter, never SQL text."""
+    if _PATH_KEY.match(key):
+        return "json_extract(c.metadata, ?)", "$" + "".join(f'."{part}"' for part in key.split("."))
+    return "(SELECT j.value FROM json_each(c.metadata) j WHERE j.key = ?)", key
 
 
 class Dialect:
@@ -238,24 +246,24 @@ class Dialect:
         field, ``True``/``1`` and ``False``/``0`` match each other (SQLite has no boolean),
         an object or array matches the same JSON text (key order included).
 
-        Unlike the official saver, any string key is accepted: the JSON path is a bound
-        parameter built from quoted labels, never spliced into the SQL. Raises FilterError
-        for a non-mapping filter, a non-string key or a key with a double quote, and values
-        no JSON column can hold.
+        Unlike the official saver, any string key is accepted (``_extract``): keys of its
+        characters are JSON paths, others literal top-level keys; all are bound parameters.
+        Raises FilterError for a non-mapping filter, a non-string key, and values no JSON
+        column can hold.
         """
         check_filter(filter)
         clauses, params = [], []
         for key, value in filter.items():
-            path = _json_path(key)
+            expr, param = _extract(key)
             if value is None:
-                clauses.append("json_extract(c.metadata, ?) IS NULL")
-                params.append(path)
+                clauses.append(f"{expr} IS NULL")
+                params.append(param)
             elif isinstance(value, (dict, list, tuple)):
-                clauses.append("json_extract(c.metadata, ?) = json(?)")
-                params += [path, json.dumps(value, separators=(",", ":"), ensure_ascii=False)]
+                clauses.append(f"{expr} = json(?)")
+                params += [param, json.dumps(value, separators=(",", ":"), ensure_ascii=False)]
             else:
-                clauses.append("json_extract(c.metadata, ?) = ?")
-                params += [path, value if isinstance(value, (str, int, float)) else str(value)]
+                clauses.append(f"{expr} = ?")
+                params += [param, value if isinstance(value, (str, int, float)) else str(value)]
         return " AND ".join(clauses) or "1 = 1", params
 
 

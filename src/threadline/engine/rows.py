@@ -212,14 +212,15 @@ def needs_parent_sends(row: Sequence[Any], doc: Mapping[str, Any]) -> bool:
 
 
 def next_version(current: Any) -> str:
-    """LangGraph's version format: a zero-padded per-channel counter plus a random suffix (seed 000 §version)."""
+    """The official savers' version format: a 32-digit zero-padded per-channel counter, a dot,
+    and a random fraction (seed 000 §version); only the counter orders versions."""
     if current is None:
         n = 0
     elif isinstance(current, int):
         n = current
     else:
         n = int(str(current).split(".")[0])
-    return f"{n + 1:032d}.{random.random():016f}"
+    return f"{n + 1:032}.{random.random():016}"
 
 
 def blob_pairs(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
