@@ -1,0 +1,628 @@
+"""LangGraph suite: run LangGraph's own tests with threadline's savers substituted.
+
+Proves drop-in compatibility by running the official test suites of the
+INSTALLED versions of
+
+* ``langgraph`` (its ``tests/``: graph execution against the ``sync_checkpointer``
+  / ``async_checkpointer`` fixtures, i.e. SQLite sync/async and Postgres
+  sync/async with connection, pipeline and pool variants),
+* ``langgraph-checkpoint-sqlite`` (``tests/test_sqlite.py``, ``test_aiosqlite.py``, ...),
+* ``langgraph-checkpoint-postgres`` (``tests/test_sync.py``, ``test_async.py``, ...),
+
+twice each: once with the official savers (the baseline) and once with
+``langgraph.checkpoint.sqlite.SqliteSaver`` & co. replaced by
+``threadline.SqliteSaver`` & co. It then prints, per suite and saver variant,
+passed/failed/skipped/errors for official vs threadline, and every test that
+passes with the official saver but not with threadline, with the first line of
+its failure and its classification from ``compat/suite/expectations.toml``.
+
+How:
+
+1. The sdist of each package, at the version installed in this environment
+   (``importlib.metadata``), is fetched with ``pip download --no-deps
+   --no-binary :all:`` into ``.cache/langgraph-suite/sdists/`` and only its
+   ``tests/`` folder is extracted to ``.cache/langgraph-suite/<name>-<version>/``
+   (git-ignored; downloaded code is never committed nor edited).
+2. pytest runs there with ``-c compat/suite/pytest.ini -p threadline_suite_plugin``
+   (``compat/suite/threadline_suite_plugin.py``): the plugin substitutes the saver
+   classes before any test module is imported, points the suites' hard-coded
+   Postgres URIs at ``THREADLINE_TEST_POSTGRES``, selects the tests that exercise a
+   substituted saver, times out hung tests and writes per-test results as JSON.
+   Runs go two at a time (``--jobs``).
+3. Results, logs and a Markdown report land in ``.cache/langgraph-suite/results/``;
+   ``--write-docs`` also puts the counts table into ``docs/compatibility.md``.
+
+Usage::
+
+    make langgraph-suite                       # everything (about half an hour)
+    .venv/bin/python compat/langgraph_suite.py --suite sqlite --suite postgres
+    .venv/bin/python compat/langgraph_suite.py --suite langgraph -k test_pregel.py
+    .venv/bin/python compat/langgraph_suite.py --rev HEAD    # a committed threadline
+    .venv/bin/python compat/langgraph_suite.py --write-docs
+
+Postgres: ``THREADLINE_TEST_POSTGRES`` (default
+``postgresql://postgres@127.0.0.1:5432/test``); the role must be allowed to
+CREATE DATABASE (the suites make one per test). ``--no-postgres`` skips it.
+
+Exit status: 0 when every threadline-only failure is classified ``internals`` or
+``deliberate`` in the expectations file, 1 otherwise (``bug`` or unclassified),
+2 when a run could not produce results.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import importlib.metadata
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import threading
+import time
+import tomllib
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+COMPAT = ROOT / "compat" / "suite"
+DEFAULT_CACHE = ROOT / ".cache" / "langgraph-suite"
+EXPECTATIONS = COMPAT / "expectations.toml"
+DOCS = ROOT / "docs" / "compatibility.md"
+DOCS_START = "<!-- langgraph-suite:results:start -->"
+DOCS_END = "<!-- langgraph-suite:results:end -->"
+DEFAULT_DSN = "postgresql://postgres@127.0.0.1:5432/test"
+
+IMPLS = ("official", "threadline")
+OUTCOMES = ("passed", "failed", "skipped", "error")
+
+
+@dataclass(frozen=True)
+class Suite:
+    name: str  # langgraph | sqlite | postgres
+    dist: str  # PyPI distribution whose sdist ships tests/
+    options: tuple[str, ...]  # extra pytest options
+    needs: tuple[str, ...] = ()  # importable modules the suite needs (test dependencies)
+
+
+SUITES = {
+    "langgraph": Suite(
+        "langgraph",
+        "langgraph",
+        # Upstream runs these tests with anyio's plugin only; keep pytest-asyncio out of it.
+        ("-p", "no:asyncio", "--snapshot-warn-unused"),
+        needs=("pytest_mock", "syrupy", "redis", "Crypto"),
+    ),
+    "sqlite": Suite(
+        "sqlite",
+        "langgraph-checkpoint-sqlite",
+        ("-o", "asyncio_mode=auto", "-o", "asyncio_default_fixture_loop_scope=function"),
+    ),
+    "postgres": Suite(
+        "postgres",
+        "langgraph-checkpoint-postgres",
+        ("-o", "asyncio_mode=auto", "-o", "asyncio_default_fixture_loop_scope=function"),
+    ),
+}
+
+# Row order and labels of the langgraph suite's saver variants (fixture params).
+LANGGRAPH_VARIANTS = {
+    "sqlite": "SQLite sync",
+    "sqlite_aes": "SQLite sync, encrypted serde",
+    "sqlite_aio": "SQLite async",
+    "postgres": "Postgres sync",
+    "postgres_pipe": "Postgres sync, pipeline",
+    "postgres_pool": "Postgres sync, pool",
+    "postgres_aio": "Postgres async",
+    "postgres_aio_pipe": "Postgres async, pipeline",
+    "postgres_aio_pool": "Postgres async, pool",
+}
+
+
+QUICK_VARIANTS = ("sqlite", "sqlite_aio", "postgres", "postgres_aio")
+
+
+_print_lock = threading.Lock()
+
+
+def log(msg: str) -> None:
+    with _print_lock:
+        print(msg, flush=True)
+
+
+# --- fetching the suites ---------------------------------------------------------------
+
+
+def installed_version(dist: str) -> str:
+    return importlib.metadata.version(dist)
+
+
+def fetch_tests(suite: Suite, cache: Path, offline: bool) -> Path:
+    """Download the sdist of the installed ``suite.dist`` and extract its tests/; return the folder holding tests/."""
+    version = installed_version(suite.dist)
+    dest = cache / f"{suite.dist}-{version}"
+    stamp = dest / ".extracted"
+    if stamp.exists():
+        return dest
+    sdists = cache / "sdists"
+    sdists.mkdir(parents=True, exist_ok=True)
+    prefix = suite.dist.replace("-", "_")
+    archive = next(
+        (p for p in sdists.glob("*.tar.gz") if p.name.lower() in (f"{prefix}-{version}.tar.gz", f"{suite.dist}-{version}.tar.gz")),
+        None,
+    )
+    if archive is None:
+        if offline:
+            raise SystemExit(f"--offline: no sdist of {suite.dist}=={version} in {sdists}")
+        log(f"fetching sdist {suite.dist}=={version} from PyPI")
+        cmd = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary", ":all:",
+               f"{suite.dist}=={version}", "-d", str(sdists)]
+        subprocess.run(cmd, check=True)
+        archive = next(p for p in sdists.glob("*.tar.gz") if p.name.lower() in (f"{prefix}-{version}.tar.gz", f"{suite.dist}-{version}.tar.gz"))
+    if dest.exists():
+        shutil.rmtree(dest)
+    dest.mkdir(parents=True)
+    with tarfile.open(archive) as tar:
+        members = []
+        for m in tar.getmembers():
+            parts = Path(m.name).parts
+            if len(parts) >= 2 and parts[1] == "tests":
+                m.name = str(Path(*parts[1:]))
+                members.append(m)
+        if not members:
+            raise SystemExit(f"{archive.name} has no tests/ folder")
+        tar.extractall(dest, members=members, filter="data")
+    stamp.write_text(f"{archive.name}\n")
+    return dest
+
+
+# --- threadline under test -------------------------------------------------------------------
+
+
+def threadline_source(rev: str | None, cache: Path) -> tuple[str | None, str]:
+    """(extra PYTHONPATH entry, description) of the threadline code to test."""
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(ROOT), *args], check=True, capture_output=True, text=True).stdout.strip()
+
+    if rev is None:
+        try:
+            desc = git("describe", "--always", "--dirty")
+        except (subprocess.CalledProcessError, FileNotFoundError):
+            desc = "unknown"
+        return None, f"working tree ({desc})"
+    sha = git("rev-parse", "--verify", f"{rev}^{{commit}}")
+    dest = cache / "threadline" / sha[:12]
+    if not (dest / "src" / "threadline" / "__init__.py").exists():
+        dest.mkdir(parents=True, exist_ok=True)
+        archive = subprocess.run(["git", "-C", str(ROOT), "archive", sha, "src"], check=True, capture_output=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
+    return str(dest / "src"), f"git {rev} ({sha[:12]})"
+
+
+def base_env(pythonpath_extra: str | None) -> dict[str, str]:
+    env = dict(os.environ)
+    paths = [p for p in (pythonpath_extra, str(COMPAT)) if p]
+    if env.get("PYTHONPATH"):
+        paths.append(env["PYTHONPATH"])
+    env["PYTHONPATH"] = os.pathsep.join(paths)
+    env.setdefault("THREADLINE_TEST_POSTGRES", DEFAULT_DSN)
+    env["PYTHONUNBUFFERED"] = "1"  # the logs show progress as it happens
+    env.pop("NO_DOCKER", None)  # the langgraph suite must keep its Postgres variants
+    return env
+
+
+def check_import(env: dict[str, str], module: str) -> str | None:
+    proc = subprocess.run([sys.executable, "-c", f"import {module}"], env=env, capture_output=True, text=True)
+    if proc.returncode == 0:
+        return None
+    lines = [line for line in proc.stderr.strip().splitlines() if line.strip()]
+    return lines[-1] if lines else f"import {module} failed"
+
+
+def check_postgres(dsn: str) -> str | None:
+    try:
+        import psycopg
+
+        with psycopg.Connection.connect(dsn, connect_timeout=5) as conn:
+            conn.execute("SELECT 1")
+        return None
+    except Exception as exc:  # noqa: BLE001 - any reason is reported
+        return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+
+
+# --- running ------------------------------------------------------------------------------
+
+
+@dataclass
+class Run:
+    suite: Suite
+    impl: str
+    cwd: Path
+    results: Path
+    log: Path
+    data: dict | None = None
+    problem: str | None = None
+    seconds: float = 0.0
+
+
+def run_pytest(run: Run, env: dict[str, str], args: argparse.Namespace) -> Run:
+    env = dict(env)
+    env.update(
+        THREADLINE_SUITE=run.suite.name,
+        THREADLINE_SUITE_IMPL=run.impl,
+        THREADLINE_SUITE_RESULTS=str(run.results),
+        THREADLINE_SUITE_TIMEOUT=str(args.timeout),
+        THREADLINE_SUITE_NO_POSTGRES="1" if args.no_postgres else "",
+        THREADLINE_SUITE_VARIANTS=",".join(args.variants or ()),
+    )
+    cmd = [
+        sys.executable, "-m", "pytest", "tests",
+        "-c", str(COMPAT / "pytest.ini"), "--rootdir", str(run.cwd),
+        "-q", "-p", "no:cacheprovider", "-p", "threadline_suite_plugin",
+        "--tb=short", "-rN", *run.suite.options,
+    ]
+    if args.k:
+        cmd += ["-k", args.k]
+    run.results.unlink(missing_ok=True)
+    started = time.time()
+    log(f"[{run.suite.name}/{run.impl}] started")
+    with run.log.open("w") as out:
+        out.write("$ " + " ".join(cmd) + "\n\n")
+        out.flush()
+        try:
+            subprocess.run(cmd, cwd=run.cwd, env=env, stdout=out, stderr=subprocess.STDOUT, timeout=args.run_timeout)
+        except subprocess.TimeoutExpired:
+            run.problem = f"pytest did not finish within {args.run_timeout}s"
+    run.seconds = time.time() - started
+    if run.results.exists():
+        run.data = json.loads(run.results.read_text())
+        run.data["selection"] = selection(run.suite, args)
+        run.results.write_text(json.dumps(run.data, indent=1, sort_keys=True))
+    elif run.problem is None:
+        tail = run.log.read_text().strip().splitlines()[-5:]
+        run.problem = "no results; log ends: " + " | ".join(tail)
+    counts = Counter(t["outcome"] for t in (run.data or {}).get("tests", {}).values())
+    log(f"[{run.suite.name}/{run.impl}] done in {run.seconds:.0f}s: "
+        + (", ".join(f"{counts[o]} {o}" for o in OUTCOMES) if run.data else f"FAILED ({run.problem})"))
+    return run
+
+
+def selection(suite: Suite, args: argparse.Namespace) -> dict:
+    """What decides which tests a run ran: results with the same selection can stand in for a rerun."""
+    return {
+        "version": installed_version(suite.dist),
+        "k": args.k,
+        "no_postgres": bool(args.no_postgres),
+        "variants": sorted(args.variants or ()) if suite.name == "langgraph" else None,
+    }
+
+
+def reuse(run: Run, args: argparse.Namespace) -> bool:
+    """Load an earlier run's results for a run not asked for this time (e.g. the official
+    baseline while iterating on threadline), if they were made with the same selection."""
+    if not run.results.exists():
+        return False
+    try:
+        data = json.loads(run.results.read_text())
+    except ValueError:
+        return False
+    if data.get("selection") != selection(run.suite, args) or data.get("impl") != run.impl:
+        return False
+    run.data = data
+    log(f"[{run.suite.name}/{run.impl}] reusing the results of an earlier run ({run.results.name})")
+    return True
+
+
+# --- comparing ----------------------------------------------------------------------------
+
+
+@dataclass
+class Expectation:
+    pattern: str  # fnmatch pattern on "<suite>: <node id>"
+    kind: str  # internals | deliberate | bug
+    why: str
+    message: str | None = None  # fnmatch pattern on the first line of the failure, if given
+
+
+def load_expectations() -> list[Expectation]:
+    if not EXPECTATIONS.exists():
+        return []
+    data = tomllib.loads(EXPECTATIONS.read_text())
+    out = []
+    for entry in data.get("expect", []):
+        for pattern in entry["match"] if isinstance(entry["match"], list) else [entry["match"]]:
+            if entry["class"] not in ("bug", "internals", "deliberate"):
+                raise SystemExit(f"{EXPECTATIONS.name}: unknown class {entry['class']!r}")
+            out.append(Expectation(pattern, entry["class"], entry["why"], entry.get("message")))
+    return out
+
+
+def classify(test_id: str, message: str, expectations: list[Expectation]) -> Expectation | None:
+    for e in expectations:
+        if fnmatch.fnmatchcase(test_id, e.pattern) and (e.message is None or fnmatch.fnmatchcase(message, e.message)):
+            return e
+    return None
+
+
+CLASS_LABEL = {
+    "bug": "(a) threadline bug",
+    "internals": "(b) official internals",
+    "deliberate": "(c) deliberate difference",
+    None: "UNCLASSIFIED",
+}
+
+
+@dataclass
+class Regression:
+    test_id: str  # "<suite>: <nodeid>"
+    variant: str
+    outcome: str
+    message: str
+    official_built_saver: bool
+    expectation: Expectation | None
+
+
+@dataclass
+class Comparison:
+    rows: list[tuple[str, str, str, Counter, Counter]] = field(default_factory=list)  # suite, variant, label, off, tl
+    regressions: list[Regression] = field(default_factory=list)
+    fixed: list[str] = field(default_factory=list)  # fail with official, pass with threadline
+    both_fail: list[tuple[str, str]] = field(default_factory=list)
+    saverless_passes: dict[str, int] = field(default_factory=dict)
+    deselected: dict[str, dict[str, list[str]]] = field(default_factory=dict)
+
+
+def variant_order(suite: str, variants: set[str]) -> list[str]:
+    if suite == "langgraph":
+        known = [v for v in LANGGRAPH_VARIANTS if v in variants]
+        return known + sorted(variants - set(known))
+    return sorted(variants)
+
+
+def compare(runs: dict[tuple[str, str], Run], expectations: list[Expectation]) -> Comparison:
+    cmp = Comparison()
+    for name in SUITES:
+        off_run, tl_run = runs.get((name, "official")), runs.get((name, "threadline"))
+        if off_run is None and tl_run is None:
+            continue
+        off = (off_run.data or {}).get("tests", {}) if off_run else {}
+        tl = (tl_run.data or {}).get("tests", {}) if tl_run else {}
+        for run in (off_run, tl_run):
+            if run and run.data:
+                cmp.deselected[name] = run.data.get("deselected", {})
+        variants = {t["variant"] for t in off.values()} | {t["variant"] for t in tl.values()}
+        for variant in variant_order(name, variants):
+            c_off = Counter(t["outcome"] for t in off.values() if t["variant"] == variant)
+            c_tl = Counter(t["outcome"] for t in tl.values() if t["variant"] == variant)
+            label = LANGGRAPH_VARIANTS.get(variant, variant) if name == "langgraph" else variant
+            cmp.rows.append((name, variant, label, c_off, c_tl))
+        cmp.saverless_passes[name] = sum(1 for t in tl.values() if t["outcome"] == "passed" and not t.get("built"))
+        for nodeid in sorted(set(off) | set(tl)):
+            o, t = off.get(nodeid), tl.get(nodeid)
+            test_id = f"{name}: {nodeid}"
+            if o and t and o["outcome"] == "passed" and t["outcome"] != "passed":
+                cmp.regressions.append(Regression(test_id, t["variant"], t["outcome"], t["message"], bool(o.get("built")),
+                                                  classify(test_id, t["message"], expectations)))
+            elif o and t and o["outcome"] in ("failed", "error") and t["outcome"] == "passed":
+                cmp.fixed.append(test_id)
+            elif o and t and o["outcome"] in ("failed", "error") and t["outcome"] in ("failed", "error"):
+                cmp.both_fail.append((test_id, o["message"]))
+    return cmp
+
+
+# --- reporting ----------------------------------------------------------------------------
+
+
+def fmt_counts(c: Counter) -> str:
+    return " / ".join(str(c[o]) for o in OUTCOMES)
+
+
+def counts_table(cmp: Comparison) -> list[str]:
+    lines = [
+        "| suite | saver variant | official P / F / S / E | threadline P / F / S / E |",
+        "| --- | --- | --- | --- |",
+    ]
+    totals: dict[str, tuple[Counter, Counter]] = {}
+    for suite, _variant, label, c_off, c_tl in cmp.rows:
+        lines.append(f"| {suite} | {label} | {fmt_counts(c_off)} | {fmt_counts(c_tl)} |")
+        t_off, t_tl = totals.setdefault(suite, (Counter(), Counter()))
+        t_off.update(c_off)
+        t_tl.update(c_tl)
+    for suite, (t_off, t_tl) in totals.items():
+        lines.append(f"| **{suite}** | **total** | **{fmt_counts(t_off)}** | **{fmt_counts(t_tl)}** |")
+    return lines
+
+
+def regressions_table(cmp: Comparison, limit: int = 300) -> list[str]:
+    if not cmp.regressions:
+        return ["None: every test that passes with the official savers passes with threadline's."]
+    lines = ["| test | threadline outcome | class | first line of the failure |", "| --- | --- | --- | --- |"]
+    for r in cmp.regressions:
+        msg = r.message.replace("|", "\\|")
+        if len(msg) > limit:
+            msg = msg[: limit - 1] + "…"
+        lines.append(f"| `{r.test_id}` | {r.outcome} | {CLASS_LABEL[r.expectation.kind if r.expectation else None]} | {msg} |")
+    return lines
+
+
+def reasons_lines(cmp: Comparison) -> list[str]:
+    lines = []
+    for r in cmp.regressions:
+        if r.expectation is not None:
+            lines.append(f"- `{r.expectation.pattern}`: {r.expectation.why}")
+    return sorted(set(lines))
+
+
+def deselected_lines(cmp: Comparison) -> list[str]:
+    lines = []
+    for suite, reasons in cmp.deselected.items():
+        for reason, ids in sorted(reasons.items()):
+            lines.append(f"- {suite}: {len(ids)} deselected, {reason}")
+    return lines
+
+
+def report_markdown(cmp: Comparison, meta: dict, full: bool) -> str:
+    out = [
+        f"Run of {meta['date']}: threadline {meta['threadline']}; "
+        + ", ".join(f"{d} {v}" for d, v in meta["versions"].items())
+        + f"; {meta['seconds']:.0f}s.",
+        "",
+        "P / F / S / E = passed / failed / skipped / errors (setup or teardown).",
+        "",
+        *counts_table(cmp),
+        "",
+        f"### Pass with the official saver, not with threadline ({len(cmp.regressions)})",
+        "",
+        *regressions_table(cmp),
+        "",
+    ]
+    reasons = reasons_lines(cmp)
+    if reasons:
+        out += ["Why (from `compat/suite/expectations.toml`):", "", *reasons, ""]
+    if cmp.fixed:
+        out += [f"Fail with the official saver, pass with threadline: {len(cmp.fixed)}", ""]
+        if full:
+            out += [f"- `{t}`" for t in cmp.fixed] + [""]
+    if cmp.both_fail:
+        out += [f"Fail with both (upstream or environment): {len(cmp.both_fail)}", ""]
+        if full:
+            out += [f"- `{t}`: {m}" for t, m in cmp.both_fail] + [""]
+    passes = {s: n for s, n in cmp.saverless_passes.items() if n}
+    if passes:
+        out += ["Threadline passes that built no threadline saver (they test official helpers only): "
+                + ", ".join(f"{s} {n}" for s, n in passes.items()), ""]
+    out += ["Deselected (in both runs):", "", *deselected_lines(cmp), ""]
+    if full:
+        for suite, reasons in cmp.deselected.items():
+            for reason, ids in sorted(reasons.items()):
+                if reason.startswith("uses no checkpointer fixture"):
+                    continue
+                out += [f"#### {suite}: {reason}", "", *[f"- `{i}`" for i in ids], ""]
+    return "\n".join(out)
+
+
+def print_console(cmp: Comparison, meta: dict) -> None:
+    log("")
+    log(f"threadline {meta['threadline']}; " + ", ".join(f"{d} {v}" for d, v in meta["versions"].items()))
+    log("counts are passed / failed / skipped / errors")
+    w = max((len(f"{s} {label}") for s, _v, label, _o, _t in cmp.rows), default=20)
+    log(f"{'suite / variant'.ljust(w)}  {'official':>22}  {'threadline':>22}")
+    for suite, _variant, label, c_off, c_tl in cmp.rows:
+        log(f"{(suite + ' ' + label).ljust(w)}  {fmt_counts(c_off):>22}  {fmt_counts(c_tl):>22}")
+    log("")
+    log(f"pass with the official saver, not with threadline: {len(cmp.regressions)}")
+    for r in cmp.regressions:
+        kind = CLASS_LABEL[r.expectation.kind if r.expectation else None]
+        log(f"  {r.test_id}  [{r.outcome}; {kind}]\n      {r.message[:300]}")
+    log("")
+    for line in deselected_lines(cmp):
+        log(line[2:])
+
+
+def write_docs(md: str) -> None:
+    text = DOCS.read_text()
+    if DOCS_START not in text or DOCS_END not in text:
+        raise SystemExit(f"{DOCS} lacks the {DOCS_START} / {DOCS_END} markers")
+    head, rest = text.split(DOCS_START, 1)
+    _, tail = rest.split(DOCS_END, 1)
+    DOCS.write_text(f"{head}{DOCS_START}\n{md}\n{DOCS_END}{tail}")
+    log(f"wrote the results into {DOCS.relative_to(ROOT)}")
+
+
+# --- main -----------------------------------------------------------------------------------
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--suite", action="append", choices=list(SUITES), help="suite(s) to run (default: all)")
+    p.add_argument("--impl", action="append", choices=IMPLS, help="official and/or threadline (default: both)")
+    p.add_argument("-k", help="pytest -k expression, passed to every run")
+    p.add_argument("--rev", help="test threadline as committed at this git revision instead of the working tree")
+    p.add_argument("--no-postgres", action="store_true", help="deselect every Postgres variant")
+    p.add_argument("--variants", type=lambda s: [v for v in s.split(",") if v],
+                   help="langgraph suite: comma-separated saver variants to run (default all: "
+                   + ",".join(LANGGRAPH_VARIANTS) + ")")
+    p.add_argument("--quick", action="store_true",
+                   help="langgraph suite: only " + ",".join(QUICK_VARIANTS) + " (no pipeline/pool/encrypted variants)")
+    p.add_argument("--jobs", type=int, default=2, help="pytest runs at once (default 2)")
+    p.add_argument("--timeout", type=float, default=120, help="seconds one test phase may take (default 120)")
+    p.add_argument("--run-timeout", type=float, default=5400, help="seconds one pytest run may take (default 5400)")
+    p.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE, help=f"default {DEFAULT_CACHE.relative_to(ROOT)}")
+    p.add_argument("--offline", action="store_true", help="use cached sdists only")
+    p.add_argument("--write-docs", action="store_true", help=f"put the results into {DOCS.relative_to(ROOT)}")
+    args = p.parse_args(argv)
+    if args.quick:
+        args.variants = list(QUICK_VARIANTS)
+    if args.variants and (unknown := set(args.variants) - set(LANGGRAPH_VARIANTS)):
+        p.error(f"unknown variants {sorted(unknown)}; known: {', '.join(LANGGRAPH_VARIANTS)}")
+
+    suites = [SUITES[s] for s in (args.suite or list(SUITES))]
+    impls = args.impl or list(IMPLS)
+    cache: Path = args.cache_dir.resolve()
+    results_dir = cache / "results"
+    results_dir.mkdir(parents=True, exist_ok=True)
+
+    extra, description = threadline_source(args.rev, cache)
+    env = base_env(extra)
+    dsn = env["THREADLINE_TEST_POSTGRES"]
+    if not args.no_postgres and (problem := check_postgres(dsn)):
+        log(f"Postgres at THREADLINE_TEST_POSTGRES is not usable ({problem}); start it or pass --no-postgres")
+        return 2
+    if args.no_postgres:
+        suites = [s for s in suites if s.name != "postgres"]
+    for suite in suites:
+        for module in suite.needs:
+            if problem := check_import(env, module):
+                log(f"the {suite.name} suite needs {module} ({problem}): pip install -e '.[test]'")
+                return 2
+    if "threadline" in impls and (problem := check_import(env, "threadline")):
+        log(f"threadline ({description}) does not import: {problem}")
+        return 2
+
+    runs: dict[tuple[str, str], Run] = {}
+    todo: list[Run] = []
+    for suite in suites:
+        cwd = fetch_tests(suite, cache, args.offline)
+        for impl in IMPLS:
+            run = Run(suite, impl, cwd, results_dir / f"{suite.name}-{impl}.json", results_dir / f"{suite.name}-{impl}.log")
+            if impl in impls:
+                runs[(suite.name, impl)] = run
+                todo.append(run)
+            elif reuse(run, args):
+                runs[(suite.name, impl)] = run
+    started = time.time()
+    # Longest runs first so that two jobs finish close together.
+    order = sorted(todo, key=lambda r: (r.suite.name != "langgraph", r.impl))
+    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        list(pool.map(lambda r: run_pytest(r, env, args), order))
+
+    meta = {
+        "date": time.strftime("%Y-%m-%d"),
+        "threadline": description,
+        "versions": {s.dist: installed_version(s.dist) for s in suites},
+        "seconds": time.time() - started,
+    }
+    cmp = compare(runs, load_expectations())
+    print_console(cmp, meta)
+    report = results_dir / "report.md"
+    report.write_text("# LangGraph suite report\n\n" + report_markdown(cmp, meta, full=True) + "\n")
+    log(f"\nfull report: {report.relative_to(ROOT) if report.is_relative_to(ROOT) else report}; logs and JSON beside it")
+    if args.write_docs:
+        write_docs(report_markdown(cmp, meta, full=False))
+
+    if any(r.problem for r in runs.values()):
+        for r in runs.values():
+            if r.problem:
+                log(f"{r.suite.name}/{r.impl}: {r.problem}")
+        return 2
+    unexplained = [r for r in cmp.regressions if r.expectation is None or r.expectation.kind == "bug"]
+    log(f"threadline-only failures: {len(cmp.regressions)}, of which bug or unclassified: {len(unexplained)}")
+    return 1 if unexplained else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,343 @@
+"""pytest plugin that runs an upstream LangGraph test suite against threadline's savers.
+
+Loaded by ``compat/langgraph_suite.py`` with ``-p threadline_suite_plugin`` into a
+pytest run over a ``tests/`` folder extracted from a PyPI sdist (``langgraph``,
+``langgraph-checkpoint-sqlite`` or ``langgraph-checkpoint-postgres``). The
+downloaded files are never edited; everything happens here, at run time:
+
+* Substitution (``THREADLINE_SUITE_IMPL=threadline``): when this module is
+  imported (before pytest imports any conftest or test module) the attributes
+  ``langgraph.checkpoint.sqlite.SqliteSaver``,
+  ``langgraph.checkpoint.sqlite.aio.AsyncSqliteSaver``,
+  ``langgraph.checkpoint.postgres.PostgresSaver`` and
+  ``langgraph.checkpoint.postgres.aio.AsyncPostgresSaver`` are replaced by
+  threadline's classes, so every ``from langgraph.checkpoint.sqlite import
+  SqliteSaver`` in the suite (its conftest fixtures and its test modules) gets
+  threadline's. With ``THREADLINE_SUITE_IMPL=official`` nothing is replaced: the
+  baseline run.
+* Postgres: the suites hard-code ``postgres://postgres:postgres@localhost:544x/``.
+  ``pytest_configure`` (after the conftests are imported, before any test module
+  is) points those module constants at the server of ``THREADLINE_TEST_POSTGRES``
+  (default ``postgresql://postgres@127.0.0.1:5432/test``). The suites' own
+  fixtures still CREATE and DROP a database per test. Suites that use one fixed
+  database get a scratch database made here and dropped at the end.
+* Selection (same in both runs, see ``_deselect_reason``): only tests that use a
+  checkpoint saver that is substituted; the rest are deselected with a reason.
+* Results: every selected test's outcome, its first failure line, the saver
+  variant it ran with and whether it built a saver under test are written as
+  JSON to ``THREADLINE_SUITE_RESULTS`` at the end of the session.
+* A test phase that runs longer than ``THREADLINE_SUITE_TIMEOUT`` seconds
+  (default 120) is interrupted with ``TimeoutError`` (SIGALRM), so one hung test
+  cannot stall the run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import pytest
+
+IMPL = os.environ.get("THREADLINE_SUITE_IMPL", "official")
+SUITE = os.environ.get("THREADLINE_SUITE", "langgraph")
+RESULTS = os.environ.get("THREADLINE_SUITE_RESULTS")
+TIMEOUT = float(os.environ.get("THREADLINE_SUITE_TIMEOUT", "120"))
+NO_POSTGRES = os.environ.get("THREADLINE_SUITE_NO_POSTGRES", "") == "1"
+VARIANTS = {v for v in os.environ.get("THREADLINE_SUITE_VARIANTS", "").split(",") if v}
+DSN = os.environ.get("THREADLINE_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
+
+assert IMPL in ("official", "threadline"), IMPL
+assert SUITE in ("langgraph", "sqlite", "postgres"), SUITE
+
+# (module, attribute, threadline attribute): the four savers threadline replaces.
+SAVERS = (
+    ("langgraph.checkpoint.sqlite", "SqliteSaver", "SqliteSaver"),
+    ("langgraph.checkpoint.sqlite.aio", "AsyncSqliteSaver", "AsyncSqliteSaver"),
+    ("langgraph.checkpoint.postgres", "PostgresSaver", "PostgresSaver"),
+    ("langgraph.checkpoint.postgres.aio", "AsyncPostgresSaver", "AsyncPostgresSaver"),
+)
+
+# Savers built during the current test (see _count_instances).
+_built = 0
+
+
+def _count_instances(cls: type) -> None:
+    """Wrap ``cls.__init__`` to count instances, so the report can tell which tests built a saver under test."""
+    init = cls.__dict__.get("__init__")
+    if init is None or getattr(init, "_suite_counted", False):
+        return
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        global _built
+        _built += 1
+        init(self, *args, **kwargs)
+
+    __init__._suite_counted = True  # type: ignore[attr-defined]
+    __init__.__wrapped__ = init  # type: ignore[attr-defined]
+    cls.__init__ = __init__  # type: ignore[misc]
+
+
+def _substitute() -> dict[str, type]:
+    """Replace the official saver classes by threadline's (threadline run); count instances either way."""
+    import importlib
+
+    classes: dict[str, type] = {}
+    threadline = importlib.import_module("threadline") if IMPL == "threadline" else None
+    for module_name, attr, tl_attr in SAVERS:
+        module = importlib.import_module(module_name)
+        official = getattr(module, attr)
+        cls = getattr(threadline, tl_attr) if threadline is not None else official
+        _count_instances(cls)
+        setattr(module, attr, cls)
+        classes[f"{module_name}.{attr}"] = cls
+    return classes
+
+
+CLASSES = _substitute()
+
+
+# --- Postgres ---------------------------------------------------------------
+
+
+def _base_uri(dsn: str) -> str:
+    """``scheme://user[:password]@host:port/`` of ``dsn``: the suites append a database name to it."""
+    from psycopg.conninfo import conninfo_to_dict
+
+    info = conninfo_to_dict(dsn)
+    user = quote(str(info.get("user") or "postgres"), safe="")
+    password = info.get("password")
+    auth = user + (":" + quote(str(password), safe="") if password else "")
+    host = quote(str(info.get("host") or "127.0.0.1"), safe="")
+    port = info.get("port") or "5432"
+    return f"postgresql://{auth}@{host}:{port}/"
+
+
+PG_BASE = _base_uri(DSN)
+_scratch_db: str | None = None
+
+
+def _admin_execute(sql: str) -> None:
+    import psycopg
+
+    with psycopg.Connection.connect(PG_BASE + "postgres", autocommit=True, connect_timeout=10) as conn:
+        conn.execute(sql)
+
+
+def _point_suite_at_local_postgres() -> None:
+    """Rebind the suites' hard-coded Postgres URIs (module constants) to THREADLINE_TEST_POSTGRES's server."""
+    global _scratch_db
+    if SUITE == "langgraph":
+        for name in ("tests.conftest_checkpointer", "tests.conftest_store"):
+            module = sys.modules.get(name)
+            if module is not None:
+                module.DEFAULT_POSTGRES_URI = PG_BASE
+    elif SUITE == "postgres":
+        module = sys.modules.get("tests.conftest")
+        if module is None:
+            return
+        module.DEFAULT_POSTGRES_URI = PG_BASE
+        if not NO_POSTGRES:
+            # Tests that use DEFAULT_URI share one database (the upstream default is
+            # `postgres`); give them a scratch one of their own instead.
+            _scratch_db = f"tlsuite_{uuid.uuid4().hex[:12]}"
+            _admin_execute(f"CREATE DATABASE {_scratch_db}")
+        module.DEFAULT_URI = PG_BASE + (_scratch_db or "postgres")
+
+
+# --- selection ---------------------------------------------------------------
+
+LANGGRAPH_FIXTURES = ("sync_checkpointer", "async_checkpointer")
+MEMORY_PARAMS = ("memory", "memory_migrate_sends")
+SQLITE_STORE_FILES = ("test_store.py", "test_async_store.py", "test_ttl.py")
+POSTGRES_STORE_FILES = ("test_store.py", "test_async_store.py")
+
+
+def _params(item: pytest.Item) -> dict[str, Any]:
+    callspec = getattr(item, "callspec", None)
+    return dict(callspec.params) if callspec is not None else {}
+
+
+def variant_of(item: pytest.Item) -> str:
+    """The saver variant a test runs with (langgraph suite) or its test file (saver suites)."""
+    params = _params(item)
+    file = Path(str(item.fspath)).name
+    if SUITE == "langgraph":
+        for fixture in LANGGRAPH_FIXTURES:
+            if fixture in params:
+                return str(params[fixture])
+        make = params.get("make_checkpointer")
+        if make is not None:
+            return getattr(make, "__name__", str(make)).removeprefix("_checkpointer_")
+        if file == "test_prune_postgres.py":
+            return "postgres"
+        return "none"
+    mode = params.get("saver_name", params.get("name"))
+    return f"{file}[{mode}]" if isinstance(mode, str) else file
+
+
+def _is_postgres_variant(variant: str) -> bool:
+    return variant.startswith("postgres")
+
+
+def _deselect_reason(item: pytest.Item) -> str | None:
+    params = _params(item)
+    file = Path(str(item.fspath)).name
+    if SUITE == "langgraph":
+        uses_fixture = any(f in getattr(item, "fixturenames", ()) for f in LANGGRAPH_FIXTURES)
+        if not uses_fixture and file != "test_prune_postgres.py":
+            return "uses no checkpointer fixture (runs the same with any saver)"
+        variant = variant_of(item)
+        if variant in MEMORY_PARAMS:
+            return "in-memory checkpointer (not substituted)"
+        if params.get("cache") == "redis":
+            return "needs a Redis server (cache=redis)"
+        for store in ("sync_store", "async_store"):
+            if store in params and params[store] != "in_memory":
+                return "Postgres store variant (a store, not a checkpoint saver; in_memory store kept)"
+        if VARIANTS and variant not in VARIANTS:
+            return "saver variant not selected (--variants / --quick)"
+        if NO_POSTGRES and _is_postgres_variant(variant):
+            return "Postgres variant (--no-postgres)"
+        return None
+    if SUITE == "sqlite":
+        if file in SQLITE_STORE_FILES:
+            return "store tests (no checkpoint saver)"
+        return None
+    # postgres
+    if file in POSTGRES_STORE_FILES:
+        return "store tests (no checkpoint saver)"
+    if params.get("saver_name") == "shallow":
+        return "ShallowPostgresSaver variant (no threadline counterpart, not substituted)"
+    if NO_POSTGRES:
+        return "Postgres suite (--no-postgres)"
+    return None
+
+
+# --- hooks ---------------------------------------------------------------------
+
+_results: dict[str, dict[str, Any]] = {}
+_deselected: dict[str, list[str]] = {}
+_variants: dict[str, str] = {}
+_started = time.time()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    _point_suite_at_local_postgres()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if _scratch_db is not None:
+        try:
+            _admin_execute(f"DROP DATABASE IF EXISTS {_scratch_db} WITH (FORCE)")
+        except Exception as exc:  # pragma: no cover - reported, not fatal
+            print(f"threadline-suite: could not drop scratch database {_scratch_db}: {exc}", file=sys.stderr)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    keep: list[pytest.Item] = []
+    dropped: list[pytest.Item] = []
+    for item in items:
+        reason = _deselect_reason(item)
+        if reason is None:
+            keep.append(item)
+            _variants[item.nodeid] = variant_of(item)
+        else:
+            dropped.append(item)
+            _deselected.setdefault(reason, []).append(item.nodeid)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+    items[:] = keep
+
+
+class _PhaseTimeout(TimeoutError):
+    pass
+
+
+def _on_alarm(signum: int, frame: Any) -> None:
+    raise _PhaseTimeout(f"threadline-suite: test phase ran longer than {TIMEOUT:g}s (interrupted)")
+
+
+def _timed(phase: str):
+    @pytest.hookimpl(wrapper=True)
+    def hook(item: pytest.Item, *args: Any):
+        global _built
+        if phase == "setup":
+            _built = 0
+        use_alarm = TIMEOUT > 0 and hasattr(signal, "setitimer")
+        if use_alarm:
+            previous = signal.signal(signal.SIGALRM, _on_alarm)
+            signal.setitimer(signal.ITIMER_REAL, TIMEOUT)
+        try:
+            return (yield)
+        finally:
+            if use_alarm:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+                signal.signal(signal.SIGALRM, previous)
+
+    return hook
+
+
+pytest_runtest_setup = _timed("setup")
+pytest_runtest_call = _timed("call")
+pytest_runtest_teardown = _timed("teardown")
+
+
+def _first_line(report: pytest.TestReport) -> str:
+    longrepr = report.longrepr
+    if longrepr is None:
+        return ""
+    if isinstance(longrepr, tuple):  # skip: (path, lineno, reason)
+        return str(longrepr[2]).removeprefix("Skipped: ")
+    crash = getattr(longrepr, "reprcrash", None)
+    if crash is not None and crash.message:
+        return crash.message.strip().splitlines()[0]
+    lines = [line for line in str(longrepr).strip().splitlines() if line.strip()]
+    errors = [line for line in lines if line.startswith("E ")]
+    return (errors[0][1:].strip() if errors else lines[-1].strip()) if lines else ""
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    entry = _results.setdefault(
+        report.nodeid,
+        {"outcome": "passed", "message": "", "when": "", "variant": _variants.get(report.nodeid, "?"), "built": 0, "seconds": 0.0},
+    )
+    entry["seconds"] = round(entry["seconds"] + report.duration, 3)
+    if report.when == "call" or (report.when == "setup" and not report.passed):
+        entry["built"] = _built
+    if report.when == "teardown":
+        entry["built"] = max(entry["built"], _built)
+    xfail = hasattr(report, "wasxfail")
+    if report.skipped:
+        if entry["outcome"] == "passed":
+            entry["outcome"] = "skipped"
+            entry["message"] = ("xfail: " + str(report.wasxfail)) if xfail else _first_line(report)
+            entry["when"] = report.when
+    elif report.failed:
+        if entry["outcome"] in ("passed", "skipped"):
+            entry["outcome"] = "failed" if report.when == "call" else "error"
+            entry["message"] = _first_line(report)
+            entry["when"] = report.when
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if not RESULTS:
+        return
+    payload = {
+        "suite": SUITE,
+        "impl": IMPL,
+        "classes": {name: f"{cls.__module__}.{cls.__qualname__}" for name, cls in CLASSES.items()},
+        "postgres": PG_BASE.split("@")[-1],
+        "exitstatus": int(exitstatus),
+        "seconds": round(time.time() - _started, 1),
+        "tests": _results,
+        "deselected": _deselected,
+    }
+    Path(RESULTS).write_text(json.dumps(payload, indent=1, sort_keys=True))
