@@ -10,7 +10,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q -e '.[test]'
 	touch $(STAMP)
 
-.PHONY: demo test bench
+.PHONY: demo test bench langgraph-suite
 demo: $(STAMP)
 	$(BIN)/threadline demo
 
@@ -19,3 +19,8 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run.py --write-results
+
+# LangGraph's own test suites with threadline's savers substituted (slow; not part of
+# `make test`). Needs Postgres at THREADLINE_TEST_POSTGRES. See docs/compatibility.md.
+langgraph-suite: $(STAMP)
+	$(BIN)/python compat/langgraph_suite.py $(SUITE_ARGS)
