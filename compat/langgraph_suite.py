@@ -249,7 +249,7 @@ class Run:
     seconds: float = 0.0
 
 
-def run_pytest(run: Run, env: dict[str, str], args: argparse.Namespace) -> Run:
+def run_pytest(run: Run, env: dict[str, str], args: argparse.Namespace, description: str) -> Run:
     env = dict(env)
     env.update(
         THREADLINE_SUITE=run.suite.name,
@@ -281,6 +281,9 @@ def run_pytest(run: Run, env: dict[str, str], args: argparse.Namespace) -> Run:
     if run.results.exists():
         run.data = json.loads(run.results.read_text())
         run.data["selection"] = selection(run.suite, args)
+        run.data["date"] = time.strftime("%Y-%m-%d %H:%M")
+        if run.impl == "threadline":
+            run.data["threadline_source"] = description
         run.results.write_text(json.dumps(run.data, indent=1, sort_keys=True))
     elif run.problem is None:
         tail = run.log.read_text().strip().splitlines()[-5:]
@@ -465,32 +468,57 @@ def deselected_lines(cmp: Comparison) -> list[str]:
     return lines
 
 
+def causes_table(cmp: Comparison) -> list[str]:
+    """The threadline-only failures grouped by their expectations entry (unclassified ones one by one)."""
+    if not cmp.regressions:
+        return ["None: every test that passes with the official savers passes with threadline's."]
+    groups: dict[tuple, list[Regression]] = {}
+    for r in cmp.regressions:
+        key = (r.expectation.kind, r.expectation.why) if r.expectation else ("?", r.test_id)
+        groups.setdefault(key, []).append(r)
+    order = {"bug": 0, None: 1, "internals": 2, "deliberate": 3}
+    rows = sorted(groups.values(), key=lambda g: (order[g[0].expectation.kind if g[0].expectation else None], g[0].test_id))
+    lines = ["| class | tests | first line of a failure | why |", "| --- | --- | --- | --- |"]
+    for g in rows:
+        e = g[0].expectation
+        tests = f"`{g[0].test_id}`" if len(g) == 1 else f"{len(g)}: `{g[0].test_id}`, …"
+        why = (e.why if e else "not classified in compat/suite/expectations.toml").replace("|", "\\|")
+        msg = g[0].message[:200].replace("|", "\\|")
+        lines.append(f"| {CLASS_LABEL[e.kind if e else None]} | {tests} | {msg} | {why} |")
+    return lines
+
+
 def report_markdown(cmp: Comparison, meta: dict, full: bool) -> str:
+    """The report: ``full`` lists every test (report.md); otherwise failures are grouped by cause (docs)."""
+    by_class = Counter(r.expectation.kind if r.expectation else None for r in cmp.regressions)
     out = [
-        f"Run of {meta['date']}: threadline {meta['threadline']}; "
-        + ", ".join(f"{d} {v}" for d, v in meta["versions"].items())
-        + f"; {meta['seconds']:.0f}s.",
+        f"threadline {meta['threadline']}; "
+        + ", ".join(f"{d} {v}" for d, v in meta["versions"].items()) + ".",
+        "pytest runs: " + ", ".join(f"{k} {secs:.0f}s ({date})" for k, (secs, date) in meta["runs"].items()) + ".",
         "",
         "P / F / S / E = passed / failed / skipped / errors (setup or teardown).",
         "",
         *counts_table(cmp),
         "",
-        f"### Pass with the official saver, not with threadline ({len(cmp.regressions)})",
+        f"### Pass with the official saver, not with threadline: {len(cmp.regressions)}",
         "",
-        *regressions_table(cmp),
+        ", ".join(f"{CLASS_LABEL[k]}: {by_class[k]}" for k in ("bug", None, "internals", "deliberate") if by_class[k])
+        or "",
+        "",
+        *(regressions_table(cmp) if full else causes_table(cmp)),
         "",
     ]
-    reasons = reasons_lines(cmp)
-    if reasons:
-        out += ["Why (from `compat/suite/expectations.toml`):", "", *reasons, ""]
+    if full:
+        reasons = reasons_lines(cmp)
+        if reasons:
+            out += ["Why (from `compat/suite/expectations.toml`):", "", *reasons, ""]
     if cmp.fixed:
         out += [f"Fail with the official saver, pass with threadline: {len(cmp.fixed)}", ""]
         if full:
             out += [f"- `{t}`" for t in cmp.fixed] + [""]
     if cmp.both_fail:
         out += [f"Fail with both (upstream or environment): {len(cmp.both_fail)}", ""]
-        if full:
-            out += [f"- `{t}`: {m}" for t, m in cmp.both_fail] + [""]
+        out += [f"- `{t}`: {m}" for t, m in cmp.both_fail] + [""]
     passes = {s: n for s, n in cmp.saverless_passes.items() if n}
     if passes:
         out += ["Threadline passes that built no threadline saver (they test official helpers only): "
@@ -553,6 +581,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--run-timeout", type=float, default=5400, help="seconds one pytest run may take (default 5400)")
     p.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE, help=f"default {DEFAULT_CACHE.relative_to(ROOT)}")
     p.add_argument("--offline", action="store_true", help="use cached sdists only")
+    p.add_argument("--report-only", action="store_true",
+                   help="run nothing: compare the results of earlier runs (same selection) and report")
     p.add_argument("--write-docs", action="store_true", help=f"put the results into {DOCS.relative_to(ROOT)}")
     args = p.parse_args(argv)
     if args.quick:
@@ -569,7 +599,7 @@ def main(argv: list[str] | None = None) -> int:
     extra, description = threadline_source(args.rev, cache)
     env = base_env(extra)
     dsn = env["THREADLINE_TEST_POSTGRES"]
-    if not args.no_postgres and (problem := check_postgres(dsn)):
+    if not args.no_postgres and not args.report_only and (problem := check_postgres(dsn)):
         log(f"Postgres at THREADLINE_TEST_POSTGRES is not usable ({problem}); start it or pass --no-postgres")
         return 2
     if args.no_postgres:
@@ -579,7 +609,7 @@ def main(argv: list[str] | None = None) -> int:
             if problem := check_import(env, module):
                 log(f"the {suite.name} suite needs {module} ({problem}): pip install -e '.[test]'")
                 return 2
-    if "threadline" in impls and (problem := check_import(env, "threadline")):
+    if "threadline" in impls and not args.report_only and (problem := check_import(env, "threadline")):
         log(f"threadline ({description}) does not import: {problem}")
         return 2
 
@@ -589,7 +619,7 @@ def main(argv: list[str] | None = None) -> int:
         cwd = fetch_tests(suite, cache, args.offline)
         for impl in IMPLS:
             run = Run(suite, impl, cwd, results_dir / f"{suite.name}-{impl}.json", results_dir / f"{suite.name}-{impl}.log")
-            if impl in impls:
+            if impl in impls and not args.report_only:
                 runs[(suite.name, impl)] = run
                 todo.append(run)
             elif reuse(run, args):
@@ -598,13 +628,16 @@ def main(argv: list[str] | None = None) -> int:
     # Longest runs first so that two jobs finish close together.
     order = sorted(todo, key=lambda r: (r.suite.name != "langgraph", r.impl))
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        list(pool.map(lambda r: run_pytest(r, env, args), order))
+        list(pool.map(lambda r: run_pytest(r, env, args, description), order))
 
     meta = {
         "date": time.strftime("%Y-%m-%d"),
-        "threadline": description,
+        "threadline": "; ".join(sorted({r.data.get("threadline_source", "?") for (_, impl), r in runs.items()
+                                          if impl == "threadline" and r.data})) or description,
         "versions": {s.dist: installed_version(s.dist) for s in suites},
         "seconds": time.time() - started,
+        "runs": {f"{name}/{impl}": (r.data.get("seconds", 0), r.data.get("date", "?"))
+                 for (name, impl), r in runs.items() if r.data},
     }
     cmp = compare(runs, load_expectations())
     print_console(cmp, meta)
