@@ -68,15 +68,18 @@ def _v3_thread(saver) -> tuple[dict, dict]:
     return pconf, cconf
 
 
-def test_pre_v4_pending_sends_are_migrated_like_the_official_postgres_saver(sync_backend: Backend, tmp_path) -> None:
-    with sync_backend.open() as saver:
-        pconf, cconf = _v3_thread(saver)
-        got = saver.get_tuple(cconf)
-        listed = [t for t in saver.list({"configurable": {"thread_id": "old"}}) if t.config == got.config][0]
-    assert got.checkpoint["channel_values"][TASKS] == [Send("node", {"n": 1}), Send("node", {"n": 2})]
-    assert got.checkpoint["channel_versions"][TASKS] == max(v for k, v in got.checkpoint["channel_versions"].items() if k != TASKS)
-    assert listed.checkpoint == got.checkpoint
-    if sync_backend.is_postgres:  # the official PostgresSaver on the same calls returns the same checkpoint
+def _official_twin(backend: Backend):
+    """The official saver of the backend's kind on a fresh database of its own."""
+    from contextlib import contextmanager
+
+    @contextmanager
+    def opened():
+        if not backend.is_postgres:
+            from langgraph.checkpoint.sqlite import SqliteSaver as Official
+
+            with Official.from_conn_string(backend.target + ".official") as official:
+                yield official
+            return
         from langgraph.checkpoint.postgres import PostgresSaver as Official
 
         from backends import pg_dsn, with_search_path
@@ -86,15 +89,35 @@ def test_pre_v4_pending_sends_are_migrated_like_the_official_postgres_saver(sync
         try:
             with Official.from_conn_string(with_search_path(pg_dsn(), schema)) as official:
                 official.setup()
-                _, oconf = _v3_thread(official)
-                theirs = official.get_tuple(oconf).checkpoint
-            mine = dict(got.checkpoint)
-            assert {k: v for k, v in mine.items() if k not in ("id", "ts", "channel_versions")} == {
-                k: v for k, v in theirs.items() if k not in ("id", "ts", "channel_versions")
-            }
-            assert set(mine["channel_versions"]) == set(theirs["channel_versions"])
+                yield official
         finally:
             pg_schemas().drop(schema)
+
+    return opened()
+
+
+def test_pre_v4_pending_sends_read_back_as_the_official_saver_returns_them(sync_backend: Backend) -> None:
+    """The official PostgresSaver hands a v3 checkpoint its parent's TASKS writes as the TASKS
+    channel; the official SqliteSaver returns the checkpoint as stored. threadline does what
+    the official saver of the same backend does."""
+    with sync_backend.open() as saver:
+        _, cconf = _v3_thread(saver)
+        got = saver.get_tuple(cconf)
+        listed = [t for t in saver.list({"configurable": {"thread_id": "old"}}) if t.config == got.config][0]
+    with _official_twin(sync_backend) as official:
+        _, oconf = _v3_thread(official)
+        theirs = official.get_tuple(oconf).checkpoint
+    assert listed.checkpoint == got.checkpoint
+    mine = got.checkpoint
+    assert {k: v for k, v in mine.items() if k not in ("id", "ts", "channel_versions")} == {
+        k: v for k, v in theirs.items() if k not in ("id", "ts", "channel_versions")
+    }
+    assert set(mine["channel_versions"]) == set(theirs["channel_versions"])
+    if sync_backend.is_postgres:
+        assert mine["channel_values"][TASKS] == [Send("node", {"n": 1}), Send("node", {"n": 2})]
+        assert mine["channel_versions"][TASKS] == max(v for k, v in mine["channel_versions"].items() if k != TASKS)
+    else:
+        assert TASKS not in mine["channel_values"]
 
 
 # --- 6. errors at the door ----------------------------------------------------------

@@ -211,6 +211,9 @@ class Dialect:
     )
     # Channel values stored apart from the checkpoint (the official PostgresSaver's blobs): none here.
     official_blobs_table: str | None = None
+    # Whether a checkpoint of LangGraph < v4 gets its parent's TASKS writes as its TASKS
+    # channel on read: the official PostgresSaver does it, the official SqliteSaver never.
+    migrates_parent_sends = False
 
     def sql(self, text: str) -> str:
         return text
@@ -282,6 +285,7 @@ class PostgresDialect(Dialect):
         "WHERE thread_id = ? AND checkpoint_id >= ?"
     )
     official_blobs_table = "checkpoint_blobs"
+    migrates_parent_sends = True
 
     def sql(self, text: str) -> str:
         return _to_pyformat(text)

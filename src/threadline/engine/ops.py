@@ -279,7 +279,8 @@ def load_tuples(
         for w in found:
             writes[(w[0], w[1], w[2])].append(w)
     sends: dict[tuple, list] = defaultdict(list)
-    parents = sorted({(r[0], r[1], r[3]) for r, doc, _ in docs if R.needs_parent_sends(r, doc)})
+    migrate = d.migrates_parent_sends
+    parents = sorted({(r[0], r[1], r[3]) for r, doc, _ in docs if migrate and R.needs_parent_sends(r[3], doc)})
     for part in chunks(parents, d.max_params // 3 - 1):
         found = yield Q(
             join_keys("threadline_writes", BLOB_KEY[:2] + ("checkpoint_id",), len(part), WRITE_SELECT)
@@ -290,7 +291,7 @@ def load_tuples(
             sends[(w[0], w[1], w[2])].append(w)
 
     def parts(row: Sequence[Any], doc: dict, meta: dict) -> tuple:
-        parent_sends = sends.get((row[0], row[1], row[3]), ()) if R.needs_parent_sends(row, doc) else ()
+        parent_sends = sends.get((row[0], row[1], row[3]), ())
         return (serde, row, doc, meta, blobs, writes.get((row[0], row[1], row[2]), ()), parent_sends)
 
     if lazy:

@@ -204,11 +204,11 @@ def write_rows(
     return replace, rows
 
 
-def needs_parent_sends(row: Sequence[Any], doc: Mapping[str, Any]) -> bool:
-    """A checkpoint of LangGraph < v4 stored without its pending sends (as the official
-    PostgresSaver stores them): they are its parent's TASKS writes."""
+def needs_parent_sends(parent: str | None, doc: Mapping[str, Any]) -> bool:
+    """A checkpoint of LangGraph < v4 with a parent, whose Send packets the official
+    PostgresSaver reads from the parent's TASKS writes (``Dialect.migrates_parent_sends``)."""
     v = doc.get("v")
-    return isinstance(v, int) and v < 4 and bool(row[3]) and _SENDS not in doc
+    return isinstance(v, int) and v < 4 and bool(parent)
 
 
 def next_version(current: Any) -> str:
@@ -248,7 +248,8 @@ def to_tuple(
     ``blobs`` maps (thread_id, checkpoint_ns, channel, version) → the value as
     ``codec.resolve`` reconstructs it; ``writes`` are write rows (``WRITE_COLUMNS``)
     already in ``writes_sort_key`` order; ``parent_sends``, for a checkpoint of
-    LangGraph < v4 (``needs_parent_sends``), the parent's TASKS write rows in that order.
+    LangGraph < v4 (``needs_parent_sends``), the parent's TASKS write rows in the order
+    of the official PostgresSaver (task_path, task_id, idx).
     """
     thread_id, ns, cid, parent = row[0], row[1], row[2], row[3]
     values: dict[str, Any] = {}
