@@ -70,8 +70,8 @@ _built = 0
 
 def _count_instances(cls: type) -> None:
     """Wrap ``cls.__init__`` to count instances, so the report can tell which tests built a saver under test."""
-    init = cls.__dict__.get("__init__")
-    if init is None or getattr(init, "_suite_counted", False):
+    init = cls.__init__
+    if getattr(cls.__dict__.get("__init__"), "_suite_counted", False):
         return
 
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
