@@ -1,0 +1,736 @@
+"""threadline's savers are drop-in replacements for LangGraph's official ones.
+
+Two halves:
+
+* **Introspection.** Each official class (``langgraph.checkpoint.sqlite.SqliteSaver``,
+  ``...sqlite.aio.AsyncSqliteSaver``, ``...postgres.PostgresSaver``,
+  ``...postgres.aio.AsyncPostgresSaver``) is compared with threadline's class of
+  the same name. Every public callable of the official class (its own, inherited
+  ones such as ``aget`` / ``with_allowlist``, classmethods such as
+  ``from_conn_string``, and ``__init__``) must exist on threadline's class; every
+  parameter of the official signature must exist in threadline's with a kind that
+  accepts the same calls, at the same position when it can be passed
+  positionally, with a default when (and the same default as) the official has
+  one. threadline may add parameters, as long as they are optional. The nature
+  of each callable must match: ``async def``, async generator,
+  ``@contextmanager`` / ``@asynccontextmanager``.
+* **Behaviour of the official idioms**, each on a real database: ``from_conn_string``
+  entered the official way, ``setup()`` / ``await setup()``, ``pipeline=True``,
+  construction on a psycopg connection / pool made as the official docs do, and
+  "never mutate a caller's connection" (isolation level, PRAGMAs, transaction
+  control of a ``sqlite3`` / ``aiosqlite`` connection; ``autocommit`` /
+  ``row_factory`` of a psycopg one).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
+from langgraph.checkpoint.base.id import uuid6
+
+from backends import pg_dsn, with_search_path
+from conftest import pg_schemas, require_postgres
+
+# --- the classes --------------------------------------------------------------
+
+
+def _official(name: str) -> type:
+    if name == "SqliteSaver":
+        from langgraph.checkpoint.sqlite import SqliteSaver
+
+        return SqliteSaver
+    if name == "AsyncSqliteSaver":
+        from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+        return AsyncSqliteSaver
+    if name == "PostgresSaver":
+        from langgraph.checkpoint.postgres import PostgresSaver
+
+        return PostgresSaver
+    assert name == "AsyncPostgresSaver"
+    from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+
+    return AsyncPostgresSaver
+
+
+def _threadline(name: str) -> type:
+    import threadline
+
+    return getattr(threadline, name)
+
+
+CLASS_NAMES = ("SqliteSaver", "AsyncSqliteSaver", "PostgresSaver", "AsyncPostgresSaver")
+
+# Public, NON-callable class attributes of the official savers that are internals
+# of the official storage layout, not API: the SQL text and migration list the
+# official Postgres savers (BasePostgresSaver) keep as class attributes. threadline
+# has its own schema, so it need not carry them. Anything public and callable is
+# never excluded; any other non-callable public attribute (``serde``,
+# ``config_specs``) must exist on threadline's class too.
+# ``test_exclusions_are_only_sql_text`` keeps this set honest.
+OFFICIAL_SQL_INTERNALS = frozenset(
+    {
+        "MIGRATIONS",  # list of CREATE TABLE / ALTER / CREATE INDEX statements
+        "SELECT_SQL",
+        "SELECT_PENDING_SENDS_SQL",
+        "UPSERT_CHECKPOINT_BLOBS_SQL",
+        "UPSERT_CHECKPOINTS_SQL",
+        "UPSERT_CHECKPOINT_WRITES_SQL",
+        "INSERT_CHECKPOINT_WRITES_SQL",
+    }
+)
+
+
+def _public_names(cls: type) -> list[str]:
+    return sorted(n for n in dir(cls) if not n.startswith("_")) + ["__init__"]
+
+
+def _public_callables(cls: type) -> list[str]:
+    return [n for n in _public_names(cls) if callable(getattr(cls, n))]
+
+
+def _nature(fn: Any) -> str:
+    """How a caller must use ``fn``: 'coroutine', 'async generator', 'contextmanager',
+    'asynccontextmanager' or 'plain'."""
+    fn = getattr(fn, "__func__", fn)
+    if inspect.iscoroutinefunction(fn):
+        return "coroutine"
+    if inspect.isasyncgenfunction(fn):
+        return "async generator"
+    code = getattr(fn, "__code__", None)
+    if code is not None and code.co_filename == contextlib.__file__:
+        inner = inspect.unwrap(fn)
+        if inspect.isasyncgenfunction(inner):
+            return "asynccontextmanager"
+        if inspect.isgeneratorfunction(inner):
+            return "contextmanager"
+    return "plain"
+
+
+_POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+
+
+def _signature_problems(official: Callable, mine: Callable) -> list[str]:
+    """Ways a call valid against ``official``'s signature could fail against ``mine``'s."""
+    so, sm = inspect.signature(official), inspect.signature(mine)
+    problems: list[str] = []
+    mine_params = sm.parameters
+    mine_kinds = {p.kind for p in mine_params.values()}
+    off_positional = [p.name for p in so.parameters.values() if p.kind in _POSITIONAL]
+    mine_positional = [p.name for p in mine_params.values() if p.kind in _POSITIONAL]
+    for p in so.parameters.values():
+        if p.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
+            if p.kind not in mine_kinds:
+                problems.append(f"official takes {'*' if p.kind is inspect.Parameter.VAR_POSITIONAL else '**'}{p.name}; threadline does not")
+            continue
+        q = mine_params.get(p.name)
+        if q is None:
+            problems.append(f"parameter {p.name!r} ({p.kind.description}) is missing")
+            continue
+        if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD and q.kind is not inspect.Parameter.POSITIONAL_OR_KEYWORD:
+            problems.append(f"parameter {p.name!r} is positional-or-keyword in the official signature, {q.kind.description} in threadline's")
+        elif p.kind is inspect.Parameter.KEYWORD_ONLY and q.kind not in (
+            inspect.Parameter.KEYWORD_ONLY,
+            inspect.Parameter.POSITIONAL_OR_KEYWORD,
+        ):
+            problems.append(f"parameter {p.name!r} is keyword-only in the official signature, {q.kind.description} in threadline's")
+        elif p.kind is inspect.Parameter.POSITIONAL_ONLY and q.kind not in _POSITIONAL:
+            problems.append(f"parameter {p.name!r} is positional-only in the official signature, {q.kind.description} in threadline's")
+        if p.kind in _POSITIONAL and q.kind in _POSITIONAL:
+            i = off_positional.index(p.name)
+            if i >= len(mine_positional) or mine_positional[i] != p.name:
+                problems.append(
+                    f"parameter {p.name!r} is positional #{i} in the official signature {off_positional}, "
+                    f"threadline's positional parameters are {mine_positional}"
+                )
+        if p.default is not inspect.Parameter.empty:
+            if q.default is inspect.Parameter.empty:
+                problems.append(f"parameter {p.name!r} has a default ({p.default!r}) in the official signature, none in threadline's")
+            elif not (q.default is p.default or q.default == p.default):
+                problems.append(f"parameter {p.name!r} defaults to {p.default!r} officially, to {q.default!r} in threadline")
+        # A default threadline adds where the official has none is harmless: every
+        # official call passes the argument anyway.
+    for q in mine_params.values():
+        if q.name in so.parameters or q.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
+            continue
+        if q.default is inspect.Parameter.empty:
+            problems.append(f"threadline adds a REQUIRED parameter {q.name!r}; extra parameters must be optional")
+    return problems
+
+
+# --- introspection ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", CLASS_NAMES)
+def test_exclusions_are_only_sql_text(name: str) -> None:
+    """The exclusion set names only non-callable SQL text / migration lists of the official class."""
+    official = _official(name)
+    for attr in OFFICIAL_SQL_INTERNALS:
+        if not hasattr(official, attr):
+            continue
+        value = getattr(official, attr)
+        assert not callable(value), f"{attr} is callable: it must not be excluded"
+        items = value if isinstance(value, list) else [value]
+        assert all(isinstance(v, str) for v in items), f"{attr} is not SQL text: {value!r}"
+
+
+@pytest.mark.parametrize("name", CLASS_NAMES)
+def test_is_a_checkpoint_saver(name: str) -> None:
+    assert issubclass(_official(name), BaseCheckpointSaver)
+    assert issubclass(_threadline(name), BaseCheckpointSaver), f"threadline.{name} is not a BaseCheckpointSaver"
+
+
+@pytest.mark.parametrize("name", CLASS_NAMES)
+def test_every_official_public_callable_exists(name: str) -> None:
+    official, mine = _official(name), _threadline(name)
+    missing = [n for n in _public_callables(official) if not callable(getattr(mine, n, None))]
+    assert not missing, f"threadline.{name} lacks official public callables: {missing}"
+
+
+@pytest.mark.parametrize("name", CLASS_NAMES)
+def test_every_official_public_attribute_exists(name: str) -> None:
+    """Non-callable public class attributes (``serde``, the ``config_specs`` property), minus SQL internals."""
+    official, mine = _official(name), _threadline(name)
+    names = [n for n in _public_names(official) if not callable(getattr(official, n)) and n not in OFFICIAL_SQL_INTERNALS]
+    missing = [n for n in names if not hasattr(mine, n)]
+    assert not missing, f"threadline.{name} lacks official public attributes: {missing}"
+    for n in names:
+        if hasattr(mine, n):
+            off_kind = type(inspect.getattr_static(official, n))
+            mine_kind = type(inspect.getattr_static(mine, n))
+            if off_kind is property:
+                assert mine_kind is property, f"{name}.{n} is a property officially, a {mine_kind.__name__} in threadline"
+
+
+def _callable_cases() -> list[tuple[str, str]]:
+    return [(name, meth) for name in CLASS_NAMES for meth in _public_callables(_official(name))]
+
+
+@pytest.mark.parametrize(("name", "meth"), _callable_cases(), ids=[f"{c}.{m}" for c, m in _callable_cases()])
+def test_signature_accepts_every_official_call(name: str, meth: str) -> None:
+    official, mine = _official(name), _threadline(name)
+    if not callable(getattr(mine, meth, None)):
+        pytest.fail(f"threadline.{name}.{meth} is missing")
+    problems = _signature_problems(getattr(official, meth), getattr(mine, meth))
+    assert not problems, (
+        f"threadline.{name}.{meth}{inspect.signature(getattr(mine, meth))} vs official "
+        f"{meth}{inspect.signature(getattr(official, meth))}:\n  " + "\n  ".join(problems)
+    )
+
+
+@pytest.mark.parametrize(("name", "meth"), _callable_cases(), ids=[f"{c}.{m}" for c, m in _callable_cases()])
+def test_callable_nature_matches(name: str, meth: str) -> None:
+    """``async def`` stays ``async def`` (``await cp.setup()``), async generators stay async generators
+    (``async for``), context managers stay (async) context managers."""
+    official, mine = _official(name), _threadline(name)
+    if not callable(getattr(mine, meth, None)):
+        pytest.fail(f"threadline.{name}.{meth} is missing")
+    want, got = _nature(getattr(official, meth)), _nature(getattr(mine, meth))
+    assert got == want, f"official {name}.{meth} is {want}; threadline's is {got}"
+
+
+@pytest.mark.parametrize("name", CLASS_NAMES)
+def test_static_and_class_methods_stay_so(name: str) -> None:
+    official, mine = _official(name), _threadline(name)
+    for n in _public_callables(official):
+        raw = inspect.getattr_static(official, n)
+        if isinstance(raw, (classmethod, staticmethod)) and hasattr(mine, n):
+            assert isinstance(inspect.getattr_static(mine, n), type(raw)), f"{name}.{n} is a {type(raw).__name__} officially"
+
+
+# --- real databases -----------------------------------------------------------
+
+
+@pytest.fixture
+def sqlite_path(tmp_path: Path) -> str:
+    return str(tmp_path / "app.db")
+
+
+@pytest.fixture
+def pg_target(request: pytest.FixtureRequest) -> str:
+    """A DSN on a fresh Postgres schema (skips, or fails under CI=true, without Postgres)."""
+    require_postgres()
+    schemas = pg_schemas()
+    schema = schemas.create()
+    request.addfinalizer(lambda: schemas.drop(schema))
+    return with_search_path(pg_dsn(), schema)
+
+
+def _checkpoint(step: int = 1) -> dict:
+    return {
+        "v": 4,
+        "id": str(uuid6(clock_seq=step)),
+        "ts": "2024-05-04T06:32:42.235444+00:00",
+        "channel_values": {"count": step, "items": ["a", {"b": step}]},
+        "channel_versions": {"count": f"{step:032}.{0.5:016}", "items": f"{step:032}.{0.25:016}"},
+        "versions_seen": {"node": {"count": f"{step:032}.{0.5:016}"}},
+        "updated_channels": ["count", "items"],
+    }
+
+
+def _put_args(thread_id: str = "1") -> tuple[dict, dict, dict, dict]:
+    cp = _checkpoint()
+    config = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
+    metadata = {"source": "input", "step": 1, "parents": {}}
+    return config, cp, metadata, dict(cp["channel_versions"])
+
+
+def _assert_roundtrip(saved: dict, got: CheckpointTuple | None, cp: dict) -> None:
+    assert saved["configurable"]["checkpoint_id"] == cp["id"]
+    assert got is not None
+    assert got.config["configurable"]["checkpoint_id"] == cp["id"]
+    assert got.checkpoint["channel_values"] == cp["channel_values"]
+    assert got.metadata["source"] == "input" and got.metadata["step"] == 1
+
+
+def _roundtrip(cp_saver: Any, thread_id: str = "1") -> None:
+    config, cp, metadata, versions = _put_args(thread_id)
+    saved = cp_saver.put(config, cp, metadata, versions)
+    _assert_roundtrip(saved, cp_saver.get_tuple({"configurable": {"thread_id": thread_id}}), cp)
+
+
+async def _aroundtrip(cp_saver: Any, thread_id: str = "1") -> None:
+    config, cp, metadata, versions = _put_args(thread_id)
+    saved = await cp_saver.aput(config, cp, metadata, versions)
+    _assert_roundtrip(saved, await cp_saver.aget_tuple({"configurable": {"thread_id": thread_id}}), cp)
+
+
+def _tiny_graph(checkpointer: Any) -> Any:
+    from langgraph.graph import StateGraph
+
+    builder = StateGraph(int)
+    builder.add_node("add_one", lambda x: x + 1)
+    builder.set_entry_point("add_one")
+    builder.set_finish_point("add_one")
+    return builder.compile(checkpointer=checkpointer)
+
+
+# from_conn_string, entered the official way
+
+
+def test_sqlite_from_conn_string_is_a_context_manager_and_setup_is_sync(sqlite_path: str) -> None:
+    from threadline import SqliteSaver
+
+    cm = SqliteSaver.from_conn_string(sqlite_path)
+    assert hasattr(cm, "__enter__") and hasattr(cm, "__exit__"), f"{type(cm)} is not a context manager"
+    with cm as cp:
+        assert isinstance(cp, SqliteSaver)
+        assert cp.setup() is None
+        _roundtrip(cp)
+
+
+async def test_async_sqlite_from_conn_string_then_await_setup(sqlite_path: str) -> None:
+    from threadline import AsyncSqliteSaver
+
+    cm = AsyncSqliteSaver.from_conn_string(sqlite_path)
+    assert hasattr(cm, "__aenter__") and hasattr(cm, "__aexit__"), f"{type(cm)} is not an async context manager"
+    async with cm as cp:
+        assert isinstance(cp, AsyncSqliteSaver)
+        result = cp.setup()  # official: a coroutine
+        assert inspect.isawaitable(result), f"AsyncSqliteSaver.setup() returned {result!r}, not an awaitable"
+        await result
+        await _aroundtrip(cp)
+
+
+def test_postgres_from_conn_string_then_setup(pg_target: str) -> None:
+    from threadline import PostgresSaver
+
+    cm = PostgresSaver.from_conn_string(pg_target)
+    assert hasattr(cm, "__enter__") and hasattr(cm, "__exit__"), f"{type(cm)} is not a context manager"
+    with cm as cp:
+        assert isinstance(cp, PostgresSaver)
+        assert cp.setup() is None
+        _roundtrip(cp)
+
+
+async def test_async_postgres_from_conn_string_then_await_setup(pg_target: str) -> None:
+    from threadline import AsyncPostgresSaver
+
+    cm = AsyncPostgresSaver.from_conn_string(pg_target)
+    assert hasattr(cm, "__aenter__") and hasattr(cm, "__aexit__"), f"{type(cm)} is not an async context manager"
+    async with cm as cp:
+        assert isinstance(cp, AsyncPostgresSaver)
+        result = cp.setup()  # official: a coroutine
+        assert inspect.isawaitable(result), f"AsyncPostgresSaver.setup() returned {result!r}, not an awaitable"
+        await result
+        await _aroundtrip(cp)
+
+
+def test_postgres_from_conn_string_pipeline(pg_target: str) -> None:
+    from threadline import PostgresSaver
+
+    with PostgresSaver.from_conn_string(pg_target, pipeline=True) as cp:
+        cp.setup()
+        _roundtrip(cp)
+        config, cp_, metadata, versions = _put_args("2")
+        saved = cp.put(config, cp_, metadata, versions)
+        cp.put_writes(saved, [("count", 5), ("__error__", "boom")], "task-1")
+        got = cp.get_tuple(saved)
+        assert got is not None and sorted(got.pending_writes) == sorted([("task-1", "count", 5), ("task-1", "__error__", "boom")])
+        assert [t.config["configurable"]["thread_id"] for t in cp.list(None)] == ["2", "1"]
+
+
+async def test_async_postgres_from_conn_string_pipeline(pg_target: str) -> None:
+    from threadline import AsyncPostgresSaver
+
+    async with AsyncPostgresSaver.from_conn_string(pg_target, pipeline=True) as cp:
+        await cp.setup()
+        await _aroundtrip(cp)
+        assert [t.config["configurable"]["thread_id"] async for t in cp.alist(None)] == ["1"]
+
+
+def test_postgres_saver_with_explicit_pipe(pg_target: str) -> None:
+    """Official signature ``PostgresSaver(conn, pipe=None, serde=None)``: a pipeline passed positionally."""
+    import psycopg
+    from psycopg.rows import dict_row
+
+    from threadline import PostgresSaver
+
+    with psycopg.connect(pg_target, autocommit=True, prepare_threshold=0, row_factory=dict_row) as conn:
+        with conn.pipeline() as pipe:
+            cp = PostgresSaver(conn, pipe)
+            cp.setup()
+            _roundtrip(cp)
+
+
+# construction on connections / pools made as the official docs do
+
+
+def test_postgres_saver_on_official_style_connection(pg_target: str) -> None:
+    import psycopg
+    from psycopg.rows import dict_row
+
+    from threadline import PostgresSaver
+
+    with psycopg.connect(pg_target, autocommit=True, prepare_threshold=0, row_factory=dict_row) as conn:
+        cp = PostgresSaver(conn)
+        cp.setup()
+        _roundtrip(cp)
+        graph = _tiny_graph(cp)
+        config = {"configurable": {"thread_id": "g"}}
+        assert graph.invoke(3, config) == 4
+        assert graph.get_state(config).values == 4
+        # the caller's connection is as they made it
+        assert conn.autocommit is True
+        assert conn.row_factory is dict_row
+        assert conn.prepare_threshold == 0
+        assert conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+        assert conn.execute("SELECT 1 AS one").fetchone() == {"one": 1}
+
+
+def test_postgres_saver_on_official_style_pool(pg_target: str) -> None:
+    from psycopg.rows import dict_row
+    from psycopg_pool import ConnectionPool
+
+    from threadline import PostgresSaver
+
+    kwargs = {"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row}
+    with ConnectionPool(pg_target, max_size=4, kwargs=kwargs, open=True) as pool:
+        cp = PostgresSaver(pool)
+        cp.setup()
+        _roundtrip(cp)
+        with pool.connection() as conn:
+            assert conn.autocommit is True and conn.row_factory is dict_row
+
+
+async def test_async_postgres_saver_on_official_style_pool(pg_target: str) -> None:
+    from psycopg.rows import dict_row
+    from psycopg_pool import AsyncConnectionPool
+
+    from threadline import AsyncPostgresSaver
+
+    kwargs = {"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row}
+    pool = AsyncConnectionPool(pg_target, max_size=4, kwargs=kwargs, open=False)
+    await pool.open()
+    try:
+        cp = AsyncPostgresSaver(pool)
+        await cp.setup()
+        await _aroundtrip(cp)
+        graph = _tiny_graph(cp)
+        config = {"configurable": {"thread_id": "g"}}
+        assert await graph.ainvoke(3, config) == 4
+        assert (await graph.aget_state(config)).values == 4
+        async with pool.connection() as conn:
+            assert conn.autocommit is True and conn.row_factory is dict_row
+    finally:
+        await pool.close()
+
+
+async def test_async_postgres_saver_on_official_style_connection(pg_target: str) -> None:
+    import psycopg
+    from psycopg.rows import dict_row
+
+    from threadline import AsyncPostgresSaver
+
+    conn = await psycopg.AsyncConnection.connect(pg_target, autocommit=True, prepare_threshold=0, row_factory=dict_row)
+    try:
+        cp = AsyncPostgresSaver(conn)
+        await cp.setup()
+        await _aroundtrip(cp)
+        assert conn.autocommit is True
+        assert conn.row_factory is dict_row
+        assert conn.prepare_threshold == 0
+        assert conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+    finally:
+        await conn.close()
+
+
+async def test_async_sqlite_saver_on_aiosqlite_connection(sqlite_path: str) -> None:
+    """Official docstring idiom: ``async with aiosqlite.connect(path) as conn: AsyncSqliteSaver(conn)``."""
+    import aiosqlite
+
+    from threadline import AsyncSqliteSaver
+
+    async with aiosqlite.connect(sqlite_path) as conn:
+        cp = AsyncSqliteSaver(conn)
+        await cp.setup()
+        await _aroundtrip(cp)
+        graph = _tiny_graph(cp)
+        config = {"configurable": {"thread_id": "g"}}
+        assert await graph.ainvoke(3, config) == 4
+        assert (await graph.aget_state(config)).values == 4
+
+
+# instances carry the official public attributes
+
+# Public instance attributes of the official savers that are implementation
+# details, not API: ``jsonplus_serde`` (SqliteSaver/AsyncSqliteSaver build it in
+# __init__ and never use it) and ``supports_pipeline`` (the Postgres savers cache
+# ``psycopg.Capabilities().has_pipeline()`` there).
+OFFICIAL_INTERNAL_INSTANCE_ATTRS = frozenset({"jsonplus_serde", "supports_pipeline"})
+
+
+def test_sqlite_instance_attributes(sqlite_path: str) -> None:
+    from langgraph.checkpoint.sqlite import SqliteSaver as Official
+
+    from threadline import SqliteSaver
+
+    off_conn = sqlite3.connect(sqlite_path + ".official", check_same_thread=False)
+    my_conn = sqlite3.connect(sqlite_path, check_same_thread=False)
+    try:
+        off, mine = Official(off_conn), SqliteSaver(my_conn)
+        want = {n for n in vars(off) if not n.startswith("_")} - OFFICIAL_INTERNAL_INSTANCE_ATTRS
+        missing = sorted(n for n in want if not hasattr(mine, n))
+        assert not missing, f"SqliteSaver instances lack {missing}"
+        assert mine.conn is my_conn
+    finally:
+        off_conn.close()
+        my_conn.close()
+
+
+def test_postgres_instance_attributes(pg_target: str) -> None:
+    import psycopg
+    from langgraph.checkpoint.postgres import PostgresSaver as Official
+    from psycopg.rows import dict_row
+
+    from threadline import PostgresSaver
+
+    with psycopg.connect(pg_target, autocommit=True, prepare_threshold=0, row_factory=dict_row) as conn:
+        off, mine = Official(conn), PostgresSaver(conn)
+        want = {n for n in vars(off) if not n.startswith("_")} - OFFICIAL_INTERNAL_INSTANCE_ATTRS
+        missing = sorted(n for n in want if not hasattr(mine, n))
+        assert not missing, f"PostgresSaver instances lack {missing}"
+        assert mine.conn is conn
+
+
+async def test_async_postgres_instance_attributes(pg_target: str) -> None:
+    import psycopg
+    from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver as Official
+    from psycopg.rows import dict_row
+
+    from threadline import AsyncPostgresSaver
+
+    conn = await psycopg.AsyncConnection.connect(pg_target, autocommit=True, prepare_threshold=0, row_factory=dict_row)
+    try:
+        off, mine = Official(conn), AsyncPostgresSaver(conn)
+        want = {n for n in vars(off) if not n.startswith("_")} - OFFICIAL_INTERNAL_INSTANCE_ATTRS
+        missing = sorted(n for n in want if not hasattr(mine, n))
+        assert not missing, f"AsyncPostgresSaver instances lack {missing}"
+        assert mine.conn is conn
+    finally:
+        await conn.close()
+
+
+# never mutate a caller's connection
+
+_PRAGMAS = ("busy_timeout", "synchronous", "foreign_keys", "journal_mode")
+
+
+def _prepare_app_connection(path: str) -> sqlite3.Connection:
+    """A connection as an application would make it, with its own (non-default) settings."""
+    conn = sqlite3.connect(path, check_same_thread=False)
+    conn.execute("PRAGMA busy_timeout=1234")
+    conn.execute("PRAGMA synchronous=FULL")
+    conn.execute("PRAGMA foreign_keys=ON")
+    return conn
+
+
+def _sqlite_state(conn: sqlite3.Connection) -> dict[str, Any]:
+    state: dict[str, Any] = {"isolation_level": conn.isolation_level, "in_transaction": conn.in_transaction}
+    for p in _PRAGMAS:
+        state[p] = conn.execute(f"PRAGMA {p}").fetchone()[0]
+    return state
+
+
+def _app_transaction_rolls_back(conn: sqlite3.Connection) -> list:
+    """The app's own DDL + commit, then an INSERT it rolls back: what is left in its table."""
+    conn.execute("CREATE TABLE app(x)")
+    conn.commit()
+    conn.execute("INSERT INTO app VALUES (1)")
+    conn.rollback()
+    return conn.execute("SELECT x FROM app").fetchall()
+
+
+def _use_sync_saver(saver: Any) -> None:
+    _roundtrip(saver)
+    graph = _tiny_graph(saver)
+    config = {"configurable": {"thread_id": "g"}}
+    assert graph.invoke(3, config) == 4
+    assert graph.get_state(config).values == 4
+
+
+def _sqlite_scenario(saver_cls: type, path: str) -> tuple[dict, dict, list]:
+    conn = _prepare_app_connection(path)
+    try:
+        before = _sqlite_state(conn)
+        saver = saver_cls(conn)
+        _use_sync_saver(saver)
+        after = _sqlite_state(conn)
+        left = _app_transaction_rolls_back(conn)
+        return before, after, left
+    finally:
+        conn.close()
+
+
+def test_sqlite_saver_never_mutates_the_callers_connection(tmp_path: Path) -> None:
+    from langgraph.checkpoint.sqlite import SqliteSaver as Official
+
+    from threadline import SqliteSaver
+
+    off_before, off_after, off_left = _sqlite_scenario(Official, str(tmp_path / "official.db"))
+    before, after, left = _sqlite_scenario(SqliteSaver, str(tmp_path / "threadline.db"))
+
+    # The official saver: isolation level and connection PRAGMAs untouched (its
+    # setup switches the FILE to WAL, a property of the database, not the
+    # connection), and the app's rollback undoes the app's INSERT.
+    assert off_after["isolation_level"] == off_before["isolation_level"] == ""
+    assert off_left == []
+    assert all(off_after[p] == off_before[p] for p in ("busy_timeout", "synchronous", "foreign_keys"))
+
+    assert_connection_untouched("SqliteSaver(conn)", before, after, left, off_after)
+
+
+def assert_connection_untouched(who: str, before: dict, after: dict, left: list, off_after: dict) -> None:
+    """Every way ``who`` changed the caller's connection, in one message."""
+    problems = []
+    if after["isolation_level"] != before["isolation_level"]:
+        problems.append(f"conn.isolation_level changed from {before['isolation_level']!r} to {after['isolation_level']!r}")
+    for p in ("busy_timeout", "synchronous", "foreign_keys"):
+        if before[p] != after[p]:
+            problems.append(f"PRAGMA {p} changed from {before[p]!r} to {after[p]!r}")
+    if after["journal_mode"] != off_after["journal_mode"]:
+        problems.append(f"journal_mode is {after['journal_mode']!r}, the official saver leaves {off_after['journal_mode']!r}")
+    if after["in_transaction"]:
+        problems.append("a transaction was left open on the caller's connection")
+    if left != []:
+        problems.append(f"the app's rollback() did not roll back its INSERT: {left} left in table app")
+    assert not problems, f"{who} mutated the caller's connection:\n  " + "\n  ".join(problems)
+
+
+async def _async_sqlite_scenario(saver_cls: type, path: str) -> tuple[dict, dict, list]:
+    import aiosqlite
+
+    async with aiosqlite.connect(path) as conn:
+        await conn.execute("PRAGMA busy_timeout=1234")
+        await conn.execute("PRAGMA synchronous=FULL")
+        await conn.execute("PRAGMA foreign_keys=ON")
+
+        async def state() -> dict[str, Any]:
+            s: dict[str, Any] = {"isolation_level": conn.isolation_level, "in_transaction": conn.in_transaction}
+            for p in _PRAGMAS:
+                async with conn.execute(f"PRAGMA {p}") as cur:
+                    s[p] = (await cur.fetchone())[0]
+            return s
+
+        before = await state()
+        saver = saver_cls(conn)
+        await _aroundtrip(saver)
+        graph = _tiny_graph(saver)
+        config = {"configurable": {"thread_id": "g"}}
+        assert await graph.ainvoke(3, config) == 4
+        after = await state()
+        await conn.execute("CREATE TABLE app(x)")
+        await conn.commit()
+        await conn.execute("INSERT INTO app VALUES (1)")
+        await conn.rollback()
+        async with conn.execute("SELECT x FROM app") as cur:
+            left = list(await cur.fetchall())
+        return before, after, left
+
+
+async def test_async_sqlite_saver_never_mutates_the_callers_connection(tmp_path: Path) -> None:
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver as Official
+
+    from threadline import AsyncSqliteSaver
+
+    off_before, off_after, off_left = await _async_sqlite_scenario(Official, str(tmp_path / "official.db"))
+    before, after, left = await _async_sqlite_scenario(AsyncSqliteSaver, str(tmp_path / "threadline.db"))
+
+    assert off_after["isolation_level"] == off_before["isolation_level"]
+    assert off_left == []
+    assert all(off_after[p] == off_before[p] for p in ("busy_timeout", "synchronous", "foreign_keys"))
+
+    assert_connection_untouched("AsyncSqliteSaver(conn)", before, after, left, off_after)
+
+
+def test_sqlite_saver_official_docstring_example(sqlite_path: str) -> None:
+    """The official class docstring, verbatim apart from the import."""
+    from threadline import SqliteSaver
+
+    conn = sqlite3.connect(sqlite_path, check_same_thread=False)
+    try:
+        memory = SqliteSaver(conn)
+        graph = _tiny_graph(memory)
+        config = {"configurable": {"thread_id": "1"}}
+        graph.get_state(config)
+        assert graph.invoke(3, config) == 4
+        snap = graph.get_state(config)
+        assert snap.values == 4 and snap.next == ()
+    finally:
+        conn.close()
+
+
+def test_sqlite_saver_cursor(sqlite_path: str) -> None:
+    """Official ``SqliteSaver.cursor(transaction=True)``: a context manager yielding a
+    ``sqlite3.Cursor`` on the saver's connection, committing on exit when asked to."""
+    from threadline import SqliteSaver
+
+    with SqliteSaver.from_conn_string(sqlite_path) as cp:
+        with cp.cursor() as cur:
+            assert isinstance(cur, sqlite3.Cursor)
+            assert cur.execute("SELECT 1").fetchone() == (1,)
+            cur.execute("CREATE TABLE app(x)")
+            cur.execute("INSERT INTO app VALUES (1)")
+        with cp.cursor(transaction=False) as cur:
+            assert cur.execute("SELECT x FROM app").fetchall() == [(1,)]
+        _roundtrip(cp)
+    other = sqlite3.connect(sqlite_path)
+    try:
+        assert other.execute("SELECT x FROM app").fetchall() == [(1,)], "cursor() did not commit on exit"
+    finally:
+        other.close()
+
+
+def test_sqlite_from_conn_string_memory() -> None:
+    """``SqliteSaver.from_conn_string(":memory:")`` (official docstring)."""
+    from threadline import SqliteSaver
+
+    with SqliteSaver.from_conn_string(":memory:") as memory:
+        _roundtrip(memory)
