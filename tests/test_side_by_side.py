@@ -281,7 +281,7 @@ LIST = st.builds(
     target=IDX,
     filter=FILTERS,
     before=st.none() | st.none() | IDX | st.just("future"),
-    limit=st.none() | st.integers(0, 4),
+    limit=st.none() | st.integers(0, 4) | st.just(-1),  # -1: "no limit" to SQLite, an error to Postgres
 )
 THREAD_SUBSETS = st.lists(st.sampled_from(THREADS + ("nope",)), max_size=3, unique=True).map(tuple)
 OTHER = {
@@ -743,6 +743,14 @@ EXAMPLES = {
         PutWrites(LATEST, None, (("__interrupt__", {"v": 2}),), "task-1", "~__pregel_pull, a"),
         PutWrites(LATEST, None, (("a", "ignored"),), "task-2", "~__pregel_pull, b"),
     ],
+    # a task writes its special channels again from another task_path (upsert): sorting by task_path
+    "special write upsert, new task_path": [
+        _put(parent=None),
+        PutWrites(LATEST, None, (("__interrupt__", 1),), "task-2", "~__pregel_pull, b"),
+        PutWrites(LATEST, None, (("a", 0),), "task-1", "~__pregel_pull, a"),
+        PutWrites(LATEST, None, (("__interrupt__", 2),), "task-2", ""),
+    ],
+    "negative limit": [_put(parent=None), _put(), _list(None, limit=-1)],
     # a channel cleared, a subgraph namespace, a twin id in another thread (a tie in list(None))
     "ties": [_put(parent=None, changes=(("a", 1),)), _put(changes=(("a", EMPTY),)), _put("t2", "child:1", parent=None, reuse=0), _put("t2", "", parent=None, reuse=1)],
     # keep_latest: a subgraph call's namespace goes with the root checkpoint it started from;
