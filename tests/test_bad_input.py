@@ -205,14 +205,16 @@ async def test_list_before_without_checkpoint_id(backend: Backend) -> None:
 
 
 async def test_int_and_uuid_thread_ids_are_their_string(backend: Backend) -> None:
-    """keys.thread_id_of: ints and UUIDs (common in LangGraph apps) are stored as ``str(value)``."""
+    """keys.thread_id_of: ints and UUIDs (common in LangGraph apps) are stored as ``str(value)``;
+    ``put`` hands back the caller's thread_id as given, as the official savers do."""
     async with seeded(backend) as (api, seed):
         u = uuid.uuid4()
         for tid in (7, u):
             stored = await api.call("put", cfg(tid), ckpt({"v": 1}, {"v": "1"}), {"step": 0}, {"v": "1"})
-            assert stored["configurable"]["thread_id"] == str(tid)
-            assert (await api.call("get_tuple", cfg(str(tid)))).config == stored
-            assert (await api.call("get_tuple", cfg(tid))).config == stored
+            assert stored["configurable"]["thread_id"] == tid
+            as_str = {"configurable": {**stored["configurable"], "thread_id": str(tid)}}
+            assert (await api.call("get_tuple", cfg(str(tid)))).config == as_str
+            assert (await api.call("get_tuple", cfg(tid))).config == as_str
 
 
 async def test_unknown_or_foreign_checkpoint_id_gives_none(backend: Backend) -> None:

@@ -37,7 +37,7 @@ class _Paging:
 
     def __init__(self, limit: int | None) -> None:
         self.after: tuple | None = None
-        self.left = limit
+        self.left = None if limit is not None and limit < 0 else limit  # SQLite's LIMIT -1: no limit
         self.done = False
 
     def next_size(self) -> int:
@@ -87,6 +87,12 @@ class EngineSaver(BaseCheckpointSaver[str]):
         self._adopting = self.adopt and state.official
         self.is_setup = True
 
+    def _as_official(self, config: dict, found: CheckpointTuple | None) -> CheckpointTuple | None:
+        """The official SqliteSaver returns the caller's own config for a named checkpoint."""
+        if found is not None and self.dialect.echoes_config and key_of(config).checkpoint_id:
+            return found._replace(config=config)
+        return found
+
     def _adopt_op(self, thread_id: Any) -> ops.Op[bool] | None:
         """The read-only check whether ``thread_id`` has official checkpoints to adopt; None when adoption is off."""
         return adopt.pending(self.dialect, thread_id) if self._adopting and thread_id is not None else None
@@ -118,7 +124,8 @@ class EngineSaver(BaseCheckpointSaver[str]):
 
     def get_tuple(self, config: dict) -> CheckpointTuple | None:
         self._adopt(_thread_of(config))
-        return self._run(ops.get_tuple(self.dialect, self.serde, key_of(config), self.blob_codec), write=False)
+        found = self._run(ops.get_tuple(self.dialect, self.serde, key_of(config), self.blob_codec), write=False)
+        return self._as_official(config, found)
 
     def list(
         self,
@@ -170,7 +177,8 @@ class EngineSaver(BaseCheckpointSaver[str]):
 
     async def aget_tuple(self, config: dict) -> CheckpointTuple | None:
         await self._aadopt(_thread_of(config))
-        return await self._arun(ops.get_tuple(self.dialect, self.serde, key_of(config), self.blob_codec), write=False)
+        found = await self._arun(ops.get_tuple(self.dialect, self.serde, key_of(config), self.blob_codec), write=False)
+        return self._as_official(config, found)
 
     async def alist(
         self,

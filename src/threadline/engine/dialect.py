@@ -214,6 +214,12 @@ class Dialect:
     # Whether a checkpoint of LangGraph < v4 gets its parent's TASKS writes as its TASKS
     # channel on read: the official PostgresSaver does it, the official SqliteSaver never.
     migrates_parent_sends = False
+    # get_tuple of a named checkpoint returns the caller's config as given (official SqliteSaver).
+    echoes_config = True
+    # Columns a repeated special-channel write replaces (official SqliteSaver: INSERT OR REPLACE).
+    replaced_write_columns: tuple[str, ...] = ("channel", "task_path", "type", "blob", "created_at")
+    # A checkpoint put again takes the new parent (official SqliteSaver: INSERT OR REPLACE).
+    reput_sets_parent = True
 
     def sql(self, text: str) -> str:
         return text
@@ -286,6 +292,9 @@ class PostgresDialect(Dialect):
     )
     official_blobs_table = "checkpoint_blobs"
     migrates_parent_sends = True
+    echoes_config = False
+    replaced_write_columns = ("channel", "type", "blob", "created_at")  # the official upsert keeps task_path
+    reput_sets_parent = False  # the official upsert replaces only checkpoint and metadata
 
     def sql(self, text: str) -> str:
         return _to_pyformat(text)

@@ -538,10 +538,11 @@ def put(
         [*row, *checked_params, key.thread_id, key.checkpoint_ns] if checked else row,
     )
     if not inserted_ck:
+        parent_sql, parent = ("parent_checkpoint_id = ?, ", (key.checkpoint_id,)) if d.reput_sets_parent else ("", ())
         yield Q(
-            "UPDATE threadline_checkpoints SET parent_checkpoint_id = ?, checkpoint = ?, metadata = ?, step = ?, source = ?, run_id = ? "
+            f"UPDATE threadline_checkpoints SET {parent_sql}checkpoint = ?, metadata = ?, step = ?, source = ?, run_id = ? "
             "WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?",
-            (key.checkpoint_id, doc_json, meta_json, step, source, run_id, key.thread_id, key.checkpoint_ns, checkpoint["id"]),
+            (*parent, doc_json, meta_json, step, source, run_id, key.thread_id, key.checkpoint_ns, checkpoint["id"]),
         )
         stored = (yield Q(f"SELECT {count_sql}", [*checked_params, key.thread_id, key.checkpoint_ns])) if checked else [(0,)]
     else:
@@ -576,7 +577,9 @@ def put(
     if bc.cache is not None:
         bc.cache.put_versions((key.thread_id, key.checkpoint_ns, checkpoint["id"]), dict(R.blob_pairs(doc)))
     yield Q(_UPSERT_THREAD, (key.thread_id, now, now, 1 if inserted_ck else 0, size))
-    return config_of(key.thread_id, key.checkpoint_ns, checkpoint["id"])
+    # the official savers hand back the caller's thread_id and checkpoint_ns as given (an int stays an int)
+    given = config["configurable"]
+    return config_of(given["thread_id"], given.get("checkpoint_ns") or key.checkpoint_ns, checkpoint["id"])
 
 
 def put_writes(
@@ -600,12 +603,7 @@ def put_writes(
     replace, rows = R.write_rows(serde, key, writes, task_id, task_path or "", now, bc or codec.PLAIN)
     if not rows:
         return
-    conflict = (
-        "DO UPDATE SET channel = excluded.channel, task_path = excluded.task_path, type = excluded.type, "
-        "blob = excluded.blob, created_at = excluded.created_at"
-        if replace
-        else "DO NOTHING"
-    )
+    conflict = "DO UPDATE SET " + ", ".join(f"{c} = excluded.{c}" for c in d.replaced_write_columns) if replace else "DO NOTHING"
     if replace:  # the same special channel twice: the last write wins, as with one upsert after another
         rows = list({r[4]: r for r in rows}.values())
     yield Q(
@@ -740,11 +738,15 @@ PRUNE_STRATEGIES = ("keep_latest", "delete")
 def prune(d: Dialect, thread_ids: Any, strategy: str, bc: codec.BlobCodec | None = None) -> Op[None]:
     """Prune threads. ``delete`` removes them; ``keep_latest`` keeps each checkpoint_ns's latest checkpoint.
 
-    ``keep_latest`` also keeps, for a LangGraph ``DeltaChannel`` the latest checkpoint
-    rebuilds from history (its metadata ``counters_since_delta_snapshot``), every
-    ancestor back to the nearest one that stores the channel's snapshot, with
-    their writes, so the kept state reconstructs exactly. A kept checkpoint whose
-    parent is deleted becomes a root (parent_checkpoint_id NULL).
+    As the official PostgresSaver's ``prune``, ``keep_latest`` also keeps the parent of a
+    LangGraph < v4 head that has pending sends (its TASKS writes), and deletes a subgraph
+    call's namespace (``parent:task`` with a ``:``) with the root checkpoint the call
+    started from, once that one is saved and not kept. Unlike it, threads using a
+    ``DeltaChannel`` are pruned too: for a channel the latest checkpoint rebuilds from
+    history (its metadata ``counters_since_delta_snapshot``), every ancestor back to the
+    nearest one that stores the channel's snapshot is kept, with its writes, so the kept
+    state reconstructs exactly. A kept checkpoint whose parent is deleted becomes a root
+    (parent_checkpoint_id NULL).
     """
     if strategy not in PRUNE_STRATEGIES:
         raise ValueError(f"unknown prune strategy {strategy!r}; expected one of {PRUNE_STRATEGIES}")
@@ -766,20 +768,32 @@ def prune(d: Dialect, thread_ids: Any, strategy: str, bc: codec.BlobCodec | None
             (ns, ch, v)
             for ns, ch, v in (yield Q("SELECT checkpoint_ns, channel, version FROM threadline_blobs WHERE thread_id = ? AND type <> ?", (tid, codec.EMPTY)))
         }
+        with_sends = {tuple(r) for r in (yield Q(
+            "SELECT DISTINCT checkpoint_ns, checkpoint_id FROM threadline_writes WHERE thread_id = ? AND channel = ?", (tid, TASKS)
+        ))}
         by_id = {(r[0], r[1]): r for r in found}
         keep: set[tuple] = set()
-        for ns in {r[0] for r in found}:
+        roots: dict[str, str | None] = {}
+        for ns in sorted({r[0] for r in found}):
             head = max(r[1] for r in found if r[0] == ns)
             keep.add((ns, head))
-            meta = _json(d, by_id[(ns, head)][4], f"checkpoint ({tid!r}, {ns!r}, {head!r})")
+            where = f"checkpoint ({tid!r}, {ns!r}, {head!r})"
+            doc, meta = _json(d, by_id[(ns, head)][3], where), _json(d, by_id[(ns, head)][4], where)
+            parent = by_id[(ns, head)][2]
+            if R.needs_parent_sends(parent, doc) and (ns, parent) in with_sends:
+                keep.add((ns, parent))
+            roots[ns] = (meta.get("parents") or {}).get("") if isinstance(meta.get("parents"), dict) else None
             for ch in (meta.get("counters_since_delta_snapshot") or {}):
-                cur = by_id[(ns, head)][2]
+                cur = parent
                 while cur and (ns, cur) in by_id:  # walk to the nearest stored snapshot
                     keep.add((ns, cur))
                     versions = _json(d, by_id[(ns, cur)][3], "checkpoint").get("channel_versions", {})
                     if ch in versions and (ns, ch, R.version_key(versions[ch])) in nonempty:
                         break
                     cur = by_id[(ns, cur)][2]
+        # a subgraph call goes with the saved root checkpoint it started from
+        calls = {ns for ns, root in roots.items() if ":" in ns and ("", root) in by_id and ("", root) not in keep}
+        keep = {k for k in keep if k[0] not in calls}
         doomed += [(tid, ns, cid) for ns, cid in by_id if (ns, cid) not in keep]
         orphaned += [(tid, ns, cid) for ns, cid in keep if by_id[(ns, cid)][2] and (ns, by_id[(ns, cid)][2]) not in keep]
     if orphaned:
