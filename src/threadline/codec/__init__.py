@@ -1,0 +1,99 @@
+"""Blob codec: LangGraph's serializer plus threadline's type tags, compression and delta encoding.
+
+Every stored value (a channel blob, a pending write) is a ``(type, bytes)`` pair.
+The type tag says exactly how the bytes are encoded, so every row ever written
+stays readable:
+
+=============================  ==============================================================
+``msgpack``, ``json``, …       the serializer's own ``(type, bytes)`` (the serializer's tag)
+``null``                       ``None`` (serializer tag, empty bytes)
+``empty``                      the channel has a version but no value (LangGraph's "empty
+                               channel", ``DeltaChannel`` between snapshots); bytes NULL
+``<tag>+zstd``                 the bytes of ``<tag>``, zstd-compressed (one frame with its
+                               content size)
+``delta-list:msgpack``         a list that extends the value of ``base_version``: the
+                               appended items (see below)
+``delta-dict:msgpack``         a dict that extends the value of ``base_version``: the added
+                               and changed key/value pairs (see below)
+``delta-…:msgpack+zstd``       the same, zstd-compressed
+=============================  ==============================================================
+
+Delta rows (seed 000 "方式 B"). A list or dict channel value whose serialized
+form extends the value its channel had in the parent checkpoint is stored as the
+extension only, with ``blobs.base_version`` naming the base. The decision is
+made on the serialized bytes, never on object identity, so a value mutated in
+place is compared by content and still round-trips exactly:
+
+* a msgpack array is a header (the item count) followed by the items'
+  encodings back to back; a map is a header followed by key, value, key,
+  value, …. So the new list extends its base exactly when the base's item bytes
+  are a byte prefix of the new item bytes, and the delta is the remaining
+  items, stored as a msgpack array. Reconstruction concatenates item bytes and
+  writes a new header: the result is byte-for-byte the snapshot the serializer
+  would have produced, and it is decoded by the serializer like any snapshot.
+* a dict delta holds the pairs whose key is new or whose value bytes changed,
+  as a msgpack map. Reconstruction walks the base's pairs in order, replacing
+  the changed ones, then appends the new ones; a delta is only written when
+  that merge reproduces the new value's bytes exactly (checked at write time).
+  Removed keys or a different key order mean a snapshot.
+
+A delta row's bytes are a 23-byte header then the msgpack container: format
+(1 byte, ``1``), chain depth (deltas since the last snapshot, this one
+included), item count, body length and CRC-32 of the reconstructed value's item
+bytes, and the delta bytes accumulated since the last snapshot. Reconstruction
+checks count, length and CRC, so a delta applied to the wrong base fails with
+``CorruptRowError`` instead of returning a wrong value.
+
+Bounded reconstruction: a snapshot is written instead of a delta when the chain
+would exceed ``max_depth`` deltas (K), when the deltas accumulated since the
+last snapshot would exceed the value's own size, or when the delta would not be
+clearly smaller than the value.
+
+Deserialization is strict by default (``threadline.serde``: no pickle; stored
+constructors only for LangGraph's safe types, explicitly allowed types, and data
+classes already imported by the process). A ``pickle`` tag is refused, never loaded. A
+tampered delta or compressed row can fail to load (``CorruptRowError``) but is
+only ever handed to the same strict serializer.
+
+The code is split by concept, each module depending only on those before it:
+``tags`` (type tags, compression, decode of self-contained rows) ←
+``containers`` (msgpack list/dict containers) ← ``deltas`` (list/dict deltas);
+``fingerprinting`` (list item fingerprints, standalone); ``cache`` (the blob
+cache, on containers and deltas) ← ``policy`` (``BlobCodec``, ``PLAIN``). This package re-exports the
+names the rest of threadline uses, so ``codec.X`` works as before.
+"""
+
+from __future__ import annotations
+
+from threadline.codec.cache import BlobCache, Entry, entry_of
+from threadline.codec.containers import LIST, Container, container, skip, split
+from threadline.codec.deltas import Resolved, is_delta, load, make_delta, resolve
+from threadline.codec.fingerprinting import fingerprints
+from threadline.codec.policy import PLAIN, BlobCodec
+from threadline.codec.tags import DELTA_DICT, DELTA_LIST, EMPTY, compress, decode, decompress, encode
+
+__all__ = [
+    "DELTA_DICT",
+    "DELTA_LIST",
+    "EMPTY",
+    "LIST",
+    "PLAIN",
+    "BlobCache",
+    "BlobCodec",
+    "Container",
+    "Entry",
+    "Resolved",
+    "compress",
+    "container",
+    "decode",
+    "decompress",
+    "encode",
+    "entry_of",
+    "fingerprints",
+    "is_delta",
+    "load",
+    "make_delta",
+    "resolve",
+    "skip",
+    "split",
+]

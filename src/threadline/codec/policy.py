@@ -1,0 +1,129 @@
+"""The codec a saver holds: ``BlobCodec`` (compression, delta and cache settings) and ``PLAIN``.
+
+``BlobCodec`` decides how each value is stored (``pack``, ``candidate``,
+``encode_list``, ``encode_blob``), using the pieces in the sibling modules.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+from typing import Any
+
+from langgraph.checkpoint.serde.base import SerializerProtocol
+
+from threadline.codec.cache import BlobCache, Entry
+from threadline.codec.containers import LIST, Container, _header, container, split
+from threadline.codec.deltas import make_delta
+from threadline.codec.fingerprinting import _FP_HEADER, fingerprints
+from threadline.codec.tags import COMPRESS_MIN_BYTES, DELTA_MAX_DEPTH, DELTA_MAX_RATIO, DELTA_MIN_BYTES, ZSTD_LEVEL, compress
+
+
+@dataclass
+class BlobCodec:
+    """How a saver stores values: compression and delta settings, and its cache.
+
+    * ``compress_min_bytes`` — zstd-compress stored values (blobs and pending
+      writes) of at least this many bytes (negative: never compress);
+    * ``zstd_level`` — the zstd level;
+    * ``max_depth`` — K: at most K deltas between two snapshots of a channel
+      value (0 disables delta encoding);
+    * ``delta_min_bytes`` — list/dict values smaller than this are snapshots;
+    * ``delta_max_ratio`` — a delta larger than this fraction of the value, or a
+      chain whose deltas add up to more than twice this fraction, means a snapshot;
+    * ``cache`` — recently written and read values, so a put computes its delta
+      without reading the base back (on a miss it reads it, in the same transaction);
+    * ``fast_lists`` — serialize only the items appended to a list since the
+      parent's value, when item fingerprints show the rest unchanged (``encode_list``).
+    """
+
+    compress_min_bytes: int = COMPRESS_MIN_BYTES
+    zstd_level: int = ZSTD_LEVEL
+    max_depth: int = DELTA_MAX_DEPTH
+    delta_min_bytes: int = DELTA_MIN_BYTES
+    delta_max_ratio: float = DELTA_MAX_RATIO
+    cache: BlobCache | None = field(default_factory=BlobCache)
+    fast_lists: bool = True
+    _checks_left: int = field(default=3, repr=False)
+
+    @property
+    def deltas(self) -> bool:
+        return self.max_depth > 0 and self.cache is not None
+
+    def pack(self, tag: str, data: bytes) -> tuple[str, bytes]:
+        """A self-contained value's stored ``(type, bytes)`` (compressed at or above the threshold)."""
+        return compress(tag, data, min_bytes=self.compress_min_bytes, level=self.zstd_level)
+
+    def candidate(self, tag: str, data: bytes, value: Any = None) -> Container | None:
+        """The container of a serialized value that may be stored as a delta, or None.
+
+        For a list, its items' fingerprints are kept too, so the next put of the
+        channel can serialize only the items appended since (``encode_list``)."""
+        if not self.deltas or tag != "msgpack" or len(data) < self.delta_min_bytes:
+            return None
+        found = container(data)
+        if found is not None and found.kind == LIST and self.fast_lists and type(value) is list and len(value) == found.count:
+            found.fps = fingerprints(value)
+        return found
+
+    def encode_list(self, serde: SerializerProtocol, value: list, base: Entry) -> tuple[bytes, Container] | None:
+        """Serialize a list that extends ``base`` by serializing only its new items.
+
+        The decision is content-based: the items the base had must have the same
+        ``fingerprints`` now as when the base was written (an item mutated in place,
+        replaced or removed has not). Then the base's item bytes are exactly what the
+        serializer would write for those items, and the value's bytes are the base's
+        items followed by the new items' (a msgpack array is its items back to back).
+        Returns the serialized value and its ``Container``, or None (serialize it whole).
+        The first encodings of a codec, and every one that starts a new chain, are
+        checked against a whole serialization; a mismatch turns this path off.
+        """
+        fps = base.value.fps
+        n = base.value.count
+        if not self.fast_lists or fps is None or base.value.kind != LIST or len(value) < n:
+            return None
+        new_fps = fingerprints(value)
+        if new_fps is None or not new_fps.startswith(memoryview(fps)[_FP_HEADER:], _FP_HEADER):
+            return None  # an item changed, was replaced or removed, or cannot be fingerprinted
+        tail_items = value[n:]
+        tag, tail = serde.dumps_typed(tail_items)
+        found = split(tail) if tag == "msgpack" else None
+        if found is None or found[0] != LIST or found[1] != len(tail_items):
+            return None
+        head = _header(LIST, len(value))
+        data = b"".join((head, base.value.body(), memoryview(tail)[found[2]:]))
+        new = Container(LIST, len(value), data, len(head), fps=new_fps)
+        if self._checks_left > 0 or base.value.depth + 1 >= self.max_depth:
+            self._checks_left -= 1
+            full_tag, full = serde.dumps_typed(value)
+            if (full_tag, full) != ("msgpack", data):
+                self.fast_lists = False
+                warnings.warn(
+                    "threadline: serializing only a list's new items did not reproduce the serializer's bytes "
+                    "for this serializer; every value is serialized whole from now on",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
+                return None
+        return data, new
+
+    def encode_blob(
+        self, tag: str, data: bytes, new: Container | None, base: Entry | None
+    ) -> tuple[str, bytes, bool, Container | None]:
+        """Stored ``(type, bytes, is_delta, container with its chain depth)`` of a serialized channel value.
+
+        With ``new`` (from ``candidate``) and the ``base`` entry, a delta when
+        ``make_delta`` allows one; otherwise a snapshot (compressed at or above the threshold).
+        """
+        if new is not None and base is not None:
+            found = make_delta(base.value, new, max_depth=self.max_depth, max_ratio=self.delta_max_ratio)
+            if found is not None:
+                prefix, payload, value = found
+                stored_tag, stored = self.pack(prefix + tag, payload)
+                return stored_tag, stored, True, value
+        stored_tag, stored = self.pack(tag, data)
+        return stored_tag, stored, False, new
+
+
+PLAIN = BlobCodec(max_depth=0, cache=None)
+"""Compression only: no deltas, no cache. What ``engine.ops`` uses when a caller passes no codec."""
