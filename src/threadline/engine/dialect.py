@@ -220,6 +220,8 @@ class Dialect:
     replaced_write_columns: tuple[str, ...] = ("channel", "task_path", "type", "blob", "created_at")
     # A checkpoint put again takes the new parent (official SqliteSaver: INSERT OR REPLACE).
     reput_sets_parent = True
+    # prune(keep_latest) refuses DeltaChannel threads (the official PostgresSaver; SqliteSaver has no prune).
+    prune_refuses_delta_threads = False
 
     def sql(self, text: str) -> str:
         return text
@@ -295,6 +297,7 @@ class PostgresDialect(Dialect):
     echoes_config = False
     replaced_write_columns = ("channel", "type", "blob", "created_at")  # the official upsert keeps task_path
     reput_sets_parent = False  # the official upsert replaces only checkpoint and metadata
+    prune_refuses_delta_threads = True
 
     def sql(self, text: str) -> str:
         return _to_pyformat(text)

@@ -733,6 +733,8 @@ def copy_thread(d: Dialect, source: Any, target: Any) -> Op[None]:
 
 
 PRUNE_STRATEGIES = ("keep_latest", "delete")
+# Metadata keys of a checkpoint written by a graph with a LangGraph DeltaChannel.
+DELTA_KEYS = frozenset({"counters_since_delta_snapshot", "delta_writes_versioned"})
 
 
 def prune(d: Dialect, thread_ids: Any, strategy: str, bc: codec.BlobCodec | None = None) -> Op[None]:
@@ -741,12 +743,13 @@ def prune(d: Dialect, thread_ids: Any, strategy: str, bc: codec.BlobCodec | None
     As the official PostgresSaver's ``prune``, ``keep_latest`` also keeps the parent of a
     LangGraph < v4 head that has pending sends (its TASKS writes), and deletes a subgraph
     call's namespace (``parent:task`` with a ``:``) with the root checkpoint the call
-    started from, once that one is saved and not kept. Unlike it, threads using a
-    ``DeltaChannel`` are pruned too: for a channel the latest checkpoint rebuilds from
-    history (its metadata ``counters_since_delta_snapshot``), every ancestor back to the
-    nearest one that stores the channel's snapshot is kept, with its writes, so the kept
-    state reconstructs exactly. A kept checkpoint whose parent is deleted becomes a root
-    (parent_checkpoint_id NULL).
+    started from, once that one is saved and not kept. A thread using a ``DeltaChannel``
+    (metadata ``DELTA_KEYS``) is refused on Postgres with NotImplementedError, nothing
+    pruned, as the official PostgresSaver refuses it; elsewhere it is pruned: for a channel
+    the latest checkpoint rebuilds from history (its metadata
+    ``counters_since_delta_snapshot``), every ancestor back to the nearest one that stores
+    the channel's snapshot is kept, with its writes, so the kept state reconstructs exactly.
+    A kept checkpoint whose parent is deleted becomes a root (parent_checkpoint_id NULL).
     """
     if strategy not in PRUNE_STRATEGIES:
         raise ValueError(f"unknown prune strategy {strategy!r}; expected one of {PRUNE_STRATEGIES}")
@@ -771,6 +774,11 @@ def prune(d: Dialect, thread_ids: Any, strategy: str, bc: codec.BlobCodec | None
         with_sends = {tuple(r) for r in (yield Q(
             "SELECT DISTINCT checkpoint_ns, checkpoint_id FROM threadline_writes WHERE thread_id = ? AND channel = ?", (tid, TASKS)
         ))}
+        if d.prune_refuses_delta_threads and any(
+            DELTA_KEYS & _json(d, r[4], f"checkpoint ({tid!r}, {r[0]!r}, {r[1]!r})").keys() for r in found
+        ):
+            # the whole batch is one transaction: nothing is pruned, as the official saver
+            raise NotImplementedError(f"keep_latest can't prune threads that use a DeltaChannel: {tid}")
         by_id = {(r[0], r[1]): r for r in found}
         keep: set[tuple] = set()
         roots: dict[str, str | None] = {}
