@@ -1,0 +1,217 @@
+"""Rollback and fork: a checkpoint's state made the head again, in the same thread or a new one.
+
+``rollback`` writes one new checkpoint in the same thread that shares the
+target's values by reference (a new branch; nothing deleted); ``fork`` copies the
+blobs a checkpoint references (with their delta bases) into a new thread and
+writes one root checkpoint there. Both return a ``BranchResult`` and write their
+checkpoint through ``_write_branch`` (a new, newer uuid6 checkpoint id and
+metadata ``source="fork"``, ``threadline_op``, ``forked_from``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from langgraph.checkpoint.base.id import uuid6
+from langgraph.checkpoint.serde.base import SerializerProtocol
+
+from threadline.engine import ops
+from threadline.engine import rows as R
+from threadline.engine.dialect import Dialect
+from threadline.engine.ops import Op, Q
+from threadline.errors import ConfigError, ThreadlineError, UnsafeOperationError
+from threadline.history import _cid, _doc, _json, _ns, checkpoint_row_op, head_op
+from threadline.keys import config_of, thread_id_of
+from threadline.lifecycle.thread import _delta_channels
+
+# --- rollback and fork ---------------------------------------------------------------
+
+
+def _new_checkpoint_id(after: str | None, step: int) -> str:
+    """A LangGraph checkpoint id (uuid6, as ``create_checkpoint`` makes) sorting after ``after``."""
+    for _ in range(1000):
+        cid = str(uuid6(clock_seq=max(step, -1) + 1 if step is not None else None))
+        if after is None or cid > after:
+            return cid
+        time.sleep(0.0005)
+    raise ThreadlineError(f"cannot make a checkpoint id newer than {after!r}: is the clock behind the stored ids?")
+
+
+def _now_iso(now: float) -> str:
+    return _dt.datetime.fromtimestamp(now, _dt.timezone.utc).isoformat()
+
+
+@dataclass
+class BranchResult:
+    """A checkpoint made by ``rollback`` or ``fork``.
+
+    ``config`` is the RunnableConfig of the new checkpoint (the new head of
+    ``thread_id``); ``parent_checkpoint_id`` its parent; ``source_*`` the checkpoint
+    whose state it carries; ``previous_head`` the head before; ``blobs_copied`` the
+    blob rows copied (0 for a rollback: values are shared by reference).
+    """
+
+    op: str
+    thread_id: str
+    checkpoint_ns: str
+    checkpoint_id: str
+    parent_checkpoint_id: str | None
+    source_thread_id: str
+    source_checkpoint_id: str
+    previous_head: str | None
+    blobs_copied: int = 0
+
+    @property
+    def config(self) -> dict:
+        return config_of(self.thread_id, self.checkpoint_ns, self.checkpoint_id)
+
+    def to_json(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d["config"] = self.config
+        return d
+
+
+_RESERVED_META = ("source", "step", "parents", "writes", "threadline_op", "forked_from", "counters_since_delta_snapshot")
+
+
+def _branch_metadata(op: str, meta: Mapping[str, Any], tid: str, ns: str, cid: str) -> dict[str, Any]:
+    out = {k: v for k, v in meta.items() if k not in _RESERVED_META}
+    out.update(
+        {
+            "source": "fork",
+            "step": meta.get("step", -1),
+            "parents": meta.get("parents") or {},
+            "threadline_op": op,
+            "forked_from": {"thread_id": tid, "checkpoint_ns": ns, "checkpoint_id": cid},
+        }
+    )
+    if "counters_since_delta_snapshot" in meta:
+        out["counters_since_delta_snapshot"] = meta["counters_since_delta_snapshot"]
+    return out
+
+
+def rollback_op(
+    d: Dialect, serde: SerializerProtocol, thread_id: Any, checkpoint_id: str, *, checkpoint_ns: str = "", now: float | None = None
+) -> Op[BranchResult]:
+    """Make ``checkpoint_id``'s state the thread's head again, as a new branch (seed 000 §③).
+
+    Writes ONE checkpoint: a copy of the target's checkpoint (same
+    ``channel_versions`` and ``versions_seen`` — every value shared by reference,
+    no blob copied) with a new, newer checkpoint_id, parent = the target, metadata
+    ``source="fork"``, the target's ``step``, ``threadline_op="rollback"`` and
+    ``forked_from``. Nothing is deleted: the old branch stays in history. The
+    target's pending writes are not carried, so resuming (``graph.invoke(None,
+    {"configurable": {"thread_id": …}})``) re-runs the target's next tasks.
+
+    DeltaChannel state (metadata ``counters_since_delta_snapshot``) is rebuilt
+    from the writes of a checkpoint's parent chain, and the target's own writes
+    belong to the old branch; for such a target the new checkpoint is made a
+    sibling of the target (parent = the target's parent), as LangGraph's own
+    ``update_state(..., as_node="__copy__")`` does.
+
+    Raises NotFoundError when the thread or checkpoint does not exist.
+    """
+    tid = thread_id_of(thread_id)
+    ns = _ns(checkpoint_ns)
+    row = yield from checkpoint_row_op(d, tid, ns, _cid(checkpoint_id))
+    head = yield from head_op(d, tid, ns)
+    return (yield from _write_branch(d, serde, "rollback", row, tid, ns, head, now))
+
+
+def _write_branch(
+    d: Dialect, serde: SerializerProtocol, op: str, row: tuple, to_tid: str, ns: str, head: str | None, now: float | None
+) -> Op[BranchResult]:
+    src_tid, cid = row[0], row[2]
+    where = f"checkpoint ({src_tid!r}, {ns!r}, {cid!r})"
+    doc = _doc(d, row[4], where)
+    meta = _json(d, row[5], where)
+    meta = meta if isinstance(meta, dict) else {}
+    now = time.time() if now is None else now
+    step = meta.get("step", -1) if isinstance(meta.get("step", -1), int) else -1
+    new_id = _new_checkpoint_id(head, step)
+    checkpoint = {**doc, "id": new_id, "ts": _now_iso(now), "channel_values": {}}
+    metadata = _branch_metadata(op, meta, src_tid, ns, cid)
+    if op == "rollback":
+        parent = row[3] if _delta_channels(meta) else cid
+    else:
+        parent = None
+    config = {"configurable": {"thread_id": to_tid, "checkpoint_ns": ns, "checkpoint_id": parent or ""}}
+    if parent is None:
+        config["configurable"].pop("checkpoint_id")
+    yield from ops.put(d, serde, config, checkpoint, metadata, {})
+    return BranchResult(op, to_tid, ns, new_id, parent, src_tid, cid, head)
+
+
+def rollback(saver: Any, thread_id: Any, checkpoint_id: str, **kwargs: Any) -> BranchResult:
+    """Sync ``rollback_op`` (one transaction)."""
+    return saver.run(rollback_op(saver.dialect, saver.serde, thread_id, checkpoint_id, **kwargs), write=True)
+
+
+def fork_op(
+    d: Dialect,
+    serde: SerializerProtocol,
+    thread_id: Any,
+    checkpoint_id: str,
+    to_thread: Any,
+    *,
+    checkpoint_ns: str = "",
+    now: float | None = None,
+) -> Op[BranchResult]:
+    """Start a new thread ``to_thread`` from the state at ``checkpoint_id`` of ``thread_id``.
+
+    The new thread gets the blobs the checkpoint references (copied as stored,
+    with any delta bases, values never decoded) and ONE root checkpoint carrying
+    that state (same ``channel_versions``/``versions_seen``, metadata
+    ``source="fork"``, ``threadline_op="fork"``, ``forked_from``). Resuming the
+    new thread runs the checkpoint's next tasks. The source thread is untouched.
+
+    Raises UnsafeOperationError when ``to_thread`` already has checkpoints, or
+    when the checkpoint holds DeltaChannel state (rebuilt from ancestors' writes,
+    which a one-checkpoint thread does not have); NotFoundError for an unknown
+    checkpoint.
+    """
+    tid = thread_id_of(thread_id)
+    dst = thread_id_of(to_thread)
+    ns = _ns(checkpoint_ns)
+    if dst == tid:
+        raise ConfigError(f"fork: target thread {dst!r} is the source thread; use rollback to branch within a thread")
+    row = yield from checkpoint_row_op(d, tid, ns, _cid(checkpoint_id))
+    exists = yield Q("SELECT 1 FROM threadline_checkpoints WHERE thread_id = ? LIMIT 1", (dst,))
+    if exists:
+        raise UnsafeOperationError(f"fork: thread {dst!r} already exists; pick a new thread id (or delete it first)")
+    meta = _json(d, row[5], f"checkpoint ({tid!r}, {ns!r}, {checkpoint_id!r})")
+    if isinstance(meta, dict) and _delta_channels(meta):
+        raise UnsafeOperationError(
+            f"fork: checkpoint {checkpoint_id!r} holds DeltaChannel state {_delta_channels(meta)} that is rebuilt from its "
+            "ancestors' writes; fork is not supported for it (use rollback, or copy_thread for the whole thread)"
+        )
+    doc = _doc(d, row[4], "checkpoint")
+    wanted = R.blob_pairs(doc)
+    copied = 0
+    while wanted:
+        bases: set[tuple[str, str]] = set()
+        for part in ops.chunks(wanted, d.max_params // 2 - 4):
+            found = yield Q(
+                "INSERT INTO threadline_blobs (thread_id, checkpoint_ns, channel, version, type, blob, base_version) "
+                "SELECT ?, checkpoint_ns, channel, version, type, blob, base_version FROM threadline_blobs "
+                f"WHERE thread_id = ? AND checkpoint_ns = ? AND (channel, version) IN ({ops.values_list(2, len(part))}) "
+                "ON CONFLICT DO NOTHING RETURNING channel, base_version",
+                [dst, tid, ns, *ops.flat(part)],
+            )
+            copied += len(found)
+            bases |= {(r[0], r[1]) for r in found if r[1] is not None}
+        wanted = sorted(bases)
+    result = yield from _write_branch(d, serde, "fork", row, dst, ns, None, now)
+    result.blobs_copied = copied
+    yield from ops.restat(d, [dst])
+    return result
+
+
+def fork(saver: Any, thread_id: Any, checkpoint_id: str, to_thread: Any, **kwargs: Any) -> BranchResult:
+    """Sync ``fork_op`` (one transaction)."""
+    return saver.run(fork_op(saver.dialect, saver.serde, thread_id, checkpoint_id, to_thread, **kwargs), write=True)

@@ -1,0 +1,272 @@
+"""Consistency checks (fsck) and their safe repairs.
+
+``fsck_thread_op`` checks one thread: unreadable checkpoint rows, dangling blob
+references and delta bases, broken parent links and cycles, orphan writes and
+orphan blobs, a stale ``threads`` index row and (``deep``) undecodable values;
+each problem is a ``Finding``. With ``repair`` it fixes the safe ones
+(``REPAIRS``) and never the rest. ``fsck`` runs it over every thread id found in
+any table (``every_thread_id_op``), one transaction each, into a ``FsckReport``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from langgraph.checkpoint.serde.base import SerializerProtocol
+
+from threadline import codec
+from threadline.engine import ops
+from threadline.engine import rows as R
+from threadline.engine.dialect import Dialect
+from threadline.engine.ops import Op, Q
+from threadline.errors import CorruptRowError
+from threadline.history import _doc, _json
+from threadline.keys import thread_id_of
+from threadline.lifecycle.thread import _load_thread_op, _Thread
+
+
+
+@dataclass
+class Finding:
+    """One problem ``fsck`` found.
+
+    ``kind``: ``dangling_blob`` (a checkpoint names a blob that is missing),
+    ``dangling_base`` (a delta blob's base is missing), ``orphan_writes`` (writes of a
+    checkpoint that does not exist), ``orphan_blobs`` (blobs no checkpoint
+    references), ``broken_parent`` (parent_checkpoint_id names a missing
+    checkpoint), ``parent_cycle``, ``unreadable_checkpoint``, ``unreadable_value``
+    (a blob or write that does not decode; ``deep`` only), ``thread_index`` (the
+    ``threads`` row is missing or its counts are stale). ``repairable`` says whether
+    ``repair`` fixes it safely; ``repaired`` whether it did.
+    """
+
+    kind: str
+    thread_id: str
+    checkpoint_ns: str | None
+    checkpoint_id: str | None
+    detail: str
+    repairable: bool
+    repaired: bool = False
+    count: int = 1
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+REPAIRS = {
+    "orphan_writes": "deleted (their checkpoint does not exist, nothing can read them)",
+    "orphan_blobs": "garbage-collected (no checkpoint references them)",
+    "broken_parent": "parent link cleared (the checkpoint becomes a root; its own state is complete)",
+    "thread_index": "threads row recomputed from the tables",
+}
+
+
+def fsck_thread_op(d: Dialect, serde: SerializerProtocol, thread_id: str, *, repair: bool = False, deep: bool = False) -> Op[list[Finding]]:
+    """Check one thread (one transaction); with ``repair`` fix what is safe (see ``REPAIRS``)."""
+    tid = thread_id
+    findings: list[Finding] = []
+    # unreadable checkpoint rows first: everything else needs the docs
+    raw = yield Q("SELECT checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata FROM threadline_checkpoints WHERE thread_id = ?", (tid,))
+    bad: set[tuple[str, str]] = set()
+    for ns, cid, _, doc, meta in raw:
+        try:
+            _doc(d, doc, f"checkpoint ({tid!r}, {ns!r}, {cid!r})")
+            m = _json(d, meta, f"metadata of checkpoint ({tid!r}, {ns!r}, {cid!r})")
+            if not isinstance(m, dict):
+                raise CorruptRowError(f"metadata of checkpoint ({tid!r}, {ns!r}, {cid!r}) is not a JSON object")
+        except CorruptRowError as exc:
+            bad.add((ns, cid))
+            findings.append(Finding("unreadable_checkpoint", tid, ns, cid, str(exc), False))
+    if bad:
+        # plan around the unreadable rows: treat them as present but empty
+        t = _Thread(tid, {}, set(), {}, {}, {})
+        size_ck = f"{d.bytes_of('checkpoint', 'json')} + {d.bytes_of('metadata', 'json')}"
+        found = yield Q(
+            f"SELECT checkpoint_ns, checkpoint_id, parent_checkpoint_id, step, source, created_at, checkpoint, metadata, {size_ck} "
+            "FROM threadline_checkpoints WHERE thread_id = ?",
+            (tid,),
+        )
+        for r in found:
+            if (r[0], r[1]) in bad:
+                t.rows[(r[0], r[1])] = (r[2], r[3], r[4], float(r[5]), {}, {}, int(r[8]))
+            else:
+                t.rows[(r[0], r[1])] = (r[2], r[3], r[4], float(r[5]), _doc(d, r[6], ""), _json(d, r[7], ""), int(r[8]))
+        loaded = yield from _load_blobs_and_writes_op(d, tid)
+        t.nonempty, t.blob_sizes, t.write_bytes, t.write_counts = loaded
+        t.orphan_write_keys = {k for k in t.write_bytes if k not in t.rows}
+    else:
+        t = yield from _load_thread_op(d, tid)
+    # dangling blob references
+    for (ns, cid), r in sorted(t.rows.items()):
+        missing = [(ch, v) for ch, v in R.blob_pairs(r[4]) if (ns, ch, v) not in t.blob_sizes]
+        if missing:
+            findings.append(
+                Finding("dangling_blob", tid, ns, cid, f"missing blobs {missing[:5]}{' …' if len(missing) > 5 else ''}; "
+                        "recover them from the parent's writes with `threadline rebuild --apply`", False, count=len(missing))
+            )
+    for (ns, ch, v), (_, base) in sorted(t.blob_sizes.items()):
+        if base is not None and (ns, ch, base) not in t.blob_sizes:
+            findings.append(Finding("dangling_base", tid, ns, None, f"blob ({ch!r}, {v!r}) is a delta on missing version {base!r}", False))
+    # broken parents and cycles
+    broken: list[tuple[str, str]] = []
+    for (ns, cid), r in sorted(t.rows.items()):
+        if r[0] and (ns, r[0]) not in t.rows:
+            broken.append((ns, cid))
+            findings.append(Finding("broken_parent", tid, ns, cid, f"parent {r[0]!r} does not exist", True))
+    for (ns, cid) in sorted(t.rows):
+        seen, cur = set(), cid
+        while cur and (ns, cur) in t.rows:
+            if cur in seen:
+                findings.append(Finding("parent_cycle", tid, ns, cid, "the parent chain loops back on itself", False))
+                break
+            seen.add(cur)
+            cur = t.rows[(ns, cur)][0]
+    # orphan writes
+    orphan_writes = sorted(t.orphan_write_keys)
+    for ns, cid in orphan_writes:
+        findings.append(
+            Finding("orphan_writes", tid, ns, cid, f"{t.write_counts[(ns, cid)]} write(s) of a checkpoint that does not exist", True,
+                    count=t.write_counts[(ns, cid)])
+        )
+    # orphan blobs (only meaningful when every checkpoint is readable)
+    orphan_blobs: list = []
+    if not bad:
+        live = t.live_blobs(t.rows)
+        orphan_blobs = sorted(k for k in t.blob_sizes if k not in live)
+        if orphan_blobs:
+            findings.append(
+                Finding("orphan_blobs", tid, None, None,
+                        f"{len(orphan_blobs)} blob(s), {sum(t.blob_sizes[k][0] for k in orphan_blobs)} bytes, referenced by no checkpoint",
+                        True, count=len(orphan_blobs))
+            )
+    # thread index
+    idx = yield Q("SELECT checkpoint_count, bytes FROM threadline_threads WHERE thread_id = ?", (tid,))
+    count = len(t.rows)
+    if count and not idx:
+        findings.append(Finding("thread_index", tid, None, None, "no threads row", True))
+    elif idx and int(idx[0][0]) != count:
+        findings.append(Finding("thread_index", tid, None, None, f"threads row counts {idx[0][0]} checkpoints, table has {count}", True))
+    elif idx and not count:
+        findings.append(Finding("thread_index", tid, None, None, "threads row for a thread without checkpoints", True))
+    # deep: decode every value
+    if deep:
+        for ns, cid in sorted(k for k in t.rows if k not in bad):
+            found = yield Q(
+                f"SELECT {R.CHECKPOINT_COLUMNS} FROM threadline_checkpoints WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?",
+                (tid, ns, cid),
+            )
+            try:
+                yield from ops.load_tuples(d, serde, found)
+            except CorruptRowError as exc:
+                findings.append(Finding("unreadable_value", tid, ns, cid, str(exc), False))
+    if repair:
+        if orphan_writes:
+            yield Q("DELETE FROM threadline_writes WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?",
+                    [(tid, ns, cid) for ns, cid in orphan_writes], many=True)
+        if broken:
+            yield Q("UPDATE threadline_checkpoints SET parent_checkpoint_id = NULL WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?",
+                    [(tid, ns, cid) for ns, cid in broken], many=True)
+        if orphan_blobs:
+            yield from ops.gc_blobs(d, tid)
+        if any(f.kind == "thread_index" for f in findings) or orphan_writes or orphan_blobs:
+            if count:
+                now = time.time()
+                created = min(r[3] for r in t.rows.values())
+                updated = max(r[3] for r in t.rows.values())
+                yield Q(
+                    "INSERT INTO threadline_threads (thread_id, created_at, updated_at, checkpoint_count, bytes) VALUES (?, ?, ?, 0, 0) "
+                    "ON CONFLICT (thread_id) DO NOTHING",
+                    (tid, created, max(updated, min(now, updated))),
+                )
+                yield from ops.restat(d, [tid])
+            else:
+                yield Q("DELETE FROM threadline_threads WHERE thread_id = ?", (tid,))
+                yield Q("DELETE FROM threadline_blobs WHERE thread_id = ?", (tid,))
+                yield Q("DELETE FROM threadline_writes WHERE thread_id = ?", (tid,))
+        for f in findings:
+            if f.repairable:
+                f.repaired = True
+    return findings
+
+
+def _load_blobs_and_writes_op(d: Dialect, tid: str) -> Op[tuple]:
+    blobs = yield Q(
+        f"SELECT checkpoint_ns, channel, version, type, base_version, {d.bytes_of('blob', 'blob')} FROM threadline_blobs WHERE thread_id = ?",
+        (tid,),
+    )
+    writes = yield Q(
+        f"SELECT checkpoint_ns, checkpoint_id, COUNT(*), COALESCE(SUM({d.bytes_of('blob', 'blob')}), 0) FROM threadline_writes "
+        "WHERE thread_id = ? GROUP BY checkpoint_ns, checkpoint_id",
+        (tid,),
+    )
+    return (
+        {(b[0], b[1], b[2]) for b in blobs if b[3] != codec.EMPTY},
+        {(b[0], b[1], b[2]): (int(b[5]), b[4]) for b in blobs},
+        {(w[0], w[1]): int(w[3]) for w in writes},
+        {(w[0], w[1]): int(w[2]) for w in writes},
+    )
+
+
+def every_thread_id_op(d: Dialect) -> Op[list[str]]:
+    """Every thread_id found in any table (fsck also looks at rows whose thread has no checkpoint)."""
+    found = yield Q(
+        "SELECT thread_id FROM threadline_checkpoints UNION SELECT thread_id FROM threadline_blobs UNION SELECT thread_id FROM threadline_writes "
+        "UNION SELECT thread_id FROM threadline_threads"
+    )
+    return sorted({r[0] for r in found})
+
+
+@dataclass
+class FsckReport:
+    """``fsck`` over many threads: findings, and whether repairs were made."""
+
+    threads_checked: int
+    findings: list[Finding]
+    repair: bool
+    deep: bool
+
+    @property
+    def ok(self) -> bool:
+        return not [f for f in self.findings if not f.repaired]
+
+    def to_json(self) -> dict[str, Any]:
+        by_kind: dict[str, int] = defaultdict(int)
+        for f in self.findings:
+            by_kind[f.kind] += f.count
+        return {
+            "ok": self.ok,
+            "threads_checked": self.threads_checked,
+            "repair": self.repair,
+            "deep": self.deep,
+            "by_kind": dict(by_kind),
+            "findings": [f.to_json() for f in self.findings],
+        }
+
+
+def fsck(
+    saver: Any,
+    *,
+    thread_ids: Sequence[Any] | None = None,
+    repair: bool = False,
+    deep: bool = False,
+    progress: Callable[[int, int, str], None] | None = None,
+) -> FsckReport:
+    """Check every thread (or ``thread_ids``), one transaction per thread; ``repair`` fixes the safe findings.
+
+    Safe repairs (``REPAIRS``): orphan writes deleted, orphan blobs
+    garbage-collected, broken parent links cleared, the ``threads`` index
+    recomputed. Never repaired (reported only): dangling blob references (use
+    ``rebuild``), unreadable rows, cycles. ``deep`` also decodes every value.
+    """
+    ids = [thread_id_of(t) for t in thread_ids] if thread_ids is not None else saver.run(every_thread_id_op(saver.dialect))
+    findings: list[Finding] = []
+    for i, tid in enumerate(ids):
+        findings += saver.run(fsck_thread_op(saver.dialect, saver.serde, tid, repair=repair, deep=deep), write=repair)
+        if progress:
+            progress(i + 1, len(ids), tid)
+    return FsckReport(len(ids), findings, repair, deep)
