@@ -34,19 +34,24 @@ How:
 
 Usage::
 
-    make langgraph-suite                       # everything (about half an hour)
+    make langgraph-suite                       # everything, both runs of each suite
+    make langgraph-suite SUITE_ARGS=--quick    # langgraph suite: base variants only
     .venv/bin/python compat/langgraph_suite.py --suite sqlite --suite postgres
     .venv/bin/python compat/langgraph_suite.py --suite langgraph -k test_pregel.py
+    .venv/bin/python compat/langgraph_suite.py --impl threadline  # reuse the official results
     .venv/bin/python compat/langgraph_suite.py --rev HEAD    # a committed threadline
-    .venv/bin/python compat/langgraph_suite.py --write-docs
+    .venv/bin/python compat/langgraph_suite.py --report-only --write-docs
 
 Postgres: ``THREADLINE_TEST_POSTGRES`` (default
 ``postgresql://postgres@127.0.0.1:5432/test``); the role must be allowed to
 CREATE DATABASE (the suites make one per test). ``--no-postgres`` skips it.
 
+A threadline-only failure that is not explained there is rerun once, alone
+(``--no-rerun`` to skip): one that passes then is reported as timing-sensitive.
+
 Exit status: 0 when every threadline-only failure is classified ``internals`` or
-``deliberate`` in the expectations file, 1 otherwise (``bug`` or unclassified),
-2 when a run could not produce results.
+``deliberate`` in the expectations file or passed when rerun, 1 otherwise (``bug``
+or unclassified), 2 when a run could not produce results.
 """
 
 from __future__ import annotations
@@ -294,6 +299,41 @@ def run_pytest(run: Run, env: dict[str, str], args: argparse.Namespace, descript
     return run
 
 
+def rerun_failures(run: Run, nodeids: list[str], env: dict[str, str], args: argparse.Namespace) -> None:
+    """Run ``nodeids`` (threadline-only failures) once more, alone, and record their outcomes in
+    ``run.data["reruns"]``: one that passes now is timing-sensitive (flaky), not a difference."""
+    env = dict(env)
+    out_json = run.results.with_name(run.results.stem + "-rerun.json")
+    env.update(
+        THREADLINE_SUITE=run.suite.name,
+        THREADLINE_SUITE_IMPL=run.impl,
+        THREADLINE_SUITE_RESULTS=str(out_json),
+        THREADLINE_SUITE_TIMEOUT=str(args.timeout),
+        THREADLINE_SUITE_NO_POSTGRES="1" if args.no_postgres else "",
+        THREADLINE_SUITE_VARIANTS=",".join(args.variants or ()),
+    )
+    cmd = [
+        sys.executable, "-m", "pytest", *nodeids,
+        "-c", str(COMPAT / "pytest.ini"), "--rootdir", str(run.cwd),
+        "-q", "-p", "no:cacheprovider", "-p", "threadline_suite_plugin",
+        "--tb=short", "-rN", *run.suite.options,
+    ]
+    out_json.unlink(missing_ok=True)
+    log(f"[{run.suite.name}/{run.impl}] rerunning {len(nodeids)} unexplained failure(s) alone")
+    with run.log.with_name(run.log.stem + "-rerun.log").open("w") as out:
+        try:
+            subprocess.run(cmd, cwd=run.cwd, env=env, stdout=out, stderr=subprocess.STDOUT, timeout=args.run_timeout)
+        except subprocess.TimeoutExpired:
+            pass
+    tests = json.loads(out_json.read_text()).get("tests", {}) if out_json.exists() else {}
+    assert run.data is not None
+    run.data["reruns"] = {n: {"outcome": tests.get(n, {}).get("outcome", "not run"),
+                              "message": tests.get(n, {}).get("message", "")} for n in nodeids}
+    run.results.write_text(json.dumps(run.data, indent=1, sort_keys=True))
+    flaky = sum(1 for r in run.data["reruns"].values() if r["outcome"] == "passed")
+    log(f"[{run.suite.name}/{run.impl}] rerun: {flaky} of {len(nodeids)} passed (timing-sensitive)")
+
+
 def selection(suite: Suite, args: argparse.Namespace) -> dict:
     """What decides which tests a run ran: results with the same selection can stand in for a rerun."""
     return {
@@ -351,6 +391,13 @@ def classify(test_id: str, message: str, expectations: list[Expectation]) -> Exp
     return None
 
 
+def label_of(r: "Regression") -> str:
+    """The class shown for a threadline-only failure."""
+    if r.flaky:
+        return "timing-sensitive: passed when rerun alone"
+    return CLASS_LABEL[r.expectation.kind if r.expectation else None]
+
+
 CLASS_LABEL = {
     "bug": "(a) threadline bug",
     "internals": "(b) official internals",
@@ -367,6 +414,15 @@ class Regression:
     message: str
     official_built_saver: bool
     expectation: Expectation | None
+    rerun: str | None = None  # outcome when run again alone (see rerun_failures)
+
+    @property
+    def flaky(self) -> bool:
+        return self.rerun == "passed"
+
+    @property
+    def unexplained(self) -> bool:
+        return not self.flaky and (self.expectation is None or self.expectation.kind == "bug")
 
 
 @dataclass
@@ -394,6 +450,7 @@ def compare(runs: dict[tuple[str, str], Run], expectations: list[Expectation]) -
             continue
         off = (off_run.data or {}).get("tests", {}) if off_run else {}
         tl = (tl_run.data or {}).get("tests", {}) if tl_run else {}
+        reruns = (tl_run.data or {}).get("reruns", {}) if tl_run else {}
         for run in (off_run, tl_run):
             if run and run.data:
                 cmp.deselected[name] = run.data.get("deselected", {})
@@ -409,7 +466,8 @@ def compare(runs: dict[tuple[str, str], Run], expectations: list[Expectation]) -
             test_id = f"{name}: {nodeid}"
             if o and t and o["outcome"] == "passed" and t["outcome"] != "passed":
                 cmp.regressions.append(Regression(test_id, t["variant"], t["outcome"], t["message"], bool(o.get("built")),
-                                                  classify(test_id, t["message"], expectations)))
+                                                  classify(test_id, t["message"], expectations),
+                                                  reruns.get(nodeid, {}).get("outcome")))
             elif o and t and o["outcome"] in ("failed", "error") and t["outcome"] == "passed":
                 cmp.fixed.append(test_id)
             elif o and t and o["outcome"] in ("failed", "error") and t["outcome"] in ("failed", "error"):
@@ -448,7 +506,7 @@ def regressions_table(cmp: Comparison, limit: int = 300) -> list[str]:
         msg = r.message.replace("|", "\\|")
         if len(msg) > limit:
             msg = msg[: limit - 1] + "…"
-        lines.append(f"| `{r.test_id}` | {r.outcome} | {CLASS_LABEL[r.expectation.kind if r.expectation else None]} | {msg} |")
+        lines.append(f"| `{r.test_id}` | {r.outcome} | {label_of(r)} | {msg} |")
     return lines
 
 
@@ -474,23 +532,30 @@ def causes_table(cmp: Comparison) -> list[str]:
         return ["None: every test that passes with the official savers passes with threadline's."]
     groups: dict[tuple, list[Regression]] = {}
     for r in cmp.regressions:
-        key = (r.expectation.kind, r.expectation.why) if r.expectation else ("?", r.test_id)
+        key = (r.expectation.kind, r.expectation.why) if r.expectation and not r.flaky else ("?", r.test_id)
         groups.setdefault(key, []).append(r)
-    order = {"bug": 0, None: 1, "internals": 2, "deliberate": 3}
-    rows = sorted(groups.values(), key=lambda g: (order[g[0].expectation.kind if g[0].expectation else None], g[0].test_id))
+    order = {"bug": 0, None: 1, "flaky": 2, "internals": 3, "deliberate": 4}
+
+    def rank(r: Regression) -> int:
+        return order["flaky" if r.flaky else r.expectation.kind if r.expectation else None]
+
+    rows = sorted(groups.values(), key=lambda g: (rank(g[0]), g[0].test_id))
     lines = ["| class | tests | first line of a failure | why |", "| --- | --- | --- | --- |"]
     for g in rows:
         e = g[0].expectation
         tests = f"`{g[0].test_id}`" if len(g) == 1 else f"{len(g)}: `{g[0].test_id}`, …"
-        why = (e.why if e else "not classified in compat/suite/expectations.toml").replace("|", "\\|")
+        why = (e.why if e else "not classified in compat/suite/expectations.toml")
+        if g[0].flaky:
+            why = "failed in the full run, passed when rerun alone: timing-dependent under load"
+        why = why.replace("|", "\\|")
         msg = g[0].message[:200].replace("|", "\\|")
-        lines.append(f"| {CLASS_LABEL[e.kind if e else None]} | {tests} | {msg} | {why} |")
+        lines.append(f"| {label_of(g[0])} | {tests} | {msg} | {why} |")
     return lines
 
 
 def report_markdown(cmp: Comparison, meta: dict, full: bool) -> str:
     """The report: ``full`` lists every test (report.md); otherwise failures are grouped by cause (docs)."""
-    by_class = Counter(r.expectation.kind if r.expectation else None for r in cmp.regressions)
+    by_class = Counter("flaky" if r.flaky else r.expectation.kind if r.expectation else None for r in cmp.regressions)
     out = [
         f"threadline {meta['threadline']}; "
         + ", ".join(f"{d} {v}" for d, v in meta["versions"].items()) + ".",
@@ -502,7 +567,8 @@ def report_markdown(cmp: Comparison, meta: dict, full: bool) -> str:
         "",
         f"### Pass with the official saver, not with threadline: {len(cmp.regressions)}",
         "",
-        ", ".join(f"{CLASS_LABEL[k]}: {by_class[k]}" for k in ("bug", None, "internals", "deliberate") if by_class[k])
+        ", ".join(f"{CLASS_LABEL.get(k, 'timing-sensitive (passed when rerun alone)')}: {by_class[k]}"
+                  for k in ("bug", None, "flaky", "internals", "deliberate") if by_class[k])
         or "",
         "",
         *(regressions_table(cmp) if full else causes_table(cmp)),
@@ -544,8 +610,7 @@ def print_console(cmp: Comparison, meta: dict) -> None:
     log("")
     log(f"pass with the official saver, not with threadline: {len(cmp.regressions)}")
     for r in cmp.regressions:
-        kind = CLASS_LABEL[r.expectation.kind if r.expectation else None]
-        log(f"  {r.test_id}  [{r.outcome}; {kind}]\n      {r.message[:300]}")
+        log(f"  {r.test_id}  [{r.outcome}; {label_of(r)}]\n      {r.message[:300]}")
     log("")
     for line in deselected_lines(cmp):
         log(line[2:])
@@ -581,6 +646,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--run-timeout", type=float, default=5400, help="seconds one pytest run may take (default 5400)")
     p.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE, help=f"default {DEFAULT_CACHE.relative_to(ROOT)}")
     p.add_argument("--offline", action="store_true", help="use cached sdists only")
+    p.add_argument("--no-rerun", action="store_true",
+                   help="do not rerun unexplained threadline-only failures alone to spot timing-sensitive tests")
     p.add_argument("--report-only", action="store_true",
                    help="run nothing: compare the results of earlier runs (same selection) and report")
     p.add_argument("--write-docs", action="store_true", help=f"put the results into {DOCS.relative_to(ROOT)}")
@@ -639,7 +706,16 @@ def main(argv: list[str] | None = None) -> int:
         "runs": {f"{name}/{impl}": (r.data.get("seconds", 0), r.data.get("date", "?"))
                  for (name, impl), r in runs.items() if r.data},
     }
-    cmp = compare(runs, load_expectations())
+    expectations = load_expectations()
+    cmp = compare(runs, expectations)
+    if not args.no_rerun and not args.report_only:
+        for (name, impl), run in runs.items():
+            prefix = f"{name}: "
+            todo_ids = [r.test_id[len(prefix):] for r in cmp.regressions
+                        if r.test_id.startswith(prefix) and r.rerun is None and r.unexplained]
+            if impl == "threadline" and run.data and todo_ids and run in todo:
+                rerun_failures(run, todo_ids, env, args)
+        cmp = compare(runs, expectations)
     print_console(cmp, meta)
     report = results_dir / "report.md"
     report.write_text("# LangGraph suite report\n\n" + report_markdown(cmp, meta, full=True) + "\n")
@@ -652,8 +728,10 @@ def main(argv: list[str] | None = None) -> int:
             if r.problem:
                 log(f"{r.suite.name}/{r.impl}: {r.problem}")
         return 2
-    unexplained = [r for r in cmp.regressions if r.expectation is None or r.expectation.kind == "bug"]
-    log(f"threadline-only failures: {len(cmp.regressions)}, of which bug or unclassified: {len(unexplained)}")
+    unexplained = [r for r in cmp.regressions if r.unexplained]
+    flaky = [r for r in cmp.regressions if r.flaky]
+    log(f"threadline-only failures: {len(cmp.regressions)}, of which bug or unclassified: {len(unexplained)}"
+        + (f" (and {len(flaky)} that passed when rerun alone)" if flaky else ""))
     return 1 if unexplained else 0
 
 
