@@ -1,0 +1,109 @@
+"""Read models over a threadline database: threads, the checkpoint tree, the state at
+a checkpoint, diffs, the audit trail, the latest value of a channel, and statistics.
+
+Every read model is a sans-IO operation (a generator yielding ``engine.ops.Q``) plus a
+sync convenience wrapper taking a saver::
+
+    from threadline import open_saver
+    from threadline import history
+
+    with open_saver("threadline-demo.db") as saver:
+        page = history.list_threads(saver, limit=20)          # sync wrapper
+        tree = history.thread_history(saver, "thread-1")
+    # async: await saver.arun(history.threads_op(saver.dialect, limit=20))
+
+Conventions (all functions):
+
+* times are seconds since the epoch (UTC, ``float``); sizes are bytes as stored
+  (after threadline's codec: compressed/delta-encoded blobs count as stored);
+* the *head* of a thread is its latest checkpoint (largest checkpoint_id) in the
+  root namespace ``checkpoint_ns == ""``, exactly as LangGraph's ``get_tuple``
+  without a checkpoint_id picks it — so after a rollback the head is the rollback
+  checkpoint, not the newest blob version (seed 000's ``MAX(version)`` shortcut is
+  wrong after a rollback);
+* channel values are only decoded when a function returns them (``state_at``,
+  ``diff``, ``latest_values``); everything else reads checkpoint JSON (without
+  values), column sizes and write metadata;
+* every result type has ``to_json()`` returning plain JSON-able data (values
+  pass through ``jsonable``).
+
+Errors: ``NotFoundError`` for an unknown thread or checkpoint, ``ConfigError`` for
+a malformed id, ``CorruptRowError`` for a stored row that cannot be decoded.
+
+The read models live one per module, each importing only ``common`` (the shared
+helpers) and, for ``stats``, ``threads``: ``threads`` (the threads listing),
+``tree`` (the checkpoint tree), ``state`` (the state at a checkpoint), ``diff``,
+``audit`` (the audit trail and task statistics), ``latest`` (the latest value of a
+channel) and ``stats``. This package re-exports their names, so ``history.X`` and
+``from threadline.history import X`` work as before.
+"""
+
+from __future__ import annotations
+
+from threadline.history.audit import TaskStat, TaskStats, WriteInfo, audit, audit_op, task_stats, task_stats_op
+from threadline.history.common import (
+    ERROR,
+    INTERRUPT,
+    NULL_TASK_ID,
+    RESUME,
+    SPECIAL_WRITE_CHANNELS,
+    TASKS,
+    _cid,
+    _doc,
+    _json,
+    _ns,
+    bind_graph,
+    checkpoint_row_op,
+    head_op,
+    is_internal_channel,
+    iso,
+    jsonable,
+    load_channels_op,
+    load_graph,
+    node_of_task_path,
+    parse_duration,
+)
+from threadline.history.diff import StateDiff, diff, diff_op, diff_values
+from threadline.history.latest import LatestValue, latest_op, latest_values
+from threadline.history.state import PendingWriteView, StateView, next_nodes, state_at, stored_state_op
+from threadline.history.stats import Stats, stats, stats_op
+from threadline.history.threads import ThreadInfo, ThreadPage, all_thread_ids_op, list_threads, threads_op
+from threadline.history.tree import CheckpointNode, ThreadHistory, history_op, thread_history
+
+__all__ = [
+    "CheckpointNode",
+    "LatestValue",
+    "PendingWriteView",
+    "StateDiff",
+    "StateView",
+    "Stats",
+    "TaskStat",
+    "TaskStats",
+    "ThreadHistory",
+    "ThreadInfo",
+    "ThreadPage",
+    "WriteInfo",
+    "audit",
+    "audit_op",
+    "diff",
+    "diff_op",
+    "diff_values",
+    "history_op",
+    "jsonable",
+    "latest_op",
+    "latest_values",
+    "list_threads",
+    "load_channels_op",
+    "load_graph",
+    "next_nodes",
+    "node_of_task_path",
+    "parse_duration",
+    "state_at",
+    "stats",
+    "stats_op",
+    "stored_state_op",
+    "task_stats",
+    "task_stats_op",
+    "thread_history",
+    "threads_op",
+]

@@ -1,0 +1,220 @@
+"""The audit trail and task statistics: ``WriteInfo`` and ``audit_op`` / ``audit``
+(the stored pending writes of a checkpoint or thread in execution order, sizes only),
+and ``TaskStat`` / ``TaskStats`` with ``task_stats_op`` / ``task_stats`` (per-node
+write counts and bytes, compared with the blob bytes in scope). No value is decoded.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+from threadline.engine import ops
+from threadline.engine import rows as R
+from threadline.engine.dialect import Dialect
+from threadline.engine.ops import Op, Q
+from threadline.errors import ConfigError
+from threadline.history.common import NULL_TASK_ID, _cid, _doc, _ns, checkpoint_row_op, iso, node_of_task_path
+from threadline.keys import thread_id_of
+
+@dataclass
+class WriteInfo:
+    """One stored pending write, without its value: ``bytes`` is the stored size of the value."""
+
+    thread_id: str
+    checkpoint_ns: str
+    checkpoint_id: str
+    task_id: str
+    idx: int
+    channel: str
+    task_path: str
+    node: str | None
+    type: str
+    bytes: int
+    created_at: float
+
+    def to_json(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d["created"] = iso(self.created_at)
+        return d
+
+
+def audit_op(
+    d: Dialect, thread_id: Any, checkpoint_id: str | None = None, *, checkpoint_ns: str | None = "", limit: int | None = None
+) -> Op[list[WriteInfo]]:
+    """The writes of a checkpoint (or of the whole thread) in execution order (seed 000 "调试/审计读取").
+
+    Order: checkpoint_id, then ``created_at``, then LangGraph's ``writes_sort_key``
+    (task_path, task_id, idx). ``checkpoint_ns=None`` means every namespace.
+    No value is decoded: ``bytes`` is the stored size.
+    Raises NotFoundError when a named checkpoint does not exist.
+    """
+    tid = thread_id_of(thread_id)
+    clauses, params = ["thread_id = ?"], [tid]
+    if checkpoint_ns is not None:
+        clauses.append("checkpoint_ns = ?")
+        params.append(_ns(checkpoint_ns))
+    if checkpoint_id is not None:
+        if checkpoint_ns is None:
+            raise ConfigError("audit of one checkpoint needs its checkpoint_ns")
+        yield from checkpoint_row_op(d, tid, _ns(checkpoint_ns), _cid(checkpoint_id))
+        clauses.append("checkpoint_id = ?")
+        params.append(checkpoint_id)
+    tail = ""
+    if limit is not None:
+        tail = " LIMIT ?"
+        params.append(int(limit))
+    found = yield Q(
+        f"SELECT thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, task_path, type, {d.bytes_of('blob', 'blob')}, created_at "
+        f"FROM threadline_writes WHERE {' AND '.join(clauses)} ORDER BY checkpoint_ns, checkpoint_id, created_at, task_path, task_id, idx{tail}",
+        params,
+    )
+    return [
+        WriteInfo(r[0], r[1], r[2], r[3], int(r[4]), r[5], r[6] or "", node_of_task_path(r[6], r[3]), r[7], int(r[8]), float(r[9]))
+        for r in found
+    ]
+
+
+def audit(saver: Any, thread_id: Any, checkpoint_id: str | None = None, **kwargs: Any) -> list[WriteInfo]:
+    """Sync ``audit_op``."""
+    return saver.run(audit_op(saver.dialect, thread_id, checkpoint_id, **kwargs))
+
+
+@dataclass
+class TaskStat:
+    """Per node: number of writes, total and average stored bytes, tasks (distinct task_ids), checkpoints touched."""
+
+    node: str
+    writes: int
+    total_bytes: int
+    avg_bytes: float
+    tasks: int
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclass
+class TaskStats:
+    """Agent behaviour analysis (seed 000 "Agent 行为分析" and "对比 writes vs blobs 数据量").
+
+    ``tasks``: per node, most writes first. ``writes_bytes``: stored bytes of the
+    pending writes in scope; ``blobs_bytes``: stored bytes of the blobs in scope
+    (for one checkpoint: the blobs its ``channel_versions`` reference, i.e. its
+    full state; ``new_blobs_bytes``: those first written for it). When
+    ``writes_bytes > blobs_bytes`` several tasks wrote the same channel, or the
+    state shares blobs with earlier checkpoints.
+    """
+
+    scope: dict[str, Any]
+    tasks: list[TaskStat]
+    writes: int
+    writes_bytes: int
+    blobs: int
+    blobs_bytes: int
+    new_blobs_bytes: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "scope": self.scope,
+            "tasks": [t.to_json() for t in self.tasks],
+            "writes": self.writes,
+            "writes_bytes": self.writes_bytes,
+            "blobs": self.blobs,
+            "blobs_bytes": self.blobs_bytes,
+            "new_blobs_bytes": self.new_blobs_bytes,
+        }
+
+
+def task_stats_op(
+    d: Dialect,
+    thread_id: Any = None,
+    checkpoint_id: str | None = None,
+    *,
+    checkpoint_ns: str | None = "",
+    since: float | None = None,
+) -> Op[TaskStats]:
+    """Per-task write statistics for one checkpoint, one thread, or the whole database (``thread_id=None``).
+
+    ``since`` keeps writes created at or after that epoch time. ``checkpoint_ns=None``
+    covers every namespace. Reads sizes only, never values.
+    """
+    clauses: list[str] = []
+    params: list[Any] = []
+    scope: dict[str, Any] = {"thread_id": None, "checkpoint_id": None, "checkpoint_ns": checkpoint_ns, "since": since}
+    tid = None
+    if thread_id is not None:
+        tid = thread_id_of(thread_id)
+        clauses.append("thread_id = ?")
+        params.append(tid)
+        scope["thread_id"] = tid
+    if checkpoint_ns is not None:
+        clauses.append("checkpoint_ns = ?")
+        params.append(_ns(checkpoint_ns))
+    row = None
+    if checkpoint_id is not None:
+        if tid is None or checkpoint_ns is None:
+            raise ConfigError("task statistics of one checkpoint need its thread_id and checkpoint_ns")
+        row = yield from checkpoint_row_op(d, tid, _ns(checkpoint_ns), _cid(checkpoint_id))
+        clauses.append("checkpoint_id = ?")
+        params.append(checkpoint_id)
+        scope["checkpoint_id"] = checkpoint_id
+    wclauses, wparams = list(clauses), list(params)
+    if since is not None:
+        wclauses.append("created_at >= ?")
+        wparams.append(float(since))
+    where = ("WHERE " + " AND ".join(wclauses)) if wclauses else ""
+    size = d.bytes_of("blob", "blob")
+    is_null = f"CASE WHEN task_id = '{NULL_TASK_ID}' THEN 1 ELSE 0 END"  # a constant of ours, not user input
+    grouped = yield Q(
+        f"SELECT task_path, {is_null}, COUNT(*), SUM({size}), COUNT(DISTINCT task_id) FROM threadline_writes {where} GROUP BY task_path, {is_null}",
+        wparams,
+    )
+    per: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
+    for path, is_null, count, total, tasks in grouped:
+        node = node_of_task_path(path, NULL_TASK_ID if is_null else None) or (path or "?")
+        acc = per[node]
+        acc[0] += int(count)
+        acc[1] += int(total or 0)
+        acc[2] += int(tasks)
+    stats = sorted(
+        (TaskStat(node, c, b, round(b / c, 1) if c else 0.0, t) for node, (c, b, t) in per.items()),
+        key=lambda s: (-s.writes, -s.total_bytes, s.node),
+    )
+    writes = sum(s.writes for s in stats)
+    writes_bytes = sum(s.total_bytes for s in stats)
+    new_blobs_bytes = None
+    if row is not None:
+        doc = _doc(d, row[4], f"checkpoint {checkpoint_id!r}")
+        pairs = R.blob_pairs(doc)
+        parent_versions: dict[str, Any] = {}
+        if row[3]:
+            prow = yield Q(
+                "SELECT checkpoint FROM threadline_checkpoints WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?",
+                (tid, row[1], row[3]),
+            )
+            if prow:
+                parent_versions = {ch: v for ch, v in R.blob_pairs(_doc(d, prow[0][0], f"checkpoint {row[3]!r}"))}
+        sizes: dict[tuple[str, str], int] = {}
+        for part in ops.chunks(pairs, d.max_params // 2 - 2):
+            found = yield Q(
+                f"SELECT channel, version, {size} FROM threadline_blobs WHERE thread_id = ? AND checkpoint_ns = ? "
+                f"AND (channel, version) IN ({ops.values_list(2, len(part))})",
+                [tid, row[1], *ops.flat(part)],
+            )
+            sizes.update({(r[0], r[1]): int(r[2]) for r in found})
+        blobs, blobs_bytes = len(sizes), sum(sizes.values())
+        new_blobs_bytes = sum(s for (ch, v), s in sizes.items() if parent_versions.get(ch) != v)
+    else:
+        bclauses = [c for c in clauses]
+        bwhere = ("WHERE " + " AND ".join(bclauses)) if bclauses else ""
+        found = yield Q(f"SELECT COUNT(*), COALESCE(SUM({size}), 0) FROM threadline_blobs {bwhere}", params)
+        blobs, blobs_bytes = int(found[0][0]), int(found[0][1])
+    return TaskStats(scope, stats, writes, writes_bytes, blobs, blobs_bytes, new_blobs_bytes)
+
+
+def task_stats(saver: Any, thread_id: Any = None, checkpoint_id: str | None = None, **kwargs: Any) -> TaskStats:
+    """Sync ``task_stats_op``."""
+    return saver.run(task_stats_op(saver.dialect, thread_id, checkpoint_id, **kwargs))

@@ -1,0 +1,267 @@
+"""Shared helpers of the read models: the write-channel constants, value rendering
+(``iso``, ``jsonable``), stored-row decoding and argument checks (``_json``, ``_doc``,
+``_ns``, ``_cid``), ``node_of_task_path``, the head/checkpoint-row/channel-loading
+operations every read model builds on (``head_op``, ``checkpoint_row_op``,
+``load_channels_op``), ``parse_duration`` and the graph helpers ``bind_graph`` /
+``load_graph``. It imports no other read model; they all import it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from langgraph.checkpoint.serde.base import SerializerProtocol
+
+from threadline.engine import ops
+from threadline.engine import rows as R
+from threadline.engine.dialect import Dialect, dumps_json
+from threadline.engine.ops import Op, Q
+from threadline.errors import ConfigError, CorruptRowError, NotFoundError
+from threadline.keys import thread_id_of
+
+NULL_TASK_ID = "00000000-0000-0000-0000-000000000000"
+INTERRUPT = "__interrupt__"
+ERROR = "__error__"
+RESUME = "__resume__"
+TASKS = "__pregel_tasks"
+SPECIAL_WRITE_CHANNELS = frozenset({INTERRUPT, ERROR, RESUME, "__scheduled__", "__no_writes__", "__return__", "__error_source_node__"})
+
+# --- small helpers -----------------------------------------------------------
+
+
+def iso(ts: float | None) -> str | None:
+    """Epoch seconds → ISO 8601 UTC text (None stays None)."""
+    if ts is None:
+        return None
+    return _dt.datetime.fromtimestamp(float(ts), _dt.timezone.utc).isoformat()
+
+
+def is_internal_channel(channel: str) -> bool:
+    """True for LangGraph's bookkeeping channels (``__start__``, ``branch:to:x``, ``join:…``, ``__pregel_*``).
+
+    They are hidden from ``values`` and diffs unless asked for.
+    """
+    return channel.startswith(("__", "branch:", "join:", "start:", "split:"))
+
+
+def node_of_task_path(task_path: str | None, task_id: str | None = None) -> str | None:
+    """The node name a pending write came from, read from its ``task_path``.
+
+    LangGraph stores ``task_path_str(task.path)``: ``"~__pregel_pull, NODE"`` for a
+    node triggered by edges. Writes of the null task (``update_state``, resume
+    commands, input) are ``"__input__"``. Paths that do not name a node (``Send``
+    pushes, databases imported from savers that drop ``task_path``) give None.
+    """
+    if task_id == NULL_TASK_ID:
+        return "__input__"
+    if not task_path:
+        return None
+    parts = [p.strip() for p in task_path.split(",")]
+    if parts and parts[0].lstrip("~") == "__pregel_pull" and len(parts) > 1:
+        return parts[1] or None
+    return None
+
+
+def jsonable(value: Any, *, max_depth: int = 12) -> Any:
+    """A JSON-able rendering of a decoded channel value (for ``--json`` and diffs).
+
+    LangChain messages become ``{"type", "id", "content", …}`` dicts (their
+    ``model_dump``), dataclasses and pydantic models their fields, sets sorted
+    lists, bytes ``{"bytes": n}``; anything else falls back to ``repr``.
+    """
+    if max_depth <= 0:
+        return repr(value)
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, Mapping):
+        return {str(k): jsonable(v, max_depth=max_depth - 1) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v, max_depth=max_depth - 1) for v in value]
+    if isinstance(value, (set, frozenset)):
+        items = [jsonable(v, max_depth=max_depth - 1) for v in value]
+        try:
+            return sorted(items)  # type: ignore[type-var]
+        except TypeError:
+            return items
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return {"bytes": len(bytes(value))}
+    if isinstance(value, (_dt.datetime, _dt.date, _dt.time)):
+        return value.isoformat()
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        try:
+            data = dump()
+        except Exception:  # pragma: no cover - exotic models
+            data = None
+        if isinstance(data, Mapping):
+            data = {k: v for k, v in data.items() if v not in (None, {}, [], "") or k in ("content", "id", "type")}
+            return jsonable(data, max_depth=max_depth - 1)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {"_type": type(value).__name__, **{f.name: jsonable(getattr(value, f.name), max_depth=max_depth - 1) for f in dataclasses.fields(value)}}
+    if hasattr(value, "_asdict"):
+        return jsonable(value._asdict(), max_depth=max_depth - 1)
+    # langgraph.types.Interrupt, Send and friends
+    if type(value).__name__ == "Interrupt" and hasattr(value, "value"):
+        return {"_type": "Interrupt", "id": getattr(value, "id", None), "value": jsonable(value.value, max_depth=max_depth - 1)}
+    if type(value).__name__ == "Send" and hasattr(value, "node"):
+        return {"_type": "Send", "node": value.node, "arg": jsonable(getattr(value, "arg", None), max_depth=max_depth - 1)}
+    return repr(value)
+
+
+def _json(d: Dialect, value: Any, where: str) -> Any:
+    try:
+        return d.load_json(value)
+    except ValueError as exc:
+        raise CorruptRowError(f"{where}: stored JSON is unreadable ({exc})") from exc
+
+
+def _doc(d: Dialect, value: Any, where: str) -> dict:
+    doc = _json(d, value, where)
+    if not isinstance(doc, dict):
+        raise CorruptRowError(f"{where}: not a JSON object")
+    return doc
+
+
+def _ns(checkpoint_ns: Any) -> str:
+    if checkpoint_ns is None:
+        return ""
+    if not isinstance(checkpoint_ns, str):
+        raise ConfigError(f"checkpoint_ns must be a string, got {type(checkpoint_ns).__name__} {checkpoint_ns!r}")
+    return checkpoint_ns
+
+
+def _cid(checkpoint_id: Any, what: str = "checkpoint_id") -> str:
+    if not isinstance(checkpoint_id, str) or not checkpoint_id:
+        raise ConfigError(f"{what} must be a non-empty string, got {checkpoint_id!r}")
+    return checkpoint_id
+
+
+def head_op(d: Dialect, thread_id: Any, checkpoint_ns: str = "") -> Op[str | None]:
+    """The head checkpoint_id of a thread's namespace, or None when it has no checkpoint."""
+    tid = thread_id_of(thread_id)
+    found = yield Q(
+        "SELECT MAX(checkpoint_id) FROM threadline_checkpoints WHERE thread_id = ? AND checkpoint_ns = ?",
+        (tid, _ns(checkpoint_ns)),
+    )
+    return found[0][0] if found and found[0][0] is not None else None
+
+
+def checkpoint_row_op(d: Dialect, thread_id: str, checkpoint_ns: str, checkpoint_id: str | None) -> Op[tuple]:
+    """The checkpoint row (``rows.CHECKPOINT_COLUMNS`` + step, source, created_at) named, or the head.
+
+    Raises NotFoundError naming the thread/checkpoint when it does not exist.
+    """
+    cols = f"{R.CHECKPOINT_COLUMNS}, step, source, created_at"
+    if checkpoint_id:
+        found = yield Q(
+            f"SELECT {cols} FROM threadline_checkpoints WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?",
+            (thread_id, checkpoint_ns, checkpoint_id),
+        )
+        if not found:
+            raise NotFoundError(f"no checkpoint {checkpoint_id!r} in thread {thread_id!r} (checkpoint_ns {checkpoint_ns!r})")
+    else:
+        found = yield Q(
+            f"SELECT {cols} FROM threadline_checkpoints WHERE thread_id = ? AND checkpoint_ns = ? ORDER BY checkpoint_id DESC LIMIT 1",
+            (thread_id, checkpoint_ns),
+        )
+        if not found:
+            raise NotFoundError(f"thread {thread_id!r} has no checkpoint (checkpoint_ns {checkpoint_ns!r})")
+    return tuple(found[0])
+
+
+def load_channels_op(
+    d: Dialect, serde: SerializerProtocol, rows: Sequence[Sequence[Any]], channels: Mapping[int, Iterable[str]] | Iterable[str] | None
+) -> Op[list[dict[str, Any]]]:
+    """Decode only some channel values of checkpoint rows (``rows.CHECKPOINT_COLUMNS`` order).
+
+    ``channels`` is either one iterable of channel names for every row, or a
+    mapping row index → channel names. Returns, per row, ``{channel: value}`` for
+    the requested channels that hold a value (empty channels are absent).
+
+    Decoding goes through ``ops.load_tuples`` (so codec changes — compression,
+    delta-encoded blobs — apply) with each row's ``channel_versions`` narrowed to
+    the requested channels and a checkpoint_id no write can carry, so neither the
+    other channels nor the pending writes are fetched.
+    """
+    narrowed = []
+    for i, row in enumerate(rows):
+        where = f"checkpoint ({row[0]!r}, {row[1]!r}, {row[2]!r})"
+        doc = _doc(d, row[4], where)
+        if channels is None:
+            wanted = None
+        elif isinstance(channels, Mapping):
+            wanted = set(channels.get(i, ()))
+        else:
+            wanted = set(channels)
+        versions = doc.get("channel_versions") or {}
+        doc = {"channel_versions": {ch: v for ch, v in versions.items() if wanted is None or ch in wanted}}
+        # "" is never a stored checkpoint_id (keys.key_of rejects it), so no write matches.
+        narrowed.append((row[0], row[1], "", None, dumps_json(doc), "{}"))
+    if not narrowed:
+        return []
+    tuples = yield from ops.load_tuples(d, serde, narrowed)
+    return [dict(t.checkpoint["channel_values"]) for t in tuples]
+
+
+
+def parse_duration(text: str | float | int) -> float:
+    """``"90s"``, ``"15m"``, ``"12h"``, ``"30d"``, ``"2w"`` or a number of seconds → seconds.
+
+    Raises ValueError naming the text when it is not a duration.
+    """
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        if text < 0:
+            raise ValueError(f"duration must not be negative, got {text!r}")
+        return float(text)
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError(f"not a duration: {text!r} (use e.g. 90s, 15m, 12h, 30d, 2w)")
+    s = text.strip().lower()
+    units = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+    try:
+        if s[-1] in units:
+            value = float(s[:-1]) * units[s[-1]]
+        else:
+            value = float(s)
+    except ValueError:
+        raise ValueError(f"not a duration: {text!r} (use e.g. 90s, 15m, 12h, 30d, 2w)") from None
+    if value < 0:
+        raise ValueError(f"duration must not be negative, got {text!r}")
+    return value
+
+
+def bind_graph(graph: Any, saver: Any) -> Any:
+    """A copy of a compiled graph (``Pregel``) that uses ``saver`` as its checkpointer."""
+    copy = getattr(graph, "copy", None)
+    if not callable(copy) or not hasattr(graph, "get_state"):
+        raise ConfigError(f"expected a compiled LangGraph graph (Pregel), got {type(graph).__name__}")
+    return copy({"checkpointer": saver})
+
+
+def load_graph(spec: str) -> Any:
+    """Import ``module:attr`` (``attr`` may be dotted). A callable attr that is not a graph is called with no arguments.
+
+    Raises ConfigError naming the spec when the module or attribute cannot be found.
+    """
+    import importlib
+
+    if not isinstance(spec, str) or ":" not in spec:
+        raise ConfigError(f"graph must be given as module:attr, got {spec!r}")
+    module_name, attr = spec.split(":", 1)
+    try:
+        obj: Any = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ConfigError(f"cannot import module {module_name!r} for graph {spec!r}: {exc}") from exc
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            raise ConfigError(f"module {module_name!r} has no attribute {attr!r} (graph {spec!r})")
+        obj = getattr(obj, part)
+    if not hasattr(obj, "get_state") and callable(obj):
+        obj = obj()
+    if hasattr(obj, "compile") and not hasattr(obj, "get_state"):
+        obj = obj.compile()
+    if not hasattr(obj, "get_state"):
+        raise ConfigError(f"{spec!r} is not a compiled LangGraph graph (got {type(obj).__name__})")
+    return obj

@@ -1,0 +1,92 @@
+"""The latest value of one channel across threads: ``LatestValue`` and ``latest_op`` /
+``latest_values``, resolving each thread's head checkpoint (not ``MAX(version)`` over
+blobs, so rollbacks are respected) and decoding only that channel.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from langgraph.checkpoint.serde.base import SerializerProtocol
+
+from threadline.engine import ops
+from threadline.engine import rows as R
+from threadline.engine.dialect import Dialect
+from threadline.engine.ops import Op, Q
+from threadline.errors import ConfigError
+from threadline.history.common import _doc, _ns, iso, jsonable, load_channels_op
+from threadline.keys import thread_id_of
+
+@dataclass
+class LatestValue:
+    """A channel's value at a thread's head checkpoint (``present`` False: the head has no value for it)."""
+
+    thread_id: str
+    checkpoint_id: str
+    version: Any
+    present: bool
+    value: Any
+    updated_at: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "thread_id": self.thread_id,
+            "checkpoint_id": self.checkpoint_id,
+            "version": self.version,
+            "present": self.present,
+            "value": jsonable(self.value),
+            "updated_at": self.updated_at,
+            "updated": iso(self.updated_at),
+        }
+
+
+def latest_op(
+    d: Dialect,
+    serde: SerializerProtocol,
+    channel: str,
+    thread_ids: Sequence[Any] | None = None,
+    *,
+    checkpoint_ns: str = "",
+    limit: int | None = None,
+) -> Op[list[LatestValue]]:
+    """The value of ``channel`` at the head checkpoint of each thread (seed 000 "取最新 checkpoint 的特定 channel").
+
+    The heads of all requested threads are found by one statement (each thread's
+    largest checkpoint_id in the namespace) and the channel's blobs by one more;
+    only that channel is decoded. Resolving through the head — not ``MAX(version)``
+    over blobs — is what keeps it right after a rollback, whose head references an
+    older version. Threads without checkpoints are omitted; ``thread_ids=None``
+    means every thread (``limit`` caps how many, most recently updated first).
+    """
+    if not isinstance(channel, str) or not channel:
+        raise ConfigError(f"channel must be a non-empty string, got {channel!r}")
+    ns = _ns(checkpoint_ns)
+    head_sql = (
+        f"SELECT c.{R.CHECKPOINT_COLUMNS.replace(', ', ', c.')}, c.created_at FROM threadline_checkpoints c "
+        "WHERE c.checkpoint_ns = ? AND c.checkpoint_id = (SELECT MAX(c2.checkpoint_id) FROM threadline_checkpoints c2 "
+        "WHERE c2.thread_id = c.thread_id AND c2.checkpoint_ns = c.checkpoint_ns)"
+    )
+    rows: list = []
+    if thread_ids is None:
+        tail, params = "", [ns]
+        if limit is not None:
+            tail = " AND c.thread_id IN (SELECT thread_id FROM threadline_threads ORDER BY updated_at DESC LIMIT ?)"
+            params.append(int(limit))
+        rows = yield Q(head_sql + tail + " ORDER BY c.thread_id", params)
+    else:
+        ids = sorted({thread_id_of(t) for t in thread_ids})
+        for part in ops.chunks(ids, d.max_params - 2):
+            rows += (yield Q(head_sql + f" AND c.thread_id IN ({ops.placeholders(len(part))}) ORDER BY c.thread_id", [ns, *part]))
+    values = yield from load_channels_op(d, serde, [r[:6] for r in rows], [channel])
+    out = []
+    for r, vals in zip(rows, values):
+        versions = _doc(d, r[4], f"checkpoint ({r[0]!r}, {r[1]!r}, {r[2]!r})").get("channel_versions") or {}
+        out.append(LatestValue(r[0], r[2], versions.get(channel), channel in vals, vals.get(channel), float(r[6])))
+    return out
+
+
+def latest_values(saver: Any, channel: str, thread_ids: Sequence[Any] | None = None, **kwargs: Any) -> list[LatestValue]:
+    """Sync ``latest_op``."""
+    return saver.run(latest_op(saver.dialect, saver.serde, channel, thread_ids, **kwargs))

@@ -1,0 +1,113 @@
+"""Database statistics: ``Stats`` and ``stats_op`` / ``stats`` (rows and bytes per table,
+threads, namespaces, checkpoint sources, dedup ratios of channel references against
+stored blobs). Reads sizes only; the largest threads come from the threads listing
+(``threads_op``), the one read model this builds on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from threadline.engine import ops
+from threadline.engine.dialect import Dialect
+from threadline.engine.ops import Op, Q
+from threadline.history.threads import ThreadInfo, threads_op
+from threadline.keys import thread_id_of
+
+@dataclass
+class Stats:
+    """Database statistics (seed 002 §9.1, plus storage dedup).
+
+    ``tables``: per table ``{"rows", "bytes"}`` (checkpoints: checkpoint + metadata
+    JSON; blobs and writes: stored value bytes). ``references``: channel references
+    made by all checkpoints (what full-copy storage would store as rows);
+    ``dedup_ratio``: references ÷ blob rows; ``logical_blob_bytes``: the bytes a
+    full copy per checkpoint would store; ``bytes_dedup_ratio``: that ÷ stored blob
+    bytes. ``top_threads``: the largest threads from the ``threads`` index.
+    """
+
+    tables: dict[str, dict[str, int]]
+    threads: int
+    references: int
+    dedup_ratio: float | None
+    logical_blob_bytes: int
+    bytes_dedup_ratio: float | None
+    top_threads: list[ThreadInfo]
+    namespaces: int
+    sources: dict[str, int]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "tables": self.tables,
+            "threads": self.threads,
+            "namespaces": self.namespaces,
+            "references": self.references,
+            "dedup_ratio": self.dedup_ratio,
+            "logical_blob_bytes": self.logical_blob_bytes,
+            "bytes_dedup_ratio": self.bytes_dedup_ratio,
+            "sources": self.sources,
+            "top_threads": [t.to_json() for t in self.top_threads],
+        }
+
+
+def _references_sql(d: Dialect, where: str) -> str:
+    size = d.bytes_of("b.blob", "blob")
+    if d.name == "postgres":
+        return (
+            f"SELECT COUNT(*), COALESCE(SUM({size}), 0) FROM threadline_checkpoints c "
+            "CROSS JOIN LATERAL jsonb_each_text(c.checkpoint->'channel_versions') j "
+            "LEFT JOIN threadline_blobs b ON b.thread_id = c.thread_id AND b.checkpoint_ns = c.checkpoint_ns "
+            f"AND b.channel = j.key AND b.version = j.value {where}"
+        )
+    return (
+        f"SELECT COUNT(*), COALESCE(SUM({size}), 0) FROM threadline_checkpoints c, json_each(c.checkpoint, '$.channel_versions') j "
+        "LEFT JOIN threadline_blobs b ON b.thread_id = c.thread_id AND b.checkpoint_ns = c.checkpoint_ns "
+        f"AND b.channel = j.key AND b.version = CAST(j.value AS TEXT) {where}"
+    )
+
+
+def stats_op(d: Dialect, *, top: int = 10, thread_ids: Sequence[Any] | None = None) -> Op[Stats]:
+    """Counts and bytes per table, dedup ratios and the ``top`` largest threads; reads sizes only."""
+    tables: dict[str, dict[str, int]] = {}
+    ck_size = f"{d.bytes_of('checkpoint', 'json')} + {d.bytes_of('metadata', 'json')}"
+    ids = [thread_id_of(t) for t in thread_ids] if thread_ids is not None else None
+    where, params = "", []
+    if ids is not None:
+        where, params = f"WHERE thread_id IN ({ops.placeholders(len(ids))})", ids
+        if not ids:
+            where = "WHERE 1 = 0"
+    for table, size in (("checkpoints", ck_size), ("blobs", d.bytes_of("blob", "blob")), ("writes", d.bytes_of("blob", "blob"))):
+        found = yield Q(f"SELECT COUNT(*), COALESCE(SUM({size}), 0) FROM threadline_{table} {where}", params)
+        tables[table] = {"rows": int(found[0][0]), "bytes": int(found[0][1])}
+    threads = int((yield Q(f"SELECT COUNT(*) FROM threadline_threads {where}", params))[0][0])
+    namespaces = int((yield Q(f"SELECT COUNT(*) FROM (SELECT DISTINCT thread_id, checkpoint_ns FROM threadline_checkpoints {where}) n", params))[0][0])
+    sources = {
+        (r[0] if r[0] is not None else "?"): int(r[1])
+        for r in (yield Q(f"SELECT source, COUNT(*) FROM threadline_checkpoints {where} GROUP BY source ORDER BY source", params))
+    }
+    cwhere = where.replace("thread_id", "c.thread_id")
+    refs = yield Q(_references_sql(d, cwhere), params)
+    references, logical = int(refs[0][0]), int(refs[0][1])
+    blob_rows, blob_bytes = tables["blobs"]["rows"], tables["blobs"]["bytes"]
+    top_threads: list[ThreadInfo] = []
+    if top > 0:
+        page = yield from threads_op(d, thread_ids=ids, limit=top, order_by="bytes")
+        top_threads = page.threads
+    return Stats(
+        tables=tables,
+        threads=threads,
+        references=references,
+        dedup_ratio=round(references / blob_rows, 3) if blob_rows else None,
+        logical_blob_bytes=logical,
+        bytes_dedup_ratio=round(logical / blob_bytes, 3) if blob_bytes else None,
+        top_threads=top_threads,
+        namespaces=namespaces,
+        sources=sources,
+    )
+
+
+def stats(saver: Any, **kwargs: Any) -> Stats:
+    """Sync ``stats_op``."""
+    return saver.run(stats_op(saver.dialect, **kwargs))

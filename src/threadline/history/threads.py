@@ -1,0 +1,139 @@
+"""The threads listing: ``ThreadInfo`` / ``ThreadPage`` and ``threads_op`` (with its sync
+``list_threads``), read from the ``threads`` index with each thread's head checkpoint
+(id, step, source), filtered by metadata, idleness, activity or ids and paged; plus
+``all_thread_ids_op``, every thread_id in the index.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from threadline.engine import ops
+from threadline.engine.dialect import Dialect
+from threadline.engine.ops import Op, Q
+from threadline.history.common import iso
+from threadline.keys import thread_id_of
+
+@dataclass
+class ThreadInfo:
+    """One row of ``threads``: times in epoch seconds, ``bytes`` stored for the thread."""
+
+    thread_id: str
+    created_at: float
+    updated_at: float
+    checkpoint_count: int
+    bytes: int
+    head_checkpoint_id: str | None
+    head_step: int | None
+    head_source: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d["created"] = iso(self.created_at)
+        d["updated"] = iso(self.updated_at)
+        return d
+
+
+@dataclass
+class ThreadPage:
+    """A page of threads (most recently updated first), the total matching, and the next offset (None at the end)."""
+
+    threads: list[ThreadInfo]
+    total: int
+    offset: int
+    next_offset: int | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "threads": [t.to_json() for t in self.threads],
+            "total": self.total,
+            "offset": self.offset,
+            "next_offset": self.next_offset,
+        }
+
+
+
+def threads_op(
+    d: Dialect,
+    *,
+    metadata: Mapping[str, Any] | None = None,
+    idle_for: float | None = None,
+    active_within: float | None = None,
+    thread_ids: Sequence[str] | None = None,
+    limit: int = 50,
+    offset: int = 0,
+    order_by: str = "updated",
+    now: float | None = None,
+) -> Op[ThreadPage]:
+    """Threads, most recently updated first, from the ``threads`` index (no checkpoint scan).
+
+    Args:
+        metadata: keep threads having at least one checkpoint whose metadata
+            matches this filter as ``list(filter=…)`` matches it (bound parameters).
+        idle_for: keep threads not updated for at least this many seconds.
+        active_within: keep threads updated within this many seconds.
+        thread_ids: restrict to these threads.
+        limit, offset: paging (``limit`` ≥ 1, ``offset`` ≥ 0).
+        order_by: ``"updated"`` (most recent first, default), ``"created"``
+            (newest first), ``"bytes"`` (largest first) or ``"thread_id"``.
+        now: the clock (epoch seconds), default ``time.time()``.
+
+    Returns a ``ThreadPage``; each thread carries its head checkpoint's id, step and source.
+    """
+    if not isinstance(limit, int) or limit < 1:
+        raise ValueError(f"limit must be a positive integer, got {limit!r}")
+    if not isinstance(offset, int) or offset < 0:
+        raise ValueError(f"offset must be a non-negative integer, got {offset!r}")
+    orders = {
+        "updated": "t.updated_at DESC, t.thread_id",
+        "created": "t.created_at DESC, t.thread_id",
+        "bytes": "t.bytes DESC, t.thread_id",
+        "thread_id": "t.thread_id",
+    }
+    if order_by not in orders:
+        raise ValueError(f"order_by must be one of {sorted(orders)}, got {order_by!r}")
+    now = time.time() if now is None else now
+    clauses: list[str] = []
+    params: list[Any] = []
+    if idle_for is not None:
+        clauses.append("t.updated_at <= ?")
+        params.append(now - float(idle_for))
+    if active_within is not None:
+        clauses.append("t.updated_at >= ?")
+        params.append(now - float(active_within))
+    if thread_ids is not None:
+        ids = [thread_id_of(t) for t in thread_ids]
+        if not ids:
+            return ThreadPage([], 0, offset, None)
+        clauses.append(f"t.thread_id IN ({ops.placeholders(len(ids))})")
+        params += ids
+    if metadata:
+        cond, p = d.metadata_filter(metadata)
+        clauses.append(f"EXISTS (SELECT 1 FROM threadline_checkpoints c WHERE c.thread_id = t.thread_id AND {cond})")
+        params += p
+    where = ("WHERE " + " AND ".join(clauses)) if clauses else ""
+    total = (yield Q(f"SELECT COUNT(*) FROM threadline_threads t {where}", params))[0][0]
+    found = yield Q(
+        "SELECT t.thread_id, t.created_at, t.updated_at, t.checkpoint_count, t.bytes, h.checkpoint_id, h.step, h.source "
+        "FROM threadline_threads t LEFT JOIN threadline_checkpoints h ON h.thread_id = t.thread_id AND h.checkpoint_ns = '' "
+        "AND h.checkpoint_id = (SELECT MAX(c2.checkpoint_id) FROM threadline_checkpoints c2 WHERE c2.thread_id = t.thread_id AND c2.checkpoint_ns = '') "
+        f"{where} ORDER BY {orders[order_by]} LIMIT ? OFFSET ?",
+        [*params, limit, offset],
+    )
+    threads = [ThreadInfo(r[0], float(r[1]), float(r[2]), int(r[3]), int(r[4]), r[5], r[6], r[7]) for r in found]
+    nxt = offset + len(threads)
+    return ThreadPage(threads, int(total), offset, nxt if nxt < total else None)
+
+
+def list_threads(saver: Any, **kwargs: Any) -> ThreadPage:
+    """Sync ``threads_op`` on a saver (same keyword arguments)."""
+    return saver.run(threads_op(saver.dialect, **kwargs))
+
+
+def all_thread_ids_op(d: Dialect) -> Op[list[str]]:
+    """Every thread_id in the ``threads`` index, sorted."""
+    return [r[0] for r in (yield Q("SELECT thread_id FROM threadline_threads ORDER BY thread_id"))]

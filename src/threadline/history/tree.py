@@ -1,0 +1,196 @@
+"""A thread's checkpoint tree (``history_op`` / ``thread_history``): ``CheckpointNode``
+per checkpoint with its writers, children, pending-write counts and head path, and
+``ThreadHistory`` per namespace with roots, head and fork points, optionally with the
+subgraph namespaces anchored under the checkpoints they started from. Reads
+checkpoint JSON and write metadata only, never channel values.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from threadline.engine import ops
+from threadline.engine.dialect import Dialect
+from threadline.engine.ops import Op, Q
+from threadline.errors import NotFoundError
+from threadline.history.common import INTERRUPT, _doc, _json, _ns, iso
+from threadline.keys import thread_id_of
+
+@dataclass
+class CheckpointNode:
+    """One checkpoint in a thread's tree.
+
+    ``writers`` are the nodes whose results this checkpoint holds (the nodes whose
+    ``versions_seen`` advanced since the parent; ``__input__`` for an input
+    checkpoint). ``children`` are checkpoint_ids in the same namespace; more than one
+    child makes this checkpoint a fork point. ``pending_writes`` counts the writes
+    stored against it (``interrupted``: one of them is an ``__interrupt__``).
+    ``subgraphs`` lists the namespaces whose runs started from this checkpoint.
+    """
+
+    checkpoint_id: str
+    parent_checkpoint_id: str | None
+    checkpoint_ns: str
+    step: int | None
+    source: str | None
+    created_at: float
+    writers: list[str]
+    children: list[str] = field(default_factory=list)
+    pending_writes: int = 0
+    interrupted: bool = False
+    on_head_path: bool = False
+    is_head: bool = False
+    subgraphs: list[str] = field(default_factory=list)
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def is_fork_point(self) -> bool:
+        return len(self.children) > 1
+
+    def to_json(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d["created"] = iso(self.created_at)
+        d["fork_point"] = self.is_fork_point
+        return d
+
+
+@dataclass
+class ThreadHistory:
+    """A thread's checkpoints as a tree, per namespace.
+
+    ``nodes`` maps checkpoint_ns → checkpoint_id → node (checkpoint_id order =
+    creation order). ``roots`` are the parentless checkpoints (or whose parent is
+    missing) per namespace. ``head`` is the head of the root namespace.
+    ``branches`` lists, for each fork point of the root namespace, its children.
+    """
+
+    thread_id: str
+    head: str | None
+    nodes: dict[str, dict[str, CheckpointNode]]
+    roots: dict[str, list[str]]
+
+    @property
+    def fork_points(self) -> list[str]:
+        return [cid for cid, n in self.nodes.get("", {}).items() if n.is_fork_point]
+
+    def ordered(self, checkpoint_ns: str = "") -> list[CheckpointNode]:
+        return list(self.nodes.get(checkpoint_ns, {}).values())
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "thread_id": self.thread_id,
+            "head": self.head,
+            "fork_points": self.fork_points,
+            "roots": self.roots,
+            "namespaces": {ns: [n.to_json() for n in nodes.values()] for ns, nodes in self.nodes.items()},
+        }
+
+
+def _writers(doc: dict, parent_doc: dict | None, source: str | None) -> list[str]:
+    seen = doc.get("versions_seen") or {}
+    before = (parent_doc or {}).get("versions_seen") or {}
+    names = sorted(
+        n for n, v in seen.items() if n not in ("__input__", INTERRUPT) and v != before.get(n)
+    )
+    if source == "input":
+        names = ["__input__", *[n for n in names if n != "__input__"]]
+    return names
+
+
+def history_op(d: Dialect, thread_id: Any, *, checkpoint_ns: str | None = "", include_subgraphs: bool = False) -> Op[ThreadHistory]:
+    """The checkpoint tree of a thread: reads checkpoint JSON and write metadata, never channel values.
+
+    Args:
+        checkpoint_ns: the namespace to show (root ``""`` by default).
+        include_subgraphs: also every subgraph namespace (``checkpoint_ns != ""``);
+            each subgraph run is listed under the root checkpoint it started from
+            (``CheckpointNode.subgraphs``, from the subgraph metadata's ``parents``).
+
+    Raises NotFoundError when the thread has no checkpoint.
+    """
+    tid = thread_id_of(thread_id)
+    ns = _ns(checkpoint_ns)
+    if include_subgraphs:
+        found = yield Q(
+            "SELECT checkpoint_ns, checkpoint_id, parent_checkpoint_id, step, source, created_at, metadata, checkpoint "
+            "FROM threadline_checkpoints WHERE thread_id = ? ORDER BY checkpoint_ns, checkpoint_id",
+            (tid,),
+        )
+        wcounts = yield Q(
+            "SELECT checkpoint_ns, checkpoint_id, COUNT(*), SUM(CASE WHEN channel = ? THEN 1 ELSE 0 END) "
+            "FROM threadline_writes WHERE thread_id = ? GROUP BY checkpoint_ns, checkpoint_id",
+            (INTERRUPT, tid),
+        )
+    else:
+        found = yield Q(
+            "SELECT checkpoint_ns, checkpoint_id, parent_checkpoint_id, step, source, created_at, metadata, checkpoint "
+            "FROM threadline_checkpoints WHERE thread_id = ? AND checkpoint_ns = ? ORDER BY checkpoint_id",
+            (tid, ns),
+        )
+        wcounts = yield Q(
+            "SELECT checkpoint_ns, checkpoint_id, COUNT(*), SUM(CASE WHEN channel = ? THEN 1 ELSE 0 END) "
+            "FROM threadline_writes WHERE thread_id = ? AND checkpoint_ns = ? GROUP BY checkpoint_ns, checkpoint_id",
+            (INTERRUPT, tid, ns),
+        )
+    if not found:
+        raise NotFoundError(f"thread {tid!r} has no checkpoint" + (f" in checkpoint_ns {ns!r}" if ns else ""))
+    counts = {(r[0], r[1]): (int(r[2]), bool(r[3])) for r in wcounts}
+    docs: dict[tuple[str, str], dict] = {}
+    nodes: dict[str, dict[str, CheckpointNode]] = defaultdict(dict)
+    for r in found:
+        where = f"checkpoint ({tid!r}, {r[0]!r}, {r[1]!r})"
+        docs[(r[0], r[1])] = _doc(d, r[7], where)
+        meta = _json(d, r[6], where)
+        n_writes, interrupted = counts.get((r[0], r[1]), (0, False))
+        nodes[r[0]][r[1]] = CheckpointNode(
+            checkpoint_id=r[1],
+            parent_checkpoint_id=r[2],
+            checkpoint_ns=r[0],
+            step=r[3],
+            source=r[4],
+            created_at=float(r[5]),
+            writers=[],
+            pending_writes=n_writes,
+            interrupted=interrupted,
+            metadata=meta if isinstance(meta, dict) else {},
+        )
+    roots: dict[str, list[str]] = {}
+    for space, by_id in nodes.items():
+        roots[space] = []
+        for cid, node in by_id.items():
+            parent = node.parent_checkpoint_id
+            node.writers = _writers(docs[(space, cid)], docs.get((space, parent)) if parent else None, node.source)
+            if parent and parent in by_id:
+                by_id[parent].children.append(cid)
+            else:
+                roots[space].append(cid)
+    root_ns = ns if not include_subgraphs else ""
+    head = max(nodes[root_ns]) if nodes.get(root_ns) else None
+    if head:
+        nodes[root_ns][head].is_head = True
+        cur: str | None = head
+        guard = 0
+        while cur and cur in nodes[root_ns] and guard < ops.MAX_CHAIN_DEPTH:
+            nodes[root_ns][cur].on_head_path = True
+            cur = nodes[root_ns][cur].parent_checkpoint_id
+            guard += 1
+    if include_subgraphs:
+        for space, by_id in nodes.items():
+            if not space:
+                continue
+            first = next(iter(by_id.values()))
+            parents = first.metadata.get("parents") or {}
+            # the innermost enclosing namespace: the longest prefix present in parents
+            enclosing = space.rsplit("|", 1)[0] if "|" in space else ""
+            anchor = parents.get(enclosing)
+            if anchor and anchor in nodes.get(enclosing, {}):
+                nodes[enclosing][anchor].subgraphs.append(space)
+    return ThreadHistory(tid, head, dict(nodes), roots)
+
+
+def thread_history(saver: Any, thread_id: Any, **kwargs: Any) -> ThreadHistory:
+    """Sync ``history_op``."""
+    return saver.run(history_op(saver.dialect, thread_id, **kwargs))
