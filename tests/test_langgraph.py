@@ -11,6 +11,8 @@ and the observable results (state, history shape) must be identical.
 from __future__ import annotations
 
 import operator
+import threading
+import time
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Annotated, Any
@@ -566,16 +568,22 @@ class FanState(TypedDict):
 
 
 def fan_builder(fail_once: list[bool] | None = None, runs: list[str] | None = None) -> StateGraph:
-    """START → (left, right) in one superstep → join. ``fail_once=[True]`` makes right fail once."""
+    """START → (left, right) in one superstep → join. ``fail_once=[True]`` makes right fail once,
+    after left has finished (a failure that comes first cancels left: LangGraph stores the
+    writes of tasks finished by then, so the test would depend on thread timing)."""
+    left_done = threading.Event()
 
     def left(state: FanState) -> dict:
         if runs is not None:
             runs.append("left")
+        left_done.set()
         return {"log": ["left"], "total": 1}
 
     def right(state: FanState) -> dict:
         if fail_once:
             fail_once.pop()
+            left_done.wait(10)
+            time.sleep(0.2)  # left's writes are handed to the saver as it returns
             raise RuntimeError("right failed")
         return {"log": ["right"], "total": 10}
 
