@@ -20,7 +20,7 @@ from typing import Any, Iterator
 import pytest
 from langgraph.types import Command
 
-from backends import Backend, pg_dsn, with_search_path
+from backends import pg_dsn, with_search_path
 from conftest import pg_schemas, require_postgres
 from threadline.demo.agent import compile_graph
 from threadline.demo.scenario import RESUME, TURNS

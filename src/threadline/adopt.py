@@ -21,7 +21,6 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import time
-from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any

@@ -25,10 +25,8 @@ pending writes), i.e. what ``get_state`` and ``get_state_history`` are built fro
 from __future__ import annotations
 
 import datetime as _dt
-import json
 import os
 import shutil
-import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
