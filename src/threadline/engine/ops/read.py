@@ -1,0 +1,259 @@
+"""Reading operations: blob rows with their delta chains (``fetch_blob_rows``) and the
+values they resolve to (``fetch_blobs``), checkpoint rows turned into tuples with their
+blobs and writes (``load_tuples``, which can fill a saver's blob cache via
+``_remember``), ``get_tuple``, and the WHERE clause and keyset pages of ``list``
+(``list_where``, ``list_page``).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from functools import partial
+from typing import Any
+
+from langgraph.checkpoint.base import CheckpointTuple
+from langgraph.checkpoint.serde.base import SerializerProtocol
+from langgraph.checkpoint.serde.types import TASKS
+
+from threadline import codec
+from threadline.engine import rows as R
+from threadline.engine.dialect import Dialect
+from threadline.engine.ops.base import BLOB_KEY, WRITE_SELECT, Op, Q, _json, chunks, flat, join_keys, values_list
+from threadline.errors import ConfigError, CorruptRowError
+from threadline.keys import Key, key_of
+
+
+def fetch_blob_rows(d: Dialect, keys: Sequence[tuple[str, str, str, str]]) -> Op[dict[tuple[str, str, str], dict[str, tuple]]]:
+    """The blob rows of ``keys`` (thread_id, checkpoint_ns, channel, version) and of every
+    version their deltas are built on, in one query per chunk of keys.
+
+    A recursive CTE follows ``blobs.base_version`` (the same SQL on SQLite and
+    Postgres; ``UNION`` returns each row once however many keys share a chain).
+    Each step looks the next base up by a correlated subquery, which both
+    databases answer with one primary-key probe (a join there lets Postgres plan a
+    scan of ``blobs`` per step).
+    Returns (thread_id, checkpoint_ns, channel) → version → (type, blob, base_version),
+    the input of ``codec.resolve``.
+    """
+    out: dict[tuple[str, str, str], dict[str, tuple]] = defaultdict(dict)
+    if not keys:
+        return out
+    on = " AND ".join(f"t.{col} = k.column{i + 1}" for i, col in enumerate(BLOB_KEY))
+    for part in chunks(list(keys), d.max_params // 4):
+        found = yield Q(
+            "WITH RECURSIVE chain(thread_id, checkpoint_ns, channel, version, base_version) AS ("
+            f" SELECT t.thread_id, t.checkpoint_ns, t.channel, t.version, t.base_version FROM ({values_list(4, len(part))}) k"
+            f" JOIN threadline_blobs t ON {on}"
+            " UNION"
+            " SELECT c.thread_id, c.checkpoint_ns, c.channel, c.base_version,"
+            " (SELECT b.base_version FROM threadline_blobs b WHERE b.thread_id = c.thread_id AND b.checkpoint_ns = c.checkpoint_ns"
+            " AND b.channel = c.channel AND b.version = c.base_version)"
+            " FROM chain c WHERE c.base_version IS NOT NULL"
+            ") SELECT t.thread_id, t.checkpoint_ns, t.channel, t.version, t.type, t.blob, t.base_version FROM chain c"
+            " JOIN threadline_blobs t ON t.thread_id = c.thread_id AND t.checkpoint_ns = c.checkpoint_ns"
+            " AND t.channel = c.channel AND t.version = c.version",
+            flat(part),
+        )
+        for b in found:
+            out[(b[0], b[1], b[2])][b[3]] = (b[4], b[5], b[6])
+    return out
+
+
+def fetch_blobs(
+    d: Dialect, keys: Sequence[tuple[str, str, str, str]], *, rows: Mapping | None = None
+) -> Op[dict[tuple[str, str, str, str], codec.Resolved]]:
+    """Stored values of blob ``keys`` (thread_id, checkpoint_ns, channel, version),
+    reconstructed through their delta chains and decompressed: key → ``codec.Resolved``
+    (decode it with ``codec.load``; its tag is ``codec.EMPTY`` for an empty channel).
+    Keys with no row are absent. ``rows``: already fetched ``fetch_blob_rows`` output.
+
+    This is how anything outside ``load_tuples`` must read ``blobs``: a row's bytes
+    alone are not its value when its type is a delta (``codec.is_delta``).
+
+    Raises:
+        CorruptRowError: a delta whose base is missing or does not reproduce it.
+    """
+    if rows is None:
+        rows = yield from fetch_blob_rows(d, keys)
+    out: dict[tuple, codec.Resolved] = {}
+    memos: dict[tuple, dict] = defaultdict(dict)
+    for key in sorted(set(keys)):  # ascending versions reuse the memo along a chain
+        group = rows.get(key[:3])
+        if not group or key[3] not in group:
+            continue
+        out[key] = codec.resolve(group, key[3], f"blob ({key[0]!r}, {key[1]!r}, {key[2]!r})", memos[key[:3]])
+    return out
+
+
+def load_tuples(
+    d: Dialect,
+    serde: SerializerProtocol,
+    ck_rows: Sequence[Sequence[Any]],
+    bc: codec.BlobCodec | None = None,
+    *,
+    lazy: bool = False,
+) -> Op[list[Any]]:
+    """Fetch the blobs and writes of checkpoint rows (``R.CHECKPOINT_COLUMNS``) and build tuples.
+
+    With a saver's ``bc``, values its cache holds are not read again (a blob version
+    is immutable, and a cached one was checked against its row when written or read);
+    and for a single row (``get_tuple``) the list/dict values read and the
+    checkpoint's versions go into the cache, so the next ``put`` on this checkpoint
+    can write deltas without reading them back.
+
+    ``lazy=True`` returns, instead of tuples, functions that build them: a caller
+    that yields tuples one by one (``list``) deserializes each only when it is
+    needed, outside the transaction, and a consumer that drops them lets Python
+    free them at once (deserializing a whole page first keeps every value alive
+    and makes the garbage collector work through them all).
+    """
+    if not ck_rows:
+        return []
+    docs = []
+    for row in ck_rows:
+        where = f"checkpoint ({row[0]!r}, {row[1]!r}, {row[2]!r})"
+        doc, meta = _json(d, row[4], where), _json(d, row[5], where)
+        if not isinstance(doc, dict) or not isinstance(meta, dict):
+            raise CorruptRowError(f"{where}: checkpoint or metadata is not a JSON object")
+        docs.append((row, doc, meta))
+    wanted = sorted({(r[0], r[1], ch, v) for r, doc, _ in docs for ch, v in R.blob_pairs(doc)})
+    blobs: dict[tuple, codec.Resolved] = {}
+    if bc is not None and bc.cache is not None:
+        for k in wanted:
+            entry = bc.cache.get(k)
+            if entry is not None:
+                blobs[k] = ("msgpack", None, entry.value)
+        wanted = [k for k in wanted if k not in blobs]
+    rows = yield from fetch_blob_rows(d, wanted)
+    blobs.update((yield from fetch_blobs(d, wanted, rows=rows)))
+    keys = sorted({(r[0], r[1], r[2]) for r in ck_rows})
+    writes: dict[tuple, list] = defaultdict(list)
+    for part in chunks(keys, d.max_params // 3):
+        found = yield Q(
+            join_keys("threadline_writes", BLOB_KEY[:2] + ("checkpoint_id",), len(part), WRITE_SELECT)
+            + " ORDER BY t.task_path, t.task_id, t.idx",
+            flat(part),
+        )
+        for w in found:
+            writes[(w[0], w[1], w[2])].append(w)
+    sends: dict[tuple, list] = defaultdict(list)
+    migrate = d.migrates_parent_sends
+    parents = sorted({(r[0], r[1], r[3]) for r, doc, _ in docs if migrate and R.needs_parent_sends(r[3], doc)})
+    for part in chunks(parents, d.max_params // 3 - 1):
+        found = yield Q(
+            join_keys("threadline_writes", BLOB_KEY[:2] + ("checkpoint_id",), len(part), WRITE_SELECT)
+            + " WHERE t.channel = ? ORDER BY t.task_path, t.task_id, t.idx",
+            [*flat(part), TASKS],
+        )
+        for w in found:
+            sends[(w[0], w[1], w[2])].append(w)
+
+    def parts(row: Sequence[Any], doc: dict, meta: dict) -> tuple:
+        parent_sends = sends.get((row[0], row[1], row[3]), ())
+        return (serde, row, doc, meta, blobs, writes.get((row[0], row[1], row[2]), ()), parent_sends)
+
+    if lazy:
+        return [partial(R.to_tuple, *parts(row, doc, meta)) for row, doc, meta in docs]
+    tuples = [R.to_tuple(*parts(row, doc, meta)) for row, doc, meta in docs]
+    if bc is not None and bc.deltas and len(docs) == 1:
+        _remember(bc, docs[0][0], docs[0][1], blobs, rows)
+    return tuples
+
+
+def _remember(bc: codec.BlobCodec, row: Sequence[Any], doc: dict, blobs: Mapping[tuple, codec.Resolved], rows: Mapping) -> None:
+    """Cache what a get_tuple read: the checkpoint's versions and its list/dict values."""
+    assert bc.cache is not None
+    tid, ns = row[0], row[1]
+    pairs = R.blob_pairs(doc)
+    bc.cache.put_versions((tid, ns, row[2]), dict(pairs))
+    for ch, v in pairs:
+        if bc.cache.get((tid, ns, ch, v)) is not None:
+            continue  # what a put cached is as good, and may carry item fingerprints
+        resolved = blobs.get((tid, ns, ch, v))
+        stored = rows.get((tid, ns, ch), {}).get(v)
+        if resolved is None or stored is None or resolved[0] != "msgpack":
+            continue
+        entry = codec.entry_of(resolved, stored[0], len(stored[1]) if stored[1] is not None else 0)
+        if entry is not None and entry.value.body_len * 2 >= bc.delta_min_bytes:
+            bc.cache.put((tid, ns, ch, v), entry)
+
+
+def get_tuple(d: Dialect, serde: SerializerProtocol, key: Key, bc: codec.BlobCodec | None = None) -> Op[CheckpointTuple | None]:
+    """The checkpoint named by ``key``, or the latest of its (thread_id, checkpoint_ns) when it names none."""
+    if key.checkpoint_id:
+        found = yield Q(
+            f"SELECT {R.CHECKPOINT_COLUMNS} FROM threadline_checkpoints WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?",
+            (key.thread_id, key.checkpoint_ns, key.checkpoint_id),
+        )
+    else:
+        found = yield Q(
+            f"SELECT {R.CHECKPOINT_COLUMNS} FROM threadline_checkpoints WHERE thread_id = ? AND checkpoint_ns = ? "
+            "ORDER BY checkpoint_id DESC LIMIT 1",
+            (key.thread_id, key.checkpoint_ns),
+        )
+    if not found:
+        return None
+    return (yield from load_tuples(d, serde, found, bc))[0]
+
+
+def list_where(
+    d: Dialect, config: Any, filter: Mapping[str, Any] | None, before: Any
+) -> tuple[str, list[Any]]:
+    """WHERE clause and parameters for ``list(config, filter=, before=)``.
+
+    ``config`` may be None (every thread). ``checkpoint_ns`` filters only when the
+    config carries it; ``checkpoint_id`` selects one checkpoint; ``before`` keeps
+    checkpoints with a smaller checkpoint_id; ``filter`` matches metadata as the official
+    saver of the backend does (``Dialect.metadata_filter``; all bound parameters).
+    """
+    clauses: list[str] = []
+    params: list[Any] = []
+    if config is not None:
+        key = key_of(config, require_thread=False)
+        conf = config["configurable"]
+        if key.thread_id is not None:
+            clauses.append("c.thread_id = ?")
+            params.append(key.thread_id)
+        if conf.get("checkpoint_ns") is not None:
+            clauses.append("c.checkpoint_ns = ?")
+            params.append(key.checkpoint_ns)
+        if key.checkpoint_id:
+            clauses.append("c.checkpoint_id = ?")
+            params.append(key.checkpoint_id)
+    if filter:
+        sql, p = d.metadata_filter(filter)
+        clauses.append(sql)
+        params.extend(p)
+    if before is not None:
+        before_id = key_of(before, require_thread=False).checkpoint_id
+        if not before_id:
+            raise ConfigError("'before' config has no checkpoint_id")
+        clauses.append("c.checkpoint_id < ?")
+        params.append(before_id)
+    return (" AND ".join(clauses) or "1 = 1"), params
+
+
+def list_page(
+    d: Dialect,
+    serde: SerializerProtocol,
+    where: tuple[str, list[Any]],
+    after: tuple | None,
+    size: int,
+    bc: codec.BlobCodec | None = None,
+    *,
+    lazy: bool = False,
+) -> Op[tuple[list[Any], tuple | None]]:
+    """One page of ``list`` (newest checkpoint_id first) and the cursor for the next page."""
+    sql, params = where
+    if after is not None:
+        sql = f"({sql}) AND (c.checkpoint_id, c.thread_id, c.checkpoint_ns) < (?, ?, ?)"
+        params = [*params, *after]
+    found = yield Q(
+        f"SELECT {R.CHECKPOINT_COLUMNS} FROM threadline_checkpoints c WHERE {sql} "
+        "ORDER BY c.checkpoint_id DESC, c.thread_id DESC, c.checkpoint_ns DESC LIMIT ?",
+        [*params, size],
+    )
+    tuples = yield from load_tuples(d, serde, found, bc, lazy=lazy)
+    last = found[-1] if len(found) == size else None
+    return tuples, (last[2], last[0], last[1]) if last else None

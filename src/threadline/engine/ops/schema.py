@@ -1,0 +1,85 @@
+"""Schema operations: ``SchemaState`` (what a database holds, read without writing),
+``schema_state`` to read it, and ``setup``, which renames a legacy unprefixed layout,
+creates the migrations table and applies every migration this release knows that is
+not yet recorded.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from threadline.engine.dialect import LATEST_VERSION, MIGRATIONS, Dialect, table
+from threadline.engine.ops.base import Op, Q
+from threadline.errors import SchemaError
+
+
+@dataclass(frozen=True)
+class SchemaState:
+    """What a database holds, as ``schema_state`` reads it without writing anything.
+
+    ``applied``: threadline migration versions recorded; ``legacy``: threadline tables of
+    the unprefixed layout (renamed by ``setup``); ``official``: the tables of LangGraph's
+    official saver for this backend (threads there can be adopted)."""
+
+    tables: frozenset[str]
+    applied: frozenset[int]
+    legacy: bool
+    official: bool
+
+    @property
+    def current(self) -> bool:
+        """Every migration of this release is applied: ``setup`` has nothing to do."""
+        return not self.legacy and self.applied >= {v for v, _ in MIGRATIONS}
+
+    @property
+    def is_threadline(self) -> bool:
+        return self.legacy or table("migrations") in self.tables
+
+    def check_version(self, where: str = "the database") -> None:
+        """SchemaError when a newer threadline release wrote the schema."""
+        newest = max(self.applied, default=0)
+        if newest > LATEST_VERSION:
+            raise SchemaError(
+                f"{where} was written by a newer threadline (schema version {newest}; this release knows up to "
+                f"{LATEST_VERSION}); upgrade threadline (pip install -U threadline) to open it"
+            )
+
+
+def schema_state(d: Dialect) -> Op[SchemaState]:
+    """Read which threadline, legacy and official tables exist and the applied migrations."""
+    tables = frozenset(r[0] for r in (yield Q(d.tables_sql)))
+    applied: frozenset[int] = frozenset()
+    if table("migrations") in tables:
+        applied = frozenset(int(r[0]) for r in (yield Q(f"SELECT v FROM {table('migrations')}")))
+    legacy = False
+    if table("migrations") not in tables and {"blobs", "migrations", "checkpoints"} <= tables:
+        legacy = "base_version" in {r[0] for r in (yield Q(d.columns_sql, ("blobs",)))}
+    official = False
+    if not legacy and set(d.official_tables) <= tables:
+        columns = {r[0] for r in (yield Q(d.columns_sql, ("checkpoints",)))}
+        official = {"type", "checkpoint", "metadata"} <= columns
+    return SchemaState(tables, applied, legacy, official)
+
+
+def setup(d: Dialect) -> Op[SchemaState]:
+    """Bring the schema to this release: rename a legacy (unprefixed) layout, create the
+    ``threadline_migrations`` table and apply every migration not yet recorded.
+
+    Raises SchemaError (changing nothing) when a newer release wrote the schema."""
+    if d.setup_lock:
+        yield Q(*d.setup_lock)  # serialize concurrent setup() calls of many workers
+    state = yield from schema_state(d)
+    state.check_version()
+    if state.legacy:
+        for statement in d.legacy_renames():
+            yield Q(statement)
+    yield Q(f"CREATE TABLE IF NOT EXISTS {table('migrations')} (v INTEGER PRIMARY KEY, applied_at {d.types['real']} NOT NULL)")
+    done = {r[0] for r in (yield Q(f"SELECT v FROM {table('migrations')}"))}
+    for version, statements in d.migrations():
+        if version in done:
+            continue
+        for statement in statements:
+            yield Q(statement)
+        yield Q(f"INSERT INTO {table('migrations')} (v, applied_at) VALUES (?, ?)", (version, time.time()))
+    return (yield from schema_state(d))
