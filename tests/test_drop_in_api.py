@@ -315,50 +315,30 @@ def _tiny_graph(checkpointer: Any) -> Any:
 # from_conn_string, entered the official way
 
 
-def test_sqlite_from_conn_string_is_a_context_manager_and_setup_is_sync(sqlite_path: str) -> None:
-    from threadline import SqliteSaver
+@pytest.mark.parametrize("name, target", [("SqliteSaver", "sqlite_path"), ("PostgresSaver", "pg_target")])
+def test_from_conn_string_is_a_context_manager_and_setup_is_sync(name: str, target: str, request: pytest.FixtureRequest) -> None:
+    import threadline
 
-    cm = SqliteSaver.from_conn_string(sqlite_path)
+    cls = getattr(threadline, name)
+    cm = cls.from_conn_string(request.getfixturevalue(target))
     assert hasattr(cm, "__enter__") and hasattr(cm, "__exit__"), f"{type(cm)} is not a context manager"
     with cm as cp:
-        assert isinstance(cp, SqliteSaver)
+        assert isinstance(cp, cls)
         assert cp.setup() is None
         _roundtrip(cp)
 
 
-async def test_async_sqlite_from_conn_string_then_await_setup(sqlite_path: str) -> None:
-    from threadline import AsyncSqliteSaver
+@pytest.mark.parametrize("name, target", [("AsyncSqliteSaver", "sqlite_path"), ("AsyncPostgresSaver", "pg_target")])
+async def test_async_from_conn_string_then_await_setup(name: str, target: str, request: pytest.FixtureRequest) -> None:
+    import threadline
 
-    cm = AsyncSqliteSaver.from_conn_string(sqlite_path)
+    cls = getattr(threadline, name)
+    cm = cls.from_conn_string(request.getfixturevalue(target))
     assert hasattr(cm, "__aenter__") and hasattr(cm, "__aexit__"), f"{type(cm)} is not an async context manager"
     async with cm as cp:
-        assert isinstance(cp, AsyncSqliteSaver)
+        assert isinstance(cp, cls)
         result = cp.setup()  # official: a coroutine
-        assert inspect.isawaitable(result), f"AsyncSqliteSaver.setup() returned {result!r}, not an awaitable"
-        await result
-        await _aroundtrip(cp)
-
-
-def test_postgres_from_conn_string_then_setup(pg_target: str) -> None:
-    from threadline import PostgresSaver
-
-    cm = PostgresSaver.from_conn_string(pg_target)
-    assert hasattr(cm, "__enter__") and hasattr(cm, "__exit__"), f"{type(cm)} is not a context manager"
-    with cm as cp:
-        assert isinstance(cp, PostgresSaver)
-        assert cp.setup() is None
-        _roundtrip(cp)
-
-
-async def test_async_postgres_from_conn_string_then_await_setup(pg_target: str) -> None:
-    from threadline import AsyncPostgresSaver
-
-    cm = AsyncPostgresSaver.from_conn_string(pg_target)
-    assert hasattr(cm, "__aenter__") and hasattr(cm, "__aexit__"), f"{type(cm)} is not an async context manager"
-    async with cm as cp:
-        assert isinstance(cp, AsyncPostgresSaver)
-        result = cp.setup()  # official: a coroutine
-        assert inspect.isawaitable(result), f"AsyncPostgresSaver.setup() returned {result!r}, not an awaitable"
+        assert inspect.isawaitable(result), f"{name}.setup() returned {result!r}, not an awaitable"
         await result
         await _aroundtrip(cp)
 
