@@ -29,8 +29,8 @@ import run as B  # noqa: E402
 import workload as W  # noqa: E402
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer  # noqa: E402
 
-from threadline.engine import ops  # noqa: E402
-from threadline.engine import rows as R  # noqa: E402
+from threadline.storage import ops  # noqa: E402
+from threadline.storage import rows as R  # noqa: E402
 
 
 def chain_read_ms(saver, thread_id: str, rounds: int = 15) -> float:

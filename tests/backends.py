@@ -75,11 +75,11 @@ def postgres_unavailable() -> str | None:
 
 def _probe_postgres() -> str | None:
     try:
-        import threadline.postgres as pgmod  # noqa: F401
+        import threadline.backends.postgres as pgmod  # noqa: F401
 
         pgmod.PostgresSaver, pgmod.AsyncPostgresSaver  # noqa: B018
     except Exception as exc:  # ImportError, AttributeError, or a half-written module
-        return f"threadline.postgres not importable yet ({type(exc).__name__}: {exc})"
+        return f"threadline.backends.postgres not importable yet ({type(exc).__name__}: {exc})"
     try:
         import psycopg
 
@@ -167,7 +167,7 @@ class Backend:
             from threadline import AsyncSqliteSaver
 
             return AsyncSqliteSaver
-        from threadline import postgres
+        from threadline.backends import postgres
 
         return postgres.AsyncPostgresSaver if self.is_async else postgres.PostgresSaver
 
@@ -178,7 +178,7 @@ class Backend:
     def open_sync_twin(self) -> AbstractContextManager[Any]:
         """A sync saver (SqliteSaver / PostgresSaver) on this same database."""
         if self.is_postgres:
-            from threadline.postgres import PostgresSaver
+            from threadline.backends.postgres import PostgresSaver
 
             return PostgresSaver.from_conn_string(self.target)
         from threadline import SqliteSaver

@@ -10,7 +10,7 @@
 * ``saver`` — an open saver from ``backend.open()`` (async fixture; async savers
   need the test to be ``async def``).
 
-Postgres params are skipped when ``threadline.postgres`` cannot be imported or
+Postgres params are skipped when ``threadline.backends.postgres`` cannot be imported or
 the server is unreachable, unless ``CI=true``, where that is a failure.
 """
 

@@ -155,7 +155,7 @@ def resume_interrupt(saver: Any, thread_id: str = "t-interrupt", decision: Any =
 # ``database(kind, tmp_path)`` yields a URL for a fresh database: a SQLite file, or a
 # fresh Postgres schema selected with ``options=-csearch_path=<schema>`` (DSN from
 # ``THREADLINE_TEST_POSTGRES``, default postgresql://postgres@127.0.0.1:5432/test).
-# Postgres is skipped when ``threadline.postgres`` cannot be imported or the server is
+# Postgres is skipped when ``threadline.backends.postgres`` cannot be imported or the server is
 # unreachable — except under ``CI=true``, where that fails the test.
 
 import os as _os
@@ -179,9 +179,9 @@ def _postgres_unavailable() -> str | None:
     try:
         import psycopg
 
-        import threadline.postgres  # noqa: F401
+        import threadline.backends.postgres  # noqa: F401
     except Exception as exc:  # pragma: no cover - depends on the environment
-        return f"threadline.postgres not importable: {exc}"
+        return f"threadline.backends.postgres not importable: {exc}"
     try:
         with psycopg.connect(pg_dsn(), connect_timeout=5) as conn:
             conn.execute("SELECT 1")

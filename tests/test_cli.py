@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from lifecycle_graphs import KINDS, build_graph, cfg, database, populate, raw_sql
 from threadline import open_saver
-from threadline import history as H
+from threadline import read as H
 from threadline.cli import app
 
 ROOT = Path(__file__).resolve().parent.parent

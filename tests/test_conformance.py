@@ -210,7 +210,7 @@ def test_sync_list_filter_before_limit(sync_backend: Backend) -> None:
 
 
 def test_sync_list_pages_past_page_size(sync_backend: Backend) -> None:
-    from threadline.engine import ops
+    from threadline.storage import ops
 
     n = ops.PAGE_SIZE + 7
     with sync_backend.open() as saver:

@@ -32,9 +32,9 @@ from langgraph.checkpoint.base.id import uuid6
 
 from threadline import SqliteSaver, codec
 from threadline.codec import BlobCodec
-from threadline.engine import ops
+from threadline.storage import ops
 from threadline.errors import CorruptRowError
-from threadline.serde import default_serde
+from threadline.codec.serde import default_serde
 
 from backends import Backend
 

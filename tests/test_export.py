@@ -13,8 +13,9 @@ from langgraph.checkpoint.sqlite import SqliteSaver as OfficialSqliteSaver
 
 from lifecycle_graphs import KINDS, build_graph, cfg, database, graph, populate, raw_sql
 from threadline import ThreadlineError, open_saver
-from threadline import export as X
-from threadline import history as H
+from threadline.transfer import export as X
+from threadline.transfer import official as O
+from threadline import read as H
 from threadline import lifecycle as L
 
 
@@ -87,7 +88,7 @@ def test_import_official_sqlite_database(kind, tmp_path):
         expected = {t: official_graph.get_state(cfg(t)) for t in ("t-research", "t-answer", "t-interrupt")}
     with database(kind, tmp_path) as url:
         with open_saver(url) as saver:
-            report = X.import_langgraph(source, saver, graph=graph)
+            report = O.import_langgraph(source, saver, graph=graph)
             assert report.ok and len(report.threads) == 3
             assert all(t.verified and not t.mismatches for t in report.threads)
             assert sum(t.checkpoints for t in report.threads) == raw_sql(url, "SELECT COUNT(*) FROM threadline_checkpoints")[0][0]
@@ -106,8 +107,8 @@ def test_import_official_sqlite_database(kind, tmp_path):
             out = g.invoke(__import__("langgraph.types", fromlist=["Command"]).Command(resume=True), cfg("t-interrupt"))
             assert out["approved"] is True
             with pytest.raises(ThreadlineError, match="already exists"):
-                X.import_langgraph(source, saver, thread_ids=["t-answer"])
-            again = X.import_langgraph(source, saver, thread_ids=["t-answer"], replace=True)
+                O.import_langgraph(source, saver, thread_ids=["t-answer"])
+            again = O.import_langgraph(source, saver, thread_ids=["t-answer"], replace=True)
             assert again.ok
 
 
@@ -115,9 +116,9 @@ def test_import_rejects_non_langgraph_files(tmp_path):
     with open_saver(str(tmp_path / "threadline.db")) as saver:
         populate(saver)
         with pytest.raises(ThreadlineError):
-            X.import_langgraph(str(tmp_path / "threadline.db"), saver)  # a threadline db, not an official one
+            O.import_langgraph(str(tmp_path / "threadline.db"), saver)  # a threadline db, not an official one
         with pytest.raises(ThreadlineError):
-            X.import_langgraph(str(tmp_path / "missing.db"), saver)
+            O.import_langgraph(str(tmp_path / "missing.db"), saver)
 
 
 def test_import_official_postgres_database(tmp_path):
@@ -140,7 +141,7 @@ def test_import_official_postgres_database(tmp_path):
             official.setup()
             populate(official)
         with open_saver(str(tmp_path / "from-pg.db")) as saver:
-            report = X.import_langgraph(source, saver, graph=graph)
+            report = O.import_langgraph(source, saver, graph=graph)
             assert report.ok and len(report.threads) == 3, report.to_json()
     finally:
         with psycopg.connect(pg_dsn(), autocommit=True) as conn:

@@ -1,4 +1,4 @@
-"""threadline.history on databases written by real LangGraph runs (SQLite and Postgres)."""
+"""threadline.read on databases written by real LangGraph runs (SQLite and Postgres)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from langchain_core.messages import AIMessage, RemoveMessage
 
 from lifecycle_graphs import KINDS, build_graph, cfg, database, populate, raw_sql
 from threadline import NotFoundError, open_saver
-from threadline import history as H
+from threadline import read as H
 from threadline import lifecycle as L
 
 

@@ -14,7 +14,7 @@ from langgraph.types import Command
 
 from lifecycle_graphs import KINDS, build_graph, cfg, database, graph, human, populate, raw_sql
 from threadline import NotFoundError, UnsafeOperationError, open_saver
-from threadline import history as H
+from threadline import read as H
 from threadline import lifecycle as L
 from threadline.errors import ConfigError
 from threadline.keys import config_of

@@ -12,9 +12,9 @@ from threadline.errors import (
     ThreadlineError,
     UnsafeOperationError,
 )
-from threadline.postgres import AsyncPostgresSaver, PostgresSaver
-from threadline.sqlite import AsyncSqliteSaver, SqliteSaver
-from threadline.urls import aopen_saver, open_saver
+from threadline.backends.postgres import AsyncPostgresSaver, PostgresSaver
+from threadline.backends.sqlite import AsyncSqliteSaver, SqliteSaver
+from threadline.backends import aopen_saver, open_saver
 
 __all__ = [
     "AsyncPostgresSaver",

@@ -1,7 +1,7 @@
 """The one BaseCheckpointSaver implementation; backends only say how to run an operation.
 
 A backend subclass provides ``_run(op, write=)`` (sync) and/or ``_arun(op, write=)``
-(async), each executing a sans-IO operation from ``engine.ops`` in one
+(async), each executing a sans-IO operation from ``storage.ops`` in one
 transaction. Every contract method below is a one-line call into ``ops``.
 A sync backend serves the async methods from a worker thread; an async backend
 serves the sync methods by scheduling onto its event loop from another thread.
@@ -23,12 +23,12 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from threadline import adopt
+from threadline.storage import adopt
 from threadline.codec import BlobCodec
-from threadline.serde import default_serde
-from threadline.engine import ops
-from threadline.engine import rows as R
-from threadline.engine.dialect import Dialect
+from threadline.codec.serde import default_serde
+from threadline.storage import ops
+from threadline.storage import rows as R
+from threadline.storage.dialect import Dialect
 from threadline.keys import key_of
 
 
@@ -78,7 +78,7 @@ class EngineSaver(BaseCheckpointSaver[str]):
         # replace it to tune them, e.g. ``saver.blob_codec = BlobCodec(max_depth=32)``.
         self.blob_codec = BlobCodec()
         # Adopt threads of the official saver's tables in the same database on first touch
-        # (see threadline.adopt); set by setup() when such tables exist and adopt is True.
+        # (see threadline.storage.adopt); set by setup() when such tables exist and adopt is True.
         self.adopt = adopt
         self.is_setup = False
         self._adopting = False
@@ -113,7 +113,7 @@ class EngineSaver(BaseCheckpointSaver[str]):
         raise NotImplementedError
 
     def run(self, op: ops.Op, *, write: bool = False) -> Any:
-        """Run any sans-IO operation (``engine.ops``, ``lifecycle``, ``history``) in one transaction."""
+        """Run any sans-IO operation (``storage.ops``, ``lifecycle``, ``read``) in one transaction."""
         return self._run(op, write=write)
 
     async def arun(self, op: ops.Op, *, write: bool = False) -> Any:

@@ -23,8 +23,8 @@ def demo(
     import os
 
     from threadline.demo.scenario import NotADemoDatabase, run_demo
-    from threadline.sqlite import path_of
-    from threadline.urls import backend_of
+    from threadline.backends.sqlite import path_of
+    from threadline.backends import backend_of
 
     console = Console()
     if backend_of(db) != "sqlite":

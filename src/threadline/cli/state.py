@@ -1,5 +1,5 @@
-"""The state lifecycle commands: a thin typer + rich skin over ``threadline.history``,
-``threadline.lifecycle`` and ``threadline.export``.
+"""The state lifecycle commands: a thin typer + rich skin over ``threadline.read``,
+``threadline.lifecycle`` and ``threadline.transfer.export``.
 
 Every command takes ``--db URL`` (default ``$THREADLINE_DB`` or the demo database)
 and ``--json`` (machine-readable output on stdout; progress and errors go to
@@ -46,8 +46,8 @@ def _fail(message: str, code: int = 1) -> None:
 
 @contextmanager
 def _saver(db: str | None, *, must_exist: bool = True) -> Iterator[Any]:
-    from threadline.sqlite import path_of
-    from threadline.urls import backend_of, open_saver
+    from threadline.backends.sqlite import path_of
+    from threadline.backends import backend_of, open_saver
 
     url = db or default_db()
     try:
@@ -91,7 +91,7 @@ def _short(cid: str | None) -> str:
 
 
 def _when(ts: float | None) -> str:
-    from threadline.history import iso
+    from threadline.read import iso
 
     text = iso(ts)
     return text[:19].replace("T", " ") if text else "-"
@@ -108,14 +108,14 @@ def _size(n: int | None) -> str:
 
 
 def _brief(value: Any, width: int = 100) -> str:
-    from threadline.history import jsonable
+    from threadline.read import jsonable
 
     text = json.dumps(jsonable(value), ensure_ascii=False, default=str)
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def _graph(spec: str | None) -> Any:
-    from threadline.history import load_graph
+    from threadline.read import load_graph
 
     spec = spec or os.environ.get("THREADLINE_GRAPH")
     if not spec:
@@ -142,7 +142,7 @@ def _parse_where(items: list[str] | None) -> dict[str, Any]:
 
 
 def _duration(text: str | None, option: str) -> float | None:
-    from threadline.history import parse_duration
+    from threadline.read import parse_duration
 
     if text is None:
         return None
@@ -168,7 +168,7 @@ def threads_cmd(
     as_json: bool = JsonOption,
 ) -> None:
     """List threads: created/updated time, checkpoints, bytes, head step."""
-    from threadline import history as H
+    from threadline import read as H
 
     with _saver(db) as saver:
         page = H.list_threads(
@@ -207,7 +207,7 @@ def history_cmd(
     as_json: bool = JsonOption,
 ) -> None:
     """The thread's checkpoints as a tree: branches, step, source, writing nodes, time."""
-    from threadline import history as H
+    from threadline import read as H
 
     with _saver(db) as saver:
         h = H.thread_history(saver, thread, checkpoint_ns=ns, include_subgraphs=subgraphs)
@@ -271,7 +271,7 @@ def show_cmd(
     as_json: bool = JsonOption,
 ) -> None:
     """The state at a checkpoint: values, next nodes, pending writes, interrupts."""
-    from threadline import history as H
+    from threadline import read as H
 
     g = _graph(graph)
     with _saver(db) as saver:
@@ -317,7 +317,7 @@ def diff_cmd(
     as_json: bool = JsonOption,
 ) -> None:
     """Per channel: added, removed, changed; messages by id, dicts key by key."""
-    from threadline import history as H
+    from threadline import read as H
 
     with _saver(db) as saver:
         d = H.diff(saver, thread, a, b, checkpoint_ns=ns, include_internal=internal)
@@ -375,7 +375,7 @@ def audit_cmd(
     """Writes in execution order (task, idx, channel, task_path, bytes, time) and per-task statistics."""
     import time
 
-    from threadline import history as H
+    from threadline import read as H
 
     space = None if all_ns else ns
     age = _duration(since, "--since")
@@ -601,7 +601,7 @@ def latest_cmd(
     as_json: bool = JsonOption,
 ) -> None:
     """The latest value of one channel for many threads, through each thread's head checkpoint."""
-    from threadline import history as H
+    from threadline import read as H
 
     with _saver(db) as saver:
         rows = H.latest_values(saver, channel, threads or None, checkpoint_ns=ns, limit=limit)
@@ -623,7 +623,7 @@ def stats_cmd(
     as_json: bool = JsonOption,
 ) -> None:
     """Counts and bytes per table, dedup ratio, top threads by size."""
-    from threadline import history as H
+    from threadline import read as H
 
     with _saver(db) as saver:
         s = H.stats(saver, top=top)
@@ -659,7 +659,7 @@ def export_cmd(
     as_json: bool = JsonOption,
 ) -> None:
     """Parquet export partitioned by dt=YYYY-MM-DD: checkpoints, writes, blob metadata (no values)."""
-    from threadline import export as X
+    from threadline.transfer import export as X
 
     with _saver(db) as saver, _progress(not as_json) as progress:
         task = progress.add_task("export", total=None)
@@ -692,7 +692,7 @@ def import_cmd(
     """Import threads written by LangGraph's official SqliteSaver (or PostgresSaver) and verify them.
 
     The target must be named (--db or $THREADLINE_DB); the source is opened read-only."""
-    from threadline import export as X
+    from threadline.transfer import official as X
 
     if not (db or os.environ.get("THREADLINE_DB")):
         _fail("import writes into the database you name: pass --db URL (or set $THREADLINE_DB)", 2)

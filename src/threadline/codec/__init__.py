@@ -49,7 +49,7 @@ would exceed ``max_depth`` deltas (K), when the deltas accumulated since the
 last snapshot would exceed the value's own size, or when the delta would not be
 clearly smaller than the value.
 
-Deserialization is strict by default (``threadline.serde``: no pickle; stored
+Deserialization is strict by default (``threadline.codec.serde``: no pickle; stored
 constructors only for LangGraph's safe types, explicitly allowed types, and data
 classes already imported by the process). A ``pickle`` tag is refused, never loaded. A
 tampered delta or compressed row can fail to load (``CorruptRowError``) but is

@@ -126,4 +126,4 @@ class BlobCodec:
 
 
 PLAIN = BlobCodec(max_depth=0, cache=None)
-"""Compression only: no deltas, no cache. What ``engine.ops`` uses when a caller passes no codec."""
+"""Compression only: no deltas, no cache. What ``storage.ops`` uses when a caller passes no codec."""

@@ -88,14 +88,14 @@ def decode(serde: SerializerProtocol, tag: str, data: bytes | None, where: str) 
     """Deserialize a stored, self-contained ``(type, bytes)`` pair (compressed or not).
 
     ``where`` names the row (table and key) for the error message. Delta rows are
-    not self-contained: read blobs through ``engine.ops`` (``fetch_blobs`` /
+    not self-contained: read blobs through ``storage.ops`` (``fetch_blobs`` /
     ``load_tuples``), which resolves them against their base.
 
     Raises:
         CorruptRowError: unknown, refused or delta tag, or bytes that cannot be read.
     """
     if tag.startswith((DELTA_LIST, DELTA_DICT)):
-        raise CorruptRowError(f"{where}: {tag!r} row is a delta on its base_version; read it through engine.ops.fetch_blobs")
+        raise CorruptRowError(f"{where}: {tag!r} row is a delta on its base_version; read it through storage.ops.fetch_blobs")
     tag, raw = decompress(tag, data, where)
     if tag in _REFUSED:
         raise CorruptRowError(f"{where}: refusing to load a {tag!r} payload")

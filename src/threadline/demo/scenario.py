@@ -33,8 +33,8 @@ from rich.text import Text
 from rich.tree import Tree
 
 from threadline.demo.agent import compile_graph, new_id
-from threadline.engine.dialect import LOGICAL_TABLES, table
-from threadline.sqlite import SqliteSaver, path_of
+from threadline.storage.dialect import LOGICAL_TABLES, table
+from threadline.backends.sqlite import SqliteSaver, path_of
 
 THREAD_ID = "thread_abc123"
 TURNS = [

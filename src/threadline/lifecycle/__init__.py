@@ -1,7 +1,7 @@
 """Lifecycle operations: rollback as a new branch, fork to a new thread, delete one
 checkpoint, retention (prune), consistency checks (fsck) and recovery (rebuild).
 
-Like ``threadline.history``, each operation is a sans-IO generator (``*_op``) that
+Like ``threadline.read``, each operation is a sans-IO generator (``*_op``) that
 a saver runs in ONE transaction (``saver.run(op, write=True)`` /
 ``await saver.arun(op, write=True)``), plus a sync wrapper taking a saver.
 Nothing here deletes what a kept checkpoint needs:

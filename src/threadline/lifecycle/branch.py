@@ -20,12 +20,12 @@ from typing import Any
 from langgraph.checkpoint.base.id import uuid6
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from threadline.engine import ops
-from threadline.engine import rows as R
-from threadline.engine.dialect import Dialect
-from threadline.engine.ops import Op, Q
+from threadline.storage import ops
+from threadline.storage import rows as R
+from threadline.storage.dialect import Dialect
+from threadline.storage.ops import Op, Q
 from threadline.errors import ConfigError, ThreadlineError, UnsafeOperationError
-from threadline.history import _cid, _doc, _json, _ns, checkpoint_row_op, head_op
+from threadline.read import _cid, _doc, _json, _ns, checkpoint_row_op, head_op
 from threadline.keys import config_of, thread_id_of
 from threadline.lifecycle.thread import _delta_channels
 

@@ -13,11 +13,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from threadline.engine import ops
-from threadline.engine.dialect import Dialect
-from threadline.engine.ops import Op, Q
+from threadline.storage import ops
+from threadline.storage.dialect import Dialect
+from threadline.storage.ops import Op, Q
 from threadline.errors import ConfigError, UnsafeOperationError
-from threadline.history import _cid, _ns, checkpoint_row_op
+from threadline.read import _cid, _ns, checkpoint_row_op
 from threadline.keys import thread_id_of
 from threadline.lifecycle.thread import _load_thread_op, _Thread
 

@@ -20,12 +20,12 @@ from typing import Any
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from threadline import codec
-from threadline.engine import ops
-from threadline.engine import rows as R
-from threadline.engine.dialect import Dialect
-from threadline.engine.ops import Op, Q
+from threadline.storage import ops
+from threadline.storage import rows as R
+from threadline.storage.dialect import Dialect
+from threadline.storage.ops import Op, Q
 from threadline.errors import CorruptRowError
-from threadline.history import _doc, _json
+from threadline.read import _doc, _json
 from threadline.keys import thread_id_of
 from threadline.lifecycle.thread import _load_thread_op, _Thread
 

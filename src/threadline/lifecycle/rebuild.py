@@ -15,12 +15,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from threadline import codec
-from threadline.engine import ops
-from threadline.engine import rows as R
-from threadline.engine.dialect import Dialect
-from threadline.engine.ops import Op, Q
+from threadline.storage import ops
+from threadline.storage import rows as R
+from threadline.storage.dialect import Dialect
+from threadline.storage.ops import Op, Q
 from threadline.errors import UnsafeOperationError
-from threadline.history import _cid, _doc, _ns, bind_graph, checkpoint_row_op, diff_values, jsonable
+from threadline.read import _cid, _doc, _ns, bind_graph, checkpoint_row_op, diff_values, jsonable
 from threadline.keys import config_of, thread_id_of
 
 
@@ -138,7 +138,7 @@ def rebuild(
     present = saver.run(_present_blobs_op(tid, ns, versions))
     missing = sorted(ch for ch in versions if ch not in present)
     stored_rows = [row[:6]]
-    from threadline.history import load_channels_op
+    from threadline.read import load_channels_op
 
     stored = saver.run(load_channels_op(saver.dialect, saver.serde, stored_rows, [ch for ch in versions if ch in present]))[0]
     matches, differs = [], {}

@@ -16,11 +16,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from threadline.engine import ops
-from threadline.engine.dialect import Dialect
-from threadline.engine.ops import Op, Q
+from threadline.storage import ops
+from threadline.storage.dialect import Dialect
+from threadline.storage.ops import Op, Q
 from threadline.errors import ConfigError
-from threadline.history import all_thread_ids_op
+from threadline.read import all_thread_ids_op
 from threadline.keys import thread_id_of
 from threadline.lifecycle.delete import DeletePlan, _execute_plan, _plan
 from threadline.lifecycle.thread import _load_thread_op

@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from threadline import codec
-from threadline.engine import rows as R
-from threadline.engine.dialect import Dialect
-from threadline.engine.ops import Op, Q
-from threadline.history import _doc, _json
+from threadline.storage import rows as R
+from threadline.storage.dialect import Dialect
+from threadline.storage.ops import Op, Q
+from threadline.read import _doc, _json
 
 # --- shared helpers ------------------------------------------------------------------
 

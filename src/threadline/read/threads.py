@@ -12,10 +12,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from threadline.engine import ops
-from threadline.engine.dialect import Dialect
-from threadline.engine.ops import Op, Q
-from threadline.history.common import iso
+from threadline.storage import ops
+from threadline.storage.dialect import Dialect
+from threadline.storage.ops import Op, Q
+from threadline.read.common import iso
 from threadline.keys import thread_id_of
 
 @dataclass

@@ -12,7 +12,7 @@ import re
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, NamedTuple, TypeVar
 
-from threadline.engine.ops import Op, Q, chunks, flat
+from threadline.storage.ops import Op, Q, chunks, flat
 
 T = TypeVar("T")
 

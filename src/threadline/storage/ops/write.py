@@ -15,10 +15,10 @@ from langgraph.checkpoint.base import Checkpoint, CheckpointMetadata
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from threadline import codec
-from threadline.engine import rows as R
-from threadline.engine.dialect import Dialect, dumps_json
-from threadline.engine.ops.base import BLOB_KEY, Op, Q, _json, flat, join_keys, values_list
-from threadline.engine.ops.read import fetch_blob_rows, fetch_blobs
+from threadline.storage import rows as R
+from threadline.storage.dialect import Dialect, dumps_json
+from threadline.storage.ops.base import BLOB_KEY, Op, Q, _json, flat, join_keys, values_list
+from threadline.storage.ops.read import fetch_blob_rows, fetch_blobs
 from threadline.errors import ConfigError, CorruptRowError
 from threadline.keys import Key, config_of, key_of
 

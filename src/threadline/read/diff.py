@@ -12,9 +12,9 @@ from typing import Any
 
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from threadline.engine.dialect import Dialect
-from threadline.engine.ops import Op
-from threadline.history.common import _cid, _doc, _ns, checkpoint_row_op, is_internal_channel, jsonable, load_channels_op
+from threadline.storage.dialect import Dialect
+from threadline.storage.ops import Op
+from threadline.read.common import _cid, _doc, _ns, checkpoint_row_op, is_internal_channel, jsonable, load_channels_op
 from threadline.keys import thread_id_of
 
 def _message_id(item: Any) -> str | None:

@@ -11,9 +11,9 @@ official tables have a checkpoint of it newer than what threadline adopted; if s
 transaction, verifies every imported checkpoint against the official rows, and moves
 the thread's marker in ``threadline_adopted``. The official rows are never changed.
 
-The same reading serves ``threadline import`` (``threadline.export.import_langgraph``).
+The same reading serves ``threadline import`` (``threadline.transfer.official.import_langgraph``).
 Every stored value is decoded with the saver's serializer and threadline's load
-policy (``threadline.serde``), never with the official saver's.
+policy (``threadline.codec.serde``), never with the official saver's.
 """
 
 from __future__ import annotations
@@ -29,10 +29,10 @@ from langgraph.checkpoint.serde.types import TASKS
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from threadline import codec
-from threadline.engine import ops
-from threadline.engine import rows as R
-from threadline.engine.dialect import Dialect
-from threadline.engine.ops import Op, Q
+from threadline.storage import ops
+from threadline.storage import rows as R
+from threadline.storage.dialect import Dialect
+from threadline.storage.ops import Op, Q
 from threadline.errors import AdoptionError, CorruptRowError
 from threadline.keys import config_of, key_of, thread_id_of
 

@@ -11,12 +11,12 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from threadline.engine import ops
-from threadline.engine import rows as R
-from threadline.engine.dialect import Dialect
-from threadline.engine.ops import Op, Q
+from threadline.storage import ops
+from threadline.storage import rows as R
+from threadline.storage.dialect import Dialect
+from threadline.storage.ops import Op, Q
 from threadline.errors import ConfigError
-from threadline.history.common import NULL_TASK_ID, _cid, _doc, _ns, checkpoint_row_op, iso, node_of_task_path
+from threadline.read.common import NULL_TASK_ID, _cid, _doc, _ns, checkpoint_row_op, iso, node_of_task_path
 from threadline.keys import thread_id_of
 
 @dataclass

@@ -13,9 +13,9 @@ from typing import Any
 from langgraph.checkpoint.serde.types import TASKS
 
 from threadline import codec
-from threadline.engine import rows as R
-from threadline.engine.dialect import Dialect, table
-from threadline.engine.ops.base import Op, Q, _json, chunks, placeholders
+from threadline.storage import rows as R
+from threadline.storage.dialect import Dialect, table
+from threadline.storage.ops.base import Op, Q, _json, chunks, placeholders
 from threadline.errors import ConfigError
 from threadline.keys import thread_id_of
 

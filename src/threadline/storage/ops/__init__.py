@@ -7,7 +7,7 @@ aiosqlite or psycopg connection inside one transaction per operation, so the
 logic below is shared by every backend, sync and async.
 """
 
-from threadline.engine.ops.base import (
+from threadline.storage.ops.base import (
     BLOB_KEY,
     MAX_CHAIN_DEPTH,
     PAGE_SIZE,
@@ -23,8 +23,8 @@ from threadline.engine.ops.base import (
     placeholders,
     values_list,
 )
-from threadline.engine.ops.delta_history import delta_channel_history
-from threadline.engine.ops.maintain import (
+from threadline.storage.ops.delta_history import delta_channel_history
+from threadline.storage.ops.maintain import (
     DELTA_KEYS,
     PRUNE_STRATEGIES,
     _forget,
@@ -37,7 +37,7 @@ from threadline.engine.ops.maintain import (
     restat,
     thread_ids_of,
 )
-from threadline.engine.ops.read import (
+from threadline.storage.ops.read import (
     _remember,
     fetch_blob_rows,
     fetch_blobs,
@@ -46,8 +46,8 @@ from threadline.engine.ops.read import (
     list_where,
     load_tuples,
 )
-from threadline.engine.ops.schema import SchemaState, schema_state, setup
-from threadline.engine.ops.write import (
+from threadline.storage.ops.schema import SchemaState, schema_state, setup
+from threadline.storage.ops.write import (
     _INSERT_BLOBS,
     _UPSERT_THREAD,
     _count_stored,

@@ -12,11 +12,11 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from threadline.engine import ops
-from threadline.engine.dialect import Dialect
-from threadline.engine.ops import Op, Q
+from threadline.storage import ops
+from threadline.storage.dialect import Dialect
+from threadline.storage.ops import Op, Q
 from threadline.errors import NotFoundError
-from threadline.history.common import INTERRUPT, _doc, _json, _ns, iso
+from threadline.read.common import INTERRUPT, _doc, _json, _ns, iso
 from threadline.keys import thread_id_of
 
 @dataclass

@@ -10,10 +10,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from threadline.engine import ops
-from threadline.engine.dialect import Dialect
-from threadline.engine.ops import Op, Q
-from threadline.history.threads import ThreadInfo, threads_op
+from threadline.storage import ops
+from threadline.storage.dialect import Dialect
+from threadline.storage.ops import Op, Q
+from threadline.read.threads import ThreadInfo, threads_op
 from threadline.keys import thread_id_of
 
 @dataclass

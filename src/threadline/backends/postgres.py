@@ -1,6 +1,6 @@
 """Postgres savers: ``PostgresSaver`` (psycopg 3) and ``AsyncPostgresSaver`` (psycopg 3 async).
 
-Thin shells over the shared engine. Each takes a single connection or a pool
+Thin shells over the shared storage operations. Each takes a single connection or a pool
 (``psycopg_pool.ConnectionPool`` / ``AsyncConnectionPool``). Every operation runs
 in one transaction; an operation of one statement (``put_writes``) runs as that
 statement alone, and many-row inserts are sent as one multi-row statement.
@@ -27,9 +27,9 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from psycopg.rows import tuple_row
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
-from threadline.engine import ops
-from threadline.engine.dialect import POSTGRES
-from threadline.engine.runner import adrive, drive, needs_transaction, statements
+from threadline.storage import ops
+from threadline.storage.dialect import POSTGRES
+from threadline.storage.runner import adrive, drive, needs_transaction, statements
 from threadline.errors import BackendError
 from threadline.saver import AsyncShell, SyncShell
 
@@ -62,7 +62,7 @@ class PostgresSaver(SyncShell):
     connection passed in should be in autocommit mode, as for the official saver.
 
     ``adopt=False`` turns off adopting threads of an official ``PostgresSaver`` in the
-    same schema (see ``threadline.adopt``).
+    same schema (see ``threadline.storage.adopt``).
 
     Usage::
 

@@ -10,8 +10,8 @@ from collections.abc import Generator, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from threadline.engine import rows as R
-from threadline.engine.dialect import Dialect
+from threadline.storage import rows as R
+from threadline.storage.dialect import Dialect
 from threadline.errors import CorruptRowError
 
 T = TypeVar("T")

@@ -1,16 +1,16 @@
 """Read models over a threadline database: threads, the checkpoint tree, the state at
 a checkpoint, diffs, the audit trail, the latest value of a channel, and statistics.
 
-Every read model is a sans-IO operation (a generator yielding ``engine.ops.Q``) plus a
+Every read model is a sans-IO operation (a generator yielding ``storage.ops.Q``) plus a
 sync convenience wrapper taking a saver::
 
     from threadline import open_saver
-    from threadline import history
+    from threadline import read
 
     with open_saver("threadline-demo.db") as saver:
-        page = history.list_threads(saver, limit=20)          # sync wrapper
-        tree = history.thread_history(saver, "thread-1")
-    # async: await saver.arun(history.threads_op(saver.dialect, limit=20))
+        page = read.list_threads(saver, limit=20)          # sync wrapper
+        tree = read.thread_history(saver, "thread-1")
+    # async: await saver.arun(read.threads_op(saver.dialect, limit=20))
 
 Conventions (all functions):
 
@@ -35,13 +35,13 @@ helpers) and, for ``stats``, ``threads``: ``threads`` (the threads listing),
 ``tree`` (the checkpoint tree), ``state`` (the state at a checkpoint), ``diff``,
 ``audit`` (the audit trail and task statistics), ``latest`` (the latest value of a
 channel) and ``stats``. This package re-exports their names, so ``history.X`` and
-``from threadline.history import X`` work as before.
+``from threadline.read import X`` work as before.
 """
 
 from __future__ import annotations
 
-from threadline.history.audit import TaskStat, TaskStats, WriteInfo, audit, audit_op, task_stats, task_stats_op
-from threadline.history.common import (
+from threadline.read.audit import TaskStat, TaskStats, WriteInfo, audit, audit_op, task_stats, task_stats_op
+from threadline.read.common import (
     ERROR,
     INTERRUPT,
     NULL_TASK_ID,
@@ -63,12 +63,12 @@ from threadline.history.common import (
     node_of_task_path,
     parse_duration,
 )
-from threadline.history.diff import StateDiff, diff, diff_op, diff_values
-from threadline.history.latest import LatestValue, latest_op, latest_values
-from threadline.history.state import PendingWriteView, StateView, next_nodes, state_at, stored_state_op
-from threadline.history.stats import Stats, stats, stats_op
-from threadline.history.threads import ThreadInfo, ThreadPage, all_thread_ids_op, list_threads, threads_op
-from threadline.history.tree import CheckpointNode, ThreadHistory, history_op, thread_history
+from threadline.read.diff import StateDiff, diff, diff_op, diff_values
+from threadline.read.latest import LatestValue, latest_op, latest_values
+from threadline.read.state import PendingWriteView, StateView, next_nodes, state_at, stored_state_op
+from threadline.read.stats import Stats, stats, stats_op
+from threadline.read.threads import ThreadInfo, ThreadPage, all_thread_ids_op, list_threads, threads_op
+from threadline.read.tree import CheckpointNode, ThreadHistory, history_op, thread_history
 
 __all__ = [
     "CheckpointNode",

@@ -13,10 +13,10 @@ from langgraph.checkpoint.base import DeltaChannelHistory
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from threadline import codec
-from threadline.engine import rows as R
-from threadline.engine.dialect import Dialect
-from threadline.engine.ops.base import BLOB_KEY, MAX_CHAIN_DEPTH, Op, Q, _json, chunks, flat, join_keys, placeholders
-from threadline.engine.ops.read import fetch_blobs
+from threadline.storage import rows as R
+from threadline.storage.dialect import Dialect
+from threadline.storage.ops.base import BLOB_KEY, MAX_CHAIN_DEPTH, Op, Q, _json, chunks, flat, join_keys, placeholders
+from threadline.storage.ops.read import fetch_blobs
 from threadline.keys import key_of
 
 

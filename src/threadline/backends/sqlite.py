@@ -1,6 +1,6 @@
 """SQLite savers: ``SqliteSaver`` (sqlite3) and ``AsyncSqliteSaver`` (aiosqlite).
 
-Thin shells over the shared engine: they wrap each operation in one transaction —
+Thin shells over the shared storage operations: they wrap each operation in one transaction —
 ``BEGIN IMMEDIATE`` for writes so concurrent processes queue on the busy timeout
 instead of failing to upgrade a read lock — and execute its queries.
 
@@ -22,9 +22,9 @@ from typing import Any
 import aiosqlite
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from threadline.engine import ops
-from threadline.engine.dialect import SQLITE
-from threadline.engine.runner import Statement, adrive, drive, needs_transaction, statements
+from threadline.storage import ops
+from threadline.storage.dialect import SQLITE
+from threadline.storage.runner import Statement, adrive, drive, needs_transaction, statements
 from threadline.errors import BackendError, ThreadlineError
 from threadline.saver import AsyncShell, SyncShell
 
@@ -86,7 +86,7 @@ class SqliteSaver(SyncShell):
     serializes use of the connection. Several processes may share one file.
 
     ``adopt=False`` turns off adopting threads of an official ``SqliteSaver`` in the
-    same file (see ``threadline.adopt``).
+    same file (see ``threadline.storage.adopt``).
 
     Usage::
 

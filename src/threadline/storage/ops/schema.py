@@ -9,8 +9,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from threadline.engine.dialect import LATEST_VERSION, MIGRATIONS, Dialect, table
-from threadline.engine.ops.base import Op, Q
+from threadline.storage.dialect import LATEST_VERSION, MIGRATIONS, Dialect, table
+from threadline.storage.ops.base import Op, Q
 from threadline.errors import SchemaError
 
 

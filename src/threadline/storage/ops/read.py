@@ -17,9 +17,9 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.types import TASKS
 
 from threadline import codec
-from threadline.engine import rows as R
-from threadline.engine.dialect import Dialect
-from threadline.engine.ops.base import BLOB_KEY, WRITE_SELECT, Op, Q, _json, chunks, flat, join_keys, values_list
+from threadline.storage import rows as R
+from threadline.storage.dialect import Dialect
+from threadline.storage.ops.base import BLOB_KEY, WRITE_SELECT, Op, Q, _json, chunks, flat, join_keys, values_list
 from threadline.errors import ConfigError, CorruptRowError
 from threadline.keys import Key, key_of
 

@@ -11,12 +11,12 @@ from typing import Any
 
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from threadline.engine import ops
-from threadline.engine import rows as R
-from threadline.engine.dialect import Dialect
-from threadline.engine.ops import Op, Q
+from threadline.storage import ops
+from threadline.storage import rows as R
+from threadline.storage.dialect import Dialect
+from threadline.storage.ops import Op, Q
 from threadline.errors import ConfigError
-from threadline.history.common import _doc, _ns, iso, jsonable, load_channels_op
+from threadline.read.common import _doc, _ns, iso, jsonable, load_channels_op
 from threadline.keys import thread_id_of
 
 @dataclass

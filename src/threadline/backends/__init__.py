@@ -40,12 +40,12 @@ def backend_of(url: str) -> str:
 def open_saver(url: str) -> Iterator[EngineSaver]:
     """Open a sync saver for ``url`` (tables set up), closing it on exit."""
     if backend_of(url) == "sqlite":
-        from threadline.sqlite import SqliteSaver
+        from threadline.backends.sqlite import SqliteSaver
 
         with SqliteSaver.from_conn_string(url) as saver:
             yield saver
     else:
-        from threadline.postgres import PostgresSaver
+        from threadline.backends.postgres import PostgresSaver
 
         with PostgresSaver.from_conn_string(url) as saver:
             yield saver
@@ -55,12 +55,12 @@ def open_saver(url: str) -> Iterator[EngineSaver]:
 async def aopen_saver(url: str) -> AsyncIterator[EngineSaver]:
     """Open an async saver for ``url`` (tables set up), closing it on exit."""
     if backend_of(url) == "sqlite":
-        from threadline.sqlite import AsyncSqliteSaver
+        from threadline.backends.sqlite import AsyncSqliteSaver
 
         async with AsyncSqliteSaver.from_conn_string(url) as saver:
             yield saver
     else:
-        from threadline.postgres import AsyncPostgresSaver
+        from threadline.backends.postgres import AsyncPostgresSaver
 
         async with AsyncPostgresSaver.from_conn_string(url) as saver:
             yield saver

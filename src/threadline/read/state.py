@@ -15,10 +15,10 @@ from typing import Any
 from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from threadline.engine import ops
-from threadline.engine.dialect import Dialect
-from threadline.engine.ops import Op, Q
-from threadline.history.common import (
+from threadline.storage import ops
+from threadline.storage.dialect import Dialect
+from threadline.storage.ops import Op, Q
+from threadline.read.common import (
     ERROR,
     INTERRUPT,
     NULL_TASK_ID,

@@ -198,7 +198,7 @@ class Dialect:
     # Column names of one table (parameter: the table name).
     columns_sql = "SELECT name FROM pragma_table_info(?)"
     # The official saver's tables (langgraph.checkpoint.sqlite.SqliteSaver) and how
-    # threadline reads them (threadline.adopt): checkpoints of a thread newer than a
+    # threadline reads them (threadline.storage.adopt): checkpoints of a thread newer than a
     # checkpoint_id, and the writes of checkpoints from a checkpoint_id on.
     official_tables = ("checkpoints", "writes")
     official_checkpoints_sql = (

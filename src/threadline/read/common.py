@@ -15,10 +15,10 @@ from typing import Any
 
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from threadline.engine import ops
-from threadline.engine import rows as R
-from threadline.engine.dialect import Dialect, dumps_json
-from threadline.engine.ops import Op, Q
+from threadline.storage import ops
+from threadline.storage import rows as R
+from threadline.storage.dialect import Dialect, dumps_json
+from threadline.storage.ops import Op, Q
 from threadline.errors import ConfigError, CorruptRowError, NotFoundError
 from threadline.keys import thread_id_of
 

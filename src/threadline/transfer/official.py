@@ -1,0 +1,205 @@
+"""Import from databases written by LangGraph's official savers.
+
+``import_langgraph(source, saver)`` copies every thread of an official
+``langgraph.checkpoint.sqlite.SqliteSaver`` file (or an official
+``PostgresSaver`` database) into threadline — checkpoints with their values,
+pending writes with their task_id, idx and task_path — and verifies each thread
+by comparing ``list``/``get_tuple`` on both sides (values, metadata, parents,
+pending writes), i.e. what ``get_state`` and ``get_state_history`` are built from.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from threadline.errors import ConfigError, ThreadlineError
+from threadline.keys import thread_id_of
+from threadline.storage import adopt, ops
+from threadline.storage.dialect import Dialect
+from threadline.storage.ops import Op, Q
+
+@dataclass
+class ThreadImport:
+    """One imported thread: checkpoints and writes copied, and whether verification found differences."""
+
+    thread_id: str
+    checkpoints: int
+    writes: int
+    verified: bool | None
+    mismatches: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "thread_id": self.thread_id,
+            "checkpoints": self.checkpoints,
+            "writes": self.writes,
+            "verified": self.verified,
+            "mismatches": self.mismatches,
+        }
+
+
+@dataclass
+class ImportReport:
+    source: str
+    threads: list[ThreadImport]
+
+    @property
+    def ok(self) -> bool:
+        return all(t.verified is not False for t in self.threads)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "ok": self.ok,
+            "threads": [t.to_json() for t in self.threads],
+            "checkpoints": sum(t.checkpoints for t in self.threads),
+            "writes": sum(t.writes for t in self.threads),
+        }
+
+
+@contextmanager
+def _official_source(url: str) -> Iterator[Any]:
+    """A threadline saver shell on an official LangGraph database, opened read-only and
+    never set up: only ``peek`` runs on it. ConfigError when it is no such database."""
+    from threadline.backends import backend_of
+
+    if backend_of(url) == "sqlite":
+        import sqlite3
+
+        from threadline.backends.sqlite import SqliteSaver, path_of
+
+        path = path_of(url)
+        if not os.path.exists(path):
+            raise ConfigError(f"import source {path!r} does not exist")
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
+        try:
+            yield _checked(SqliteSaver(conn), path)
+        except sqlite3.DatabaseError as exc:
+            raise ConfigError(f"import source {path!r} is not a SQLite database ({exc})") from exc
+        finally:
+            conn.close()
+    else:
+        import psycopg
+
+        from threadline.backends.postgres import PostgresSaver, door_error
+
+        try:
+            conn = psycopg.connect(url, autocommit=True, connect_timeout=10)
+            conn.execute("SET default_transaction_read_only = on")
+        except psycopg.Error as exc:
+            raise door_error(exc, url) from exc
+        with conn:
+            yield _checked(PostgresSaver(conn), "the import source")
+
+
+def check_source(url: str) -> None:
+    """ConfigError/BackendError unless ``url`` is an official LangGraph database (opened read-only)."""
+    with _official_source(url):
+        pass
+
+
+def _checked(source: Any, name: str) -> Any:
+    if not source.peek(ops.schema_state(source.dialect)).official:
+        raise ConfigError(
+            f"{name} is not a database of LangGraph's official {type(source).__name__} "
+            "(no checkpoints/writes tables of that layout)"
+        )
+    return source
+
+
+def import_thread_op(
+    d: Dialect, serde: Any, thread_id: str, records: Sequence[Any], *, replace: bool = False, verify: bool = True
+) -> Op[tuple[int, int, list[str]]]:
+    """Store one source thread's records (``adopt.read_thread_op``) in one transaction:
+    (checkpoints, writes, mismatches). With ``verify``, a thread that does not read back
+    as the source rows is not stored (the transaction is rolled back by the raise).
+
+    Raises ThreadlineError when the thread already exists in threadline (unless ``replace``)."""
+    exists = yield Q("SELECT 1 FROM threadline_checkpoints WHERE thread_id = ? LIMIT 1", (thread_id,))
+    if exists:
+        if not replace:
+            raise ThreadlineError(f"thread {thread_id!r} already exists in the target database (pass replace=True, CLI --replace)")
+        yield from ops.delete_thread(d, thread_id)
+    n_ck, n_w = yield from adopt.store_op(d, serde, thread_id, records)
+    problems = (yield from adopt.verify_op(d, serde, thread_id, records)) if verify else []
+    if problems:
+        raise _Mismatch(problems)
+    if records:
+        yield Q(
+            "UPDATE threadline_threads SET created_at = (SELECT MIN(created_at) FROM threadline_checkpoints WHERE thread_id = ?), "
+            "updated_at = (SELECT MAX(created_at) FROM threadline_checkpoints WHERE thread_id = ?) WHERE thread_id = ?",
+            (thread_id, thread_id, thread_id),
+        )
+        yield from ops.restat(d, [thread_id])
+    return n_ck, n_w, problems
+
+
+class _Mismatch(Exception):
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+
+
+def _history_problems(graph: Any, saver: Any, thread_id: str, records: Sequence[Any]) -> list[str]:
+    """With a graph: ``get_state_history`` of the imported thread lists every root checkpoint, newest first."""
+    from threadline.read import bind_graph
+
+    expected = sorted((r.checkpoint_id for r in records if r.checkpoint and r.checkpoint_ns == ""), reverse=True)
+    try:
+        got = [s.config["configurable"]["checkpoint_id"] for s in bind_graph(graph, saver).get_state_history({"configurable": {"thread_id": thread_id}})]
+    except Exception as exc:  # any failure of the graph on the imported thread is a finding
+        return [f"get_state_history failed ({type(exc).__name__}: {exc})"]
+    return [] if got == expected else ["get_state_history differs from the source's checkpoints"]
+
+
+def import_langgraph(
+    source: str,
+    saver: Any,
+    *,
+    thread_ids: Sequence[Any] | None = None,
+    verify: bool = True,
+    replace: bool = False,
+    graph: Any = None,
+    progress: Callable[[int, int, str], None] | None = None,
+) -> ImportReport:
+    """Copy threads from an official LangGraph database into ``saver`` (one transaction per thread).
+
+    ``source``: a file path / ``sqlite:///path`` written by
+    ``langgraph.checkpoint.sqlite.SqliteSaver``, or a ``postgresql://`` URL of
+    ``langgraph.checkpoint.postgres.PostgresSaver`` tables; it is opened read-only and
+    never changed. Values are decoded with ``saver``'s serializer and threadline's load
+    policy (never the official saver's: no stored constructor runs) and re-encoded by
+    threadline's codec; blobs are stored once per (channel, version). With ``verify``
+    every imported checkpoint must read back as the source rows (values, versions,
+    metadata, parent, pending writes) or that thread is not stored and is reported with
+    its mismatches; with ``graph`` its ``get_state_history`` is checked too. An existing
+    target thread is an error unless ``replace``. Raises ConfigError when the source is
+    not such a database.
+    """
+    report = ImportReport(source, [])
+    with _official_source(source) as src:
+        d = src.dialect
+        ids = [thread_id_of(t) for t in thread_ids] if thread_ids is not None else src.peek(adopt.official_thread_ids_op(d))
+        for i, tid in enumerate(ids):
+            records = src.peek(adopt.read_thread_op(d, saver.serde, tid))
+            try:
+                n_ck, n_w, _ = saver.run(
+                    import_thread_op(saver.dialect, saver.serde, tid, records, replace=replace, verify=verify), write=True
+                )
+                item = ThreadImport(tid, n_ck, n_w, None)
+                if verify:
+                    item.mismatches = _history_problems(graph, saver, tid, records) if graph is not None else []
+                    item.verified = not item.mismatches
+            except _Mismatch as exc:
+                item = ThreadImport(tid, 0, 0, False, exc.problems)
+            report.threads.append(item)
+            if progress:
+                progress(i + 1, len(ids), tid)
+    return report
+
+
+
+__all__ = ["ImportReport", "ThreadImport", "check_source", "import_langgraph", "import_thread_op"]
