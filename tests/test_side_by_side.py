@@ -335,9 +335,22 @@ def _diff(a: Any, b: Any, path: str = "", out: list[str] | None = None) -> list[
     elif isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)) and type(a) is type(b) and len(a) == len(b):
         for i, (x, y) in enumerate(zip(a, b)):
             _diff(x, y, f"{path}[{i}]", out)
+    elif _fresh_tasks_version(path, a, b):
+        pass  # both savers draw a new random version for sends migrated onto an empty checkpoint
     elif not (a == b and type(a) is type(b)) and not (a == b and {type(a), type(b)} <= {int, float}):
         out.append(f"{path or 'result'}: official {a!r} ({type(a).__name__}) != threadline {b!r} ({type(b).__name__})")
     return out
+
+
+def _fresh_tasks_version(path: str, a: Any, b: Any) -> bool:
+    """The TASKS version a v<4 checkpoint with no channel_versions gets on read:
+    ``get_next_version(None)`` on both sides, equal but for its random suffix."""
+    first = f"{1:032}."
+    return (
+        path.endswith(f"['channel_versions'][{TASKS!r}]")
+        and isinstance(a, str) and isinstance(b, str)
+        and a.startswith(first) and b.startswith(first)
+    )
 
 
 def _loc(t: CheckpointTuple) -> tuple[str, str]:
@@ -387,7 +400,12 @@ def compare_listing(off: list, mine: list, limit: int | None, complete: list | N
                 problems.append(f"rows with id {off_ids[i]}: official at {[_loc(t) for t in og]}, threadline at {[_loc(t) for t in mg]}")
             else:
                 for a, b in zip(og, mg):
-                    problems += [f"row {_loc(a)}: {line}" for line in _diff(a, b)]
+                    lines = _diff(a, b)
+                    if _loc(a)[0] != _loc(off[0])[0]:
+                        # official PostgresSaver.list looks up a v<4 row's pending sends in the
+                        # FIRST listed row's thread; threadline in the row's own (a README difference)
+                        lines = [x for x in lines if f"[{TASKS!r}]" not in x]
+                    problems += [f"row {_loc(a)}: {line}" for line in lines]
         i = j
     return problems
 
@@ -739,6 +757,10 @@ EXAMPLES = {
     "re-put": [_put(parent=None), _put(changes=(("a", 2),)), _put(parent=None, changes=(("a", 3),), reuse=LATEST)],
     # v<4 checkpoint whose parent has pending sends (TASKS writes)
     "pending sends": [_put(parent=None, v=3), PutWrites(LATEST, None, ((TASKS, "send-1"), (TASKS, {"x": 2})), "task-1", ""), _put(v=3, changes=(("a", 1),))],
+    # sends migrated onto a v<4 checkpoint without channels: a fresh (random) TASKS version
+    "pending sends, no channels": [_put(parent=None), PutWrites(LATEST, None, ((TASKS, None),), "task-1", ""), _put(v=3), _list(None)],
+    # ... and onto a checkpoint of another namespace whose parent id is a root checkpoint's
+    "pending sends, other namespace": [_put(parent=None), PutWrites(LATEST, None, ((TASKS, None),), "task-1", ""), _put(ns="child:1", v=3), _list(None)],
     # the same, with checkpoints shaped as langgraph.checkpoint.base.empty_checkpoint() makes them (pending_sends=[])
     "pending sends, legacy shape": [
         _put(parent=None, v=3, shape="legacy"),

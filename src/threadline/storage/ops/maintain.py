@@ -205,7 +205,9 @@ def prune(d: Dialect, thread_ids: Any, strategy: str, bc: codec.BlobCodec | None
         calls = {ns for ns, root in roots.items() if ":" in ns and ("", root) in by_id and ("", root) not in keep}
         keep = {k for k in keep if k[0] not in calls}
         doomed += [(tid, ns, cid) for ns, cid in by_id if (ns, cid) not in keep]
-        orphaned += [(tid, ns, cid) for ns, cid in keep if by_id[(ns, cid)][2] and (ns, by_id[(ns, cid)][2]) not in keep]
+        # as the official saver: a kept checkpoint whose parent is not kept loses its parent link
+        # (a kept sends parent may have writes but no checkpoint row)
+        orphaned += [(tid, ns, cid) for ns, cid in keep if (ns, cid) in by_id and by_id[(ns, cid)][2] and (ns, by_id[(ns, cid)][2]) not in keep]
     if orphaned:
         yield Q("UPDATE threadline_checkpoints SET parent_checkpoint_id = NULL WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?", orphaned, many=True)
     yield from delete_checkpoints(d, doomed, bc)

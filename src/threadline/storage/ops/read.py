@@ -139,18 +139,19 @@ def load_tuples(
             writes[(w[0], w[1], w[2])].append(w)
     sends: dict[tuple, list] = defaultdict(list)
     migrate = d.migrates_parent_sends
-    parents = sorted({(r[0], r[1], r[3]) for r, doc, _ in docs if migrate and R.needs_parent_sends(r[3], doc)})
-    for part in chunks(parents, d.max_params // 3 - 1):
+    # the parent's TASKS writes in any namespace, as the official PostgresSaver looks them up
+    parents = sorted({(r[0], r[3]) for r, doc, _ in docs if migrate and R.needs_parent_sends(r[3], doc)})
+    for part in chunks(parents, d.max_params // 2 - 1):
         found = yield Q(
-            join_keys("threadline_writes", BLOB_KEY[:2] + ("checkpoint_id",), len(part), WRITE_SELECT)
+            join_keys("threadline_writes", ("thread_id", "checkpoint_id"), len(part), WRITE_SELECT)
             + " WHERE t.channel = ? ORDER BY t.task_path, t.task_id, t.idx",
             [*flat(part), TASKS],
         )
         for w in found:
-            sends[(w[0], w[1], w[2])].append(w)
+            sends[(w[0], w[2])].append(w)
 
     def parts(row: Sequence[Any], doc: dict, meta: dict) -> tuple:
-        parent_sends = sends.get((row[0], row[1], row[3]), ())
+        parent_sends = sends.get((row[0], row[3]), ())
         return (serde, row, doc, meta, blobs, writes.get((row[0], row[1], row[2]), ()), parent_sends)
 
     if lazy:
