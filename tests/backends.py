@@ -1,23 +1,28 @@
-"""Test backends: one object per database the savers can run on.
+"""The one test-database stack: every test database is a ``Backend``.
 
 A ``Backend`` names one saver class on one fresh database (a SQLite file or a
 Postgres schema) and can:
 
-* ``open()`` — a context manager (async for the async savers) giving a NEW saver
+* ``open(**kw)`` — a context manager (async for the async savers) giving a NEW saver
   instance on the same database, so restart tests can close one saver and read
-  with another;
+  with another; ``open(is_async=…)`` opens the other twin on the same database;
 * ``sql(text, params)`` — run raw SQL on the database behind the saver's back
-  (``?`` placeholders on both backends), for corrupting rows and comparing
-  table contents;
-* ``snapshot()`` — every row of every threadline table, sorted, for "nothing
-  else changed" assertions.
+  (``?`` placeholders on both backends, converted by the Postgres dialect), for
+  corrupting rows and comparing table contents;
+* ``snapshot()`` / ``counts()`` — every row / the row count of every threadline
+  table, for "nothing else changed" assertions.
+
+``make_backend(kind, directory, request)`` makes one; the fixtures in ``conftest``
+are built on it, and ``fresh_postgres_url(request)`` / ``pg_schemas().fresh()`` give
+more Postgres schemas for tests that open savers of their own (the official ones).
 
 Postgres: the DSN comes from ``THREADLINE_TEST_POSTGRES`` (default
 ``postgresql://postgres@127.0.0.1:5432/test``). Each test session owns the
 schema prefix ``tl_test_<pid>_<random>``; each database is one schema under it
 (``<prefix>_<n>``), selected through the conninfo option
 ``options=-csearch_path=<schema>``, and dropped when the test ends and, as a
-sweep, at session end.
+sweep, at session end (``conftest``). Postgres tests are skipped when the server is
+unreachable, unless ``CI=true``, where that is a failure.
 """
 
 from __future__ import annotations
@@ -27,11 +32,17 @@ import re
 import secrets
 import sqlite3
 import threading
+from collections.abc import Iterator
 from contextlib import AbstractAsyncContextManager, AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
+
+import pytest
+
+from threadline.backends import entry_of
+from threadline.storage.dialect import POSTGRES
 
 # threadline's tables by logical name; stored as threadline_<name>
 TABLES = ("checkpoints", "blobs", "writes", "threads", "migrations", "adopted")
@@ -39,6 +50,7 @@ TABLES = ("checkpoints", "blobs", "writes", "threads", "migrations", "adopted")
 SQLITE_KINDS = ("sqlite", "sqlite-async")
 POSTGRES_KINDS = ("postgres", "postgres-async")
 ALL_KINDS = SQLITE_KINDS + POSTGRES_KINDS
+SYNC_KINDS = ("sqlite", "postgres")
 
 DEFAULT_PG_DSN = "postgresql://postgres@127.0.0.1:5432/test"
 
@@ -66,7 +78,7 @@ _pg_state: dict[str, Any] = {}
 
 
 def postgres_unavailable() -> str | None:
-    """None when Postgres tests can run; otherwise the reason (import or connection failure)."""
+    """None when Postgres tests can run; otherwise the reason (the server is unreachable)."""
     with _pg_lock:
         if "reason" not in _pg_state:
             _pg_state["reason"] = _probe_postgres()
@@ -75,12 +87,6 @@ def postgres_unavailable() -> str | None:
 
 def _probe_postgres() -> str | None:
     try:
-        import threadline.backends.postgres as pgmod  # noqa: F401
-
-        pgmod.PostgresSaver, pgmod.AsyncPostgresSaver  # noqa: B018
-    except Exception as exc:  # ImportError, AttributeError, or a half-written module
-        return f"threadline.backends.postgres not importable yet ({type(exc).__name__}: {exc})"
-    try:
         import psycopg
 
         with psycopg.connect(pg_dsn(), connect_timeout=3, autocommit=True) as conn:
@@ -88,6 +94,16 @@ def _probe_postgres() -> str | None:
     except Exception as exc:
         return f"Postgres at {pg_dsn()} unreachable ({type(exc).__name__}: {exc})"
     return None
+
+
+def require_postgres() -> None:
+    """Skip (or, with CI=true, fail) the running test when Postgres cannot be used."""
+    reason = postgres_unavailable()
+    if reason is None:
+        return
+    if in_ci():
+        pytest.fail(f"CI=true and Postgres tests cannot run: {reason}", pytrace=False)
+    pytest.skip(reason)
 
 
 class PgSchemas:
@@ -114,6 +130,15 @@ class PgSchemas:
         with psycopg.connect(pg_dsn(), autocommit=True) as conn:
             conn.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
 
+    @contextmanager
+    def fresh(self) -> Iterator[str]:
+        """The URL of a new schema, dropped on exit (for a database per hypothesis example)."""
+        name = self.create()
+        try:
+            yield with_search_path(pg_dsn(), name)
+        finally:
+            self.drop(name)
+
     def drop_all(self) -> None:
         """Session-end sweep: drop every schema with this session's prefix."""
         import psycopg
@@ -132,6 +157,32 @@ class PgSchemas:
             pass
 
 
+_schemas: PgSchemas | None = None
+
+
+def pg_schemas() -> PgSchemas:
+    """This session's schemas (created on first use)."""
+    global _schemas
+    if _schemas is None:
+        _schemas = PgSchemas()
+    return _schemas
+
+
+def drop_session_schemas() -> None:
+    if _schemas is not None:
+        _schemas.drop_all()
+
+
+def fresh_postgres_url(request: pytest.FixtureRequest) -> str:
+    """The URL of a new Postgres schema, dropped when the test ends; skips (fails under
+    CI=true) without Postgres."""
+    require_postgres()
+    schemas = pg_schemas()
+    name = schemas.create()
+    request.addfinalizer(lambda: schemas.drop(name))
+    return with_search_path(pg_dsn(), name)
+
+
 # --- backends -----------------------------------------------------------------
 
 
@@ -146,8 +197,7 @@ class Backend:
     """One saver class on one fresh database. See the module docstring."""
 
     kind: str  # "sqlite" | "sqlite-async" | "postgres" | "postgres-async"
-    target: str  # SQLite file path, or the Postgres DSN with search_path set
-    schema: str | None = None
+    url: str  # SQLite file path, or the Postgres DSN with search_path set
 
     @property
     def is_async(self) -> bool:
@@ -155,47 +205,29 @@ class Backend:
 
     @property
     def is_postgres(self) -> bool:
-        return self.kind.startswith("postgres")
+        return self.kind in POSTGRES_KINDS
 
-    @property
-    def saver_class(self) -> type:
-        if self.kind == "sqlite":
-            from threadline import SqliteSaver
+    def saver_class(self, is_async: bool | None = None) -> type:
+        """The saver class of this kind (or of its sync / async twin), from the backend registry."""
+        use_async = self.is_async if is_async is None else is_async
+        return entry_of(self.url).get("async_saver" if use_async else "saver")
 
-            return SqliteSaver
-        if self.kind == "sqlite-async":
-            from threadline import AsyncSqliteSaver
-
-            return AsyncSqliteSaver
-        from threadline.backends import postgres
-
-        return postgres.AsyncPostgresSaver if self.is_async else postgres.PostgresSaver
-
-    def open(self) -> AbstractContextManager[Any] | AbstractAsyncContextManager[Any]:
-        """A NEW saver on this database: ``with`` for sync kinds, ``async with`` for async kinds."""
-        return self.saver_class.from_conn_string(self.target)
-
-    def open_sync_twin(self) -> AbstractContextManager[Any]:
-        """A sync saver (SqliteSaver / PostgresSaver) on this same database."""
-        if self.is_postgres:
-            from threadline.backends.postgres import PostgresSaver
-
-            return PostgresSaver.from_conn_string(self.target)
-        from threadline import SqliteSaver
-
-        return SqliteSaver.from_conn_string(self.target)
+    def open(self, *, is_async: bool | None = None, **kw: Any) -> AbstractContextManager[Any] | AbstractAsyncContextManager[Any]:
+        """A NEW saver on this database: ``with`` for sync kinds, ``async with`` for async kinds.
+        ``is_async`` picks the twin class instead; ``kw`` go to ``from_conn_string``."""
+        return self.saver_class(is_async).from_conn_string(self.url, **kw)
 
     # raw SQL, behind the saver's back
 
     @contextmanager
-    def _raw(self):
+    def _raw(self) -> Iterator[Any]:
         if self.is_postgres:
             import psycopg
 
-            with psycopg.connect(self.target, autocommit=True) as conn:
+            with psycopg.connect(self.url, autocommit=True) as conn:
                 yield conn
         else:
-            conn = sqlite3.connect(self.target, isolation_level=None)
+            conn = sqlite3.connect(self.url, isolation_level=None)
             try:
                 conn.execute("PRAGMA busy_timeout=30000")
                 yield conn
@@ -205,43 +237,22 @@ class Backend:
     def sql(self, text: str, params: tuple | list = ()) -> list[tuple]:
         """Run one statement (``?`` placeholders) in its own transaction; return its rows."""
         with self._raw() as conn:
-            if self.is_postgres:
-                text = text.replace("%", "%%").replace("?", "%s")
-            cur = conn.execute(text, params)
+            cur = conn.execute(POSTGRES.sql(text) if self.is_postgres else text, params)
             rows = cur.fetchall() if cur.description else []
             return [tuple(_norm(v) for v in r) for r in rows]
 
     def snapshot(self) -> dict[str, list[tuple]]:
         """Every row of every threadline table, in a stable order."""
-        out = {}
-        for table in TABLES:
-            rows = self.sql(f"SELECT * FROM threadline_{table}")
-            out[table] = sorted(rows, key=repr)
-        return out
+        return {t: sorted(self.sql(f"SELECT * FROM threadline_{t}"), key=repr) for t in TABLES}
 
     def counts(self) -> dict[str, int]:
         return {t: self.sql(f"SELECT COUNT(*) FROM threadline_{t}")[0][0] for t in TABLES}
 
 
-def sqlite_backend(kind: str, directory: Path) -> Backend:
-    return Backend(kind=kind, target=str(directory / "threadline.db"))
-
-
-def postgres_backend(kind: str, schema: str) -> Backend:
-    return Backend(kind=kind, target=with_search_path(pg_dsn(), schema), schema=schema)
-
-
-__all__ = [
-    "ALL_KINDS",
-    "Backend",
-    "PgSchemas",
-    "POSTGRES_KINDS",
-    "SQLITE_KINDS",
-    "TABLES",
-    "in_ci",
-    "pg_dsn",
-    "postgres_backend",
-    "postgres_unavailable",
-    "sqlite_backend",
-    "with_search_path",
-]
+def make_backend(kind: str, directory: Path, request: pytest.FixtureRequest) -> Backend:
+    """A ``Backend`` of ``kind`` on a fresh database: ``directory/threadline.db``, or a new
+    Postgres schema dropped when the test ends."""
+    if kind in SQLITE_KINDS:
+        return Backend(kind=kind, url=str(directory / "threadline.db"))
+    assert kind in POSTGRES_KINDS, kind
+    return Backend(kind=kind, url=fresh_postgres_url(request))

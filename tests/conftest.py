@@ -1,17 +1,22 @@
-"""Shared fixtures: a fresh database per test for every backend.
+"""Shared fixtures, all on the one test-database stack in ``tests/backends.py``.
 
 * ``backend`` — parametrized over ``sqlite``, ``sqlite-async``, ``postgres``,
-  ``postgres-async``: a ``tests.backends.Backend`` on a fresh database (a SQLite
-  file in ``tmp_path``, or a fresh Postgres schema). ``backend.open()`` gives a
-  NEW saver instance on that database each time (restart tests).
+  ``postgres-async``: a ``Backend`` on a fresh database (a SQLite file in
+  ``tmp_path``, or a fresh Postgres schema). ``backend.open()`` gives a NEW saver
+  instance on that database each time (restart tests).
 * ``sync_backend`` (sqlite, postgres), ``async_backend`` (sqlite-async,
   postgres-async), ``sqlite_backend_fx`` (sqlite, sqlite-async) — narrower
   parametrizations; ``fresh_backend(kind)`` — a factory of more fresh databases.
 * ``saver`` — an open saver from ``backend.open()`` (async fixture; async savers
   need the test to be ``async def``).
+* ``db`` — (``Backend``, facts): a sync backend (sqlite, postgres) on which the graph
+  of ``lifecycle_graphs`` has run (``populate``: branches, subgraphs, pending writes,
+  an interrupt); facts are what ``populate`` returned.
+* ``pg_url`` — the URL of a fresh Postgres schema, for tests that open savers of
+  their own on it (the official ones).
 
-Postgres params are skipped when ``threadline.backends.postgres`` cannot be imported or
-the server is unreachable, unless ``CI=true``, where that is a failure.
+Postgres params are skipped when the server is unreachable, unless ``CI=true``,
+where that is a failure.
 """
 
 from __future__ import annotations
@@ -25,50 +30,17 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from backends import (  # noqa: E402
     ALL_KINDS,
-    POSTGRES_KINDS,
     SQLITE_KINDS,
+    SYNC_KINDS,
     Backend,
-    PgSchemas,
-    in_ci,
-    postgres_backend,
-    postgres_unavailable,
-    sqlite_backend,
+    drop_session_schemas,
+    fresh_postgres_url,
+    make_backend,
 )
-
-_SCHEMAS: PgSchemas | None = None
-
-
-def pg_schemas() -> PgSchemas:
-    global _SCHEMAS
-    if _SCHEMAS is None:
-        _SCHEMAS = PgSchemas()
-    return _SCHEMAS
 
 
 def pytest_sessionfinish(session, exitstatus):
-    if _SCHEMAS is not None:
-        _SCHEMAS.drop_all()
-
-
-def require_postgres() -> None:
-    """Skip (or, with CI=true, fail) when the Postgres savers cannot run."""
-    reason = postgres_unavailable()
-    if reason is None:
-        return
-    if in_ci():
-        pytest.fail(f"CI=true and Postgres tests cannot run: {reason}", pytrace=False)
-    pytest.skip(reason)
-
-
-def make_backend(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> Backend:
-    if kind in SQLITE_KINDS:
-        return sqlite_backend(kind, tmp_path)
-    assert kind in POSTGRES_KINDS
-    require_postgres()
-    schemas = pg_schemas()
-    schema = schemas.create()
-    request.addfinalizer(lambda: schemas.drop(schema))
-    return postgres_backend(kind, schema)
+    drop_session_schemas()
 
 
 @pytest.fixture(params=ALL_KINDS)
@@ -76,7 +48,7 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
     return make_backend(request.param, tmp_path, request)
 
 
-@pytest.fixture(params=("sqlite", "postgres"))
+@pytest.fixture(params=SYNC_KINDS)
 def sync_backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
     return make_backend(request.param, tmp_path, request)
 
@@ -113,3 +85,19 @@ async def saver(backend: Backend):
     else:
         with backend.open() as s:
             yield s
+
+
+@pytest.fixture
+def db(sync_backend: Backend) -> tuple[Backend, dict]:
+    """(backend, facts): ``lifecycle_graphs.populate`` has run on a fresh sync backend."""
+    from lifecycle_graphs import populate
+
+    with sync_backend.open() as saver:
+        facts = populate(saver)
+    return sync_backend, facts
+
+
+@pytest.fixture
+def pg_url(request: pytest.FixtureRequest) -> str:
+    """The URL of a fresh Postgres schema (dropped after the test)."""
+    return fresh_postgres_url(request)

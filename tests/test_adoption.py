@@ -12,73 +12,32 @@
 
 from __future__ import annotations
 
-import sqlite3
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any, Iterator
 
-import pytest
 from langgraph.types import Command
 
-from backends import pg_dsn, with_search_path
-from conftest import pg_schemas, require_postgres
+from backends import Backend
 from threadline.demo.agent import compile_graph
 from threadline.demo.scenario import RESUME, TURNS
 
 OFFICIAL_TABLES = {"sqlite": ("checkpoints", "writes"), "postgres": ("checkpoints", "checkpoint_blobs", "checkpoint_writes")}
 
 
-@pytest.fixture(params=("sqlite", "postgres"))
-def target(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, str]:
-    """(kind, url) of one fresh database: a SQLite file or a Postgres schema."""
-    if request.param == "sqlite":
-        return "sqlite", str(tmp_path / "shared.db")
-    require_postgres()
-    schema = pg_schemas().create()
-    request.addfinalizer(lambda: pg_schemas().drop(schema))
-    return "postgres", with_search_path(pg_dsn(), schema)
-
-
 @contextmanager
-def official(kind: str, url: str) -> Iterator[Any]:
-    if kind == "sqlite":
-        from langgraph.checkpoint.sqlite import SqliteSaver
-
-        with SqliteSaver.from_conn_string(url) as saver:
-            saver.setup()
-            yield saver
+def official(b: Backend) -> Iterator[Any]:
+    """The official saver of ``b``'s kind on ``b``'s database."""
+    if b.is_postgres:
+        from langgraph.checkpoint.postgres import PostgresSaver as Official
     else:
-        from langgraph.checkpoint.postgres import PostgresSaver
-
-        with PostgresSaver.from_conn_string(url) as saver:
-            saver.setup()
-            yield saver
-
-
-@contextmanager
-def ours(kind: str, url: str, **kw: Any) -> Iterator[Any]:
-    from threadline import PostgresSaver, SqliteSaver
-
-    cls = SqliteSaver if kind == "sqlite" else PostgresSaver
-    with cls.from_conn_string(url, **kw) as saver:
+        from langgraph.checkpoint.sqlite import SqliteSaver as Official
+    with Official.from_conn_string(b.url) as saver:
+        saver.setup()
         yield saver
 
 
-def raw(kind: str, url: str, sql: str) -> list[tuple]:
-    if kind == "sqlite":
-        conn = sqlite3.connect(url)
-        try:
-            return conn.execute(sql).fetchall()
-        finally:
-            conn.close()
-    import psycopg
-
-    with psycopg.connect(url, autocommit=True) as conn:
-        return [tuple(bytes(v) if isinstance(v, memoryview) else v for v in r) for r in conn.execute(sql).fetchall()]
-
-
-def official_rows(kind: str, url: str) -> dict[str, list]:
-    return {t: sorted(raw(kind, url, f"SELECT * FROM {t}"), key=repr) for t in OFFICIAL_TABLES[kind]}
+def official_rows(b: Backend) -> dict[str, list]:
+    return {t: sorted(b.sql(f"SELECT * FROM {t}"), key=repr) for t in OFFICIAL_TABLES[b.kind]}
 
 
 def conf(thread_id: str) -> dict:
@@ -106,9 +65,9 @@ def shape(graph: Any, thread_id: str) -> list[tuple]:
     ]
 
 
-def test_official_and_threadline_savers_side_by_side(target: tuple[str, str]) -> None:
-    kind, url = target
-    with official(kind, url) as off, ours(kind, url, adopt=False) as tl:
+def test_official_and_threadline_savers_side_by_side(sync_backend: Backend) -> None:
+    b = sync_backend
+    with official(b) as off, b.open(adopt=False) as tl:
         run_to_interrupt(off, "official-thread")
         run_to_interrupt(tl, "threadline-thread")
         assert off.get_tuple(conf("threadline-thread")) is None  # neither sees the other's tables
@@ -117,23 +76,23 @@ def test_official_and_threadline_savers_side_by_side(target: tuple[str, str]) ->
         tl_state = compile_graph(tl).get_state(conf("threadline-thread"))
         assert off_state.next == tl_state.next == ("call_tool",)
         assert [m.content for m in off_state.values["messages"]] == [m.content for m in tl_state.values["messages"]]
-    tables = {r[0] for r in raw(kind, url, "SELECT name FROM sqlite_master WHERE type = 'table'")} if kind == "sqlite" else {
-        r[0] for r in raw(kind, url, "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()")
+    tables = {r[0] for r in b.sql("SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()")} if b.is_postgres else {
+        r[0] for r in b.sql("SELECT name FROM sqlite_master WHERE type = 'table'")
     }
-    assert set(OFFICIAL_TABLES[kind]) <= tables
+    assert set(OFFICIAL_TABLES[b.kind]) <= tables
     assert {"threadline_checkpoints", "threadline_blobs", "threadline_writes", "threadline_threads", "threadline_migrations"} <= tables
 
 
-def test_official_thread_interrupted_is_adopted_and_resumed_by_threadline(target: tuple[str, str]) -> None:
-    kind, url = target
-    with official(kind, url) as off:
+def test_official_thread_interrupted_is_adopted_and_resumed_by_threadline(sync_backend: Backend) -> None:
+    b = sync_backend
+    with official(b) as off:
         off_graph = run_to_interrupt(off, "t1")
         expected = shape(off_graph, "t1")
         interrupted = off_graph.get_state(conf("t1"))
     assert interrupted.next == ("call_tool",) and interrupted.tasks[0].interrupts
-    before = official_rows(kind, url)
+    before = official_rows(b)
 
-    with ours(kind, url) as tl:
+    with b.open() as tl:
         graph = compile_graph(tl)
         assert shape(graph, "t1") == expected  # the whole past, time travel included
         state = graph.get_state(conf("t1"))
@@ -143,7 +102,7 @@ def test_official_thread_interrupted_is_adopted_and_resumed_by_threadline(target
         assert final["messages"][-1].type == "ai"
         assert any(m.type == "tool" for m in final["messages"])
         assert graph.get_state(conf("t1")).next == ()
-        marker = raw(kind, url, "SELECT thread_id, checkpoint_id FROM threadline_adopted")
+        marker = b.sql("SELECT thread_id, checkpoint_id FROM threadline_adopted")
         assert marker == [("t1", expected[0][0])]
         # an old checkpoint of the adopted past branches like any other
         old = expected[-3][0]
@@ -152,52 +111,49 @@ def test_official_thread_interrupted_is_adopted_and_resumed_by_threadline(target
         stored = len(list(tl.list(conf("t1"))))
         assert stored > len(expected)
 
-    assert official_rows(kind, url) == before  # the official rows are never changed
+    assert official_rows(b) == before  # the official rows are never changed
 
-    with ours(kind, url) as tl:  # a second open adopts nothing again
+    with b.open() as tl:  # a second open adopts nothing again
         assert len(list(tl.list(conf("t1")))) == stored
-        assert raw(kind, url, "SELECT COUNT(*) FROM threadline_checkpoints WHERE thread_id = 't1'")[0][0] == stored
+        assert b.sql("SELECT COUNT(*) FROM threadline_checkpoints WHERE thread_id = 't1'")[0][0] == stored
 
 
-def test_new_official_checkpoints_are_caught_up_and_deleted_threads_stay_deleted(target: tuple[str, str]) -> None:
+def test_new_official_checkpoints_are_caught_up_and_deleted_threads_stay_deleted(sync_backend: Backend) -> None:
     """A mixed fleet: an official worker advances a thread after threadline adopted it."""
-    kind, url = target
-    with official(kind, url) as off:
+    b = sync_backend
+    with official(b) as off:
         compile_graph(off).invoke({"messages": [("user", TURNS[0])]}, conf("t2"))
-    with ours(kind, url) as tl:
+    with b.open() as tl:
         first = len(list(tl.list(conf("t2"))))
         assert first > 0
-    with official(kind, url) as off:
+    with official(b) as off:
         compile_graph(off).invoke({"messages": [("user", TURNS[1])]}, conf("t2"))
         official_count = len(list(off.list(conf("t2"))))
-    with ours(kind, url) as tl:
+    with b.open() as tl:
         assert len(list(tl.list(conf("t2")))) == official_count > first
         assert compile_graph(tl).get_state(conf("t2")).next == ("call_tool",)
         tl.delete_thread("t2")
         assert tl.get_tuple(conf("t2")) is None
-    with ours(kind, url) as tl:
+    with b.open() as tl:
         assert tl.get_tuple(conf("t2")) is None  # the marker keeps it from coming back
-    assert len(official_rows(kind, url)["checkpoints"]) == official_count
+    assert len(official_rows(b)["checkpoints"]) == official_count
 
 
-def test_adopt_false_serves_threadline_tables_only(target: tuple[str, str]) -> None:
-    kind, url = target
-    with official(kind, url) as off:
+def test_adopt_false_serves_threadline_tables_only(sync_backend: Backend) -> None:
+    b = sync_backend
+    with official(b) as off:
         compile_graph(off).invoke({"messages": [("user", TURNS[0])]}, conf("t3"))
-    with ours(kind, url, adopt=False) as tl:
+    with b.open(adopt=False) as tl:
         assert tl.get_tuple(conf("t3")) is None
         assert list(tl.list(conf("t3"))) == []
-    assert raw(kind, url, "SELECT COUNT(*) FROM threadline_checkpoints")[0][0] == 0
+    assert b.sql("SELECT COUNT(*) FROM threadline_checkpoints")[0][0] == 0
 
 
-async def test_async_savers_adopt_too(target: tuple[str, str]) -> None:
-    kind, url = target
-    with official(kind, url) as off:
+async def test_async_savers_adopt_too(sync_backend: Backend) -> None:
+    b = sync_backend
+    with official(b) as off:
         expected = shape(run_to_interrupt(off, "t4"), "t4")
-    from threadline import AsyncPostgresSaver, AsyncSqliteSaver
-
-    cls = AsyncSqliteSaver if kind == "sqlite" else AsyncPostgresSaver
-    async with cls.from_conn_string(url) as tl:
+    async with b.open(is_async=True) as tl:
         await tl.setup()
         graph = compile_graph(tl)
         history = [s async for s in graph.aget_state_history(conf("t4"))]

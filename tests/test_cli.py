@@ -14,7 +14,7 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
-from lifecycle_graphs import KINDS, build_graph, cfg, database, populate, raw_sql
+from lifecycle_graphs import build_graph, cfg, populate
 from threadline import open_saver
 from threadline import read as H
 from threadline.cli import app
@@ -35,14 +35,6 @@ def js(*args: str, code: int = 0, env: dict | None = None):
     return json.loads(result.stdout)
 
 
-@pytest.fixture(params=KINDS)
-def db(request, tmp_path):
-    with database(request.param, tmp_path) as url:
-        with open_saver(url) as saver:
-            facts = populate(saver)
-        yield url, facts
-
-
 @pytest.fixture(scope="module")
 def demo_db(tmp_path_factory):
     from threadline.demo import run_demo
@@ -53,7 +45,8 @@ def demo_db(tmp_path_factory):
 
 
 def test_read_commands_json(db):
-    url, facts = db
+    backend, facts = db
+    url = backend.url
     page = js("threads", "--db", url)
     assert page["total"] == 3 and {t["thread_id"] for t in page["threads"]} == {"t-research", "t-answer", "t-interrupt"}
     assert js("threads", "--db", url, "--where", "user=ada")["threads"][0]["thread_id"] == "t-answer"
@@ -91,7 +84,7 @@ def test_read_commands_json(db):
     assert len(js("latest", "messages", "--db", url)) == 3
 
     s = js("stats", "--db", url, "--top", "1")
-    assert s["tables"]["checkpoints"]["rows"] == raw_sql(url, "SELECT COUNT(*) FROM threadline_checkpoints")[0][0]
+    assert s["tables"]["checkpoints"]["rows"] == backend.sql("SELECT COUNT(*) FROM threadline_checkpoints")[0][0]
     assert s["dedup_ratio"] > 1 and len(s["top_threads"]) == 1
 
     # human output renders too
@@ -102,7 +95,8 @@ def test_read_commands_json(db):
 
 
 def test_write_commands_json(db):
-    url, facts = db
+    backend, facts = db
+    url = backend.url
     with open_saver(url) as saver:
         h = H.thread_history(saver, "t-answer")
         target = h.ordered()[2].checkpoint_id  # after classify
@@ -134,7 +128,7 @@ def test_write_commands_json(db):
     fsck = js("fsck", "--deep", "--db", url)
     assert fsck["ok"] and fsck["threads_checked"] == 4
     # damage → fsck exits 1, --repair fixes the safe part
-    raw_sql(url, "INSERT INTO threadline_writes (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, task_path, type, blob, created_at) "
+    backend.sql("INSERT INTO threadline_writes (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, task_path, type, blob, created_at) "
                  "VALUES ('t-new', '', 'nope', 't', 0, 'x', '', 'null', NULL, 0)")
     bad = js("fsck", "--db", url, code=1)
     assert bad["by_kind"] == {"orphan_writes": 1}

@@ -38,7 +38,7 @@ EXPECTED = json.loads((FIXTURES / "foundation.json").read_text())
 
 
 @pytest.fixture
-def db(tmp_path: Path) -> Path:
+def foundation_db(tmp_path: Path) -> Path:
     target = tmp_path / "foundation.db"
     shutil.copyfile(FIXTURES / "foundation.db", target)
     return target
@@ -55,15 +55,15 @@ def test_fixture_holds_only_first_engine_rows() -> None:
         conn.close()
 
 
-def test_reads_the_foundation_database_exactly(db: Path) -> None:
-    with SqliteSaver.from_conn_string(str(db)) as saver:
+def test_reads_the_foundation_database_exactly(foundation_db: Path) -> None:
+    with SqliteSaver.from_conn_string(str(foundation_db)) as saver:
         got = FX.expected(saver, FX.build_graph(saver))
     assert got["tuples"] == EXPECTED["tuples"]
     assert got["threads"] == EXPECTED["threads"]
 
 
-async def test_async_saver_reads_the_foundation_database_exactly(db: Path) -> None:
-    async with AsyncSqliteSaver.from_conn_string(str(db)) as saver:
+async def test_async_saver_reads_the_foundation_database_exactly(foundation_db: Path) -> None:
+    async with AsyncSqliteSaver.from_conn_string(str(foundation_db)) as saver:
         tuples = [t async for t in saver.alist(None)]
     assert len(tuples) == len(EXPECTED["tuples"])
     for t, want in zip(tuples, EXPECTED["tuples"]):
@@ -72,8 +72,8 @@ async def test_async_saver_reads_the_foundation_database_exactly(db: Path) -> No
         assert FX.jsonable([list(w) for w in t.pending_writes]) == want["pending_writes"]
 
 
-def test_new_puts_on_top_of_the_foundation_database(db: Path) -> None:
-    with SqliteSaver.from_conn_string(str(db)) as saver:
+def test_new_puts_on_top_of_the_foundation_database(foundation_db: Path) -> None:
+    with SqliteSaver.from_conn_string(str(foundation_db)) as saver:
         saver.blob_codec = BlobCodec(delta_min_bytes=0)  # the fixture's values are small: delta them anyway
         graph = FX.build_graph(saver)
         before = {tid: graph.get_state(FX.cfg(tid)).values for tid in FX.THREADS}
@@ -92,7 +92,7 @@ def test_new_puts_on_top_of_the_foundation_database(db: Path) -> None:
     assert len(after["chat"]["messages"]) == len(before["chat"]["messages"]) + 6
     assert after["sub-open"]["messages"][-1].content == "sub answer: approved later"
 
-    conn = sqlite3.connect(db)
+    conn = sqlite3.connect(foundation_db)
     try:
         # new rows are deltas whose chain reaches down to the first engine's plain snapshots
         rows = {
@@ -111,7 +111,7 @@ def test_new_puts_on_top_of_the_foundation_database(db: Path) -> None:
     assert "msgpack" in roots
 
     # a new saver (nothing cached) reads old and new checkpoints alike
-    with SqliteSaver.from_conn_string(str(db)) as saver:
+    with SqliteSaver.from_conn_string(str(foundation_db)) as saver:
         graph = FX.build_graph(saver)
         assert FX.jsonable(graph.get_state(FX.cfg("chat")).values) == FX.jsonable(after["chat"])
         got = FX.expected(saver, graph)

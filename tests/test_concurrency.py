@@ -9,11 +9,9 @@ from __future__ import annotations
 import asyncio
 import multiprocessing
 
-import pytest
-from conftest import make_backend
 from workers import build_chat, expected_state, run_threads, user_message
 
-from threadline import AsyncPostgresSaver, AsyncSqliteSaver, open_saver
+from threadline import open_saver
 
 TURNS = 3
 
@@ -30,18 +28,10 @@ def check_thread(saver, thread_id: str, turns: int) -> None:
             assert thread_id in msg, f"message {msg!r} leaked into {thread_id}"
 
 
-@pytest.fixture(params=("postgres-async", "sqlite-async"))
-def async_backend(request, tmp_path):
-    return make_backend(request.param, tmp_path, request)
-
-
 async def test_32_threads_through_one_async_pool(async_backend):
     thread_ids = [f"pool-{i}" for i in range(32)]
-    if async_backend.is_postgres:
-        opened = AsyncPostgresSaver.from_conn_string(async_backend.target, pool_size=8)
-    else:
-        opened = AsyncSqliteSaver.from_conn_string(async_backend.target)
-    async with opened as saver:
+    pool = {"pool_size": 8} if async_backend.is_postgres else {}  # Postgres: 32 threads through one pool
+    async with async_backend.open(**pool) as saver:
         graph = build_chat().compile(checkpointer=saver)
 
         async def converse(tid: str) -> None:
@@ -52,20 +42,15 @@ async def test_32_threads_through_one_async_pool(async_backend):
         for tid in thread_ids:
             config = {"configurable": {"thread_id": tid}}
             assert (await graph.aget_state(config)).values == expected_state(tid, TURNS)
-    with async_backend.open_sync_twin() as sync_saver:
+    with async_backend.open(is_async=False) as sync_saver:
         for tid in thread_ids:
             check_thread(sync_saver, tid, TURNS)
         counts = dict(async_backend.sql("SELECT thread_id, checkpoint_count FROM threadline_threads"))
         assert counts == {tid: 4 * TURNS for tid in thread_ids}
 
 
-@pytest.fixture(params=("postgres", "sqlite"))
-def shared_backend(request, tmp_path):
-    return make_backend(request.param, tmp_path, request)
-
-
-def test_four_processes_one_database(shared_backend):
-    url = shared_backend.target
+def test_four_processes_one_database(sync_backend):
+    url = sync_backend.url
     with open_saver(url):
         pass  # create the tables once, as a deployment's migration step would
     groups = [[f"proc{p}-thread{i}" for i in range(4)] for p in range(4)]

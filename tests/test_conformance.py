@@ -58,7 +58,7 @@ async def test_official_conformance_suite(kind: str, fresh_backend) -> None:
 
 async def test_saver_fixture_is_fresh_and_usable(saver, backend: Backend) -> None:
     """The ``saver`` fixture: an open saver of the backend's class on an empty database."""
-    assert type(saver) is backend.saver_class
+    assert type(saver) is backend.saver_class()
     config = _cfg("fresh")
     ck = _ckpt({"v": 1}, {"v": "1"})
     if backend.is_async:

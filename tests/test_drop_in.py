@@ -77,21 +77,16 @@ def _official_twin(backend: Backend):
         if not backend.is_postgres:
             from langgraph.checkpoint.sqlite import SqliteSaver as Official
 
-            with Official.from_conn_string(backend.target + ".official") as official:
+            with Official.from_conn_string(backend.url + ".official") as official:
                 yield official
             return
         from langgraph.checkpoint.postgres import PostgresSaver as Official
 
-        from backends import pg_dsn, with_search_path
-        from conftest import pg_schemas
+        from backends import pg_schemas
 
-        schema = pg_schemas().create()
-        try:
-            with Official.from_conn_string(with_search_path(pg_dsn(), schema)) as official:
-                official.setup()
-                yield official
-        finally:
-            pg_schemas().drop(schema)
+        with pg_schemas().fresh() as url, Official.from_conn_string(url) as official:
+            official.setup()
+            yield official
 
     return opened()
 
@@ -156,7 +151,7 @@ def test_a_read_only_file_and_an_unopenable_path(tmp_path: Path) -> None:
 
 
 async def test_a_schema_of_a_newer_release_is_refused_untouched(backend: Backend) -> None:
-    with backend.open_sync_twin():
+    with backend.open(is_async=False):
         pass
     backend.sql("INSERT INTO threadline_migrations (v, applied_at) VALUES (99, 0)")
     before = backend.snapshot()

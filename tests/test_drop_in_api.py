@@ -35,8 +35,6 @@ import pytest
 from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 from langgraph.checkpoint.base.id import uuid6
 
-from backends import pg_dsn, with_search_path
-from conftest import pg_schemas, require_postgres
 
 # --- the classes --------------------------------------------------------------
 
@@ -253,16 +251,6 @@ def sqlite_path(tmp_path: Path) -> str:
     return str(tmp_path / "app.db")
 
 
-@pytest.fixture
-def pg_target(request: pytest.FixtureRequest) -> str:
-    """A DSN on a fresh Postgres schema (skips, or fails under CI=true, without Postgres)."""
-    require_postgres()
-    schemas = pg_schemas()
-    schema = schemas.create()
-    request.addfinalizer(lambda: schemas.drop(schema))
-    return with_search_path(pg_dsn(), schema)
-
-
 def _checkpoint(step: int = 1) -> dict:
     return {
         "v": 4,
@@ -315,7 +303,7 @@ def _tiny_graph(checkpointer: Any) -> Any:
 # from_conn_string, entered the official way
 
 
-@pytest.mark.parametrize("name, target", [("SqliteSaver", "sqlite_path"), ("PostgresSaver", "pg_target")])
+@pytest.mark.parametrize("name, target", [("SqliteSaver", "sqlite_path"), ("PostgresSaver", "pg_url")])
 def test_from_conn_string_is_a_context_manager_and_setup_is_sync(name: str, target: str, request: pytest.FixtureRequest) -> None:
     import threadline
 
@@ -328,7 +316,7 @@ def test_from_conn_string_is_a_context_manager_and_setup_is_sync(name: str, targ
         _roundtrip(cp)
 
 
-@pytest.mark.parametrize("name, target", [("AsyncSqliteSaver", "sqlite_path"), ("AsyncPostgresSaver", "pg_target")])
+@pytest.mark.parametrize("name, target", [("AsyncSqliteSaver", "sqlite_path"), ("AsyncPostgresSaver", "pg_url")])
 async def test_async_from_conn_string_then_await_setup(name: str, target: str, request: pytest.FixtureRequest) -> None:
     import threadline
 
@@ -343,10 +331,10 @@ async def test_async_from_conn_string_then_await_setup(name: str, target: str, r
         await _aroundtrip(cp)
 
 
-def test_postgres_from_conn_string_pipeline(pg_target: str) -> None:
+def test_postgres_from_conn_string_pipeline(pg_url: str) -> None:
     from threadline import PostgresSaver
 
-    with PostgresSaver.from_conn_string(pg_target, pipeline=True) as cp:
+    with PostgresSaver.from_conn_string(pg_url, pipeline=True) as cp:
         cp.setup()
         _roundtrip(cp)
         config, cp_, metadata, versions = _put_args("2")
@@ -357,23 +345,23 @@ def test_postgres_from_conn_string_pipeline(pg_target: str) -> None:
         assert [t.config["configurable"]["thread_id"] for t in cp.list(None)] == ["2", "1"]
 
 
-async def test_async_postgres_from_conn_string_pipeline(pg_target: str) -> None:
+async def test_async_postgres_from_conn_string_pipeline(pg_url: str) -> None:
     from threadline import AsyncPostgresSaver
 
-    async with AsyncPostgresSaver.from_conn_string(pg_target, pipeline=True) as cp:
+    async with AsyncPostgresSaver.from_conn_string(pg_url, pipeline=True) as cp:
         await cp.setup()
         await _aroundtrip(cp)
         assert [t.config["configurable"]["thread_id"] async for t in cp.alist(None)] == ["1"]
 
 
-def test_postgres_saver_with_explicit_pipe(pg_target: str) -> None:
+def test_postgres_saver_with_explicit_pipe(pg_url: str) -> None:
     """Official signature ``PostgresSaver(conn, pipe=None, serde=None)``: a pipeline passed positionally."""
     import psycopg
     from psycopg.rows import dict_row
 
     from threadline import PostgresSaver
 
-    with psycopg.connect(pg_target, autocommit=True, prepare_threshold=0, row_factory=dict_row) as conn:
+    with psycopg.connect(pg_url, autocommit=True, prepare_threshold=0, row_factory=dict_row) as conn:
         with conn.pipeline() as pipe:
             cp = PostgresSaver(conn, pipe)
             cp.setup()
@@ -383,13 +371,13 @@ def test_postgres_saver_with_explicit_pipe(pg_target: str) -> None:
 # construction on connections / pools made as the official docs do
 
 
-def test_postgres_saver_on_official_style_connection(pg_target: str) -> None:
+def test_postgres_saver_on_official_style_connection(pg_url: str) -> None:
     import psycopg
     from psycopg.rows import dict_row
 
     from threadline import PostgresSaver
 
-    with psycopg.connect(pg_target, autocommit=True, prepare_threshold=0, row_factory=dict_row) as conn:
+    with psycopg.connect(pg_url, autocommit=True, prepare_threshold=0, row_factory=dict_row) as conn:
         cp = PostgresSaver(conn)
         cp.setup()
         _roundtrip(cp)
@@ -405,14 +393,14 @@ def test_postgres_saver_on_official_style_connection(pg_target: str) -> None:
         assert conn.execute("SELECT 1 AS one").fetchone() == {"one": 1}
 
 
-def test_postgres_saver_on_official_style_pool(pg_target: str) -> None:
+def test_postgres_saver_on_official_style_pool(pg_url: str) -> None:
     from psycopg.rows import dict_row
     from psycopg_pool import ConnectionPool
 
     from threadline import PostgresSaver
 
     kwargs = {"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row}
-    with ConnectionPool(pg_target, max_size=4, kwargs=kwargs, open=True) as pool:
+    with ConnectionPool(pg_url, max_size=4, kwargs=kwargs, open=True) as pool:
         cp = PostgresSaver(pool)
         cp.setup()
         _roundtrip(cp)
@@ -420,14 +408,14 @@ def test_postgres_saver_on_official_style_pool(pg_target: str) -> None:
             assert conn.autocommit is True and conn.row_factory is dict_row
 
 
-async def test_async_postgres_saver_on_official_style_pool(pg_target: str) -> None:
+async def test_async_postgres_saver_on_official_style_pool(pg_url: str) -> None:
     from psycopg.rows import dict_row
     from psycopg_pool import AsyncConnectionPool
 
     from threadline import AsyncPostgresSaver
 
     kwargs = {"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row}
-    pool = AsyncConnectionPool(pg_target, max_size=4, kwargs=kwargs, open=False)
+    pool = AsyncConnectionPool(pg_url, max_size=4, kwargs=kwargs, open=False)
     await pool.open()
     try:
         cp = AsyncPostgresSaver(pool)
@@ -443,13 +431,13 @@ async def test_async_postgres_saver_on_official_style_pool(pg_target: str) -> No
         await pool.close()
 
 
-async def test_async_postgres_saver_on_official_style_connection(pg_target: str) -> None:
+async def test_async_postgres_saver_on_official_style_connection(pg_url: str) -> None:
     import psycopg
     from psycopg.rows import dict_row
 
     from threadline import AsyncPostgresSaver
 
-    conn = await psycopg.AsyncConnection.connect(pg_target, autocommit=True, prepare_threshold=0, row_factory=dict_row)
+    conn = await psycopg.AsyncConnection.connect(pg_url, autocommit=True, prepare_threshold=0, row_factory=dict_row)
     try:
         cp = AsyncPostgresSaver(conn)
         await cp.setup()
@@ -505,14 +493,14 @@ def test_sqlite_instance_attributes(sqlite_path: str) -> None:
         my_conn.close()
 
 
-def test_postgres_instance_attributes(pg_target: str) -> None:
+def test_postgres_instance_attributes(pg_url: str) -> None:
     import psycopg
     from langgraph.checkpoint.postgres import PostgresSaver as Official
     from psycopg.rows import dict_row
 
     from threadline import PostgresSaver
 
-    with psycopg.connect(pg_target, autocommit=True, prepare_threshold=0, row_factory=dict_row) as conn:
+    with psycopg.connect(pg_url, autocommit=True, prepare_threshold=0, row_factory=dict_row) as conn:
         off, mine = Official(conn), PostgresSaver(conn)
         want = {n for n in vars(off) if not n.startswith("_")} - OFFICIAL_INTERNAL_INSTANCE_ATTRS
         missing = sorted(n for n in want if not hasattr(mine, n))
@@ -520,14 +508,14 @@ def test_postgres_instance_attributes(pg_target: str) -> None:
         assert mine.conn is conn
 
 
-async def test_async_postgres_instance_attributes(pg_target: str) -> None:
+async def test_async_postgres_instance_attributes(pg_url: str) -> None:
     import psycopg
     from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver as Official
     from psycopg.rows import dict_row
 
     from threadline import AsyncPostgresSaver
 
-    conn = await psycopg.AsyncConnection.connect(pg_target, autocommit=True, prepare_threshold=0, row_factory=dict_row)
+    conn = await psycopg.AsyncConnection.connect(pg_url, autocommit=True, prepare_threshold=0, row_factory=dict_row)
     try:
         off, mine = Official(conn), AsyncPostgresSaver(conn)
         want = {n for n in vars(off) if not n.startswith("_")} - OFFICIAL_INTERNAL_INSTANCE_ATTRS

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 
 import duckdb
 import pyarrow.parquet as pq
 import pytest
 from langgraph.checkpoint.sqlite import SqliteSaver as OfficialSqliteSaver
 
-from lifecycle_graphs import KINDS, build_graph, cfg, database, graph, populate, raw_sql
+from lifecycle_graphs import build_graph, cfg, graph, populate
 from threadline import ThreadlineError, open_saver
 from threadline.transfer import export as X
 from threadline.transfer import official as O
@@ -19,19 +18,12 @@ from threadline import read as H
 from threadline import lifecycle as L
 
 
-@pytest.fixture(params=KINDS)
-def db(request, tmp_path):
-    with database(request.param, tmp_path) as url:
-        with open_saver(url) as saver:
-            facts = populate(saver)
-        yield url, facts
-
-
 def test_export_parquet_partitions_by_date_and_duckdb_reads_it(db, tmp_path):
-    url, _ = db
+    backend, _ = db
+    url = backend.url
     # spread checkpoints and writes over two days
-    raw_sql(url, "UPDATE threadline_checkpoints SET created_at = created_at - 86400 WHERE thread_id = ?", ("t-answer",))
-    raw_sql(url, "UPDATE threadline_writes SET created_at = created_at - 86400 WHERE thread_id = ?", ("t-answer",))
+    backend.sql("UPDATE threadline_checkpoints SET created_at = created_at - 86400 WHERE thread_id = ?", ("t-answer",))
+    backend.sql("UPDATE threadline_writes SET created_at = created_at - 86400 WHERE thread_id = ?", ("t-answer",))
     out = str(tmp_path / "pq")
     with open_saver(url) as saver:
         seen = []
@@ -79,37 +71,35 @@ def test_export_needs_a_directory(tmp_path):
             X.export_parquet(saver, str(f))
 
 
-@pytest.mark.parametrize("kind", KINDS)
-def test_import_official_sqlite_database(kind, tmp_path):
+def test_import_official_sqlite_database(sync_backend, tmp_path):
     source = str(tmp_path / "official.db")
     with OfficialSqliteSaver.from_conn_string(source) as official:
         populate(official)
         official_graph = build_graph(official)
         expected = {t: official_graph.get_state(cfg(t)) for t in ("t-research", "t-answer", "t-interrupt")}
-    with database(kind, tmp_path) as url:
-        with open_saver(url) as saver:
-            report = O.import_langgraph(source, saver, graph=graph)
-            assert report.ok and len(report.threads) == 3
-            assert all(t.verified and not t.mismatches for t in report.threads)
-            assert sum(t.checkpoints for t in report.threads) == raw_sql(url, "SELECT COUNT(*) FROM threadline_checkpoints")[0][0]
-            g = build_graph(saver)
-            for tid, snap in expected.items():
-                mine = g.get_state(cfg(tid))
-                assert H.jsonable(mine.values) == H.jsonable(snap.values)
-                assert mine.next == snap.next and mine.config == snap.config
-            # task_path and idx survive, so audit names the nodes
-            assert {w.node for w in H.audit(saver, "t-research")} >= {"classify", "search_a", "search_b", "merge"}
-            # blobs are shared: fewer blob rows than channel references
-            s = H.stats(saver)
-            assert s.dedup_ratio > 1
-            assert L.fsck(saver, deep=True).ok
-            # imported threads keep working with LangGraph
-            out = g.invoke(__import__("langgraph.types", fromlist=["Command"]).Command(resume=True), cfg("t-interrupt"))
-            assert out["approved"] is True
-            with pytest.raises(ThreadlineError, match="already exists"):
-                O.import_langgraph(source, saver, thread_ids=["t-answer"])
-            again = O.import_langgraph(source, saver, thread_ids=["t-answer"], replace=True)
-            assert again.ok
+    with open_saver(sync_backend.url) as saver:
+        report = O.import_langgraph(source, saver, graph=graph)
+        assert report.ok and len(report.threads) == 3
+        assert all(t.verified and not t.mismatches for t in report.threads)
+        assert sum(t.checkpoints for t in report.threads) == sync_backend.sql("SELECT COUNT(*) FROM threadline_checkpoints")[0][0]
+        g = build_graph(saver)
+        for tid, snap in expected.items():
+            mine = g.get_state(cfg(tid))
+            assert H.jsonable(mine.values) == H.jsonable(snap.values)
+            assert mine.next == snap.next and mine.config == snap.config
+        # task_path and idx survive, so audit names the nodes
+        assert {w.node for w in H.audit(saver, "t-research")} >= {"classify", "search_a", "search_b", "merge"}
+        # blobs are shared: fewer blob rows than channel references
+        s = H.stats(saver)
+        assert s.dedup_ratio > 1
+        assert L.fsck(saver, deep=True).ok
+        # imported threads keep working with LangGraph
+        out = g.invoke(__import__("langgraph.types", fromlist=["Command"]).Command(resume=True), cfg("t-interrupt"))
+        assert out["approved"] is True
+        with pytest.raises(ThreadlineError, match="already exists"):
+            O.import_langgraph(source, saver, thread_ids=["t-answer"])
+        again = O.import_langgraph(source, saver, thread_ids=["t-answer"], replace=True)
+        assert again.ok
 
 
 def test_import_rejects_non_langgraph_files(tmp_path):
@@ -121,28 +111,12 @@ def test_import_rejects_non_langgraph_files(tmp_path):
             O.import_langgraph(str(tmp_path / "missing.db"), saver)
 
 
-def test_import_official_postgres_database(tmp_path):
-    from lifecycle_graphs import _postgres_unavailable, _with_schema, pg_dsn
-
-    reason = _postgres_unavailable()
-    if reason:
-        if os.environ.get("CI", "").strip().lower() == "true":
-            pytest.fail(reason)
-        pytest.skip(reason)
-    import psycopg
+def test_import_official_postgres_database(pg_url, tmp_path):
     from langgraph.checkpoint.postgres import PostgresSaver as OfficialPostgresSaver
 
-    schema = f"tl_official_{secrets.token_hex(4)}"
-    with psycopg.connect(pg_dsn(), autocommit=True) as conn:
-        conn.execute(f'CREATE SCHEMA "{schema}"')
-    try:
-        source = _with_schema(pg_dsn(), schema)
-        with OfficialPostgresSaver.from_conn_string(source) as official:
-            official.setup()
-            populate(official)
-        with open_saver(str(tmp_path / "from-pg.db")) as saver:
-            report = O.import_langgraph(source, saver, graph=graph)
-            assert report.ok and len(report.threads) == 3, report.to_json()
-    finally:
-        with psycopg.connect(pg_dsn(), autocommit=True) as conn:
-            conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+    with OfficialPostgresSaver.from_conn_string(pg_url) as official:
+        official.setup()
+        populate(official)
+    with open_saver(str(tmp_path / "from-pg.db")) as saver:
+        report = O.import_langgraph(pg_url, saver, graph=graph)
+        assert report.ok and len(report.threads) == 3, report.to_json()

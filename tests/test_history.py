@@ -7,18 +7,10 @@ import time
 import pytest
 from langchain_core.messages import AIMessage, RemoveMessage
 
-from lifecycle_graphs import KINDS, build_graph, cfg, database, populate, raw_sql
+from lifecycle_graphs import build_graph, cfg, populate
 from threadline import NotFoundError, open_saver
 from threadline import read as H
 from threadline import lifecycle as L
-
-
-@pytest.fixture(params=KINDS)
-def db(request, tmp_path):
-    with database(request.param, tmp_path) as url:
-        with open_saver(url) as saver:
-            facts = populate(saver)
-        yield url, facts
 
 
 def snapshot_next(g, thread_id, checkpoint_id=None):
@@ -29,7 +21,8 @@ def snapshot_next(g, thread_id, checkpoint_id=None):
 
 
 def test_threads_listing_filters_and_paging(db):
-    url, _ = db
+    backend, _ = db
+    url = backend.url
     with open_saver(url) as saver:
         page = H.list_threads(saver)
         assert page.total == 3 and page.next_offset is None
@@ -41,7 +34,7 @@ def test_threads_listing_filters_and_paging(db):
             assert t.head_step == snap.metadata["step"]
             assert t.bytes > 0 and t.checkpoint_count > 0 and t.created_at <= t.updated_at
         research = next(t for t in page.threads if t.thread_id == "t-research")
-        assert research.checkpoint_count == raw_sql(url, "SELECT COUNT(*) FROM threadline_checkpoints WHERE thread_id = ?", ("t-research",))[0][0]
+        assert research.checkpoint_count == backend.sql("SELECT COUNT(*) FROM threadline_checkpoints WHERE thread_id = ?", ("t-research",))[0][0]
         assert [t.thread_id for t in H.list_threads(saver, metadata={"user": "ada"}).threads] == ["t-answer"]
         assert H.list_threads(saver, metadata={"user": "nobody"}).total == 0
         assert H.list_threads(saver, idle_for=3600).total == 0
@@ -58,7 +51,8 @@ def test_threads_listing_filters_and_paging(db):
 
 
 def test_history_tree_shows_branches_writers_and_subgraphs(db):
-    url, facts = db
+    backend, facts = db
+    url = backend.url
     with open_saver(url) as saver:
         h = H.thread_history(saver, "t-research", include_subgraphs=True)
         root = h.nodes[""]
@@ -88,7 +82,8 @@ def test_history_tree_shows_branches_writers_and_subgraphs(db):
 
 
 def test_state_at_matches_langgraph_get_state_everywhere(db):
-    url, _ = db
+    backend, _ = db
+    url = backend.url
     with open_saver(url) as saver:
         g = build_graph(saver)
         for tid in ("t-research", "t-answer", "t-interrupt"):
@@ -136,7 +131,8 @@ def test_state_at_head_applies_finished_writes_only_with_the_graph(tmp_path):
 
 
 def test_diff_messages_by_id_and_dicts_by_key(db):
-    url, facts = db
+    backend, facts = db
+    url = backend.url
     with open_saver(url) as saver:
         g = build_graph(saver)
         before = g.get_state(cfg("t-answer"))
@@ -171,7 +167,8 @@ def test_diff_messages_by_id_and_dicts_by_key(db):
 
 
 def test_audit_writes_in_execution_order_and_task_stats(db):
-    url, _ = db
+    backend, _ = db
+    url = backend.url
     with open_saver(url) as saver:
         h = H.thread_history(saver, "t-research")
         fan_out = next(n for n in h.ordered() if n.children and h.nodes[""][n.children[0]].writers == ["search_a", "search_b"])
@@ -180,10 +177,10 @@ def test_audit_writes_in_execution_order_and_task_stats(db):
         assert [w.created_at for w in writes] == sorted(w.created_at for w in writes)
         for node in ("search_a", "search_b"):
             assert [w.idx for w in writes if w.node == node] == [0, 1, 2]
-        raw = raw_sql(url, "SELECT task_id, idx, length(blob) FROM threadline_writes WHERE thread_id = ? AND checkpoint_id = ?",
+        raw = backend.sql("SELECT task_id, idx, length(blob) FROM threadline_writes WHERE thread_id = ? AND checkpoint_id = ?",
                       ("t-research", fan_out.checkpoint_id))
         assert sorted((r[0], r[1], r[2] or 0) for r in raw) == sorted((w.task_id, w.idx, w.bytes) for w in writes)
-        assert len(H.audit(saver, "t-research")) == raw_sql(url, "SELECT COUNT(*) FROM threadline_writes WHERE thread_id = ? AND checkpoint_ns = ''",
+        assert len(H.audit(saver, "t-research")) == backend.sql("SELECT COUNT(*) FROM threadline_writes WHERE thread_id = ? AND checkpoint_ns = ''",
                                                                ("t-research",))[0][0]
         everything = H.audit(saver, "t-research", checkpoint_ns=None)
         assert any(w.checkpoint_ns.startswith("review:") for w in everything)
@@ -191,7 +188,7 @@ def test_audit_writes_in_execution_order_and_task_stats(db):
         assert {t.node for t in one.tasks} == {"search_a", "search_b"}
         assert one.writes == 6 and one.blobs > 0 and one.new_blobs_bytes is not None
         whole = H.task_stats(saver)
-        total = raw_sql(url, "SELECT COUNT(*), SUM(COALESCE(length(blob), 0)) FROM threadline_writes WHERE checkpoint_ns = ''")[0]
+        total = backend.sql("SELECT COUNT(*), SUM(COALESCE(length(blob), 0)) FROM threadline_writes WHERE checkpoint_ns = ''")[0]
         assert whole.writes == total[0] and whole.writes_bytes == total[1]
         assert sum(t.writes for t in whole.tasks) == whole.writes
         classify = next(t for t in whole.tasks if t.node == "classify")
@@ -200,7 +197,8 @@ def test_audit_writes_in_execution_order_and_task_stats(db):
 
 
 def test_latest_value_resolves_through_heads_after_rollback(db):
-    url, facts = db
+    backend, facts = db
+    url = backend.url
     with open_saver(url) as saver:
         g = build_graph(saver)
         got = {r.thread_id: r for r in H.latest_values(saver, "messages")}
@@ -209,7 +207,7 @@ def test_latest_value_resolves_through_heads_after_rollback(db):
             assert H.jsonable(r.value) == H.jsonable(g.get_state(cfg(tid)).values["messages"]) or tid == "t-interrupt"
         # roll t-research back to the end of its first turn: the head references an OLDER messages version
         L.rollback(saver, "t-research", facts["fork_point"])
-        newest = raw_sql(url, "SELECT MAX(version) FROM threadline_blobs WHERE thread_id = ? AND channel = 'messages' AND checkpoint_ns = ''",
+        newest = backend.sql("SELECT MAX(version) FROM threadline_blobs WHERE thread_id = ? AND channel = 'messages' AND checkpoint_ns = ''",
                          ("t-research",))[0][0]
         r = H.latest_values(saver, "messages", ["t-research"])[0]
         assert r.version != newest
@@ -221,13 +219,14 @@ def test_latest_value_resolves_through_heads_after_rollback(db):
 
 
 def test_stats_counts_bytes_and_dedup(db):
-    url, _ = db
+    backend, _ = db
+    url = backend.url
     with open_saver(url) as saver:
         s = H.stats(saver, top=2)
     for table in ("checkpoints", "blobs", "writes"):
-        assert s.tables[table]["rows"] == raw_sql(url, f"SELECT COUNT(*) FROM threadline_{table}")[0][0]
-    assert s.tables["blobs"]["bytes"] == raw_sql(url, "SELECT COALESCE(SUM(length(blob)), 0) FROM threadline_blobs")[0][0]
-    by_size = [r[0] for r in raw_sql(url, "SELECT thread_id FROM threadline_threads ORDER BY bytes DESC, thread_id")]
+        assert s.tables[table]["rows"] == backend.sql(f"SELECT COUNT(*) FROM threadline_{table}")[0][0]
+    assert s.tables["blobs"]["bytes"] == backend.sql("SELECT COALESCE(SUM(length(blob)), 0) FROM threadline_blobs")[0][0]
+    by_size = [r[0] for r in backend.sql("SELECT thread_id FROM threadline_threads ORDER BY bytes DESC, thread_id")]
     assert s.threads == 3 and [t.thread_id for t in s.top_threads] == by_size[: len(s.top_threads)]
     assert s.references > s.tables["blobs"]["rows"] and s.dedup_ratio > 1
     assert s.logical_blob_bytes > s.tables["blobs"]["bytes"] and s.bytes_dedup_ratio > 1

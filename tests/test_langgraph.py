@@ -524,7 +524,7 @@ async def test_delta_channel_matches_in_memory_and_survives_reopen_and_prune(bac
 
     ref_pattern = snapshot_pattern(ref.saver)
     assert 0 < sum(kind == "_DeltaSnapshot" for _, kind in ref_pattern) < len(ref_pattern) / 2
-    with backend.open_sync_twin() as twin:
+    with backend.open(is_async=False) as twin:
         assert snapshot_pattern(twin) == ref_pattern
 
     async with opened(backend, builder) as g:

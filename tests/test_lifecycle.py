@@ -12,24 +12,15 @@ from langgraph.channels.delta import DeltaChannel
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command
 
-from lifecycle_graphs import KINDS, build_graph, cfg, database, graph, human, populate, raw_sql
+from lifecycle_graphs import build_graph, cfg, graph, human
 from threadline import NotFoundError, UnsafeOperationError, open_saver
 from threadline import read as H
 from threadline import lifecycle as L
 from threadline.errors import ConfigError
-from threadline.keys import config_of
 
 
-@pytest.fixture(params=KINDS)
-def db(request, tmp_path):
-    with database(request.param, tmp_path) as url:
-        with open_saver(url) as saver:
-            facts = populate(saver)
-        yield url, facts
-
-
-def count(url, table, where="", params=()):
-    return raw_sql(url, f"SELECT COUNT(*) FROM threadline_{table} {where}", params)[0][0]
+def count(backend, table, where="", params=()):
+    return backend.sql(f"SELECT COUNT(*) FROM threadline_{table} {where}", params)[0][0]
 
 
 def every_tuple(saver):
@@ -51,16 +42,17 @@ def step_checkpoint(saver, thread_id, step, *, on_head_path=True):
 
 
 def test_rollback_is_a_new_branch_sharing_blobs_and_langgraph_resumes(db):
-    url, facts = db
+    backend, facts = db
+    url = backend.url
     with open_saver(url) as saver:
         g = build_graph(saver)
         target = step_checkpoint(saver, "t-research", 1)  # after classify: next = search_a, search_b
-        blobs, checkpoints = count(url, "blobs"), count(url, "checkpoints")
+        blobs, checkpoints = count(backend, "blobs"), count(backend, "checkpoints")
         old_head = H.state_at(saver, "t-research").checkpoint_id
         r = L.rollback(saver, "t-research", target)
-        assert count(url, "blobs") == blobs and count(url, "checkpoints") == checkpoints + 1  # no blob copied, nothing deleted
+        assert count(backend, "blobs") == blobs and count(backend, "checkpoints") == checkpoints + 1  # no blob copied, nothing deleted
         assert r.parent_checkpoint_id == target and r.previous_head == old_head and r.blobs_copied == 0
-        docs = dict(raw_sql(url, "SELECT checkpoint_id, checkpoint FROM threadline_checkpoints WHERE thread_id = ? AND checkpoint_id IN (?, ?)",
+        docs = dict(backend.sql("SELECT checkpoint_id, checkpoint FROM threadline_checkpoints WHERE thread_id = ? AND checkpoint_id IN (?, ?)",
                             ("t-research", target, r.checkpoint_id)))
         import json
 
@@ -86,7 +78,8 @@ def test_rollback_is_a_new_branch_sharing_blobs_and_langgraph_resumes(db):
 
 
 def test_rollback_of_an_interrupted_checkpoint_then_resume(db):
-    url, _ = db
+    backend, _ = db
+    url = backend.url
     with open_saver(url) as saver:
         g = build_graph(saver)
         head = g.get_state(cfg("t-interrupt"))
@@ -102,16 +95,17 @@ def test_rollback_of_an_interrupted_checkpoint_then_resume(db):
 
 
 def test_fork_starts_a_new_resumable_thread_and_leaves_the_source_alone(db):
-    url, _ = db
+    backend, _ = db
+    url = backend.url
     with open_saver(url) as saver:
         g = build_graph(saver)
-        source_rows = raw_sql(url, "SELECT checkpoint_ns, checkpoint_id, parent_checkpoint_id FROM threadline_checkpoints WHERE thread_id = ? "
+        source_rows = backend.sql("SELECT checkpoint_ns, checkpoint_id, parent_checkpoint_id FROM threadline_checkpoints WHERE thread_id = ? "
                                    "ORDER BY 1, 2", ("t-answer",))
         target = step_checkpoint(saver, "t-answer", 1)  # after classify: next = answer
         r = L.fork(saver, "t-answer", target, "t-copy")
         assert r.thread_id == "t-copy" and r.parent_checkpoint_id is None and r.blobs_copied > 0
-        assert count(url, "checkpoints", "WHERE thread_id = ?", ("t-copy",)) == 1
-        assert source_rows == raw_sql(url, "SELECT checkpoint_ns, checkpoint_id, parent_checkpoint_id FROM threadline_checkpoints "
+        assert count(backend, "checkpoints", "WHERE thread_id = ?", ("t-copy",)) == 1
+        assert source_rows == backend.sql("SELECT checkpoint_ns, checkpoint_id, parent_checkpoint_id FROM threadline_checkpoints "
                                            "WHERE thread_id = ? ORDER BY 1, 2", ("t-answer",))
         copy = g.get_state(cfg("t-copy"))
         original = g.get_state({"configurable": {"thread_id": "t-answer", "checkpoint_id": target}})
@@ -128,7 +122,8 @@ def test_fork_starts_a_new_resumable_thread_and_leaves_the_source_alone(db):
 
 
 def test_delete_checkpoint_refuses_with_children_and_handles_them_when_told(db):
-    url, facts = db
+    backend, facts = db
+    url = backend.url
     with open_saver(url) as saver:
         before = every_tuple(saver)
         fork_point = facts["fork_point"]
@@ -164,13 +159,13 @@ def test_delete_checkpoint_refuses_with_children_and_handles_them_when_told(db):
         deleted = set(plan.checkpoints)
         assert {("", c) for c in subtree} <= deleted and {ns for ns, _ in deleted if ns} == subs
         assert plan.blobs > 0 and plan.writes > 0
-        assert count(url, "checkpoints", "WHERE thread_id = ? AND checkpoint_ns IN (" + ",".join("?" * len(subs)) + ")",
+        assert count(backend, "checkpoints", "WHERE thread_id = ? AND checkpoint_ns IN (" + ",".join("?" * len(subs)) + ")",
                      ("t-research", *subs)) == 0
         remaining = every_tuple(saver)
         assert all(remaining[k][:2] == before[k][:2] for k in remaining if k in before)
         assert L.fsck(saver, deep=True).ok
         th = H.list_threads(saver, thread_ids=["t-research"]).threads[0]
-        assert th.checkpoint_count == count(url, "checkpoints", "WHERE thread_id = ?", ("t-research",))
+        assert th.checkpoint_count == count(backend, "checkpoints", "WHERE thread_id = ?", ("t-research",))
         # deleting the head moves the head back one step
         head = H.state_at(saver, "t-answer")
         L.delete_checkpoint(saver, "t-answer", head.checkpoint_id)
@@ -180,7 +175,8 @@ def test_delete_checkpoint_refuses_with_children_and_handles_them_when_told(db):
 
 
 def test_prune_policies_dry_run_then_apply_keep_everything_readable(db):
-    url, _ = db
+    backend, _ = db
+    url = backend.url
     with open_saver(url) as saver:
         g = build_graph(saver)
         before = every_tuple(saver)
@@ -198,7 +194,7 @@ def test_prune_policies_dry_run_then_apply_keep_everything_readable(db):
         # threads.bytes counts value payloads (blobs, writes); bytes_freed also counts checkpoint rows
         assert 0 < size_before - size_after < real.bytes_freed
         for t in ("t-research", "t-answer", "t-interrupt"):
-            assert count(url, "checkpoints", "WHERE thread_id = ? AND checkpoint_ns = ''", (t,)) == 3
+            assert count(backend, "checkpoints", "WHERE thread_id = ? AND checkpoint_ns = ''", (t,)) == 3
             assert H.jsonable(g.get_state(cfg(t)).values) == heads[t]
         after = every_tuple(saver)
         for key, (values, writes, parent) in after.items():
@@ -208,25 +204,26 @@ def test_prune_policies_dry_run_then_apply_keep_everything_readable(db):
         assert g.invoke(Command(resume=True), cfg("t-interrupt"))["approved"] is True
         # older_than: age two checkpoints; the head is never removed
         ids = [n.checkpoint_id for n in H.thread_history(saver, "t-answer").ordered()]
-        raw_sql(url, "UPDATE threadline_checkpoints SET created_at = ? WHERE thread_id = ?", (time.time() - 10 * 86400, "t-answer"))
+        backend.sql("UPDATE threadline_checkpoints SET created_at = ? WHERE thread_id = ?", (time.time() - 10 * 86400, "t-answer"))
         aged = L.prune(saver, L.RetentionPolicy(older_than=86400), thread_ids=["t-answer"])
         assert [cid for ns, cid in aged.plans[0].checkpoints if ns == ""] == ids[:-1]
         assert [n.checkpoint_id for n in H.thread_history(saver, "t-answer").ordered()] == ids[-1:]
         assert H.jsonable(g.get_state(cfg("t-answer")).values) == heads["t-answer"]
         # idle: whole threads go
-        raw_sql(url, "UPDATE threadline_threads SET updated_at = ? WHERE thread_id = ?", (time.time() - 100 * 86400, "t-answer"))
+        backend.sql("UPDATE threadline_threads SET updated_at = ? WHERE thread_id = ?", (time.time() - 100 * 86400, "t-answer"))
         idle_dry = L.prune(saver, L.RetentionPolicy(idle_longer_than=30 * 86400), dry_run=True)
         assert idle_dry.threads_deleted == ["t-answer"]
         L.prune(saver, L.RetentionPolicy(idle_longer_than=30 * 86400))
         for table in ("checkpoints", "blobs", "writes", "threads"):
-            assert count(url, table, "WHERE thread_id = ?", ("t-answer",)) == 0
+            assert count(backend, table, "WHERE thread_id = ?", ("t-answer",)) == 0
         assert L.fsck(saver).ok
         with pytest.raises(ConfigError):
             L.RetentionPolicy()
 
 
 def test_fsck_finds_damage_repairs_the_safe_part_and_rebuild_restores_blobs(db):
-    url, _ = db
+    backend, _ = db
+    url = backend.url
     with open_saver(url) as saver:
         assert L.fsck(saver, deep=True).ok
         h = H.thread_history(saver, "t-answer")
@@ -234,15 +231,15 @@ def test_fsck_finds_damage_repairs_the_safe_part_and_rebuild_restores_blobs(db):
         victim = nodes[2]  # a loop checkpoint: its `messages` blob will go missing
         victim_state = H.state_at(saver, "t-answer", victim.checkpoint_id)
         doc = victim_state.channel_versions
-        raw_sql(url, "DELETE FROM threadline_blobs WHERE thread_id = ? AND channel = 'messages' AND version = ?", ("t-answer", doc["messages"]))
-        raw_sql(url, "INSERT INTO threadline_writes (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, task_path, type, blob, created_at) "
+        backend.sql("DELETE FROM threadline_blobs WHERE thread_id = ? AND channel = 'messages' AND version = ?", ("t-answer", doc["messages"]))
+        backend.sql("INSERT INTO threadline_writes (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, task_path, type, blob, created_at) "
                      "VALUES (?, '', ?, 't', 0, 'x', '', 'null', NULL, 0)", ("t-answer", "1f000000-dead-6000-8000-000000000000"))
-        raw_sql(url, "INSERT INTO threadline_blobs (thread_id, checkpoint_ns, channel, version, type, blob, base_version) "
+        backend.sql("INSERT INTO threadline_blobs (thread_id, checkpoint_ns, channel, version, type, blob, base_version) "
                      "VALUES (?, '', 'junk', '1', 'null', NULL, NULL)", ("t-answer",))
-        raw_sql(url, "UPDATE threadline_checkpoints SET parent_checkpoint_id = ? WHERE thread_id = ? AND checkpoint_id = ?",
+        backend.sql("UPDATE threadline_checkpoints SET parent_checkpoint_id = ? WHERE thread_id = ? AND checkpoint_id = ?",
                 ("1f000000-0000-6000-8000-00000000beef", "t-interrupt", H.thread_history(saver, "t-interrupt").ordered()[3].checkpoint_id))
-        raw_sql(url, "UPDATE threadline_threads SET checkpoint_count = 99 WHERE thread_id = ?", ("t-research",))
-        raw_sql(url, "INSERT INTO threadline_blobs (thread_id, checkpoint_ns, channel, version, type, blob, base_version) "
+        backend.sql("UPDATE threadline_threads SET checkpoint_count = 99 WHERE thread_id = ?", ("t-research",))
+        backend.sql("INSERT INTO threadline_blobs (thread_id, checkpoint_ns, channel, version, type, blob, base_version) "
                      "VALUES ('ghost', '', 'x', '1', 'null', NULL, NULL)")
         report = L.fsck(saver)
         kinds = {(f.kind, f.thread_id) for f in report.findings}
@@ -256,8 +253,8 @@ def test_fsck_finds_damage_repairs_the_safe_part_and_rebuild_restores_blobs(db):
         assert all(f.repaired for f in repaired.findings if f.repairable)
         left = L.fsck(saver)
         assert {f.kind for f in left.findings} == {"dangling_blob"}
-        assert count(url, "blobs", "WHERE thread_id = 'ghost'") == 0
-        assert count(url, "writes", "WHERE checkpoint_id = '1f000000-dead-6000-8000-000000000000'") == 0
+        assert count(backend, "blobs", "WHERE thread_id = 'ghost'") == 0
+        assert count(backend, "writes", "WHERE checkpoint_id = '1f000000-dead-6000-8000-000000000000'") == 0
         # recovery from writes (seed 000): recompute the missing blob and put it back
         r = L.rebuild(saver, graph, "t-answer", victim.checkpoint_id)
         assert r.missing == ["messages"] and not r.differs and not r.restored
@@ -270,7 +267,8 @@ def test_fsck_finds_damage_repairs_the_safe_part_and_rebuild_restores_blobs(db):
 
 
 def test_rebuild_recomputes_every_loop_checkpoint_exactly(db):
-    url, _ = db
+    backend, _ = db
+    url = backend.url
     with open_saver(url) as saver:
         checked = 0
         for tid in ("t-research", "t-answer", "t-interrupt"):

@@ -1,12 +1,14 @@
-"""``open_saver`` / ``aopen_saver``: the three URL forms and clear errors for bad ones."""
+"""``open_saver`` / ``aopen_saver`` and the backend registry: the URL forms and clear errors for bad ones."""
 
 from __future__ import annotations
 
 import pytest
-from conftest import make_backend, require_postgres
+from backends import fresh_postgres_url
 from workers import build_chat, expected_state, user_message
 
 from threadline import AsyncPostgresSaver, AsyncSqliteSaver, BackendError, PostgresSaver, SqliteSaver, aopen_saver, open_saver
+from threadline.backends import REGISTRY, backend_of
+from threadline.saver import AsyncShell, SyncShell
 
 
 def _turn(saver, tid: str) -> dict:
@@ -26,10 +28,8 @@ def test_plain_path_and_sqlite_url_open_the_same_file(tmp_path):
         assert graph.get_state({"configurable": {"thread_id": "t"}}).values == expected_state("t", 1)
 
 
-def test_postgres_url(request, tmp_path):
-    require_postgres()
-    backend = make_backend("postgres", tmp_path, request)
-    with open_saver(backend.target) as saver:
+def test_postgres_url(pg_url):
+    with open_saver(pg_url) as saver:
         assert isinstance(saver, PostgresSaver)
         assert _turn(saver, "pg") == expected_state("pg", 1)
 
@@ -37,9 +37,7 @@ def test_postgres_url(request, tmp_path):
 async def test_async_variants(request, tmp_path):
     async with aopen_saver(str(tmp_path / "a.db")) as saver:
         assert isinstance(saver, AsyncSqliteSaver)
-    require_postgres()
-    backend = make_backend("postgres-async", tmp_path, request)
-    async with aopen_saver(backend.target) as saver:
+    async with aopen_saver(fresh_postgres_url(request)) as saver:
         assert isinstance(saver, AsyncPostgresSaver)
         graph = build_chat().compile(checkpointer=saver)
         await graph.ainvoke({"messages": ["hi"]}, {"configurable": {"thread_id": "x"}})
@@ -48,9 +46,45 @@ async def test_async_variants(request, tmp_path):
 
 @pytest.mark.parametrize("url", ["mysql://root@localhost/db", "redis://127.0.0.1:6379", "s3://bucket/key"])
 def test_unknown_scheme_is_named(url):
-    with pytest.raises(BackendError, match="unknown database URL scheme"):
+    with pytest.raises(BackendError, match=r"unknown database URL scheme .*; use a path, sqlite:///path or postgresql://"):
         with open_saver(url):
             pass
+
+
+@pytest.mark.parametrize(
+    "url, name",
+    [
+        ("checkpoints.db", "sqlite"),
+        (":memory:", "sqlite"),
+        ("/abs/dir/x.db", "sqlite"),
+        ("sqlite:///rel.db", "sqlite"),
+        ("SQLite:////abs.db", "sqlite"),
+        ("postgresql://u@h:5432/db", "postgres"),
+        ("postgres://u@h/db", "postgres"),
+        ("postgresql+psycopg://u@h/db", "postgres"),
+    ],
+)
+def test_backend_of_names_the_backend_of_each_url_form(url, name):
+    assert backend_of(url) == name
+
+
+@pytest.mark.parametrize("url", ["", None, 42])
+def test_a_missing_url_is_named(url):
+    with pytest.raises(BackendError, match="database URL must be a non-empty string"):
+        backend_of(url)
+
+
+@pytest.mark.parametrize("entry", REGISTRY, ids=lambda e: e.name)
+def test_every_registered_part_resolves(entry):
+    """A registry entry names real classes: sync and async savers with the official
+    ``from_conn_string``, and the read-only opener."""
+    saver, async_saver = entry.get("saver"), entry.get("async_saver")
+    assert issubclass(saver, SyncShell) and issubclass(async_saver, AsyncShell)
+    assert saver.dialect is async_saver.dialect
+    assert callable(entry.get("read_only"))
+    assert backend_of(entry.example) == entry.name
+    with pytest.raises(BackendError, match=f"the {entry.name} backend has no store"):
+        entry.get("store")
 
 
 def test_unreachable_postgres_is_named():

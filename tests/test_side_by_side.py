@@ -66,8 +66,7 @@ from hypothesis.control import currently_in_test_context
 from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 from langgraph.checkpoint.base.id import uuid6
 
-from backends import pg_dsn, with_search_path
-from conftest import pg_schemas, require_postgres
+from backends import pg_schemas, require_postgres
 
 TASKS = "__pregel_tasks"
 THREADS = ("t1", "t2", "t3")
@@ -712,17 +711,12 @@ def postgres_pair() -> Iterator[tuple[Any, Any]]:
 
     from threadline import PostgresSaver
 
-    schemas = pg_schemas()
-    a, b = schemas.create(), schemas.create()
-    try:
-        with Official.from_conn_string(with_search_path(pg_dsn(), a)) as official:
+    with pg_schemas().fresh() as official_url, pg_schemas().fresh() as mine_url:
+        with Official.from_conn_string(official_url) as official:
             official.setup()
-            with PostgresSaver.from_conn_string(with_search_path(pg_dsn(), b)) as mine:
+            with PostgresSaver.from_conn_string(mine_url) as mine:
                 mine.setup()
                 yield official, mine
-    finally:
-        schemas.drop(a)
-        schemas.drop(b)
 
 
 def _official_sqlite() -> type:

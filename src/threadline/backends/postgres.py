@@ -1,9 +1,10 @@
 """Postgres savers: ``PostgresSaver`` (psycopg 3) and ``AsyncPostgresSaver`` (psycopg 3 async).
 
-Thin shells over the shared storage operations. Each takes a single connection or a pool
-(``psycopg_pool.ConnectionPool`` / ``AsyncConnectionPool``). Every operation runs
-in one transaction; an operation of one statement (``put_writes``) runs as that
-statement alone, and many-row inserts are sent as one multi-row statement.
+Thin shells over the shared storage operations: they open connections and transactions
+and hand a cursor to the one statement loop (``threadline.storage.runner``). Each takes a
+single connection or a pool (``psycopg_pool.ConnectionPool`` / ``AsyncConnectionPool``).
+Every operation runs in one transaction; an operation of one statement (``put_writes``)
+runs as that statement alone, and many-row inserts are sent as one multi-row statement.
 (Measured here: psycopg's pipeline mode inside a transaction cost more round-trip
 waits than it saved, so it is not used.)
 
@@ -29,7 +30,7 @@ from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from threadline.storage import ops
 from threadline.storage.dialect import POSTGRES
-from threadline.storage.runner import adrive, drive, needs_transaction, statements
+from threadline.storage.runner import adrive, drive
 from threadline.errors import BackendError
 from threadline.saver import AsyncShell, SyncShell
 
@@ -144,31 +145,32 @@ class PostgresSaver(SyncShell):
 
     def _transaction(self, op: ops.Op, write: bool) -> Any:
         with self._connection() as conn, ExitStack() as tx:
-            cur = conn.cursor(row_factory=tuple_row)
-            began = False
 
-            def execute(q: ops.Q) -> list:
-                nonlocal began
-                stmts = statements(q, POSTGRES.max_params)
-                if not began and (needs_transaction(q, stmts) or not conn.autocommit):
+            def begin(needed: bool) -> None:
+                if needed or not conn.autocommit:  # outside autocommit even one statement needs its commit
                     tx.enter_context(conn.transaction())
-                began = True
-                rows: list = []
-                for s in stmts:
-                    if s.many:
-                        cur.executemany(POSTGRES.sql(s.sql), s.params)
-                    else:
-                        cur.execute(POSTGRES.sql(s.sql), s.params)
-                        if self.pipe is not None:
-                            self.pipe.sync()  # the next statement may depend on these rows
-                        rows = cur.fetchall() if cur.description else []
-                return rows
 
+            flush = self.pipe.sync if self.pipe is not None else None
             try:
-                return drive(op, execute)
+                return drive(op, conn.cursor(row_factory=tuple_row), self.dialect, begin, flush)
             finally:
-                if self.pipe is not None:
-                    self.pipe.sync()
+                if flush is not None:
+                    flush()
+
+
+@contextmanager
+def open_read_only(url: str, what: str = "database") -> Iterator[PostgresSaver]:
+    """A ``PostgresSaver`` on one connection in read-only mode, never set up: only
+    ``peek`` runs on it (for databases threadline does not own, e.g. an official
+    saver's). BackendError when the server cannot be reached (``what`` is for the
+    backends that name a file)."""
+    try:
+        conn = psycopg.connect(url, autocommit=True, connect_timeout=10)
+        conn.execute("SET default_transaction_read_only = on")
+    except psycopg.Error as exc:
+        raise door_error(exc, url) from exc
+    with conn:
+        yield PostgresSaver(conn)
 
 
 class AsyncPostgresSaver(AsyncShell):
@@ -253,28 +255,14 @@ class AsyncPostgresSaver(AsyncShell):
 
     async def _atransaction(self, op: ops.Op, write: bool) -> Any:
         async with self._connection() as conn, AsyncExitStack() as tx:
-            cur = conn.cursor(row_factory=tuple_row)
-            began = False
 
-            async def execute(q: ops.Q) -> list:
-                nonlocal began
-                stmts = statements(q, POSTGRES.max_params)
-                if not began and (needs_transaction(q, stmts) or not conn.autocommit):
+            async def begin(needed: bool) -> None:
+                if needed or not conn.autocommit:
                     await tx.enter_async_context(conn.transaction())
-                began = True
-                rows: list = []
-                for s in stmts:
-                    if s.many:
-                        await cur.executemany(POSTGRES.sql(s.sql), s.params)
-                    else:
-                        await cur.execute(POSTGRES.sql(s.sql), s.params)
-                        if self.pipe is not None:
-                            await self.pipe.sync()  # the next statement may depend on these rows
-                        rows = await cur.fetchall() if cur.description else []
-                return rows
 
+            flush = self.pipe.sync if self.pipe is not None else None
             try:
-                return await adrive(op, execute)
+                return await adrive(op, conn.cursor(row_factory=tuple_row), self.dialect, begin, flush)
             finally:
-                if self.pipe is not None:
-                    await self.pipe.sync()
+                if flush is not None:
+                    await flush()

@@ -1,8 +1,9 @@
 """SQLite savers: ``SqliteSaver`` (sqlite3) and ``AsyncSqliteSaver`` (aiosqlite).
 
-Thin shells over the shared storage operations: they wrap each operation in one transaction —
-``BEGIN IMMEDIATE`` for writes so concurrent processes queue on the busy timeout
-instead of failing to upgrade a read lock — and execute its queries.
+Thin shells over the shared storage operations: they open the connection and wrap each
+operation in one transaction — ``BEGIN IMMEDIATE`` for writes so concurrent processes queue
+on the busy timeout instead of failing to upgrade a read lock — and hand a cursor to the one
+statement loop (``threadline.storage.runner``).
 
 A connection the caller passes in is used as it is: its ``isolation_level`` and
 pragmas are never changed (the saver issues its own ``BEGIN``/``COMMIT``). A
@@ -13,6 +14,7 @@ busy timeout).
 from __future__ import annotations
 
 import asyncio
+import os
 import sqlite3
 import threading
 from collections.abc import AsyncIterator, Iterator
@@ -24,8 +26,8 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from threadline.storage import ops
 from threadline.storage.dialect import SQLITE
-from threadline.storage.runner import Statement, adrive, drive, needs_transaction, statements
-from threadline.errors import BackendError, ThreadlineError
+from threadline.storage.runner import adrive, drive
+from threadline.errors import BackendError, ConfigError, ThreadlineError
 from threadline.saver import AsyncShell, SyncShell
 
 BUSY_TIMEOUT_MS = 30_000
@@ -155,21 +157,39 @@ class SqliteSaver(SyncShell):
         with self.lock:
             cur = self.conn.cursor()
 
-            def execute(q: ops.Q) -> list:
-                stmts = statements(q, self.dialect.max_params)
-                if not self.conn.in_transaction and needs_transaction(q, stmts):
+            def begin(needed: bool) -> None:
+                if needed and not self.conn.in_transaction:
                     cur.execute(_begin(write))
-                return _execute(cur, stmts)
 
             try:
-                result = drive(op, execute)
+                result = drive(op, cur, self.dialect, begin)
             except BaseException:
                 if self.conn.in_transaction:
                     self.conn.rollback()
                 raise
+            finally:
+                cur.close()
             if self.conn.in_transaction:
                 self.conn.commit()
             return result
+
+
+@contextmanager
+def open_read_only(url: str, what: str = "database") -> Iterator[SqliteSaver]:
+    """A ``SqliteSaver`` on an existing file opened read-only and never set up: only
+    ``peek`` runs on it (for databases threadline does not own, e.g. an official
+    saver's). ConfigError, naming it as ``what``, when the file does not exist or
+    is not a SQLite database."""
+    path = path_of(url)
+    if not os.path.exists(path):
+        raise ConfigError(f"{what} {path!r} does not exist")
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
+    try:
+        yield SqliteSaver(conn)
+    except sqlite3.DatabaseError as exc:
+        raise ConfigError(f"{what} {path!r} is not a SQLite database ({exc})") from exc
+    finally:
+        conn.close()
 
 
 def _name(conn: Any) -> str:
@@ -181,17 +201,6 @@ def _name(conn: Any) -> str:
     except sqlite3.Error:
         pass
     return "the SQLite database"
-
-
-def _execute(cur: sqlite3.Cursor, stmts: list[Statement]) -> list:
-    rows: list = []
-    for s in stmts:
-        if s.many:
-            cur.executemany(s.sql, s.params)
-        else:
-            cur.execute(s.sql, s.params)
-            rows = cur.fetchall() if cur.description else []
-    return rows
 
 
 class AsyncSqliteSaver(AsyncShell):
@@ -257,25 +266,20 @@ class AsyncSqliteSaver(AsyncShell):
             return await self._atransaction(op, write)
 
     async def _atransaction(self, op: ops.Op, write: bool) -> Any:
-        async def execute(q: ops.Q) -> list:
-            stmts = statements(q, self.dialect.max_params)
-            if not self.conn.in_transaction and needs_transaction(q, stmts):
-                await self.conn.execute(_begin(write))
-            rows: list = []
-            for s in stmts:
-                if s.many:
-                    await self.conn.executemany(s.sql, s.params)
-                else:
-                    async with self.conn.execute(s.sql, s.params) as cur:
-                        rows = list(await cur.fetchall()) if cur.description else []
-            return rows
+        cur = await self.conn.cursor()
+
+        async def begin(needed: bool) -> None:
+            if needed and not self.conn.in_transaction:
+                await cur.execute(_begin(write))
 
         try:
-            result = await adrive(op, execute)
+            result = await adrive(op, cur, self.dialect, begin)
         except BaseException:
             if self.conn.in_transaction:
                 await self.conn.rollback()
             raise
+        finally:
+            await cur.close()
         if self.conn.in_transaction:
             await self.conn.commit()
         return result

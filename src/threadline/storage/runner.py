@@ -1,9 +1,14 @@
-"""Drive a sans-IO operation (see ``ops``) with a sync or async ``execute``.
+"""Drive a sans-IO operation (see ``ops``) on one sync or async DB-API cursor.
 
-``execute(q)`` runs one ``Q`` on the backend's cursor and returns its rows; the
-driver sends them back into the operation and returns the operation's result.
-Transactions are the backend shell's (one per operation); ``statements`` and
-``needs_transaction`` are the rules every shell applies.
+This is the one statement-execution loop of every backend: ``drive(op, cur, d, begin)``
+turns each ``Q`` the operation yields into ``statements`` (in the dialect's
+placeholder style), runs them on ``cur`` and sends the rows back; ``adrive`` is the
+same on an async cursor (aiosqlite, psycopg async). A backend shell only opens the
+connection and the transaction: before the first statement the driver calls
+``begin(needed)``, ``needed`` saying whether the operation needs an explicit
+transaction (``needs_transaction``); the shell commits or rolls back afterwards.
+``flush``, when given, is called after each statement whose rows are read (psycopg's
+``Pipeline.sync``: in pipeline mode the next statement may depend on these rows).
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ import re
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, NamedTuple, TypeVar
 
+from threadline.storage.dialect import Dialect
 from threadline.storage.ops import Op, Q, chunks, flat
 
 T = TypeVar("T")
@@ -26,11 +32,12 @@ class Statement(NamedTuple):
 
 
 def statements(q: Q, max_params: int) -> list[Statement]:
-    """The statements that execute ``q``.
+    """The statements that execute ``q`` (SQL still with ``?`` placeholders).
 
     A many-row ``INSERT … VALUES (?, …)`` becomes one multi-row statement per chunk
     of at most ``max_params`` parameters: one round trip and one statement instead
-    of one per row. Other many-row statements stay executemany.
+    of one per row. Other many-row statements stay executemany; an empty many-row
+    ``Q`` is no statement at all.
     """
     if not q.many:
         return [Statement(q.sql, q.params, False)]
@@ -52,7 +59,42 @@ def needs_transaction(q: Q, stmts: list[Statement]) -> bool:
     return not (q.single and len(stmts) == 1 and not stmts[0].many)
 
 
-def drive(op: Op[T], execute: Callable[[Q], list]) -> T:
+class _Plan:
+    """The statements of each ``Q`` in the dialect's SQL, and the one ``begin`` call."""
+
+    def __init__(self, d: Dialect) -> None:
+        self.d = d
+        self.begun = False
+
+    def of(self, q: Q) -> tuple[bool | None, list[Statement]]:
+        """(``needed`` for ``begin``, or None once it was called; the statements)."""
+        stmts = statements(q, self.d.max_params)
+        needed = None if self.begun else needs_transaction(q, stmts)
+        self.begun = True
+        return needed, [s._replace(sql=self.d.sql(s.sql)) for s in stmts]
+
+
+def drive(
+    op: Op[T], cur: Any, d: Dialect, begin: Callable[[bool], object], flush: Callable[[], object] | None = None
+) -> T:
+    """Run ``op`` on the sync cursor ``cur`` and return its result (see the module docstring)."""
+    plan = _Plan(d)
+
+    def execute(q: Q) -> list:
+        needed, stmts = plan.of(q)
+        if needed is not None:
+            begin(needed)
+        rows: list = []
+        for s in stmts:
+            if s.many:
+                cur.executemany(s.sql, s.params)
+            else:
+                cur.execute(s.sql, s.params)
+                if flush is not None:
+                    flush()
+                rows = cur.fetchall() if cur.description else []
+        return rows
+
     try:
         q = next(op)
         while True:
@@ -61,7 +103,31 @@ def drive(op: Op[T], execute: Callable[[Q], list]) -> T:
         return stop.value
 
 
-async def adrive(op: Op[T], execute: Callable[[Q], Awaitable[list]]) -> T:
+async def adrive(
+    op: Op[T],
+    cur: Any,
+    d: Dialect,
+    begin: Callable[[bool], Awaitable[object]],
+    flush: Callable[[], Awaitable[object]] | None = None,
+) -> T:
+    """``drive`` on an async cursor; ``begin`` and ``flush`` are coroutine functions."""
+    plan = _Plan(d)
+
+    async def execute(q: Q) -> list:
+        needed, stmts = plan.of(q)
+        if needed is not None:
+            await begin(needed)
+        rows: list = []
+        for s in stmts:
+            if s.many:
+                await cur.executemany(s.sql, s.params)
+            else:
+                await cur.execute(s.sql, s.params)
+                if flush is not None:
+                    await flush()
+                rows = list(await cur.fetchall()) if cur.description else []
+        return rows
+
     try:
         q = next(op)
         while True:

@@ -10,7 +10,6 @@ pending writes), i.e. what ``get_state`` and ``get_state_history`` are built fro
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -21,6 +20,7 @@ from threadline.keys import thread_id_of
 from threadline.storage import adopt, ops
 from threadline.storage.dialect import Dialect
 from threadline.storage.ops import Op, Q
+
 
 @dataclass
 class ThreadImport:
@@ -65,35 +65,10 @@ class ImportReport:
 def _official_source(url: str) -> Iterator[Any]:
     """A threadline saver shell on an official LangGraph database, opened read-only and
     never set up: only ``peek`` runs on it. ConfigError when it is no such database."""
-    from threadline.backends import backend_of
+    from threadline.backends import entry_of
 
-    if backend_of(url) == "sqlite":
-        import sqlite3
-
-        from threadline.backends.sqlite import SqliteSaver, path_of
-
-        path = path_of(url)
-        if not os.path.exists(path):
-            raise ConfigError(f"import source {path!r} does not exist")
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
-        try:
-            yield _checked(SqliteSaver(conn), path)
-        except sqlite3.DatabaseError as exc:
-            raise ConfigError(f"import source {path!r} is not a SQLite database ({exc})") from exc
-        finally:
-            conn.close()
-    else:
-        import psycopg
-
-        from threadline.backends.postgres import PostgresSaver, door_error
-
-        try:
-            conn = psycopg.connect(url, autocommit=True, connect_timeout=10)
-            conn.execute("SET default_transaction_read_only = on")
-        except psycopg.Error as exc:
-            raise door_error(exc, url) from exc
-        with conn:
-            yield _checked(PostgresSaver(conn), "the import source")
+    with entry_of(url).get("read_only")(url, "import source") as source:
+        yield _checked(source, "the import source")
 
 
 def check_source(url: str) -> None:

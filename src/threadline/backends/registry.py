@@ -1,0 +1,90 @@
+"""The backends, by URL scheme: the one place that knows which backends exist.
+
+Adding a backend = a dialect (``threadline.storage.dialect``), a driver shell module
+``threadline.backends.<name>`` (connect + transaction only; ``sqlite.py`` is the
+model) and one ``BackendEntry`` in ``REGISTRY``. ``open_saver``/``aopen_saver`` and
+whatever else opens a URL look the backend up here; nothing else branches on a
+backend's name.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from threadline.errors import BackendError
+
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+
+
+@dataclass(frozen=True)
+class BackendEntry:
+    """One backend: the URLs it serves and the parts its shell module provides.
+
+    ``parts`` maps a role to a name in ``module`` (imported on first use, so a backend
+    whose driver is not installed costs nothing until a URL names it). Roles:
+    ``saver`` and ``async_saver`` (the saver classes, opened with
+    ``from_conn_string(url)``), ``read_only`` (``open_read_only(url, what)``: a sync
+    saver on an existing database, opened read-only and never set up); a store or a
+    cache adds its own roles beside them.
+    """
+
+    name: str  # what ``backend_of`` returns
+    schemes: tuple[str, ...]  # URL schemes served, lower case
+    module: str
+    parts: Mapping[str, str]
+    example: str  # a URL of this backend, for messages
+    scheme_prefixes: tuple[str, ...] = ()  # schemes served by prefix, e.g. "postgresql+" for postgresql+psycopg
+    paths: bool = False  # serves a plain file path or ":memory:" (a string with no scheme)
+
+    def serves(self, scheme: str) -> bool:
+        return scheme in self.schemes or scheme.startswith(self.scheme_prefixes)
+
+    def get(self, role: str) -> Any:
+        """The part playing ``role`` (a class or an opener); BackendError when this backend has none."""
+        if role not in self.parts:
+            raise BackendError(f"the {self.name} backend has no {role.replace('_', ' ')}")
+        return getattr(importlib.import_module(self.module), self.parts[role])
+
+
+REGISTRY: tuple[BackendEntry, ...] = (
+    BackendEntry(
+        name="sqlite",
+        schemes=("sqlite",),
+        module="threadline.backends.sqlite",
+        parts={"saver": "SqliteSaver", "async_saver": "AsyncSqliteSaver", "read_only": "open_read_only"},
+        example="sqlite:///path",
+        paths=True,
+    ),
+    BackendEntry(
+        name="postgres",
+        schemes=("postgresql", "postgres"),
+        scheme_prefixes=("postgresql+",),
+        module="threadline.backends.postgres",
+        parts={"saver": "PostgresSaver", "async_saver": "AsyncPostgresSaver", "read_only": "open_read_only"},
+        example="postgresql://",
+    ),
+)
+
+
+def entry_of(url: str) -> BackendEntry:
+    """The backend serving ``url`` (a URL, or a plain path for the backend that takes paths).
+
+    Raises BackendError for an empty or non-string URL and for an unknown scheme."""
+    if not isinstance(url, str) or not url:
+        raise BackendError(f"database URL must be a non-empty string, got {url!r}")
+    m = _SCHEME.match(url)
+    scheme = m.group(1).lower() if m else None
+    for entry in REGISTRY:
+        if entry.paths if scheme is None else entry.serves(scheme):
+            return entry
+    forms = (["a path"] if any(e.paths for e in REGISTRY) else []) + [e.example for e in REGISTRY]
+    raise BackendError(f"unknown database URL scheme {scheme!r} in {url!r}; use {', '.join(forms[:-1])} or {forms[-1]}")
+
+
+def backend_of(url: str) -> str:
+    """The name of the backend serving ``url`` (``"sqlite"``, ``"postgres"``); BackendError as ``entry_of``."""
+    return entry_of(url).name
