@@ -176,7 +176,7 @@ def fork_op(
     if dst == tid:
         raise ConfigError(f"fork: target thread {dst!r} is the source thread; use rollback to branch within a thread")
     row = yield from checkpoint_row_op(d, tid, ns, checkpoint_id_of(checkpoint_id))
-    exists = yield Q("SELECT 1 FROM threadline_checkpoints WHERE thread_id = ? LIMIT 1", (dst,))
+    exists = yield Q(d.HAS_CHECKPOINTS, (dst,))
     if exists:
         raise UnsafeOperationError(f"fork: thread {dst!r} already exists; pick a new thread id (or delete it first)")
     meta = d.load_json(row[5], f"checkpoint ({tid!r}, {ns!r}, {checkpoint_id!r})")

@@ -126,7 +126,7 @@ def fsck_thread_op(d: Dialect, serde: SerializerProtocol, thread_id: str, *, rep
                         True, count=len(orphan_blobs))
             )
     # thread index
-    idx = yield Q("SELECT checkpoint_count, bytes FROM threadline_threads WHERE thread_id = ?", (tid,))
+    idx = [r[2:] for r in (yield Q(d.THREAD, (tid,)))]
     count = len(t.rows)
     if count and not idx:
         findings.append(Finding("thread_index", tid, None, None, "no threads row", True))

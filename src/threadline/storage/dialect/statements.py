@@ -84,6 +84,8 @@ class Statements:
     THREAD_CHECKPOINTS = (
         "SELECT checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata FROM threadline_checkpoints WHERE thread_id = ?"
     )
+    # (thread_id) → one row when the thread has a checkpoint, none otherwise
+    HAS_CHECKPOINTS = "SELECT 1 FROM threadline_checkpoints WHERE thread_id = ? LIMIT 1"
     # (parent_checkpoint_id, thread_id, checkpoint_ns, checkpoint_id)
     SET_PARENT = f"UPDATE threadline_checkpoints SET parent_checkpoint_id = ? {WHERE_CHECKPOINT}"
     # (created_at, thread_id, checkpoint_ns, checkpoint_id)
@@ -288,8 +290,15 @@ class Statements:
         "INSERT INTO threadline_threads (thread_id, created_at, updated_at, checkpoint_count, bytes) VALUES (?, ?, ?, 0, 0) "
         "ON CONFLICT (thread_id) DO NOTHING"
     )
+    # (thread_id) → created_at, updated_at, checkpoint_count, bytes
+    THREAD = "SELECT created_at, updated_at, checkpoint_count, bytes FROM threadline_threads WHERE thread_id = ?"
     # (updated_at, thread_id)
     TOUCH_THREAD = "UPDATE threadline_threads SET updated_at = ? WHERE thread_id = ?"
+    # (thread_id, thread_id, thread_id): created_at and updated_at from the thread's oldest and newest checkpoint
+    RETIME_THREAD = (
+        "UPDATE threadline_threads SET created_at = (SELECT MIN(created_at) FROM threadline_checkpoints WHERE thread_id = ?), "
+        "updated_at = (SELECT MAX(created_at) FROM threadline_checkpoints WHERE thread_id = ?) WHERE thread_id = ?"
+    )
     # (thread_id)
     DROP_EMPTY_THREAD = "DELETE FROM threadline_threads WHERE thread_id = ? AND checkpoint_count = 0"
     # (thread_id) each, in this order: what deleting a thread deletes

@@ -28,7 +28,9 @@ def delta_channel_history(
 
     Same result as ``BaseCheckpointSaver.get_delta_channel_history`` (the contract),
     in four queries instead of one ``get_tuple`` per ancestor: the ancestor chain
-    by a recursive CTE, which ancestors store a value, the writes, the seeds.
+    by a recursive CTE, which ancestors store a value, the writes, the seeds. Which
+    ancestors' writes count is ``liveness.Lineage.walk``, the rule prune and the
+    lifecycle keep them by.
     """
     channels = list(channels)
     result: dict[str, DeltaChannelHistory] = {ch: {"writes": []} for ch in channels}

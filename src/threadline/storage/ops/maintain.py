@@ -1,7 +1,8 @@
 """Maintenance operations: deleting threads, checkpoints and the checkpoints of runs,
 recomputing a thread's index row (``restat``), collecting unreferenced blobs while
 keeping every delta base a kept blob needs (``gc_blobs``), copying a thread, and
-``prune`` with its ``keep_latest`` / ``delete`` strategies.
+``prune`` with its ``keep_latest`` / ``delete`` strategies. What a kept checkpoint
+needs is ``storage.liveness``'s rule.
 """
 
 from __future__ import annotations
@@ -145,33 +146,40 @@ def prune(d: Dialect, thread_ids: Any, strategy: str, bc: codec.BlobCodec | None
         ):
             # the whole batch is one transaction: nothing is pruned, as the official saver
             raise NotImplementedError(f"keep_latest can't prune threads that use a DeltaChannel: {tid}")
-        by_id = {(r[0], r[1]): r for r in found}
-        docs: dict[tuple[str, str], Any] = {}
-
-        def versions(key: tuple[str, str]) -> Any:
-            if key not in docs:
-                docs[key] = d.load_json(by_id[key][3], f"checkpoint ({tid!r}, {key[0]!r}, {key[1]!r})")
-            return docs[key].get("channel_versions") or {}
-
-        lineage = Lineage({k: r[2] for k, r in by_id.items()}, versions, nonempty)
-        keep: set[tuple] = set()
-        roots: dict[str, str | None] = {}
-        for ns in sorted({r[0] for r in found}):
-            head = max(r[1] for r in found if r[0] == ns)
-            keep.add((ns, head))
-            where = f"checkpoint ({tid!r}, {ns!r}, {head!r})"
-            doc, meta = d.load_json(by_id[(ns, head)][3], where), d.load_json(by_id[(ns, head)][4], where)
-            parent = by_id[(ns, head)][2]
-            if R.needs_parent_sends(parent, doc) and (ns, parent) in with_sends:
-                keep.add((ns, parent))
-            roots[ns] = (meta.get("parents") or {}).get("") if isinstance(meta.get("parents"), dict) else None
-            # the ancestors the head rebuilds its DeltaChannel values from, with their writes
-            keep |= {(ns, cid) for cid in lineage.needs(ns, parent, meta)}
-        # a subgraph call goes with the saved root checkpoint it started from
-        calls = {ns for ns, root in roots.items() if ":" in ns and ("", root) in by_id and ("", root) not in keep}
-        keep = {k for k in keep if k[0] not in calls}
-        doomed += [(tid, ns, cid) for ns, cid in by_id if (ns, cid) not in keep]
-        orphaned += [(tid, ns, cid) for ns, cid in keep if by_id[(ns, cid)][2] and (ns, by_id[(ns, cid)][2]) not in keep]
+        kept = _keep_latest(d, tid, found, nonempty, with_sends)
+        doomed += [(tid, r[0], r[1]) for r in found if (r[0], r[1]) not in kept]
+        orphaned += [(tid, r[0], r[1]) for r in found if (r[0], r[1]) in kept and r[2] and (r[0], r[2]) not in kept]
     if orphaned:
         yield Q(d.SET_PARENT, [(None, *k) for k in orphaned], many=True)
     yield from delete_checkpoints(d, doomed, bc)
+
+
+def _keep_latest(d: Dialect, tid: str, found: list, nonempty: set, with_sends: set) -> set[tuple[str, str]]:
+    """The (checkpoint_ns, checkpoint_id) ``prune(keep_latest)`` keeps of one thread's
+    checkpoint rows (``THREAD_CHECKPOINTS``), given its blobs holding a value and the
+    checkpoints with TASKS writes."""
+    by_id = {(r[0], r[1]): r for r in found}
+    docs: dict[tuple[str, str], Any] = {}
+
+    def versions(key: tuple[str, str]) -> Any:
+        if key not in docs:
+            docs[key] = d.load_json(by_id[key][3], f"checkpoint ({tid!r}, {key[0]!r}, {key[1]!r})")
+        return docs[key].get("channel_versions") or {}
+
+    lineage = Lineage({k: r[2] for k, r in by_id.items()}, versions, nonempty)
+    keep: set[tuple[str, str]] = set()
+    roots: dict[str, str | None] = {}
+    for ns in sorted({r[0] for r in found}):
+        head = max(r[1] for r in found if r[0] == ns)
+        keep.add((ns, head))
+        where = f"checkpoint ({tid!r}, {ns!r}, {head!r})"
+        doc, meta = d.load_json(by_id[(ns, head)][3], where), d.load_json(by_id[(ns, head)][4], where)
+        parent = by_id[(ns, head)][2]
+        if R.needs_parent_sends(parent, doc) and (ns, parent) in with_sends:
+            keep.add((ns, parent))
+        roots[ns] = (meta.get("parents") or {}).get("") if isinstance(meta.get("parents"), dict) else None
+        # the ancestors the head rebuilds its DeltaChannel values from, with their writes
+        keep |= {(ns, cid) for cid in lineage.needs(ns, parent, meta)}
+    # a subgraph call goes with the saved root checkpoint it started from
+    calls = {ns for ns, root in roots.items() if ":" in ns and ("", root) in by_id and ("", root) not in keep}
+    return {k for k in keep if k[0] not in calls}
