@@ -26,8 +26,7 @@ from threadline.keys import Key, key_of
 
 def fetch_blob_rows(d: Dialect, keys: Sequence[tuple[str, str, str, str]]) -> Op[dict[tuple[str, str, str], dict[str, tuple]]]:
     """The blob rows of ``keys`` (thread_id, checkpoint_ns, channel, version) and of every
-    version their deltas are built on, in one query per chunk of keys.
-
+    version their deltas are built on, in one query per chunk of keys
     (``Dialect.blob_chains``: a recursive CTE over ``blobs.base_version``).
     Returns (thread_id, checkpoint_ns, channel) → version → (type, blob, base_version),
     the input of ``codec.resolve``.
