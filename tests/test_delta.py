@@ -34,6 +34,7 @@ from threadline import SqliteSaver, codec
 from threadline.codec import BlobCodec
 from threadline.storage import ops
 from threadline.errors import CorruptRowError
+from threadline.keys import key_of
 from threadline.codec.serde import default_serde
 
 from backends import Backend
@@ -541,7 +542,7 @@ def test_chain_is_bounded_by_k_and_read_in_one_query(sync_backend: Backend) -> N
         assert max(depths) == 5 and depths.count(0) >= 40 // 6
         assert all(b == a + 1 or b == 0 for a, b in zip(depths, depths[1:]))  # a snapshot at least every K deltas
         counting = Counting()
-        got = saver.run(counting.wrap(ops.get_tuple(saver.dialect, saver.serde, ops.key_of(config))))
+        got = saver.run(counting.wrap(ops.get_tuple(saver.dialect, saver.serde, key_of(config))))
         assert got.checkpoint["channel_values"]["messages"] == messages
         blob_queries = [s for s in counting.sql if "blobs" in s]
         assert len(blob_queries) == 1 and "WITH RECURSIVE" in blob_queries[0]

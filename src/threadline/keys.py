@@ -41,6 +41,26 @@ def _no_nul(name: str, value: str) -> None:
         raise ConfigError(f"{name} must not contain NUL characters, got {value!r}")
 
 
+def checkpoint_ns_of(value: Any) -> str:
+    """Validate a checkpoint_ns given directly: a string (None means the root namespace ``""``).
+    Raises ConfigError for other types and NUL characters."""
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise ConfigError(f"checkpoint_ns must be a string, got {type(value).__name__} {value!r}")
+    _no_nul("checkpoint_ns", value)
+    return value
+
+
+def checkpoint_id_of(value: Any, what: str = "checkpoint_id") -> str:
+    """Validate a checkpoint_id given directly (``what`` names it in the error): a non-empty
+    string. Raises ConfigError otherwise, and for NUL characters."""
+    if not isinstance(value, str) or not value:
+        raise ConfigError(f"{what} must be a non-empty string, got {value!r}")
+    _no_nul(what, value)
+    return value
+
+
 def key_of(config: Any, *, require_thread: bool = True) -> Key:
     """Read the checkpoint key from a RunnableConfig.
 
@@ -59,12 +79,7 @@ def key_of(config: Any, *, require_thread: bool = True) -> Key:
         thread_id = None
     else:
         thread_id = thread_id_of(conf["thread_id"])
-    ns = conf.get("checkpoint_ns", "")
-    if ns is None:
-        ns = ""
-    if not isinstance(ns, str):
-        raise ConfigError(f"checkpoint_ns must be a string, got {type(ns).__name__} {ns!r}")
-    _no_nul("checkpoint_ns", ns)
+    ns = checkpoint_ns_of(conf.get("checkpoint_ns", ""))
     cid = conf.get("checkpoint_id")
     if cid is not None and not isinstance(cid, str):
         raise ConfigError(f"checkpoint_id must be a string, got {type(cid).__name__} {cid!r}")

@@ -32,24 +32,33 @@ from threadline.storage.dialect import Dialect
 from threadline.keys import key_of
 
 
-class _Paging:
-    """Page sizes and the keyset cursor of ``list``/``alist``: at most ``limit`` tuples in all."""
+class _Listing:
+    """One ``list``/``alist`` call: its WHERE clause, the keyset cursor and what is left of
+    ``limit``. ``next_op`` gives the operation reading the next page (None when the listing
+    is over); ``take`` turns its result into functions that build the page's tuples, so
+    both methods deserialize each tuple only when it is yielded (``ops.load_tuples(lazy=True)``)."""
 
-    def __init__(self, limit: int | None) -> None:
+    def __init__(self, saver: EngineSaver, config: dict | None, filter: dict[str, Any] | None, before: dict | None, limit: int | None):
+        self.saver = saver
+        self.where = ops.list_where(saver.dialect, config, filter, before)
+        self.thread_id = _thread_of(config)
         self.after: tuple | None = None
         self.left = None if limit is not None and limit < 0 else limit  # SQLite's LIMIT -1: no limit
         self.done = False
 
-    def next_size(self) -> int:
-        """Rows to fetch next; 0 when the listing is over."""
-        if self.done:
-            return 0
-        return ops.PAGE_SIZE if self.left is None else max(0, min(self.left, ops.PAGE_SIZE))
+    def next_op(self) -> ops.Op | None:
+        size = ops.PAGE_SIZE if self.left is None else max(0, min(self.left, ops.PAGE_SIZE))
+        if self.done or not size:
+            return None
+        s = self.saver
+        return ops.list_page(s.dialect, s.serde, self.where, self.after, size, lazy=True)
 
-    def advance(self, count: int, after: tuple | None) -> None:
-        self.after, self.done = after, after is None
+    def take(self, result: tuple[list, tuple | None]) -> list:
+        page, self.after = result
+        self.done = self.after is None
         if self.left is not None:
-            self.left -= count
+            self.left -= len(page)
+        return page
 
 
 def _thread_of(config: Any) -> str | None:
@@ -135,14 +144,10 @@ class EngineSaver(BaseCheckpointSaver[str]):
         before: dict | None = None,
         limit: int | None = None,
     ) -> Iterator[CheckpointTuple]:
-        where = ops.list_where(self.dialect, config, filter, before)
-        self._adopt(_thread_of(config))
-        paging = _Paging(limit)
-        while size := paging.next_size():
-            # tuples are built one at a time as they are yielded (see ops.load_tuples(lazy=True))
-            page, after = self._run(ops.list_page(self.dialect, self.serde, where, paging.after, size, lazy=True), write=False)
-            paging.advance(len(page), after)
-            for make in page:
+        listing = _Listing(self, config, filter, before, limit)
+        self._adopt(listing.thread_id)
+        while (op := listing.next_op()) is not None:
+            for make in listing.take(self._run(op, write=False)):
                 yield make()
 
     def put(self, config: dict, checkpoint: Checkpoint, metadata: CheckpointMetadata, new_versions: ChannelVersions) -> dict:
@@ -188,14 +193,11 @@ class EngineSaver(BaseCheckpointSaver[str]):
         before: dict | None = None,
         limit: int | None = None,
     ) -> AsyncIterator[CheckpointTuple]:
-        where = ops.list_where(self.dialect, config, filter, before)
-        await self._aadopt(_thread_of(config))
-        paging = _Paging(limit)
-        while size := paging.next_size():
-            page, after = await self._arun(ops.list_page(self.dialect, self.serde, where, paging.after, size), write=False)
-            paging.advance(len(page), after)
-            for item in page:
-                yield item
+        listing = _Listing(self, config, filter, before, limit)
+        await self._aadopt(listing.thread_id)
+        while (op := listing.next_op()) is not None:
+            for make in listing.take(await self._arun(op, write=False)):
+                yield make()
 
     async def aput(self, config: dict, checkpoint: Checkpoint, metadata: CheckpointMetadata, new_versions: ChannelVersions) -> dict:
         return await self._arun(ops.put(self.dialect, self.serde, config, checkpoint, metadata, new_versions, self.blob_codec), write=True)

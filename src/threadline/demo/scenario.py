@@ -33,7 +33,7 @@ from rich.text import Text
 from rich.tree import Tree
 
 from threadline.demo.agent import compile_graph, new_id
-from threadline.storage.dialect import LOGICAL_TABLES, table
+from threadline.storage.schema import LOGICAL_TABLES, table
 from threadline.backends.sqlite import SqliteSaver, path_of
 
 THREAD_ID = "thread_abc123"

@@ -15,13 +15,16 @@ Nothing here deletes what a kept checkpoint needs:
   ``counters_since_delta_snapshot``); those ancestors are never deleted while a
   kept checkpoint needs them.
 
+Both rules are storage's (``threadline.storage.liveness``), the same that
+``prune``, ``gc_blobs`` and ``get_delta_channel_history`` apply.
+
 Errors: ``NotFoundError`` (unknown thread/checkpoint), ``UnsafeOperationError``
 (refused: the operation would break or overwrite something kept),
 ``ConfigError`` (malformed ids or options), ``CorruptRowError`` (unreadable row).
 
 The code is split by operation family, each module depending only on ``thread``
 (and ``retention`` on ``delete``): ``thread`` (the in-memory ``_Thread`` model
-with its DeltaChannel-ancestry and live-blob rules) ← ``branch`` (rollback,
+the plans read, asking ``storage.liveness``) ← ``branch`` (rollback,
 fork), ``delete`` (delete one checkpoint; plans) ← ``retention`` (policies,
 prune), ``fsck`` (checks, repairs); ``rebuild`` (recovery from writes) stands
 alone. This package re-exports the public names, so ``lifecycle.X`` works as

@@ -11,7 +11,6 @@ metadata ``source="fork"``, ``threadline_op``, ``forked_from``).
 from __future__ import annotations
 
 import dataclasses
-import datetime as _dt
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -23,11 +22,11 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from threadline.storage import ops
 from threadline.storage import rows as R
 from threadline.storage.dialect import Dialect
+from threadline.storage.liveness import delta_channels
 from threadline.storage.ops import Op, Q
 from threadline.errors import ConfigError, ThreadlineError, UnsafeOperationError
-from threadline.read import _cid, _doc, _json, _ns, checkpoint_row_op, head_op
-from threadline.keys import config_of, thread_id_of
-from threadline.lifecycle.thread import _delta_channels
+from threadline.read import checkpoint_row_op, head_op, iso
+from threadline.keys import checkpoint_id_of, checkpoint_ns_of, config_of, thread_id_of
 
 # --- rollback and fork ---------------------------------------------------------------
 
@@ -40,10 +39,6 @@ def _new_checkpoint_id(after: str | None, step: int) -> str:
             return cid
         time.sleep(0.0005)
     raise ThreadlineError(f"cannot make a checkpoint id newer than {after!r}: is the clock behind the stored ids?")
-
-
-def _now_iso(now: float) -> str:
-    return _dt.datetime.fromtimestamp(now, _dt.timezone.utc).isoformat()
 
 
 @dataclass
@@ -117,8 +112,8 @@ def rollback_op(
     Raises NotFoundError when the thread or checkpoint does not exist.
     """
     tid = thread_id_of(thread_id)
-    ns = _ns(checkpoint_ns)
-    row = yield from checkpoint_row_op(d, tid, ns, _cid(checkpoint_id))
+    ns = checkpoint_ns_of(checkpoint_ns)
+    row = yield from checkpoint_row_op(d, tid, ns, checkpoint_id_of(checkpoint_id))
     head = yield from head_op(d, tid, ns)
     return (yield from _write_branch(d, serde, "rollback", row, tid, ns, head, now))
 
@@ -128,16 +123,16 @@ def _write_branch(
 ) -> Op[BranchResult]:
     src_tid, cid = row[0], row[2]
     where = f"checkpoint ({src_tid!r}, {ns!r}, {cid!r})"
-    doc = _doc(d, row[4], where)
-    meta = _json(d, row[5], where)
+    doc = d.load_object(row[4], where)
+    meta = d.load_json(row[5], where)
     meta = meta if isinstance(meta, dict) else {}
     now = time.time() if now is None else now
     step = meta.get("step", -1) if isinstance(meta.get("step", -1), int) else -1
     new_id = _new_checkpoint_id(head, step)
-    checkpoint = {**doc, "id": new_id, "ts": _now_iso(now), "channel_values": {}}
+    checkpoint = {**doc, "id": new_id, "ts": iso(now), "channel_values": {}}
     metadata = _branch_metadata(op, meta, src_tid, ns, cid)
     if op == "rollback":
-        parent = row[3] if _delta_channels(meta) else cid
+        parent = row[3] if delta_channels(meta) else cid
     else:
         parent = None
     config = {"configurable": {"thread_id": to_tid, "checkpoint_ns": ns, "checkpoint_id": parent or ""}}
@@ -177,32 +172,26 @@ def fork_op(
     """
     tid = thread_id_of(thread_id)
     dst = thread_id_of(to_thread)
-    ns = _ns(checkpoint_ns)
+    ns = checkpoint_ns_of(checkpoint_ns)
     if dst == tid:
         raise ConfigError(f"fork: target thread {dst!r} is the source thread; use rollback to branch within a thread")
-    row = yield from checkpoint_row_op(d, tid, ns, _cid(checkpoint_id))
-    exists = yield Q("SELECT 1 FROM threadline_checkpoints WHERE thread_id = ? LIMIT 1", (dst,))
+    row = yield from checkpoint_row_op(d, tid, ns, checkpoint_id_of(checkpoint_id))
+    exists = yield Q(d.HAS_CHECKPOINTS, (dst,))
     if exists:
         raise UnsafeOperationError(f"fork: thread {dst!r} already exists; pick a new thread id (or delete it first)")
-    meta = _json(d, row[5], f"checkpoint ({tid!r}, {ns!r}, {checkpoint_id!r})")
-    if isinstance(meta, dict) and _delta_channels(meta):
+    meta = d.load_json(row[5], f"checkpoint ({tid!r}, {ns!r}, {checkpoint_id!r})")
+    if isinstance(meta, dict) and delta_channels(meta):
         raise UnsafeOperationError(
-            f"fork: checkpoint {checkpoint_id!r} holds DeltaChannel state {_delta_channels(meta)} that is rebuilt from its "
+            f"fork: checkpoint {checkpoint_id!r} holds DeltaChannel state {delta_channels(meta)} that is rebuilt from its "
             "ancestors' writes; fork is not supported for it (use rollback, or copy_thread for the whole thread)"
         )
-    doc = _doc(d, row[4], "checkpoint")
+    doc = d.load_object(row[4], "checkpoint")
     wanted = R.blob_pairs(doc)
     copied = 0
     while wanted:
         bases: set[tuple[str, str]] = set()
         for part in ops.chunks(wanted, d.max_params // 2 - 4):
-            found = yield Q(
-                "INSERT INTO threadline_blobs (thread_id, checkpoint_ns, channel, version, type, blob, base_version) "
-                "SELECT ?, checkpoint_ns, channel, version, type, blob, base_version FROM threadline_blobs "
-                f"WHERE thread_id = ? AND checkpoint_ns = ? AND (channel, version) IN ({ops.values_list(2, len(part))}) "
-                "ON CONFLICT DO NOTHING RETURNING channel, base_version",
-                [dst, tid, ns, *ops.flat(part)],
-            )
+            found = yield Q(d.copy_blob_versions(len(part)), [dst, tid, ns, *ops.flat(part)])
             copied += len(found)
             bases |= {(r[0], r[1]) for r in found if r[1] is not None}
         wanted = sorted(bases)

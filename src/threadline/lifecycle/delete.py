@@ -17,8 +17,8 @@ from threadline.storage import ops
 from threadline.storage.dialect import Dialect
 from threadline.storage.ops import Op, Q
 from threadline.errors import ConfigError, UnsafeOperationError
-from threadline.read import _cid, _ns, checkpoint_row_op
-from threadline.keys import thread_id_of
+from threadline.read import checkpoint_row_op
+from threadline.keys import checkpoint_id_of, checkpoint_ns_of, thread_id_of
 from threadline.lifecycle.thread import _load_thread_op, _Thread
 
 # --- deleting ---------------------------------------------------------------------------
@@ -101,11 +101,7 @@ def _plan(t: _Thread, doomed: set[tuple[str, str]], reparent: dict[tuple[str, st
 
 def _execute_plan(d: Dialect, t: _Thread, plan: DeletePlan, reparent: Mapping[tuple[str, str], str | None]) -> Op[None]:
     if reparent:
-        yield Q(
-            "UPDATE threadline_checkpoints SET parent_checkpoint_id = ? WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?",
-            [(parent, t.thread_id, ns, cid) for (ns, cid), parent in reparent.items()],
-            many=True,
-        )
+        yield Q(d.SET_PARENT, [(parent, t.thread_id, ns, cid) for (ns, cid), parent in reparent.items()], many=True)
     if plan.thread_deleted:
         yield from ops.delete_thread(d, t.thread_id)
     else:
@@ -139,8 +135,8 @@ def delete_checkpoint_op(
     if mode not in DELETE_MODES:
         raise ConfigError(f"mode must be one of {DELETE_MODES}, got {mode!r}")
     tid = thread_id_of(thread_id)
-    ns = _ns(checkpoint_ns)
-    yield from checkpoint_row_op(d, tid, ns, _cid(checkpoint_id))
+    ns = checkpoint_ns_of(checkpoint_ns)
+    yield from checkpoint_row_op(d, tid, ns, checkpoint_id_of(checkpoint_id))
     t = yield from _load_thread_op(d, tid)
     children = t.children()
     kids = children.get((ns, checkpoint_id), [])

@@ -19,15 +19,13 @@ from typing import Any
 
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from threadline import codec
 from threadline.storage import ops
 from threadline.storage import rows as R
 from threadline.storage.dialect import Dialect
 from threadline.storage.ops import Op, Q
 from threadline.errors import CorruptRowError
-from threadline.read import _doc, _json
 from threadline.keys import thread_id_of
-from threadline.lifecycle.thread import _load_thread_op, _Thread
+from threadline.lifecycle.thread import _load_thread_op
 
 
 
@@ -71,36 +69,19 @@ def fsck_thread_op(d: Dialect, serde: SerializerProtocol, thread_id: str, *, rep
     tid = thread_id
     findings: list[Finding] = []
     # unreadable checkpoint rows first: everything else needs the docs
-    raw = yield Q("SELECT checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata FROM threadline_checkpoints WHERE thread_id = ?", (tid,))
+    raw = yield Q(d.THREAD_CHECKPOINTS, (tid,))
     bad: set[tuple[str, str]] = set()
     for ns, cid, _, doc, meta in raw:
         try:
-            _doc(d, doc, f"checkpoint ({tid!r}, {ns!r}, {cid!r})")
-            m = _json(d, meta, f"metadata of checkpoint ({tid!r}, {ns!r}, {cid!r})")
+            d.load_object(doc, f"checkpoint ({tid!r}, {ns!r}, {cid!r})")
+            m = d.load_json(meta, f"metadata of checkpoint ({tid!r}, {ns!r}, {cid!r})")
             if not isinstance(m, dict):
                 raise CorruptRowError(f"metadata of checkpoint ({tid!r}, {ns!r}, {cid!r}) is not a JSON object")
         except CorruptRowError as exc:
             bad.add((ns, cid))
             findings.append(Finding("unreadable_checkpoint", tid, ns, cid, str(exc), False))
-    if bad:
-        # plan around the unreadable rows: treat them as present but empty
-        t = _Thread(tid, {}, set(), {}, {}, {})
-        size_ck = f"{d.bytes_of('checkpoint', 'json')} + {d.bytes_of('metadata', 'json')}"
-        found = yield Q(
-            f"SELECT checkpoint_ns, checkpoint_id, parent_checkpoint_id, step, source, created_at, checkpoint, metadata, {size_ck} "
-            "FROM threadline_checkpoints WHERE thread_id = ?",
-            (tid,),
-        )
-        for r in found:
-            if (r[0], r[1]) in bad:
-                t.rows[(r[0], r[1])] = (r[2], r[3], r[4], float(r[5]), {}, {}, int(r[8]))
-            else:
-                t.rows[(r[0], r[1])] = (r[2], r[3], r[4], float(r[5]), _doc(d, r[6], ""), _json(d, r[7], ""), int(r[8]))
-        loaded = yield from _load_blobs_and_writes_op(d, tid)
-        t.nonempty, t.blob_sizes, t.write_bytes, t.write_counts = loaded
-        t.orphan_write_keys = {k for k in t.write_bytes if k not in t.rows}
-    else:
-        t = yield from _load_thread_op(d, tid)
+    # plan around unreadable rows: they count as present but empty
+    t = yield from _load_thread_op(d, tid, unreadable=bad)
     # dangling blob references
     for (ns, cid), r in sorted(t.rows.items()):
         missing = [(ch, v) for ch, v in R.blob_pairs(r[4]) if (ns, ch, v) not in t.blob_sizes]
@@ -145,7 +126,7 @@ def fsck_thread_op(d: Dialect, serde: SerializerProtocol, thread_id: str, *, rep
                         True, count=len(orphan_blobs))
             )
     # thread index
-    idx = yield Q("SELECT checkpoint_count, bytes FROM threadline_threads WHERE thread_id = ?", (tid,))
+    idx = [r[2:] for r in (yield Q(d.THREAD, (tid,)))]
     count = len(t.rows)
     if count and not idx:
         findings.append(Finding("thread_index", tid, None, None, "no threads row", True))
@@ -156,21 +137,16 @@ def fsck_thread_op(d: Dialect, serde: SerializerProtocol, thread_id: str, *, rep
     # deep: decode every value
     if deep:
         for ns, cid in sorted(k for k in t.rows if k not in bad):
-            found = yield Q(
-                f"SELECT {R.CHECKPOINT_COLUMNS} FROM threadline_checkpoints WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?",
-                (tid, ns, cid),
-            )
+            found = yield Q(d.CHECKPOINT, (tid, ns, cid))
             try:
                 yield from ops.load_tuples(d, serde, found)
             except CorruptRowError as exc:
                 findings.append(Finding("unreadable_value", tid, ns, cid, str(exc), False))
     if repair:
         if orphan_writes:
-            yield Q("DELETE FROM threadline_writes WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?",
-                    [(tid, ns, cid) for ns, cid in orphan_writes], many=True)
+            yield Q(d.DELETE_WRITES, [(tid, ns, cid) for ns, cid in orphan_writes], many=True)
         if broken:
-            yield Q("UPDATE threadline_checkpoints SET parent_checkpoint_id = NULL WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?",
-                    [(tid, ns, cid) for ns, cid in broken], many=True)
+            yield Q(d.SET_PARENT, [(None, tid, ns, cid) for ns, cid in broken], many=True)
         if orphan_blobs:
             yield from ops.gc_blobs(d, tid)
         if any(f.kind == "thread_index" for f in findings) or orphan_writes or orphan_blobs:
@@ -178,38 +154,14 @@ def fsck_thread_op(d: Dialect, serde: SerializerProtocol, thread_id: str, *, rep
                 now = time.time()
                 created = min(r[3] for r in t.rows.values())
                 updated = max(r[3] for r in t.rows.values())
-                yield Q(
-                    "INSERT INTO threadline_threads (thread_id, created_at, updated_at, checkpoint_count, bytes) VALUES (?, ?, ?, 0, 0) "
-                    "ON CONFLICT (thread_id) DO NOTHING",
-                    (tid, created, max(updated, min(now, updated))),
-                )
+                yield Q(d.ENSURE_THREAD, (tid, created, max(updated, min(now, updated))))
                 yield from ops.restat(d, [tid])
             else:
-                yield Q("DELETE FROM threadline_threads WHERE thread_id = ?", (tid,))
-                yield Q("DELETE FROM threadline_blobs WHERE thread_id = ?", (tid,))
-                yield Q("DELETE FROM threadline_writes WHERE thread_id = ?", (tid,))
+                yield from ops.delete_thread(d, tid)  # it has no checkpoint: its other rows go
         for f in findings:
             if f.repairable:
                 f.repaired = True
     return findings
-
-
-def _load_blobs_and_writes_op(d: Dialect, tid: str) -> Op[tuple]:
-    blobs = yield Q(
-        f"SELECT checkpoint_ns, channel, version, type, base_version, {d.bytes_of('blob', 'blob')} FROM threadline_blobs WHERE thread_id = ?",
-        (tid,),
-    )
-    writes = yield Q(
-        f"SELECT checkpoint_ns, checkpoint_id, COUNT(*), COALESCE(SUM({d.bytes_of('blob', 'blob')}), 0) FROM threadline_writes "
-        "WHERE thread_id = ? GROUP BY checkpoint_ns, checkpoint_id",
-        (tid,),
-    )
-    return (
-        {(b[0], b[1], b[2]) for b in blobs if b[3] != codec.EMPTY},
-        {(b[0], b[1], b[2]): (int(b[5]), b[4]) for b in blobs},
-        {(w[0], w[1]): int(w[3]) for w in writes},
-        {(w[0], w[1]): int(w[2]) for w in writes},
-    )
 
 
 def every_thread_id_op(d: Dialect) -> Op[list[str]]:

@@ -20,8 +20,8 @@ from threadline.storage import rows as R
 from threadline.storage.dialect import Dialect
 from threadline.storage.ops import Op, Q
 from threadline.errors import UnsafeOperationError
-from threadline.read import _cid, _doc, _ns, bind_graph, checkpoint_row_op, diff_values, jsonable
-from threadline.keys import config_of, thread_id_of
+from threadline.read import NULL_TASK_ID, bind_graph, checkpoint_row_op, diff_values, jsonable, load_channels_op
+from threadline.keys import checkpoint_id_of, checkpoint_ns_of, config_of, thread_id_of
 
 
 
@@ -77,7 +77,7 @@ def recompute_values(graph: Any, saver: Any, parent_tuple: Any) -> dict[str, Any
     channels, managed = channels_from_checkpoint(g.channels, checkpoint, saver=saver, config=parent_tuple.config)
     step = (parent_tuple.metadata or {}).get("step", -1) + 1
     writes = parent_tuple.pending_writes or []
-    null_writes = [(c, v) for t, c, v in writes if t == "00000000-0000-0000-0000-000000000000"]
+    null_writes = [(c, v) for t, c, v in writes if t == NULL_TASK_ID]
     if null_writes:
         apply_writes(checkpoint, channels, [PregelTaskWrites((), "__input__", null_writes, [])], None, g.trigger_to_nodes)
     tasks = prepare_next_tasks(
@@ -120,8 +120,8 @@ def rebuild(
     ``"loop"`` (input/update/fork checkpoints are not made from the parent's writes).
     """
     tid = thread_id_of(thread_id)
-    ns = _ns(checkpoint_ns)
-    row = saver.run(checkpoint_row_op(saver.dialect, tid, ns, _cid(checkpoint_id)))
+    ns = checkpoint_ns_of(checkpoint_ns)
+    row = saver.run(checkpoint_row_op(saver.dialect, tid, ns, checkpoint_id_of(checkpoint_id)))
     if not row[3]:
         raise UnsafeOperationError(f"checkpoint {checkpoint_id!r} is a root: there are no parent writes to rebuild it from")
     if row[7] != "loop":
@@ -133,13 +133,11 @@ def rebuild(
     if parent is None:
         raise UnsafeOperationError(f"parent {row[3]!r} of checkpoint {checkpoint_id!r} does not exist (broken parent link)")
     recomputed = recompute_values(graph, saver, parent)
-    doc = _doc(saver.dialect, row[4], f"checkpoint {checkpoint_id!r}")
+    doc = saver.dialect.load_object(row[4], f"checkpoint {checkpoint_id!r}")
     versions = doc.get("channel_versions") or {}
-    present = saver.run(_present_blobs_op(tid, ns, versions))
+    present = saver.run(_present_blobs_op(saver.dialect, tid, ns, versions))
     missing = sorted(ch for ch in versions if ch not in present)
     stored_rows = [row[:6]]
-    from threadline.read import load_channels_op
-
     stored = saver.run(load_channels_op(saver.dialect, saver.serde, stored_rows, [ch for ch in versions if ch in present]))[0]
     matches, differs = [], {}
     for ch in sorted(versions):
@@ -169,23 +167,14 @@ def rebuild(
     return result
 
 
-def _present_blobs_op(tid: str, ns: str, versions: Mapping[str, Any]) -> Op[set[str]]:
-    pairs = sorted((ch, R.version_key(v)) for ch, v in versions.items())
+def _present_blobs_op(d: Dialect, tid: str, ns: str, versions: Mapping[str, Any]) -> Op[set[str]]:
+    keys = sorted((tid, ns, ch, R.version_key(v)) for ch, v in versions.items())
     present: set[str] = set()
-    for part in ops.chunks(pairs, 200):
-        found = yield Q(
-            f"SELECT channel FROM threadline_blobs WHERE thread_id = ? AND checkpoint_ns = ? AND (channel, version) IN ({ops.values_list(2, len(part))})",
-            [tid, ns, *ops.flat(part)],
-        )
-        present |= {r[0] for r in found}
+    for part in ops.chunks(keys, d.max_params // 4):
+        present |= {r[0] for r in (yield Q(d.blob_sizes_by_keys(len(part)), ops.flat(part)))}
     return present
 
 
 def _insert_blobs_op(d: Dialect, tid: str, rows: list[tuple]) -> Op[None]:
-    yield Q(
-        "INSERT INTO threadline_blobs (thread_id, checkpoint_ns, channel, version, type, blob, base_version) VALUES (?, ?, ?, ?, ?, ?, ?) "
-        "ON CONFLICT DO NOTHING",
-        rows,
-        many=True,
-    )
+    yield Q(d.INSERT_BLOB, rows, many=True)
     yield from ops.restat(d, [tid])

@@ -70,8 +70,8 @@ def prune_thread_op(
     if not t.rows:
         return DeletePlan(tid, [], {}, 0, 0, 0, executed=not dry_run)
     if policy.idle_longer_than is not None:
-        updated = yield Q("SELECT updated_at FROM threadline_threads WHERE thread_id = ?", (tid,))
-        last = float(updated[0][0]) if updated else max(r[3] for r in t.rows.values())
+        index = yield Q(d.THREAD, (tid,))
+        last = float(index[0][1]) if index else max(r[3] for r in t.rows.values())
         if last <= now - policy.idle_longer_than:
             plan = _plan(t, set(t.rows), {})
             if not dry_run:

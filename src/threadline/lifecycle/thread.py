@@ -3,32 +3,25 @@
 ``_Thread`` holds every checkpoint row of a thread (parent, step, source,
 created_at, checkpoint document, metadata, stored size) plus which blobs exist
 (with their size and delta base) and the count and size of each checkpoint's
-pending writes, but no values. Its ``delta_requirements`` (the ancestors whose
-writes rebuild a checkpoint's DeltaChannel state) and ``live_blobs`` (the blobs
-kept checkpoints reference, delta bases included) are the rules that keep every
-kept checkpoint readable. ``_load_thread_op`` loads it; ``_delta_channels`` reads
-a checkpoint's DeltaChannel names from its metadata.
+pending writes, but no values. What a kept checkpoint needs to stay readable is
+storage's one rule (``threadline.storage.liveness``): ``delta_requirements`` asks
+it for the ancestors whose writes rebuild a checkpoint's DeltaChannel state,
+``live_blobs`` for the blobs kept checkpoints reference, delta bases included.
+``_load_thread_op`` loads it.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from functools import cached_property
 
 from threadline import codec
 from threadline.storage import rows as R
 from threadline.storage.dialect import Dialect
+from threadline.storage.liveness import Lineage, live_blobs
 from threadline.storage.ops import Op, Q
-from threadline.read import _doc, _json
-
-# --- shared helpers ------------------------------------------------------------------
-
-
-def _delta_channels(meta: Mapping[str, Any]) -> list[str]:
-    counters = meta.get("counters_since_delta_snapshot") or {}
-    return sorted(counters) if isinstance(counters, Mapping) else []
 
 
 @dataclass
@@ -63,55 +56,39 @@ class _Thread:
                     return parents[""]
         return None
 
+    @cached_property
+    def lineage(self) -> Lineage:
+        return Lineage({k: r[0] for k, r in self.rows.items()}, lambda k: self.rows[k][4].get("channel_versions") or {}, self.nonempty)
+
     def delta_requirements(self, ns: str, cid: str) -> set[str]:
-        """Ancestors whose writes rebuild ``cid``'s DeltaChannel values (back to the nearest stored snapshot)."""
-        need: set[str] = set()
-        meta = self.rows[(ns, cid)][5]
-        for ch in _delta_channels(meta):
-            cur = self.rows[(ns, cid)][0]
-            while cur and (ns, cur) in self.rows:
-                need.add(cur)
-                versions = self.rows[(ns, cur)][4].get("channel_versions") or {}
-                if ch in versions and (ns, ch, R.version_key(versions[ch])) in self.nonempty:
-                    break
-                cur = self.rows[(ns, cur)][0]
-        return need
+        """Ancestors whose writes rebuild ``cid``'s DeltaChannel values (``liveness.Lineage.needs``)."""
+        row = self.rows[(ns, cid)]
+        return self.lineage.needs(ns, row[0], row[5])
 
     def live_blobs(self, kept: Iterable[tuple[str, str]]) -> set[tuple[str, str, str]]:
-        live = {(ns, ch, v) for key in kept for ns in [key[0]] for ch, v in R.blob_pairs(self.rows[key][4])}
-        todo = [k for k in live if k in self.blob_sizes]
-        while todo:
-            ns, ch, v = todo.pop()
-            base = self.blob_sizes.get((ns, ch, v), (0, None))[1]
-            if base is not None and (ns, ch, base) not in live:
-                live.add((ns, ch, base))
-                todo.append((ns, ch, base))
-        return live
+        """The blobs the ``kept`` checkpoints need (``liveness.live_blobs``)."""
+        return live_blobs(
+            ((key[0], ch, v) for key in kept for ch, v in R.blob_pairs(self.rows[key][4])),
+            {k: base for k, (_, base) in self.blob_sizes.items()},
+        )
 
 
-def _load_thread_op(d: Dialect, tid: str) -> Op[_Thread]:
-    size_ck = f"{d.bytes_of('checkpoint', 'json')} + {d.bytes_of('metadata', 'json')}"
-    found = yield Q(
-        f"SELECT checkpoint_ns, checkpoint_id, parent_checkpoint_id, step, source, created_at, checkpoint, metadata, {size_ck} "
-        "FROM threadline_checkpoints WHERE thread_id = ?",
-        (tid,),
-    )
+def _load_thread_op(d: Dialect, tid: str, unreadable: Collection[tuple[str, str]] = ()) -> Op[_Thread]:
+    """Load a thread's model; the ``unreadable`` (checkpoint_ns, checkpoint_id) rows (fsck's
+    findings) are kept as present with an empty checkpoint and metadata."""
+    found = yield Q(d.thread_checkpoint_sizes(), (tid,))
     rows = {}
     for r in found:
-        where = f"checkpoint ({tid!r}, {r[0]!r}, {r[1]!r})"
-        meta = _json(d, r[7], where)
-        rows[(r[0], r[1])] = (r[2], r[3], r[4], float(r[5]), _doc(d, r[6], where), meta if isinstance(meta, dict) else {}, int(r[8]))
-    blobs = yield Q(
-        f"SELECT checkpoint_ns, channel, version, type, base_version, {d.bytes_of('blob', 'blob')} FROM threadline_blobs WHERE thread_id = ?",
-        (tid,),
-    )
+        if (r[0], r[1]) in unreadable:
+            doc, meta = {}, {}
+        else:
+            where = f"checkpoint ({tid!r}, {r[0]!r}, {r[1]!r})"
+            doc, meta = d.load_object(r[6], where), d.load_json(r[7], where)
+        rows[(r[0], r[1])] = (r[2], r[3], r[4], float(r[5]), doc, meta if isinstance(meta, dict) else {}, int(r[8]))
+    blobs = yield Q(d.thread_blob_sizes(), (tid,))
     nonempty = {(b[0], b[1], b[2]) for b in blobs if b[3] != codec.EMPTY}
     sizes = {(b[0], b[1], b[2]): (int(b[5]), b[4]) for b in blobs}
-    writes = yield Q(
-        f"SELECT checkpoint_ns, checkpoint_id, COUNT(*), COALESCE(SUM({d.bytes_of('blob', 'blob')}), 0) FROM threadline_writes "
-        "WHERE thread_id = ? GROUP BY checkpoint_ns, checkpoint_id",
-        (tid,),
-    )
+    writes = yield Q(d.thread_write_sizes(), (tid,))
     wb = {(w[0], w[1]): int(w[3]) for w in writes}
     wc = {(w[0], w[1]): int(w[2]) for w in writes}
     orphans = {k for k in wb if k not in rows}

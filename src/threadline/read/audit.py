@@ -16,8 +16,8 @@ from threadline.storage import rows as R
 from threadline.storage.dialect import Dialect
 from threadline.storage.ops import Op, Q
 from threadline.errors import ConfigError
-from threadline.read.common import NULL_TASK_ID, _cid, _doc, _ns, checkpoint_row_op, iso, node_of_task_path
-from threadline.keys import thread_id_of
+from threadline.read.common import NULL_TASK_ID, checkpoint_row_op, iso, node_of_task_path
+from threadline.keys import checkpoint_id_of, checkpoint_ns_of, thread_id_of
 
 @dataclass
 class WriteInfo:
@@ -55,11 +55,11 @@ def audit_op(
     clauses, params = ["thread_id = ?"], [tid]
     if checkpoint_ns is not None:
         clauses.append("checkpoint_ns = ?")
-        params.append(_ns(checkpoint_ns))
+        params.append(checkpoint_ns_of(checkpoint_ns))
     if checkpoint_id is not None:
         if checkpoint_ns is None:
             raise ConfigError("audit of one checkpoint needs its checkpoint_ns")
-        yield from checkpoint_row_op(d, tid, _ns(checkpoint_ns), _cid(checkpoint_id))
+        yield from checkpoint_row_op(d, tid, checkpoint_ns_of(checkpoint_ns), checkpoint_id_of(checkpoint_id))
         clauses.append("checkpoint_id = ?")
         params.append(checkpoint_id)
     tail = ""
@@ -152,12 +152,12 @@ def task_stats_op(
         scope["thread_id"] = tid
     if checkpoint_ns is not None:
         clauses.append("checkpoint_ns = ?")
-        params.append(_ns(checkpoint_ns))
+        params.append(checkpoint_ns_of(checkpoint_ns))
     row = None
     if checkpoint_id is not None:
         if tid is None or checkpoint_ns is None:
             raise ConfigError("task statistics of one checkpoint need its thread_id and checkpoint_ns")
-        row = yield from checkpoint_row_op(d, tid, _ns(checkpoint_ns), _cid(checkpoint_id))
+        row = yield from checkpoint_row_op(d, tid, checkpoint_ns_of(checkpoint_ns), checkpoint_id_of(checkpoint_id))
         clauses.append("checkpoint_id = ?")
         params.append(checkpoint_id)
         scope["checkpoint_id"] = checkpoint_id
@@ -187,24 +187,17 @@ def task_stats_op(
     writes_bytes = sum(s.total_bytes for s in stats)
     new_blobs_bytes = None
     if row is not None:
-        doc = _doc(d, row[4], f"checkpoint {checkpoint_id!r}")
+        doc = d.load_object(row[4], f"checkpoint {checkpoint_id!r}")
         pairs = R.blob_pairs(doc)
         parent_versions: dict[str, Any] = {}
         if row[3]:
-            prow = yield Q(
-                "SELECT checkpoint FROM threadline_checkpoints WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?",
-                (tid, row[1], row[3]),
-            )
+            prow = yield Q(d.CHECKPOINT_DOC, (tid, row[1], row[3]))
             if prow:
-                parent_versions = {ch: v for ch, v in R.blob_pairs(_doc(d, prow[0][0], f"checkpoint {row[3]!r}"))}
+                parent_versions = {ch: v for ch, v in R.blob_pairs(d.load_object(prow[0][0], f"checkpoint {row[3]!r}"))}
         sizes: dict[tuple[str, str], int] = {}
-        for part in ops.chunks(pairs, d.max_params // 2 - 2):
-            found = yield Q(
-                f"SELECT channel, version, {size} FROM threadline_blobs WHERE thread_id = ? AND checkpoint_ns = ? "
-                f"AND (channel, version) IN ({ops.values_list(2, len(part))})",
-                [tid, row[1], *ops.flat(part)],
-            )
-            sizes.update({(r[0], r[1]): int(r[2]) for r in found})
+        for part in ops.chunks([(tid, row[1], ch, v) for ch, v in pairs], d.max_params // 4):
+            found = yield Q(d.blob_sizes_by_keys(len(part)), ops.flat(part))
+            sizes.update({(r[0], r[1]): int(r[3]) for r in found})
         blobs, blobs_bytes = len(sizes), sum(sizes.values())
         new_blobs_bytes = sum(s for (ch, v), s in sizes.items() if parent_versions.get(ch) != v)
     else:

@@ -1,6 +1,5 @@
 """Shared helpers of the read models: the write-channel constants, value rendering
-(``iso``, ``jsonable``), stored-row decoding and argument checks (``_json``, ``_doc``,
-``_ns``, ``_cid``), ``node_of_task_path``, the head/checkpoint-row/channel-loading
+(``iso``, ``jsonable``), ``node_of_task_path``, the head/checkpoint-row/channel-loading
 operations every read model builds on (``head_op``, ``checkpoint_row_op``,
 ``load_channels_op``), ``parse_duration`` and the graph helpers ``bind_graph`` /
 ``load_graph``. It imports no other read model; they all import it.
@@ -17,10 +16,10 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from threadline.storage import ops
 from threadline.storage import rows as R
-from threadline.storage.dialect import Dialect, dumps_json
+from threadline.storage.dialect import Dialect
 from threadline.storage.ops import Op, Q
-from threadline.errors import ConfigError, CorruptRowError, NotFoundError
-from threadline.keys import thread_id_of
+from threadline.errors import ConfigError, NotFoundError
+from threadline.keys import checkpoint_ns_of, thread_id_of
 
 NULL_TASK_ID = "00000000-0000-0000-0000-000000000000"
 INTERRUPT = "__interrupt__"
@@ -111,62 +110,23 @@ def jsonable(value: Any, *, max_depth: int = 12) -> Any:
     return repr(value)
 
 
-def _json(d: Dialect, value: Any, where: str) -> Any:
-    try:
-        return d.load_json(value)
-    except ValueError as exc:
-        raise CorruptRowError(f"{where}: stored JSON is unreadable ({exc})") from exc
-
-
-def _doc(d: Dialect, value: Any, where: str) -> dict:
-    doc = _json(d, value, where)
-    if not isinstance(doc, dict):
-        raise CorruptRowError(f"{where}: not a JSON object")
-    return doc
-
-
-def _ns(checkpoint_ns: Any) -> str:
-    if checkpoint_ns is None:
-        return ""
-    if not isinstance(checkpoint_ns, str):
-        raise ConfigError(f"checkpoint_ns must be a string, got {type(checkpoint_ns).__name__} {checkpoint_ns!r}")
-    return checkpoint_ns
-
-
-def _cid(checkpoint_id: Any, what: str = "checkpoint_id") -> str:
-    if not isinstance(checkpoint_id, str) or not checkpoint_id:
-        raise ConfigError(f"{what} must be a non-empty string, got {checkpoint_id!r}")
-    return checkpoint_id
-
-
 def head_op(d: Dialect, thread_id: Any, checkpoint_ns: str = "") -> Op[str | None]:
     """The head checkpoint_id of a thread's namespace, or None when it has no checkpoint."""
-    tid = thread_id_of(thread_id)
-    found = yield Q(
-        "SELECT MAX(checkpoint_id) FROM threadline_checkpoints WHERE thread_id = ? AND checkpoint_ns = ?",
-        (tid, _ns(checkpoint_ns)),
-    )
-    return found[0][0] if found and found[0][0] is not None else None
+    found = yield Q(d.LATEST_CHECKPOINT_ID, (thread_id_of(thread_id), checkpoint_ns_of(checkpoint_ns)))
+    return found[0][0] if found else None
 
 
 def checkpoint_row_op(d: Dialect, thread_id: str, checkpoint_ns: str, checkpoint_id: str | None) -> Op[tuple]:
-    """The checkpoint row (``rows.CHECKPOINT_COLUMNS`` + step, source, created_at) named, or the head.
+    """The checkpoint row (``rows.CHECKPOINT_ROW``) named, or the head.
 
     Raises NotFoundError naming the thread/checkpoint when it does not exist.
     """
-    cols = f"{R.CHECKPOINT_COLUMNS}, step, source, created_at"
     if checkpoint_id:
-        found = yield Q(
-            f"SELECT {cols} FROM threadline_checkpoints WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?",
-            (thread_id, checkpoint_ns, checkpoint_id),
-        )
+        found = yield Q(d.CHECKPOINT, (thread_id, checkpoint_ns, checkpoint_id))
         if not found:
             raise NotFoundError(f"no checkpoint {checkpoint_id!r} in thread {thread_id!r} (checkpoint_ns {checkpoint_ns!r})")
     else:
-        found = yield Q(
-            f"SELECT {cols} FROM threadline_checkpoints WHERE thread_id = ? AND checkpoint_ns = ? ORDER BY checkpoint_id DESC LIMIT 1",
-            (thread_id, checkpoint_ns),
-        )
+        found = yield Q(d.LATEST_CHECKPOINT, (thread_id, checkpoint_ns))
         if not found:
             raise NotFoundError(f"thread {thread_id!r} has no checkpoint (checkpoint_ns {checkpoint_ns!r})")
     return tuple(found[0])
@@ -178,33 +138,22 @@ def load_channels_op(
     """Decode only some channel values of checkpoint rows (``rows.CHECKPOINT_COLUMNS`` order).
 
     ``channels`` is either one iterable of channel names for every row, or a
-    mapping row index → channel names. Returns, per row, ``{channel: value}`` for
-    the requested channels that hold a value (empty channels are absent).
-
-    Decoding goes through ``ops.load_tuples`` (so codec changes — compression,
-    delta-encoded blobs — apply) with each row's ``channel_versions`` narrowed to
-    the requested channels and a checkpoint_id no write can carry, so neither the
-    other channels nor the pending writes are fetched.
+    mapping row index → channel names (None: every channel). Returns, per row,
+    ``{channel: value}`` for the requested channels that hold a value (empty
+    channels are absent). The blobs are read as ``get_tuple`` reads them
+    (``ops.fetch_blobs``: delta chains, compression) and decoded by
+    ``rows.channel_values``, in one round trip per chunk of blobs.
     """
-    narrowed = []
+    wanted: list[list[tuple[str, str]]] = []
     for i, row in enumerate(rows):
-        where = f"checkpoint ({row[0]!r}, {row[1]!r}, {row[2]!r})"
-        doc = _doc(d, row[4], where)
-        if channels is None:
-            wanted = None
-        elif isinstance(channels, Mapping):
-            wanted = set(channels.get(i, ()))
-        else:
-            wanted = set(channels)
-        versions = doc.get("channel_versions") or {}
-        doc = {"channel_versions": {ch: v for ch, v in versions.items() if wanted is None or ch in wanted}}
-        # "" is never a stored checkpoint_id (keys.key_of rejects it), so no write matches.
-        narrowed.append((row[0], row[1], "", None, dumps_json(doc), "{}"))
-    if not narrowed:
-        return []
-    tuples = yield from ops.load_tuples(d, serde, narrowed)
-    return [dict(t.checkpoint["channel_values"]) for t in tuples]
-
+        versions = d.load_object(row[4], f"checkpoint ({row[0]!r}, {row[1]!r}, {row[2]!r})").get("channel_versions") or {}
+        if channels is not None:
+            names = set(channels.get(i, ())) if isinstance(channels, Mapping) else set(channels)
+            versions = {ch: v for ch, v in versions.items() if ch in names}
+        wanted.append(R.blob_pairs({"channel_versions": versions}))
+    keys = sorted({(row[0], row[1], ch, v) for row, pairs in zip(rows, wanted) for ch, v in pairs})
+    blobs = (yield from ops.fetch_blobs(d, keys)) if keys else {}
+    return [R.channel_values(serde, blobs, row[0], row[1], pairs) for row, pairs in zip(rows, wanted)]
 
 
 def parse_duration(text: str | float | int) -> float:

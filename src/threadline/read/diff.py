@@ -14,8 +14,8 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from threadline.storage.dialect import Dialect
 from threadline.storage.ops import Op
-from threadline.read.common import _cid, _doc, _ns, checkpoint_row_op, is_internal_channel, jsonable, load_channels_op
-from threadline.keys import thread_id_of
+from threadline.read.common import checkpoint_row_op, is_internal_channel, jsonable, load_channels_op
+from threadline.keys import checkpoint_id_of, checkpoint_ns_of, thread_id_of
 
 def _message_id(item: Any) -> str | None:
     mid = getattr(item, "id", None)
@@ -131,11 +131,11 @@ def diff_op(
     """
     tid = thread_id_of(thread_id)
     tid_b = thread_id_of(thread_b) if thread_b is not None else tid
-    ns = _ns(checkpoint_ns)
-    row_a = yield from checkpoint_row_op(d, tid, ns, _cid(a, "checkpoint a"))
-    row_b = yield from checkpoint_row_op(d, tid_b, ns, _cid(b, "checkpoint b"))
-    va = _doc(d, row_a[4], f"checkpoint {a!r}").get("channel_versions") or {}
-    vb = _doc(d, row_b[4], f"checkpoint {b!r}").get("channel_versions") or {}
+    ns = checkpoint_ns_of(checkpoint_ns)
+    row_a = yield from checkpoint_row_op(d, tid, ns, checkpoint_id_of(a, "checkpoint a"))
+    row_b = yield from checkpoint_row_op(d, tid_b, ns, checkpoint_id_of(b, "checkpoint b"))
+    va = d.load_object(row_a[4], f"checkpoint {a!r}").get("channel_versions") or {}
+    vb = d.load_object(row_b[4], f"checkpoint {b!r}").get("channel_versions") or {}
     keep = (lambda ch: True) if include_internal else (lambda ch: not is_internal_channel(ch))
     same_blob = tid == tid_b
     changed = sorted(ch for ch in set(va) | set(vb) if keep(ch) and not (same_blob and va.get(ch) == vb.get(ch)))

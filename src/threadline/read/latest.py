@@ -14,10 +14,11 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from threadline.storage import ops
 from threadline.storage import rows as R
 from threadline.storage.dialect import Dialect
+from threadline.storage.dialect.statements import placeholders, prefixed
 from threadline.storage.ops import Op, Q
 from threadline.errors import ConfigError
-from threadline.read.common import _doc, _ns, iso, jsonable, load_channels_op
-from threadline.keys import thread_id_of
+from threadline.read.common import iso, jsonable, load_channels_op
+from threadline.keys import checkpoint_ns_of, thread_id_of
 
 @dataclass
 class LatestValue:
@@ -62,9 +63,9 @@ def latest_op(
     """
     if not isinstance(channel, str) or not channel:
         raise ConfigError(f"channel must be a non-empty string, got {channel!r}")
-    ns = _ns(checkpoint_ns)
+    ns = checkpoint_ns_of(checkpoint_ns)
     head_sql = (
-        f"SELECT c.{R.CHECKPOINT_COLUMNS.replace(', ', ', c.')}, c.created_at FROM threadline_checkpoints c "
+        f"SELECT {prefixed(R.CHECKPOINT_ROW, 'c')} FROM threadline_checkpoints c "
         "WHERE c.checkpoint_ns = ? AND c.checkpoint_id = (SELECT MAX(c2.checkpoint_id) FROM threadline_checkpoints c2 "
         "WHERE c2.thread_id = c.thread_id AND c2.checkpoint_ns = c.checkpoint_ns)"
     )
@@ -78,12 +79,12 @@ def latest_op(
     else:
         ids = sorted({thread_id_of(t) for t in thread_ids})
         for part in ops.chunks(ids, d.max_params - 2):
-            rows += (yield Q(head_sql + f" AND c.thread_id IN ({ops.placeholders(len(part))}) ORDER BY c.thread_id", [ns, *part]))
+            rows += (yield Q(head_sql + f" AND c.thread_id IN ({placeholders(len(part))}) ORDER BY c.thread_id", [ns, *part]))
     values = yield from load_channels_op(d, serde, [r[:6] for r in rows], [channel])
     out = []
     for r, vals in zip(rows, values):
-        versions = _doc(d, r[4], f"checkpoint ({r[0]!r}, {r[1]!r}, {r[2]!r})").get("channel_versions") or {}
-        out.append(LatestValue(r[0], r[2], versions.get(channel), channel in vals, vals.get(channel), float(r[6])))
+        versions = d.load_object(r[4], f"checkpoint ({r[0]!r}, {r[1]!r}, {r[2]!r})").get("channel_versions") or {}
+        out.append(LatestValue(r[0], r[2], versions.get(channel), channel in vals, vals.get(channel), float(r[8])))
     return out
 
 

@@ -25,7 +25,6 @@ from threadline.read.common import (
     RESUME,
     SPECIAL_WRITE_CHANNELS,
     TASKS,
-    _ns,
     bind_graph,
     checkpoint_row_op,
     head_op,
@@ -34,7 +33,7 @@ from threadline.read.common import (
     jsonable,
     node_of_task_path,
 )
-from threadline.keys import thread_id_of
+from threadline.keys import checkpoint_ns_of, thread_id_of
 
 @dataclass
 class PendingWriteView:
@@ -179,7 +178,7 @@ def stored_state_op(
     ``get_state`` does for the latest state (seed 003).
     """
     tid = thread_id_of(thread_id)
-    ns = _ns(checkpoint_ns)
+    ns = checkpoint_ns_of(checkpoint_ns)
     row = yield from checkpoint_row_op(d, tid, ns, checkpoint_id)
     head = yield from head_op(d, tid, ns)
     tup = (yield from ops.load_tuples(d, serde, [row[:6]]))[0]

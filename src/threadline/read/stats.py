@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from threadline.storage import ops
 from threadline.storage.dialect import Dialect
+from threadline.storage.dialect.statements import placeholders
 from threadline.storage.ops import Op, Q
 from threadline.read.threads import ThreadInfo, threads_op
 from threadline.keys import thread_id_of
@@ -52,32 +52,19 @@ class Stats:
         }
 
 
-def _references_sql(d: Dialect, where: str) -> str:
-    size = d.bytes_of("b.blob", "blob")
-    if d.name == "postgres":
-        return (
-            f"SELECT COUNT(*), COALESCE(SUM({size}), 0) FROM threadline_checkpoints c "
-            "CROSS JOIN LATERAL jsonb_each_text(c.checkpoint->'channel_versions') j "
-            "LEFT JOIN threadline_blobs b ON b.thread_id = c.thread_id AND b.checkpoint_ns = c.checkpoint_ns "
-            f"AND b.channel = j.key AND b.version = j.value {where}"
-        )
-    return (
-        f"SELECT COUNT(*), COALESCE(SUM({size}), 0) FROM threadline_checkpoints c, json_each(c.checkpoint, '$.channel_versions') j "
-        "LEFT JOIN threadline_blobs b ON b.thread_id = c.thread_id AND b.checkpoint_ns = c.checkpoint_ns "
-        f"AND b.channel = j.key AND b.version = CAST(j.value AS TEXT) {where}"
-    )
-
-
 def stats_op(d: Dialect, *, top: int = 10, thread_ids: Sequence[Any] | None = None) -> Op[Stats]:
     """Counts and bytes per table, dedup ratios and the ``top`` largest threads; reads sizes only."""
     tables: dict[str, dict[str, int]] = {}
-    ck_size = f"{d.bytes_of('checkpoint', 'json')} + {d.bytes_of('metadata', 'json')}"
+    ck_size = d.checkpoint_size()
     ids = [thread_id_of(t) for t in thread_ids] if thread_ids is not None else None
-    where, params = "", []
-    if ids is not None:
-        where, params = f"WHERE thread_id IN ({ops.placeholders(len(ids))})", ids
-        if not ids:
-            where = "WHERE 1 = 0"
+    params = ids or []
+
+    def where_thread(column: str = "thread_id") -> str:
+        if ids is None:
+            return ""
+        return f"WHERE {column} IN ({placeholders(len(ids))})" if ids else "WHERE 1 = 0"
+
+    where = where_thread()
     for table, size in (("checkpoints", ck_size), ("blobs", d.bytes_of("blob", "blob")), ("writes", d.bytes_of("blob", "blob"))):
         found = yield Q(f"SELECT COUNT(*), COALESCE(SUM({size}), 0) FROM threadline_{table} {where}", params)
         tables[table] = {"rows": int(found[0][0]), "bytes": int(found[0][1])}
@@ -87,8 +74,7 @@ def stats_op(d: Dialect, *, top: int = 10, thread_ids: Sequence[Any] | None = No
         (r[0] if r[0] is not None else "?"): int(r[1])
         for r in (yield Q(f"SELECT source, COUNT(*) FROM threadline_checkpoints {where} GROUP BY source ORDER BY source", params))
     }
-    cwhere = where.replace("thread_id", "c.thread_id")
-    refs = yield Q(_references_sql(d, cwhere), params)
+    refs = yield Q(d.channel_references(where_thread("c.thread_id")), params)
     references, logical = int(refs[0][0]), int(refs[0][1])
     blob_rows, blob_bytes = tables["blobs"]["rows"], tables["blobs"]["bytes"]
     top_threads: list[ThreadInfo] = []

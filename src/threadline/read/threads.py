@@ -12,8 +12,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from threadline.storage import ops
 from threadline.storage.dialect import Dialect
+from threadline.storage.dialect.statements import placeholders
 from threadline.storage.ops import Op, Q
 from threadline.read.common import iso
 from threadline.keys import thread_id_of
@@ -109,7 +109,7 @@ def threads_op(
         ids = [thread_id_of(t) for t in thread_ids]
         if not ids:
             return ThreadPage([], 0, offset, None)
-        clauses.append(f"t.thread_id IN ({ops.placeholders(len(ids))})")
+        clauses.append(f"t.thread_id IN ({placeholders(len(ids))})")
         params += ids
     if metadata:
         cond, p = d.metadata_filter(metadata)

@@ -16,8 +16,8 @@ from threadline.storage import ops
 from threadline.storage.dialect import Dialect
 from threadline.storage.ops import Op, Q
 from threadline.errors import NotFoundError
-from threadline.read.common import INTERRUPT, _doc, _json, _ns, iso
-from threadline.keys import thread_id_of
+from threadline.read.common import INTERRUPT, iso
+from threadline.keys import checkpoint_ns_of, thread_id_of
 
 @dataclass
 class CheckpointNode:
@@ -112,7 +112,7 @@ def history_op(d: Dialect, thread_id: Any, *, checkpoint_ns: str | None = "", in
     Raises NotFoundError when the thread has no checkpoint.
     """
     tid = thread_id_of(thread_id)
-    ns = _ns(checkpoint_ns)
+    ns = checkpoint_ns_of(checkpoint_ns)
     if include_subgraphs:
         found = yield Q(
             "SELECT checkpoint_ns, checkpoint_id, parent_checkpoint_id, step, source, created_at, metadata, checkpoint "
@@ -142,8 +142,8 @@ def history_op(d: Dialect, thread_id: Any, *, checkpoint_ns: str | None = "", in
     nodes: dict[str, dict[str, CheckpointNode]] = defaultdict(dict)
     for r in found:
         where = f"checkpoint ({tid!r}, {r[0]!r}, {r[1]!r})"
-        docs[(r[0], r[1])] = _doc(d, r[7], where)
-        meta = _json(d, r[6], where)
+        docs[(r[0], r[1])] = d.load_object(r[7], where)
+        meta = d.load_json(r[6], where)
         n_writes, interrupted = counts.get((r[0], r[1]), (0, False))
         nodes[r[0]][r[1]] = CheckpointNode(
             checkpoint_id=r[1],

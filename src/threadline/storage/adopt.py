@@ -52,11 +52,7 @@ class Record:
 
 def latest_official_op(d: Dialect, thread_id: str) -> Op[tuple[str | None, str | None]]:
     """(newest official checkpoint_id of the thread, checkpoint_id threadline adopted up to)."""
-    found = yield Q(
-        "SELECT (SELECT MAX(checkpoint_id) FROM checkpoints WHERE thread_id = ?), "
-        "(SELECT checkpoint_id FROM threadline_adopted WHERE thread_id = ?)",
-        (thread_id, thread_id),
-    )
+    found = yield Q(d.OFFICIAL_PROGRESS, (thread_id, thread_id))
     return found[0][0], found[0][1]
 
 
@@ -67,7 +63,7 @@ def pending(d: Dialect, thread_id: Any) -> Op[bool]:
 
 
 def official_thread_ids_op(d: Dialect) -> Op[list[str]]:
-    return [r[0] for r in (yield Q("SELECT DISTINCT thread_id FROM checkpoints ORDER BY thread_id"))]
+    return [r[0] for r in (yield Q(d.OFFICIAL_THREAD_IDS))]
 
 
 def read_thread_op(d: Dialect, serde: SerializerProtocol, thread_id: str, after: str = "") -> Op[list[Record]]:
@@ -75,7 +71,7 @@ def read_thread_op(d: Dialect, serde: SerializerProtocol, thread_id: str, after:
     their channel values and the pending writes of checkpoints from ``after`` on.
 
     Raises CorruptRowError for a row that cannot be decoded (pickle included)."""
-    rows = yield Q(d.official_checkpoints_sql, (thread_id, after))
+    rows = yield Q(d.OFFICIAL_CHECKPOINTS, (thread_id, after))
     records: list[Record] = []
     for ns, cid, parent, tag, ck, meta in rows:
         where = f"official checkpoint ({thread_id!r}, {ns!r}, {cid!r})"
@@ -132,12 +128,7 @@ def _attach_blobs(d: Dialect, serde: SerializerProtocol, thread_id: str, records
     keys = sorted({(r.checkpoint_ns, ch, str(v)) for r in records for ch, v in (r.checkpoint.get("channel_versions") or {}).items()})
     values: dict[tuple[str, str, str], Any] = {}
     for part in ops.chunks(keys, d.max_params // 3 - 1):
-        found = yield Q(
-            f"SELECT t.checkpoint_ns, t.channel, t.version, t.type, t.blob FROM ({ops.values_list(3, len(part))}) k "
-            f"JOIN {d.official_blobs_table} t ON t.thread_id = ? AND t.checkpoint_ns = k.column1 "
-            "AND t.channel = k.column2 AND t.version = k.column3",
-            [*ops.flat(part), thread_id],
-        )
+        found = yield Q(d.official_blobs(len(part)), [*ops.flat(part), thread_id])
         for ns, ch, v, tag, blob in found:
             if tag != codec.EMPTY:
                 where = f"official blob ({thread_id!r}, {ns!r}, {ch!r}, {v!r})"
@@ -163,7 +154,7 @@ def store_op(
     """Store official records (oldest first) as threadline checkpoints and writes: each value
     once per (channel, version), as a delta where it extends its parent's. Returns
     (checkpoints, writes) stored. Writes keep their task_id, idx and task_path."""
-    stored = {tuple(r) for r in (yield Q("SELECT checkpoint_ns, channel, version FROM threadline_blobs WHERE thread_id = ?", (thread_id,)))}
+    stored = {tuple(r[:3]) for r in (yield Q(d.THREAD_BLOB_BASES, (thread_id,)))}
     now = time.time()
     n_ck = n_w = 0
     for rec in records:
@@ -176,10 +167,7 @@ def store_op(
             if rec.parent_checkpoint_id:
                 conf["checkpoint_id"] = rec.parent_checkpoint_id
             yield from ops.put(d, serde, {"configurable": conf}, rec.checkpoint, rec.metadata, new_versions, bc)
-            yield Q(
-                "UPDATE threadline_checkpoints SET created_at = ? WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?",
-                (created, thread_id, rec.checkpoint_ns, rec.checkpoint_id),
-            )
+            yield Q(d.SET_CREATED_AT, (created, thread_id, rec.checkpoint_ns, rec.checkpoint_id))
             n_ck += 1
         key = key_of(config_of(thread_id, rec.checkpoint_ns, rec.checkpoint_id))
         rows = []
@@ -187,12 +175,7 @@ def store_op(
             _, (row,) = R.write_rows(serde, key, [(channel, value)], task_id, task_path, created, bc or codec.PLAIN)
             rows.append((*row[:4], idx, *row[5:]))
         if rows:
-            yield Q(
-                "INSERT INTO threadline_writes (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, task_path, type, blob, created_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-                rows,
-                many=True,
-            )
+            yield Q(d.insert_writes(replace=False), rows, many=True)
             n_w += len(rows)
     return n_ck, n_w
 
@@ -206,11 +189,7 @@ def verify_op(d: Dialect, serde: SerializerProtocol, thread_id: str, records: Se
         return []
     found = []
     for part in ops.chunks([(thread_id, r.checkpoint_ns, r.checkpoint_id) for r in wanted], d.max_params // 3):
-        found += yield Q(
-            ops.join_keys("threadline_checkpoints", ("thread_id", "checkpoint_ns", "checkpoint_id"), len(part),
-                          ", ".join(f"t.{c.strip()}" for c in R.CHECKPOINT_COLUMNS.split(","))),
-            ops.flat(part),
-        )
+        found += yield Q(d.checkpoints_by_keys(len(part)), ops.flat(part))
     got = {(t.config["configurable"]["checkpoint_ns"], t.config["configurable"]["checkpoint_id"]): t
            for t in (yield from ops.load_tuples(d, serde, found))}
     out = []
@@ -250,13 +229,9 @@ def adopt_thread(d: Dialect, serde: SerializerProtocol, thread_id: Any, bc: code
             "Nothing was stored and the official rows are unchanged; open the saver with adopt=False to serve "
             "threadline's tables only"
         )
-    yield Q(
-        "INSERT INTO threadline_adopted (thread_id, checkpoint_id, adopted_at) VALUES (?, ?, ?) "
-        "ON CONFLICT (thread_id) DO UPDATE SET checkpoint_id = excluded.checkpoint_id, adopted_at = excluded.adopted_at",
-        (tid, latest, time.time()),
-    )
+    yield Q(d.MARK_ADOPTED, (tid, latest, time.time()))
     if n:
-        yield Q("UPDATE threadline_threads SET updated_at = ? WHERE thread_id = ?", (time.time(), tid))
+        yield Q(d.TOUCH_THREAD, (time.time(), tid))
     return n
 
 

@@ -35,6 +35,9 @@ from threadline.errors import CorruptRowError
 from threadline.keys import Key, config_of
 
 CHECKPOINT_COLUMNS = "thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata"
+# A checkpoint row as operations read it: CHECKPOINT_COLUMNS (what ``to_tuple`` takes), then step, source, created_at.
+CHECKPOINT_ROW = f"{CHECKPOINT_COLUMNS}, step, source, created_at"
+BLOB_COLUMNS = "thread_id, checkpoint_ns, channel, version, type, blob, base_version"
 WRITE_COLUMNS = "thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, task_path, type, blob"
 _SENDS = "__pending_sends__"
 
@@ -234,6 +237,24 @@ def blob_pairs(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
     return [(ch, version_key(v)) for ch, v in versions.items()]
 
 
+def channel_values(
+    serde: SerializerProtocol,
+    blobs: Mapping[tuple[str, str, str, str], codec.Resolved],
+    thread_id: str,
+    checkpoint_ns: str,
+    pairs: Iterable[tuple[str, str]],
+) -> dict[str, Any]:
+    """The decoded values of a checkpoint's (channel, version key) ``pairs`` from ``blobs``
+    (``ops.fetch_blobs`` output); a channel whose blob is missing or empty has no value."""
+    values: dict[str, Any] = {}
+    for channel, version in pairs:
+        found = blobs.get((thread_id, checkpoint_ns, channel, version))
+        if found is None or found[0] == codec.EMPTY:
+            continue
+        values[channel] = codec.load(serde, found, f"blob ({thread_id!r}, {checkpoint_ns!r}, {channel!r}, {version!r})")
+    return values
+
+
 def to_tuple(
     serde: SerializerProtocol,
     row: Sequence[Any],
@@ -252,12 +273,7 @@ def to_tuple(
     of the official PostgresSaver (task_path, task_id, idx).
     """
     thread_id, ns, cid, parent = row[0], row[1], row[2], row[3]
-    values: dict[str, Any] = {}
-    for channel, version in blob_pairs(doc):
-        found = blobs.get((thread_id, ns, channel, version))
-        if found is None or found[0] == codec.EMPTY:
-            continue
-        values[channel] = codec.load(serde, found, f"blob ({thread_id!r}, {ns!r}, {channel!r}, {version!r})")
+    values = channel_values(serde, blobs, thread_id, ns, blob_pairs(doc))
     checkpoint = {k: v for k, v in doc.items() if k != _SENDS}
     checkpoint["channel_values"] = values
     if _SENDS in doc:

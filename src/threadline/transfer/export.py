@@ -27,7 +27,7 @@ from threadline.storage import rows as R
 from threadline.storage.dialect import Dialect, dumps_json
 from threadline.storage.ops import Op, Q
 from threadline.errors import ConfigError
-from threadline.read import _doc, _json, all_thread_ids_op, node_of_task_path
+from threadline.read import all_thread_ids_op, node_of_task_path
 from threadline.keys import thread_id_of
 
 TABLES = ("checkpoints", "writes", "blobs")
@@ -44,18 +44,17 @@ def _dt_of(ts: float | None) -> str:
 
 def export_rows_op(d: Dialect, thread_id: str) -> Op[dict[str, list[dict[str, Any]]]]:
     """One thread's rows for the Parquet export (no value is read: sizes only)."""
-    ck_size = f"{d.bytes_of('checkpoint', 'json')} + {d.bytes_of('metadata', 'json')}"
     cks = yield Q(
         "SELECT thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, step, source, run_id, created_at, metadata, "
-        f"checkpoint, {ck_size} FROM threadline_checkpoints WHERE thread_id = ? ORDER BY checkpoint_ns, checkpoint_id",
+        f"checkpoint, {d.checkpoint_size()} FROM threadline_checkpoints WHERE thread_id = ? ORDER BY checkpoint_ns, checkpoint_id",
         (thread_id,),
     )
     out: dict[str, list[dict[str, Any]]] = {t: [] for t in TABLES}
     first_ref: dict[tuple[str, str, str], tuple[str, float]] = {}
     for r in cks:
         where = f"checkpoint ({r[0]!r}, {r[1]!r}, {r[2]!r})"
-        doc = _doc(d, r[9], where)
-        meta = _json(d, r[8], where)
+        doc = d.load_object(r[9], where)
+        meta = d.load_json(r[8], where)
         versions = doc.get("channel_versions") or {}
         out["checkpoints"].append(
             {

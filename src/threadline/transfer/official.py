@@ -94,7 +94,7 @@ def import_thread_op(
     as the source rows is not stored (the transaction is rolled back by the raise).
 
     Raises ThreadlineError when the thread already exists in threadline (unless ``replace``)."""
-    exists = yield Q("SELECT 1 FROM threadline_checkpoints WHERE thread_id = ? LIMIT 1", (thread_id,))
+    exists = yield Q(d.HAS_CHECKPOINTS, (thread_id,))
     if exists:
         if not replace:
             raise ThreadlineError(f"thread {thread_id!r} already exists in the target database (pass replace=True, CLI --replace)")
@@ -104,11 +104,7 @@ def import_thread_op(
     if problems:
         raise _Mismatch(problems)
     if records:
-        yield Q(
-            "UPDATE threadline_threads SET created_at = (SELECT MIN(created_at) FROM threadline_checkpoints WHERE thread_id = ?), "
-            "updated_at = (SELECT MAX(created_at) FROM threadline_checkpoints WHERE thread_id = ?) WHERE thread_id = ?",
-            (thread_id, thread_id, thread_id),
-        )
+        yield Q(d.RETIME_THREAD, (thread_id, thread_id, thread_id))
         yield from ops.restat(d, [thread_id])
     return n_ck, n_w, problems
 

@@ -1,7 +1,8 @@
 """Maintenance operations: deleting threads, checkpoints and the checkpoints of runs,
 recomputing a thread's index row (``restat``), collecting unreferenced blobs while
 keeping every delta base a kept blob needs (``gc_blobs``), copying a thread, and
-``prune`` with its ``keep_latest`` / ``delete`` strategies.
+``prune`` with its ``keep_latest`` / ``delete`` strategies. What a kept checkpoint
+needs is ``storage.liveness``'s rule.
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ from langgraph.checkpoint.serde.types import TASKS
 
 from threadline import codec
 from threadline.storage import rows as R
-from threadline.storage.dialect import Dialect, table
-from threadline.storage.ops.base import Op, Q, _json, chunks, placeholders
+from threadline.storage.dialect import Dialect
+from threadline.storage.liveness import Lineage, live_blobs
+from threadline.storage.ops.base import Op, Q, chunks
 from threadline.errors import ConfigError
 from threadline.keys import thread_id_of
 
@@ -30,8 +32,8 @@ def delete_thread(d: Dialect, thread_id: Any, bc: codec.BlobCodec | None = None)
     """Delete every checkpoint, blob and write of a thread, in every checkpoint_ns."""
     tid = thread_id_of(thread_id)
     _forget(bc, [tid])
-    for name in ("writes", "blobs", "checkpoints", "threads"):
-        yield Q(f"DELETE FROM {table(name)} WHERE thread_id = ?", (tid,))
+    for statement in d.DELETE_THREAD:
+        yield Q(statement, (tid,))
 
 
 def restat(d: Dialect, thread_ids: Iterable[str]) -> Op[None]:
@@ -43,32 +45,22 @@ def restat(d: Dialect, thread_ids: Iterable[str]) -> Op[None]:
     every ``put_writes``.
     """
     for tid in sorted(set(thread_ids)):
-        yield Q(
-            "UPDATE threadline_threads SET "
-            "checkpoint_count = (SELECT COUNT(*) FROM threadline_checkpoints WHERE thread_id = ?), "
-            f"bytes = (SELECT COALESCE(SUM({d.bytes_of('blob', 'blob')}), 0) FROM threadline_blobs WHERE thread_id = ?) "
-            "WHERE thread_id = ?",
-            (tid, tid, tid),
-        )
-        yield Q("DELETE FROM threadline_threads WHERE thread_id = ? AND checkpoint_count = 0", (tid,))
+        yield Q(d.restat_thread(), (tid, tid, tid))
+        yield Q(d.DROP_EMPTY_THREAD, (tid,))
 
 
 def gc_blobs(d: Dialect, thread_id: str) -> Op[int]:
-    """Delete a thread's blobs that no checkpoint references (directly or as a delta base). Returns rows deleted."""
-    docs = yield Q("SELECT checkpoint_ns, checkpoint FROM threadline_checkpoints WHERE thread_id = ?", (thread_id,))
-    live = {(ns, ch, v) for ns, doc in docs for ch, v in R.blob_pairs(_json(d, doc, f"checkpoint of thread {thread_id!r}"))}
-    stored = yield Q("SELECT checkpoint_ns, channel, version, base_version FROM threadline_blobs WHERE thread_id = ?", (thread_id,))
-    base = {(ns, ch, v): b for ns, ch, v, b in stored}
-    todo = [k for k in live if k in base]
-    while todo:  # a kept delta keeps the versions it is built on
-        ns, ch, v = todo.pop()
-        b = base.get((ns, ch, v))
-        if b is not None and (ns, ch, b) not in live:
-            live.add((ns, ch, b))
-            todo.append((ns, ch, b))
+    """Delete a thread's blobs that no checkpoint needs (``liveness.live_blobs``: referenced
+    directly or as a delta base). Returns rows deleted."""
+    docs = yield Q(d.THREAD_DOCS, (thread_id,))
+    stored = yield Q(d.THREAD_BLOB_BASES, (thread_id,))
+    live = live_blobs(
+        ((ns, ch, v) for ns, doc in docs for ch, v in R.blob_pairs(d.load_object(doc, f"checkpoint of thread {thread_id!r}"))),
+        {(ns, ch, v): b for ns, ch, v, b in stored},
+    )
     dead = [(thread_id, ns, ch, v) for ns, ch, v, _ in stored if (ns, ch, v) not in live]
     if dead:
-        yield Q("DELETE FROM threadline_blobs WHERE thread_id = ? AND checkpoint_ns = ? AND channel = ? AND version = ?", dead, many=True)
+        yield Q(d.DELETE_BLOB, dead, many=True)
     return len(dead)
 
 
@@ -86,8 +78,8 @@ def delete_checkpoints(d: Dialect, keys: Sequence[tuple[str, str, str]], bc: cod
     if not keys:
         return
     _forget(bc, {k[0] for k in keys})
-    yield Q("DELETE FROM threadline_writes WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?", list(keys), many=True)
-    yield Q("DELETE FROM threadline_checkpoints WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?", list(keys), many=True)
+    yield Q(d.DELETE_WRITES, list(keys), many=True)
+    yield Q(d.DELETE_CHECKPOINT, list(keys), many=True)
     threads = sorted({k[0] for k in keys})
     for tid in threads:
         yield from gc_blobs(d, tid)
@@ -99,7 +91,7 @@ def delete_for_runs(d: Dialect, run_ids: Any, bc: codec.BlobCodec | None = None)
     ids = thread_ids_of(run_ids, "run_ids")
     keys: list[tuple] = []
     for part in chunks(ids, d.max_params):
-        keys += (yield Q(f"SELECT thread_id, checkpoint_ns, checkpoint_id FROM threadline_checkpoints WHERE run_id IN ({placeholders(len(part))})", part))
+        keys += (yield Q(d.checkpoints_of_runs(len(part)), part))
     yield from delete_checkpoints(d, [tuple(k) for k in keys], bc)
 
 
@@ -108,29 +100,10 @@ def copy_thread(d: Dialect, source: Any, target: Any) -> Op[None]:
     src, dst = thread_id_of(source), thread_id_of(target)
     if src == dst:
         raise ConfigError(f"copy_thread: source and target are the same thread {src!r}")
-    yield Q(
-        "INSERT INTO threadline_checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata, step, source, run_id, created_at) "
-        "SELECT ?, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata, step, source, run_id, created_at "
-        "FROM threadline_checkpoints WHERE thread_id = ? ON CONFLICT DO NOTHING",
-        (dst, src),
-    )
-    yield Q(
-        "INSERT INTO threadline_blobs (thread_id, checkpoint_ns, channel, version, type, blob, base_version) "
-        "SELECT ?, checkpoint_ns, channel, version, type, blob, base_version FROM threadline_blobs WHERE thread_id = ? ON CONFLICT DO NOTHING",
-        (dst, src),
-    )
-    yield Q(
-        "INSERT INTO threadline_writes (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, task_path, type, blob, created_at) "
-        "SELECT ?, checkpoint_ns, checkpoint_id, task_id, idx, channel, task_path, type, blob, created_at "
-        "FROM threadline_writes WHERE thread_id = ? ON CONFLICT DO NOTHING",
-        (dst, src),
-    )
+    for statement in (d.COPY_CHECKPOINTS, d.COPY_BLOBS, d.COPY_WRITES):
+        yield Q(statement, (dst, src))
     now = time.time()
-    yield Q(
-        "INSERT INTO threadline_threads (thread_id, created_at, updated_at, checkpoint_count, bytes) "
-        "SELECT ?, ?, ?, 0, 0 WHERE EXISTS (SELECT 1 FROM threadline_checkpoints WHERE thread_id = ?) ON CONFLICT (thread_id) DO NOTHING",
-        (dst, now, now, dst),
-    )
+    yield Q(d.ENSURE_COPIED_THREAD, (dst, now, now, dst))
     yield from restat(d, [dst])
 
 
@@ -163,51 +136,50 @@ def prune(d: Dialect, thread_ids: Any, strategy: str, bc: codec.BlobCodec | None
     doomed: list[tuple] = []
     orphaned: list[tuple] = []
     for tid in tids:
-        found = yield Q(
-            "SELECT checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata FROM threadline_checkpoints WHERE thread_id = ?",
-            (tid,),
-        )
+        found = yield Q(d.THREAD_CHECKPOINTS, (tid,))
         if not found:
             continue
-        nonempty = {
-            (ns, ch, v)
-            for ns, ch, v in (yield Q("SELECT checkpoint_ns, channel, version FROM threadline_blobs WHERE thread_id = ? AND type <> ?", (tid, codec.EMPTY)))
-        }
-        with_sends = {tuple(r) for r in (yield Q(
-            "SELECT DISTINCT checkpoint_ns, checkpoint_id FROM threadline_writes WHERE thread_id = ? AND channel = ?", (tid, TASKS)
-        ))}
+        nonempty = {tuple(r) for r in (yield Q(d.THREAD_BLOBS_NOT_OF_TYPE, (tid, codec.EMPTY)))}
+        with_sends = {tuple(r) for r in (yield Q(d.CHECKPOINTS_WRITING, (tid, TASKS)))}
         if d.prune_refuses_delta_threads and any(
-            DELTA_KEYS & _json(d, r[4], f"checkpoint ({tid!r}, {r[0]!r}, {r[1]!r})").keys() for r in found
+            DELTA_KEYS & d.load_json(r[4], f"checkpoint ({tid!r}, {r[0]!r}, {r[1]!r})").keys() for r in found
         ):
             # the whole batch is one transaction: nothing is pruned, as the official saver
             raise NotImplementedError(f"keep_latest can't prune threads that use a DeltaChannel: {tid}")
-        by_id = {(r[0], r[1]): r for r in found}
-        keep: set[tuple] = set()
-        roots: dict[str, str | None] = {}
-        for ns in sorted({r[0] for r in found}):
-            head = max(r[1] for r in found if r[0] == ns)
-            keep.add((ns, head))
-            where = f"checkpoint ({tid!r}, {ns!r}, {head!r})"
-            doc, meta = _json(d, by_id[(ns, head)][3], where), _json(d, by_id[(ns, head)][4], where)
-            parent = by_id[(ns, head)][2]
-            if R.needs_parent_sends(parent, doc) and (ns, parent) in with_sends:
-                keep.add((ns, parent))
-            roots[ns] = (meta.get("parents") or {}).get("") if isinstance(meta.get("parents"), dict) else None
-            for ch in (meta.get("counters_since_delta_snapshot") or {}):
-                cur = parent
-                while cur and (ns, cur) in by_id:  # walk to the nearest stored snapshot
-                    keep.add((ns, cur))
-                    versions = _json(d, by_id[(ns, cur)][3], "checkpoint").get("channel_versions", {})
-                    if ch in versions and (ns, ch, R.version_key(versions[ch])) in nonempty:
-                        break
-                    cur = by_id[(ns, cur)][2]
-        # a subgraph call goes with the saved root checkpoint it started from
-        calls = {ns for ns, root in roots.items() if ":" in ns and ("", root) in by_id and ("", root) not in keep}
-        keep = {k for k in keep if k[0] not in calls}
-        doomed += [(tid, ns, cid) for ns, cid in by_id if (ns, cid) not in keep]
-        # as the official saver: a kept checkpoint whose parent is not kept loses its parent link
-        # (a kept sends parent may have writes but no checkpoint row)
-        orphaned += [(tid, ns, cid) for ns, cid in keep if (ns, cid) in by_id and by_id[(ns, cid)][2] and (ns, by_id[(ns, cid)][2]) not in keep]
+        kept = _keep_latest(d, tid, found, nonempty, with_sends)
+        doomed += [(tid, r[0], r[1]) for r in found if (r[0], r[1]) not in kept]
+        orphaned += [(tid, r[0], r[1]) for r in found if (r[0], r[1]) in kept and r[2] and (r[0], r[2]) not in kept]
     if orphaned:
-        yield Q("UPDATE threadline_checkpoints SET parent_checkpoint_id = NULL WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?", orphaned, many=True)
+        yield Q(d.SET_PARENT, [(None, *k) for k in orphaned], many=True)
     yield from delete_checkpoints(d, doomed, bc)
+
+
+def _keep_latest(d: Dialect, tid: str, found: list, nonempty: set, with_sends: set) -> set[tuple[str, str]]:
+    """The (checkpoint_ns, checkpoint_id) ``prune(keep_latest)`` keeps of one thread's
+    checkpoint rows (``THREAD_CHECKPOINTS``), given its blobs holding a value and the
+    checkpoints with TASKS writes."""
+    by_id = {(r[0], r[1]): r for r in found}
+    docs: dict[tuple[str, str], Any] = {}
+
+    def versions(key: tuple[str, str]) -> Any:
+        if key not in docs:
+            docs[key] = d.load_json(by_id[key][3], f"checkpoint ({tid!r}, {key[0]!r}, {key[1]!r})")
+        return docs[key].get("channel_versions") or {}
+
+    lineage = Lineage({k: r[2] for k, r in by_id.items()}, versions, nonempty)
+    keep: set[tuple[str, str]] = set()
+    roots: dict[str, str | None] = {}
+    for ns in sorted({r[0] for r in found}):
+        head = max(r[1] for r in found if r[0] == ns)
+        keep.add((ns, head))
+        where = f"checkpoint ({tid!r}, {ns!r}, {head!r})"
+        doc, meta = d.load_json(by_id[(ns, head)][3], where), d.load_json(by_id[(ns, head)][4], where)
+        parent = by_id[(ns, head)][2]
+        if R.needs_parent_sends(parent, doc) and (ns, parent) in with_sends:
+            keep.add((ns, parent))
+        roots[ns] = (meta.get("parents") or {}).get("") if isinstance(meta.get("parents"), dict) else None
+        # the ancestors the head rebuilds its DeltaChannel values from, with their writes
+        keep |= {(ns, cid) for cid in lineage.needs(ns, parent, meta)}
+    # a subgraph call goes with the saved root checkpoint it started from
+    calls = {ns for ns, root in roots.items() if ":" in ns and ("", root) in by_id and ("", root) not in keep}
+    return {k for k in keep if k[0] not in calls}

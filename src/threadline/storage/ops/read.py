@@ -19,42 +19,23 @@ from langgraph.checkpoint.serde.types import TASKS
 from threadline import codec
 from threadline.storage import rows as R
 from threadline.storage.dialect import Dialect
-from threadline.storage.ops.base import BLOB_KEY, WRITE_SELECT, Op, Q, _json, chunks, flat, join_keys, values_list
+from threadline.storage.ops.base import Op, Q, chunks, flat
 from threadline.errors import ConfigError, CorruptRowError
 from threadline.keys import Key, key_of
 
 
 def fetch_blob_rows(d: Dialect, keys: Sequence[tuple[str, str, str, str]]) -> Op[dict[tuple[str, str, str], dict[str, tuple]]]:
     """The blob rows of ``keys`` (thread_id, checkpoint_ns, channel, version) and of every
-    version their deltas are built on, in one query per chunk of keys.
-
-    A recursive CTE follows ``blobs.base_version`` (the same SQL on SQLite and
-    Postgres; ``UNION`` returns each row once however many keys share a chain).
-    Each step looks the next base up by a correlated subquery, which both
-    databases answer with one primary-key probe (a join there lets Postgres plan a
-    scan of ``blobs`` per step).
+    version their deltas are built on, in one query per chunk of keys
+    (``Dialect.blob_chains``: a recursive CTE over ``blobs.base_version``).
     Returns (thread_id, checkpoint_ns, channel) → version → (type, blob, base_version),
     the input of ``codec.resolve``.
     """
     out: dict[tuple[str, str, str], dict[str, tuple]] = defaultdict(dict)
     if not keys:
         return out
-    on = " AND ".join(f"t.{col} = k.column{i + 1}" for i, col in enumerate(BLOB_KEY))
     for part in chunks(list(keys), d.max_params // 4):
-        found = yield Q(
-            "WITH RECURSIVE chain(thread_id, checkpoint_ns, channel, version, base_version) AS ("
-            f" SELECT t.thread_id, t.checkpoint_ns, t.channel, t.version, t.base_version FROM ({values_list(4, len(part))}) k"
-            f" JOIN threadline_blobs t ON {on}"
-            " UNION"
-            " SELECT c.thread_id, c.checkpoint_ns, c.channel, c.base_version,"
-            " (SELECT b.base_version FROM threadline_blobs b WHERE b.thread_id = c.thread_id AND b.checkpoint_ns = c.checkpoint_ns"
-            " AND b.channel = c.channel AND b.version = c.base_version)"
-            " FROM chain c WHERE c.base_version IS NOT NULL"
-            ") SELECT t.thread_id, t.checkpoint_ns, t.channel, t.version, t.type, t.blob, t.base_version FROM chain c"
-            " JOIN threadline_blobs t ON t.thread_id = c.thread_id AND t.checkpoint_ns = c.checkpoint_ns"
-            " AND t.channel = c.channel AND t.version = c.version",
-            flat(part),
-        )
+        found = yield Q(d.blob_chains(len(part)), flat(part))
         for b in found:
             out[(b[0], b[1], b[2])][b[3]] = (b[4], b[5], b[6])
     return out
@@ -113,7 +94,7 @@ def load_tuples(
     docs = []
     for row in ck_rows:
         where = f"checkpoint ({row[0]!r}, {row[1]!r}, {row[2]!r})"
-        doc, meta = _json(d, row[4], where), _json(d, row[5], where)
+        doc, meta = d.load_json(row[4], where), d.load_json(row[5], where)
         if not isinstance(doc, dict) or not isinstance(meta, dict):
             raise CorruptRowError(f"{where}: checkpoint or metadata is not a JSON object")
         docs.append((row, doc, meta))
@@ -130,11 +111,7 @@ def load_tuples(
     keys = sorted({(r[0], r[1], r[2]) for r in ck_rows})
     writes: dict[tuple, list] = defaultdict(list)
     for part in chunks(keys, d.max_params // 3):
-        found = yield Q(
-            join_keys("threadline_writes", BLOB_KEY[:2] + ("checkpoint_id",), len(part), WRITE_SELECT)
-            + " ORDER BY t.task_path, t.task_id, t.idx",
-            flat(part),
-        )
+        found = yield Q(d.writes_by_keys(len(part)), flat(part))
         for w in found:
             writes[(w[0], w[1], w[2])].append(w)
     sends: dict[tuple, list] = defaultdict(list)
@@ -142,11 +119,7 @@ def load_tuples(
     # the parent's TASKS writes in any namespace, as the official PostgresSaver looks them up
     parents = sorted({(r[0], r[3]) for r, doc, _ in docs if migrate and R.needs_parent_sends(r[3], doc)})
     for part in chunks(parents, d.max_params // 2 - 1):
-        found = yield Q(
-            join_keys("threadline_writes", ("thread_id", "checkpoint_id"), len(part), WRITE_SELECT)
-            + " WHERE t.channel = ? ORDER BY t.task_path, t.task_id, t.idx",
-            [*flat(part), TASKS],
-        )
+        found = yield Q(d.sends_by_parent(len(part)), [*flat(part), TASKS])
         for w in found:
             sends[(w[0], w[2])].append(w)
 
@@ -183,16 +156,9 @@ def _remember(bc: codec.BlobCodec, row: Sequence[Any], doc: dict, blobs: Mapping
 def get_tuple(d: Dialect, serde: SerializerProtocol, key: Key, bc: codec.BlobCodec | None = None) -> Op[CheckpointTuple | None]:
     """The checkpoint named by ``key``, or the latest of its (thread_id, checkpoint_ns) when it names none."""
     if key.checkpoint_id:
-        found = yield Q(
-            f"SELECT {R.CHECKPOINT_COLUMNS} FROM threadline_checkpoints WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?",
-            (key.thread_id, key.checkpoint_ns, key.checkpoint_id),
-        )
+        found = yield Q(d.CHECKPOINT, (key.thread_id, key.checkpoint_ns, key.checkpoint_id))
     else:
-        found = yield Q(
-            f"SELECT {R.CHECKPOINT_COLUMNS} FROM threadline_checkpoints WHERE thread_id = ? AND checkpoint_ns = ? "
-            "ORDER BY checkpoint_id DESC LIMIT 1",
-            (key.thread_id, key.checkpoint_ns),
-        )
+        found = yield Q(d.LATEST_CHECKPOINT, (key.thread_id, key.checkpoint_ns))
     if not found:
         return None
     return (yield from load_tuples(d, serde, found, bc))[0]
@@ -247,14 +213,7 @@ def list_page(
 ) -> Op[tuple[list[Any], tuple | None]]:
     """One page of ``list`` (newest checkpoint_id first) and the cursor for the next page."""
     sql, params = where
-    if after is not None:
-        sql = f"({sql}) AND (c.checkpoint_id, c.thread_id, c.checkpoint_ns) < (?, ?, ?)"
-        params = [*params, *after]
-    found = yield Q(
-        f"SELECT {R.CHECKPOINT_COLUMNS} FROM threadline_checkpoints c WHERE {sql} "
-        "ORDER BY c.checkpoint_id DESC, c.thread_id DESC, c.checkpoint_ns DESC LIMIT ?",
-        [*params, size],
-    )
+    found = yield Q(d.list_checkpoints(sql, after is not None), [*params, *(after or ()), size])
     tuples = yield from load_tuples(d, serde, found, bc, lazy=lazy)
     last = found[-1] if len(found) == size else None
     return tuples, (last[2], last[0], last[1]) if last else None

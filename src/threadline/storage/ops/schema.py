@@ -9,7 +9,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from threadline.storage.dialect import LATEST_VERSION, MIGRATIONS, Dialect, table
+from threadline.storage.dialect import Dialect
+from threadline.storage.schema import LATEST_VERSION, MIGRATIONS, table
 from threadline.storage.ops.base import Op, Q
 from threadline.errors import SchemaError
 
@@ -51,7 +52,7 @@ def schema_state(d: Dialect) -> Op[SchemaState]:
     tables = frozenset(r[0] for r in (yield Q(d.tables_sql)))
     applied: frozenset[int] = frozenset()
     if table("migrations") in tables:
-        applied = frozenset(int(r[0]) for r in (yield Q(f"SELECT v FROM {table('migrations')}")))
+        applied = frozenset(int(r[0]) for r in (yield Q(d.APPLIED_MIGRATIONS)))
     legacy = False
     if table("migrations") not in tables and {"blobs", "migrations", "checkpoints"} <= tables:
         legacy = "base_version" in {r[0] for r in (yield Q(d.columns_sql, ("blobs",)))}
@@ -74,12 +75,12 @@ def setup(d: Dialect) -> Op[SchemaState]:
     if state.legacy:
         for statement in d.legacy_renames():
             yield Q(statement)
-    yield Q(f"CREATE TABLE IF NOT EXISTS {table('migrations')} (v INTEGER PRIMARY KEY, applied_at {d.types['real']} NOT NULL)")
-    done = {r[0] for r in (yield Q(f"SELECT v FROM {table('migrations')}"))}
+    yield Q(d.create_migrations_table())
+    done = {r[0] for r in (yield Q(d.APPLIED_MIGRATIONS))}
     for version, statements in d.migrations():
         if version in done:
             continue
         for statement in statements:
             yield Q(statement)
-        yield Q(f"INSERT INTO {table('migrations')} (v, applied_at) VALUES (?, ?)", (version, time.time()))
+        yield Q(d.RECORD_MIGRATION, (version, time.time()))
     return (yield from schema_state(d))

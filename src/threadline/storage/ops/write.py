@@ -17,49 +17,10 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from threadline import codec
 from threadline.storage import rows as R
 from threadline.storage.dialect import Dialect, dumps_json
-from threadline.storage.ops.base import BLOB_KEY, Op, Q, _json, flat, join_keys, values_list
+from threadline.storage.ops.base import Op, Q, flat
 from threadline.storage.ops.read import fetch_blob_rows, fetch_blobs
 from threadline.errors import ConfigError, CorruptRowError
 from threadline.keys import Key, config_of, key_of
-
-_UPSERT_THREAD = (
-    "INSERT INTO threadline_threads (thread_id, created_at, updated_at, checkpoint_count, bytes) VALUES (?, ?, ?, ?, ?) "
-    "ON CONFLICT (thread_id) DO UPDATE SET updated_at = excluded.updated_at, "
-    "checkpoint_count = threadline_threads.checkpoint_count + excluded.checkpoint_count, bytes = threadline_threads.bytes + excluded.bytes"
-)
-
-
-_INSERT_BLOBS = (
-    "INSERT INTO threadline_blobs (thread_id, checkpoint_ns, channel, version, type, blob, base_version) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING"
-)
-
-
-def _insert_guarded(d: Dialect) -> str:
-    """Insert-or-ignore of one blob row (the 7 columns, then the type and stored size its
-    base row must have, NULL for a snapshot): a delta is inserted only while its base row
-    still has that type and size, so a stale cache entry can never leave a delta on a
-    base that changed."""
-    return (
-        "INSERT INTO threadline_blobs (thread_id, checkpoint_ns, channel, version, type, blob, base_version) "
-        f"SELECT column1, column2, column3, column4, column5, CAST(column6 AS {d.types['blob']}), column7 "
-        f"FROM ({values_list(9, 1)}) v "
-        "WHERE column7 IS NULL OR EXISTS (SELECT 1 FROM threadline_blobs b WHERE b.thread_id = v.column1 AND b.checkpoint_ns = v.column2 "
-        "AND b.channel = v.column3 AND b.version = v.column7 AND b.type = v.column8 "
-        f"AND {d.bytes_of('b.blob', 'blob')} = CAST(v.column9 AS {d.types['int']})) "
-        "ON CONFLICT DO NOTHING"
-    )
-
-
-def _count_stored(d: Dialect, n: int) -> str:
-    """SQL counting which of ``n`` (channel, version, type, stored size) blob rows of one
-    (thread_id, checkpoint_ns) are stored exactly so (parameters: thread_id, checkpoint_ns, then the rows)."""
-    return (
-        f"(SELECT COUNT(*) FROM ({values_list(4, n)}) k JOIN threadline_blobs b ON b.thread_id = ? AND b.checkpoint_ns = ? "
-        f"AND b.channel = k.column1 AND b.version = k.column2 AND b.type = k.column3 "
-        f"AND {d.bytes_of('b.blob', 'blob')} = CAST(k.column4 AS {d.types['int']}))"
-    )
-
 
 def _delta_bases(
     d: Dialect, bc: codec.BlobCodec, key: Key, candidates: Sequence[tuple[str, str]]
@@ -75,12 +36,10 @@ def _delta_bases(
     parent = (key.thread_id, key.checkpoint_ns, key.checkpoint_id)
     versions = bc.cache.versions(parent)
     if versions is None:
-        found = yield Q(
-            "SELECT checkpoint FROM threadline_checkpoints WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?", parent
-        )
+        found = yield Q(d.CHECKPOINT_DOC, parent)
         if not found:
             return {}
-        doc = _json(d, found[0][0], f"checkpoint {parent!r}")
+        doc = d.load_json(found[0][0], f"checkpoint {parent!r}")
         versions = dict(R.blob_pairs(doc)) if isinstance(doc, dict) else {}
         bc.cache.put_versions(parent, versions)
     bases: dict[str, tuple[str, codec.Entry]] = {}
@@ -141,39 +100,27 @@ def put(
     values = R.serialize_values(serde, checkpoint, new_versions, bc, bases)
     blob_rows = R.blob_rows(key, values, bases, bc)
     if any(r.delta for r in blob_rows):
-        yield Q(_insert_guarded(d), [r.params + r.guard for r in blob_rows], many=True)
+        yield Q(d.insert_blob_guarded(), [r.params + r.guard for r in blob_rows], many=True)
     elif blob_rows:
-        yield Q(_INSERT_BLOBS, [r.params for r in blob_rows], many=True)
+        yield Q(d.INSERT_BLOB, [r.params for r in blob_rows], many=True)
     size = sum(len(r.params[5] or b"") for r in blob_rows)
     # The rows the cache will remember (deltas and list/dict snapshots) are checked in the
     # checkpoint INSERT's own RETURNING, so this costs no extra round trip.
     checked = [r for r in blob_rows if r.value is not None] if bc.cache is not None else []
     checked_params = [p for r in checked for p in (r.params[2], r.params[3], r.params[4], len(r.params[5] or b""))]
-    count_sql = _count_stored(d, len(checked)) if checked else "0"
+    count_params = [*checked_params, key.thread_id, key.checkpoint_ns] if checked else []
     row = (key.thread_id, key.checkpoint_ns, checkpoint["id"], key.checkpoint_id, doc_json, meta_json, step, source, run_id, now)
-    inserted_ck = yield Q(
-        "INSERT INTO threadline_checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata, "
-        "step, source, run_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-        f"ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO NOTHING RETURNING checkpoint_id, {count_sql}",
-        [*row, *checked_params, key.thread_id, key.checkpoint_ns] if checked else row,
-    )
+    inserted_ck = yield Q(d.insert_checkpoint(len(checked)), [*row, *count_params])
     if not inserted_ck:
-        parent_sql, parent = ("parent_checkpoint_id = ?, ", (key.checkpoint_id,)) if d.reput_sets_parent else ("", ())
-        yield Q(
-            f"UPDATE threadline_checkpoints SET {parent_sql}checkpoint = ?, metadata = ?, step = ?, source = ?, run_id = ? "
-            "WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?",
-            (*parent, doc_json, meta_json, step, source, run_id, key.thread_id, key.checkpoint_ns, checkpoint["id"]),
-        )
-        stored = (yield Q(f"SELECT {count_sql}", [*checked_params, key.thread_id, key.checkpoint_ns])) if checked else [(0,)]
+        parent = (key.checkpoint_id,) if d.reput_sets_parent else ()
+        yield Q(d.reput_checkpoint(), (*parent, doc_json, meta_json, step, source, run_id, key.thread_id, key.checkpoint_ns, checkpoint["id"]))
+        stored = (yield Q(f"SELECT {d.count_stored(len(checked))}", count_params)) if checked else [(0,)]
     else:
         stored = [(inserted_ck[0][1],)]
     if checked and stored[0][0] != len(checked):
         # Rare: a delta's base row changed since it was cached, or a key was already stored
         # with other bytes. Find out which rows are not stored as written.
-        found = yield Q(
-            join_keys("threadline_blobs", BLOB_KEY, len(checked), f"t.channel, t.version, t.type, {d.bytes_of('t.blob', 'blob')}"),
-            flat(r.params[:4] for r in checked),
-        )
+        found = yield Q(d.blob_sizes_by_keys(len(checked)), flat(r.params[:4] for r in checked))
         have = {(f[0], f[1]): (f[2], f[3]) for f in found}
         retry = []
         for r, v in zip(blob_rows, values):
@@ -185,7 +132,7 @@ def put(
             if r.delta and k not in have:  # the delta was refused: store the value whole
                 retry.append(R.snapshot_row(v, key, bc))
         if retry:
-            yield Q(_INSERT_BLOBS, retry, many=True)
+            yield Q(d.INSERT_BLOB, retry, many=True)
     if bc.cache is not None:
         for r in blob_rows:
             if r.value is not None:
@@ -196,7 +143,7 @@ def put(
                     bc.cache.discard((key.thread_id, key.checkpoint_ns, r.params[2], base[0]))
     if bc.cache is not None:
         bc.cache.put_versions((key.thread_id, key.checkpoint_ns, checkpoint["id"]), dict(R.blob_pairs(doc)))
-    yield Q(_UPSERT_THREAD, (key.thread_id, now, now, 1 if inserted_ck else 0, size))
+    yield Q(d.UPSERT_THREAD, (key.thread_id, now, now, 1 if inserted_ck else 0, size))
     # the official savers hand back the caller's thread_id and checkpoint_ns as given (an int stays an int)
     given = config["configurable"]
     return config_of(given["thread_id"], given.get("checkpoint_ns") or key.checkpoint_ns, checkpoint["id"])
@@ -223,13 +170,6 @@ def put_writes(
     replace, rows = R.write_rows(serde, key, writes, task_id, task_path or "", now, bc or codec.PLAIN)
     if not rows:
         return
-    conflict = "DO UPDATE SET " + ", ".join(f"{c} = excluded.{c}" for c in d.replaced_write_columns) if replace else "DO NOTHING"
     if replace:  # the same special channel twice: the last write wins, as with one upsert after another
         rows = list({r[4]: r for r in rows}.values())
-    yield Q(
-        "INSERT INTO threadline_writes (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, task_path, type, blob, created_at) "
-        f"VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) {conflict}",
-        rows,
-        many=True,
-        single=True,
-    )
+    yield Q(d.insert_writes(replace), rows, many=True, single=True)

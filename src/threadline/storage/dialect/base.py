@@ -1,0 +1,151 @@
+"""What a dialect is: the named statements (``statements.Statements``) plus the hooks a
+backend fills in, and the JSON format every backend stores.
+
+A Dialect only supplies what differs between backends: placeholder style, column
+types, how a JSON column reads back, the metadata filter of ``list``, byte counts,
+JSON functions over ``channel_versions``, schema introspection, the official saver's
+tables, and the official saver's behaviours threadline matches on that backend.
+Nothing here executes; operations ask a Dialect for SQL.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from threadline.errors import CorruptRowError, FilterError
+from threadline.storage.dialect.statements import Statements
+from threadline.storage.schema import MIGRATIONS
+
+
+def dumps_json(obj: Any, *, sort_keys: bool = True) -> str:
+    """JSON as stored: compact, UTF-8 kept, sorted keys unless ``sort_keys=False`` (metadata
+    keeps its own key order, which the official SQLite saver's object filters compare).
+
+    Raises ValueError for what a JSON column cannot hold on every backend: NaN or
+    Infinity, and NUL characters (Postgres JSONB refuses them).
+    """
+    text = json.dumps(obj, sort_keys=sort_keys, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    if "\\u0000" in text:
+        raise ValueError("NUL character in a JSON value")
+    return text
+
+
+def _check_storable(obj: Any, path: str = "$") -> None:
+    """ValueError naming the path of a NUL, NaN/Infinity or over-64-bit integer."""
+    if isinstance(obj, str):
+        if "\x00" in obj:
+            raise ValueError(f"{path}: NUL character in {obj!r}")
+    elif isinstance(obj, bool) or obj is None:
+        pass
+    elif isinstance(obj, int):
+        if not -(2**63) <= obj < 2**63:
+            raise ValueError(f"{path}: integer {obj} does not fit in 64 bits")
+    elif isinstance(obj, float):
+        if obj != obj or obj in (float("inf"), float("-inf")):
+            raise ValueError(f"{path}: {obj} is not valid JSON")
+    elif isinstance(obj, dict):
+        for k, v in obj.items():
+            _check_storable(k, path)
+            _check_storable(v, f"{path}.{k}")
+    elif isinstance(obj, (list, tuple)):
+        for i, v in enumerate(obj):
+            _check_storable(v, f"{path}[{i}]")
+
+
+def check_filter(filter: Any) -> None:
+    """FilterError unless ``filter`` is a mapping of string keys to values a JSON column can
+    hold on every backend (no NUL, NaN/Infinity or integers beyond 64 bits)."""
+    if not isinstance(filter, Mapping):
+        raise FilterError(f"filter must be a mapping of metadata key to value, got {type(filter).__name__}")
+    for key, value in filter.items():
+        if not isinstance(key, str):
+            raise FilterError(f"metadata filter keys must be strings, got {type(key).__name__} {key!r}")
+        try:
+            _check_storable({key: value})
+        except ValueError as exc:
+            raise FilterError(f"metadata filter value for {key!r} cannot be matched: {exc}") from exc
+
+
+class Dialect(Statements):
+    """One backend's SQL. Subclasses set the attributes and implement the methods that
+    raise NotImplementedError here (see ``sqlite.SqliteDialect``, ``postgres.PostgresDialect``)."""
+
+    name: str
+    # Column types substituted into the migrations: text (byte-order collation), json, blob, real, int.
+    types: dict[str, str]
+    # Largest number of bound parameters we put in one statement.
+    max_params: int
+    # Statement run first in setup() to serialize concurrent setups (None: the database's write lock does).
+    setup_lock: tuple[str, tuple] | None = None
+    # () → table names of the current database or schema.
+    tables_sql: str
+    # (table name) → its column names.
+    columns_sql: str
+    # The official saver's tables (threadline.storage.adopt reads them, with OFFICIAL_CHECKPOINTS)
+    # and its writes: (thread_id, checkpoint_id) → checkpoint_ns, checkpoint_id, task_id, idx,
+    # channel, type, blob, task_path of the writes of checkpoints from checkpoint_id on.
+    official_tables: tuple[str, ...]
+    official_writes_sql: str
+    # Channel values the official saver stores apart from the checkpoint (its blobs table), or None.
+    official_blobs_table: str | None = None
+    # Whether a checkpoint of LangGraph < v4 gets its parent's TASKS writes as its TASKS
+    # channel on read (the official PostgresSaver does it, the official SqliteSaver never).
+    migrates_parent_sends: bool
+    # get_tuple of a named checkpoint returns the caller's config as given.
+    echoes_config: bool
+    # Columns a repeated special-channel write replaces.
+    replaced_write_columns: tuple[str, ...]
+    # A checkpoint put again takes the new parent.
+    reput_sets_parent: bool
+    # prune(keep_latest) refuses DeltaChannel threads.
+    prune_refuses_delta_threads: bool
+
+    def sql(self, text: str) -> str:
+        """``text`` (``?`` placeholders) in the driver's parameter style."""
+        return text
+
+    def migrations(self) -> list[tuple[int, list[str]]]:
+        """``schema.MIGRATIONS`` with this dialect's column types, plus its own statements."""
+        extra = self.extra_migrations()
+        return [(v, [s.format(**self.types) for s in stmts] + extra.get(v, [])) for v, stmts in MIGRATIONS]
+
+    def extra_migrations(self) -> dict[int, list[str]]:
+        """Backend-only statements (indexes) added to a migration version."""
+        return {}
+
+    def legacy_renames(self) -> list[str]:
+        """Statements moving a database of the unprefixed layout to the prefixed names."""
+        raise NotImplementedError
+
+    def load_json(self, value: Any, where: str) -> Any:
+        """A JSON column's value as read back by the driver, decoded; CorruptRowError naming
+        ``where`` when it is not JSON."""
+        try:
+            return json.loads(value) if isinstance(value, (str, bytes)) else value
+        except ValueError as exc:
+            raise CorruptRowError(f"{where}: stored JSON is unreadable ({exc})") from exc
+
+    def load_object(self, value: Any, where: str) -> dict:
+        """``load_json`` of a column that must hold a JSON object (a checkpoint)."""
+        doc = self.load_json(value, where)
+        if not isinstance(doc, dict):
+            raise CorruptRowError(f"{where}: not a JSON object")
+        return doc
+
+    def bytes_of(self, column: str, kind: str) -> str:
+        """SQL for the stored size in bytes of a column (kind: 'json' or 'blob')."""
+        raise NotImplementedError
+
+    def metadata_filter(self, filter: Any) -> tuple[str, list[Any]]:
+        """SQL condition on table alias ``c`` and its parameters for ``list(filter=…)``, matching
+        metadata as this backend's official saver does. FilterError for an unusable filter."""
+        raise NotImplementedError
+
+    def channel_references(self, where: str) -> str:
+        """(the parameters of ``where``, a clause on ``threadline_checkpoints c`` such as
+        ``WHERE c.thread_id IN (…)`` or empty) → the number of channel references the
+        checkpoints make (one per ``channel_versions`` entry) and the stored bytes of the
+        blobs they name, counted once per reference."""
+        raise NotImplementedError

@@ -1,0 +1,91 @@
+"""The SQLite dialect: types, byte counts, ``json_each``/``json_extract``, introspection and
+the official ``SqliteSaver``'s tables and behaviours."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from threadline.storage.dialect.base import Dialect, check_filter
+from threadline.storage.schema import LEGACY_INDEXES, LEGACY_RENAMES
+
+_PATH_KEY = re.compile(r"^[A-Za-z0-9_.-]+$")  # the keys the official SqliteSaver accepts
+
+
+def _extract(key: str) -> tuple[str, str]:
+    """SQL for ``metadata``'s value at a filter key and its one parameter.
+
+    A key of the official SqliteSaver's characters is a JSON path split at dots, read by
+    ``json_extract`` as the official saver reads it (``"user.access-level"`` →
+    ``$."user"."access-level"``); any other key (which the official saver refuses) names
+    one top-level key, matched literally through ``json_each``. Either way the key is a
+    bound parameter, never SQL text."""
+    if _PATH_KEY.match(key):
+        return "json_extract(c.metadata, ?)", "$" + "".join(f'."{part}"' for part in key.split("."))
+    return "(SELECT j.value FROM json_each(c.metadata) j WHERE j.key = ?)", key
+
+
+class SqliteDialect(Dialect):
+    name = "sqlite"
+    types = {"text": "TEXT", "json": "TEXT", "blob": "BLOB", "real": "REAL", "int": "INTEGER"}
+    max_params = 900
+    tables_sql = "SELECT name FROM sqlite_master WHERE type = 'table'"
+    columns_sql = "SELECT name FROM pragma_table_info(?)"
+    # langgraph.checkpoint.sqlite.SqliteSaver
+    official_tables = ("checkpoints", "writes")
+    official_writes_sql = (
+        "SELECT checkpoint_ns, checkpoint_id, task_id, idx, channel, type, value, task_path FROM writes "
+        "WHERE thread_id = ? AND checkpoint_id >= ?"
+    )
+    migrates_parent_sends = False
+    echoes_config = True
+    replaced_write_columns = ("channel", "task_path", "type", "blob", "created_at")  # INSERT OR REPLACE
+    reput_sets_parent = True  # INSERT OR REPLACE
+    prune_refuses_delta_threads = False  # the official SqliteSaver has no prune
+
+    def legacy_renames(self) -> list[str]:
+        out = [f"ALTER TABLE {old} RENAME TO {new}" for old, new in LEGACY_RENAMES.items()]
+        for old, (new, on) in LEGACY_INDEXES.items():
+            out += [f"DROP INDEX IF EXISTS {old}", f"CREATE INDEX IF NOT EXISTS {new} ON {on}"]
+        return out
+
+    def bytes_of(self, column: str, kind: str) -> str:
+        return f"COALESCE(length(CAST({column} AS BLOB)), 0)"
+
+    def metadata_filter(self, filter: Any) -> tuple[str, list[Any]]:
+        """As the official SqliteSaver matches it: per key, ``json_extract(metadata, path)``
+        compared with the value — ``None`` matches a missing key or a JSON null, a dotted key
+        names a nested field, ``True``/``1`` and ``False``/``0`` match each other (SQLite has
+        no boolean), an object or array matches the same JSON text (key order included).
+
+        Unlike the official saver, any string key is accepted (``_extract``): keys of its
+        characters are JSON paths, others literal top-level keys; all are bound parameters.
+        Raises FilterError for a non-mapping filter, a non-string key, and values no JSON
+        column can hold.
+        """
+        check_filter(filter)
+        clauses, params = [], []
+        for key, value in filter.items():
+            expr, param = _extract(key)
+            if value is None:
+                clauses.append(f"{expr} IS NULL")
+                params.append(param)
+            elif isinstance(value, (dict, list, tuple)):
+                clauses.append(f"{expr} = json(?)")
+                params += [param, json.dumps(value, separators=(",", ":"), ensure_ascii=False)]
+            else:
+                clauses.append(f"{expr} = ?")
+                params += [param, value if isinstance(value, (str, int, float)) else str(value)]
+        return " AND ".join(clauses) or "1 = 1", params
+
+    def channel_references(self, where: str) -> str:
+        return (
+            f"SELECT COUNT(*), COALESCE(SUM({self.bytes_of('b.blob', 'blob')}), 0) FROM threadline_checkpoints c, "
+            "json_each(c.checkpoint, '$.channel_versions') j "
+            "LEFT JOIN threadline_blobs b ON b.thread_id = c.thread_id AND b.checkpoint_ns = c.checkpoint_ns "
+            f"AND b.channel = j.key AND b.version = CAST(j.value AS TEXT) {where}"
+        )
+
+
+SQLITE = SqliteDialect()

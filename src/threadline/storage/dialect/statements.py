@@ -1,0 +1,375 @@
+"""The storage engine's SQL, named, in the standard SQL both backends accept.
+
+Written once with ``?`` placeholders (``Dialect.sql`` turns them into the driver's
+style): ``ON CONFLICT``, ``RETURNING``, row values, ``VALUES`` lists and recursive
+CTEs, which SQLite (3.35+) and Postgres both run. Each statement's comment gives its
+parameters in order, then (→) the columns it returns. A dialect overrides a
+statement only where its backend needs other SQL; what always differs (column
+types, byte counts, JSON functions, introspection) are the ``Dialect`` hooks these
+methods call. Key columns: a checkpoint is (thread_id, checkpoint_ns,
+checkpoint_id), a blob (thread_id, checkpoint_ns, channel, version), a write
+(thread_id, checkpoint_ns, checkpoint_id, task_id, idx).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from threadline.storage.rows import BLOB_COLUMNS, CHECKPOINT_COLUMNS, CHECKPOINT_ROW, WRITE_COLUMNS
+
+BLOB_KEY = ("thread_id", "checkpoint_ns", "channel", "version")
+CHECKPOINT_KEY = ("thread_id", "checkpoint_ns", "checkpoint_id")
+WHERE_CHECKPOINT = "WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?"
+_INSERT_BLOBS = f"INSERT INTO threadline_blobs ({BLOB_COLUMNS}) "
+_INSERT_WRITES = f"INSERT INTO threadline_writes ({WRITE_COLUMNS}, created_at) "
+_INSERT_CHECKPOINTS = (
+    "INSERT INTO threadline_checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata, "
+    "step, source, run_id, created_at) "
+)
+
+
+def placeholders(n: int) -> str:
+    return ",".join("?" * n)
+
+
+def values_list(width: int, count: int) -> str:
+    row = "(" + ",".join("?" * width) + ")"
+    return "VALUES " + ",".join([row] * count)
+
+
+def join_keys(table: str, columns: Sequence[str], count: int, select: str) -> str:
+    """``SELECT select FROM (VALUES …) k JOIN table t ON t.col = k.columnN …``; parameters:
+    ``count`` keys of ``columns``, flattened.
+
+    Looking rows up by a list of keys as a join on a VALUES list lets SQLite and
+    Postgres probe the primary key per key; ``(a, b) IN (VALUES …)`` scans the table.
+    """
+    on = " AND ".join(f"t.{col} = k.column{i + 1}" for i, col in enumerate(columns))
+    return f"SELECT {select} FROM ({values_list(len(columns), count)}) k JOIN {table} t ON {on}"
+
+
+def prefixed(columns: str, alias: str) -> str:
+    """A column list (``rows.CHECKPOINT_ROW`` …) on a table alias: ``a, b`` → ``c.a, c.b``."""
+    return ", ".join(f"{alias}.{c.strip()}" for c in columns.split(","))
+
+
+class Statements:
+    """Named statements; mixed into ``Dialect``, whose hooks (``types``, ``bytes_of``,
+    ``replaced_write_columns``, ``reput_sets_parent``) some of them use."""
+
+    types: dict[str, str]
+    replaced_write_columns: tuple[str, ...]
+    reput_sets_parent: bool
+    official_blobs_table: str | None
+    bytes_of: Callable[[str, str], str]
+
+    # --- checkpoints ------------------------------------------------------------------
+
+    # (thread_id, checkpoint_ns, checkpoint_id) → CHECKPOINT_ROW
+    CHECKPOINT = f"SELECT {CHECKPOINT_ROW} FROM threadline_checkpoints {WHERE_CHECKPOINT}"
+    # (thread_id, checkpoint_ns) → CHECKPOINT_ROW of the namespace's latest checkpoint
+    LATEST_CHECKPOINT = (
+        f"SELECT {CHECKPOINT_ROW} FROM threadline_checkpoints WHERE thread_id = ? AND checkpoint_ns = ? "
+        "ORDER BY checkpoint_id DESC LIMIT 1"
+    )
+    # (thread_id, checkpoint_ns) → checkpoint_id of the namespace's latest checkpoint
+    LATEST_CHECKPOINT_ID = (
+        "SELECT checkpoint_id FROM threadline_checkpoints WHERE thread_id = ? AND checkpoint_ns = ? ORDER BY checkpoint_id DESC LIMIT 1"
+    )
+    # (thread_id, checkpoint_ns, checkpoint_id) → checkpoint
+    CHECKPOINT_DOC = f"SELECT checkpoint FROM threadline_checkpoints {WHERE_CHECKPOINT}"
+    # (thread_id) → checkpoint_ns, checkpoint
+    THREAD_DOCS = "SELECT checkpoint_ns, checkpoint FROM threadline_checkpoints WHERE thread_id = ?"
+    # (thread_id) → checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata
+    THREAD_CHECKPOINTS = (
+        "SELECT checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata FROM threadline_checkpoints WHERE thread_id = ?"
+    )
+    # (thread_id) → one row when the thread has a checkpoint, none otherwise
+    HAS_CHECKPOINTS = "SELECT 1 FROM threadline_checkpoints WHERE thread_id = ? LIMIT 1"
+    # (parent_checkpoint_id, thread_id, checkpoint_ns, checkpoint_id)
+    SET_PARENT = f"UPDATE threadline_checkpoints SET parent_checkpoint_id = ? {WHERE_CHECKPOINT}"
+    # (created_at, thread_id, checkpoint_ns, checkpoint_id)
+    SET_CREATED_AT = f"UPDATE threadline_checkpoints SET created_at = ? {WHERE_CHECKPOINT}"
+    # (thread_id, checkpoint_ns, checkpoint_id)
+    DELETE_CHECKPOINT = f"DELETE FROM threadline_checkpoints {WHERE_CHECKPOINT}"
+    # (thread_id, checkpoint_ns, checkpoint_id, thread_id, checkpoint_ns, max depth) → checkpoint_id,
+    # parent_checkpoint_id, checkpoint of every ancestor, nearest first
+    ANCESTORS = (
+        "WITH RECURSIVE chain(checkpoint_id, parent_checkpoint_id, checkpoint, depth) AS ("
+        " SELECT checkpoint_id, parent_checkpoint_id, checkpoint, 0 FROM threadline_checkpoints"
+        " WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?"
+        " UNION ALL"
+        " SELECT c.checkpoint_id, c.parent_checkpoint_id, c.checkpoint, chain.depth + 1 FROM threadline_checkpoints c"
+        " JOIN chain ON c.thread_id = ? AND c.checkpoint_ns = ? AND c.checkpoint_id = chain.parent_checkpoint_id"
+        " WHERE chain.depth < ?"
+        ") SELECT checkpoint_id, parent_checkpoint_id, checkpoint FROM chain WHERE depth > 0 ORDER BY depth"
+    )
+
+    def checkpoint_size(self) -> str:
+        """SQL for a checkpoint row's stored bytes (checkpoint + metadata JSON)."""
+        return f"{self.bytes_of('checkpoint', 'json')} + {self.bytes_of('metadata', 'json')}"
+
+    def insert_checkpoint(self, checked: int) -> str:
+        """Insert-or-ignore of a checkpoint row, returning its checkpoint_id and how many of
+        ``checked`` blob rows are stored as written (``count_stored``; 0 when none).
+        (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata, step, source,
+        run_id, created_at, then the ``count_stored`` parameters) → checkpoint_id, count"""
+        count = self.count_stored(checked) if checked else "0"
+        return (
+            _INSERT_CHECKPOINTS + "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+            f"ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO NOTHING RETURNING checkpoint_id, {count}"
+        )
+
+    def reput_checkpoint(self) -> str:
+        """A checkpoint put again: ([parent_checkpoint_id when ``reput_sets_parent``,] checkpoint, metadata,
+        step, source, run_id, thread_id, checkpoint_ns, checkpoint_id)"""
+        parent = "parent_checkpoint_id = ?, " if self.reput_sets_parent else ""
+        return f"UPDATE threadline_checkpoints SET {parent}checkpoint = ?, metadata = ?, step = ?, source = ?, run_id = ? {WHERE_CHECKPOINT}"
+
+    def checkpoints_by_keys(self, count: int) -> str:
+        """(``count`` checkpoint keys, flattened) → CHECKPOINT_COLUMNS"""
+        return join_keys("threadline_checkpoints", CHECKPOINT_KEY, count, prefixed(CHECKPOINT_COLUMNS, "t"))
+
+    def list_checkpoints(self, where: str, after: bool) -> str:
+        """``list``'s page, newest checkpoint_id first: (the parameters of ``where`` on alias ``c``, [the
+        cursor's checkpoint_id, thread_id, checkpoint_ns when ``after``,] page size) → CHECKPOINT_ROW"""
+        if after:
+            where = f"({where}) AND (c.checkpoint_id, c.thread_id, c.checkpoint_ns) < (?, ?, ?)"
+        return (
+            f"SELECT {prefixed(CHECKPOINT_ROW, 'c')} FROM threadline_checkpoints c WHERE {where} "
+            "ORDER BY c.checkpoint_id DESC, c.thread_id DESC, c.checkpoint_ns DESC LIMIT ?"
+        )
+
+    def checkpoints_of_runs(self, count: int) -> str:
+        """(``count`` run_ids) → thread_id, checkpoint_ns, checkpoint_id"""
+        return f"SELECT thread_id, checkpoint_ns, checkpoint_id FROM threadline_checkpoints WHERE run_id IN ({placeholders(count)})"
+
+    def thread_checkpoint_sizes(self) -> str:
+        """(thread_id) → checkpoint_ns, checkpoint_id, parent_checkpoint_id, step, source, created_at,
+        checkpoint, metadata, stored bytes"""
+        return (
+            "SELECT checkpoint_ns, checkpoint_id, parent_checkpoint_id, step, source, created_at, checkpoint, metadata, "
+            f"{self.checkpoint_size()} FROM threadline_checkpoints WHERE thread_id = ?"
+        )
+
+    # --- blobs ------------------------------------------------------------------------
+
+    # (thread_id, checkpoint_ns, channel, version, type, blob, base_version): insert-or-ignore (blobs are immutable)
+    INSERT_BLOB = _INSERT_BLOBS + "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING"
+    # (target thread_id, source thread_id): every blob of a thread copied to another
+    COPY_BLOBS = (
+        _INSERT_BLOBS + "SELECT ?, checkpoint_ns, channel, version, type, blob, base_version FROM threadline_blobs "
+        "WHERE thread_id = ? ON CONFLICT DO NOTHING"
+    )
+    # (thread_id, checkpoint_ns, channel, version)
+    DELETE_BLOB = "DELETE FROM threadline_blobs WHERE thread_id = ? AND checkpoint_ns = ? AND channel = ? AND version = ?"
+    # (thread_id) → checkpoint_ns, channel, version, base_version
+    THREAD_BLOB_BASES = "SELECT checkpoint_ns, channel, version, base_version FROM threadline_blobs WHERE thread_id = ?"
+    # (thread_id, type) → checkpoint_ns, channel, version of the blobs not of that type (``codec.EMPTY``: those with a value)
+    THREAD_BLOBS_NOT_OF_TYPE = "SELECT checkpoint_ns, channel, version FROM threadline_blobs WHERE thread_id = ? AND type <> ?"
+
+    def insert_blob_guarded(self) -> str:
+        """Insert-or-ignore of one blob row: (the INSERT_BLOB parameters, then the type and stored size
+        its base row must have, NULL for a snapshot). A delta is inserted only while its base row still
+        has that type and size, so a stale cache entry can never leave a delta on a base that changed."""
+        return (
+            _INSERT_BLOBS + f"SELECT column1, column2, column3, column4, column5, CAST(column6 AS {self.types['blob']}), column7 "
+            f"FROM ({values_list(9, 1)}) v "
+            "WHERE column7 IS NULL OR EXISTS (SELECT 1 FROM threadline_blobs b WHERE b.thread_id = v.column1 AND b.checkpoint_ns = v.column2 "
+            "AND b.channel = v.column3 AND b.version = v.column7 AND b.type = v.column8 "
+            f"AND {self.bytes_of('b.blob', 'blob')} = CAST(v.column9 AS {self.types['int']})) "
+            "ON CONFLICT DO NOTHING"
+        )
+
+    def copy_blob_versions(self, count: int) -> str:
+        """(target thread_id, source thread_id, checkpoint_ns, ``count`` (channel, version) pairs) →
+        channel, base_version of each blob copied"""
+        return (
+            _INSERT_BLOBS + "SELECT ?, checkpoint_ns, channel, version, type, blob, base_version FROM threadline_blobs "
+            f"WHERE thread_id = ? AND checkpoint_ns = ? AND (channel, version) IN ({values_list(2, count)}) "
+            "ON CONFLICT DO NOTHING RETURNING channel, base_version"
+        )
+
+    def count_stored(self, count: int) -> str:
+        """A scalar subquery: how many of ``count`` (channel, version, type, stored size) rows of one
+        (thread_id, checkpoint_ns) are stored exactly so. (the rows, flattened, then thread_id, checkpoint_ns)"""
+        return (
+            f"(SELECT COUNT(*) FROM ({values_list(4, count)}) k JOIN threadline_blobs b ON b.thread_id = ? AND b.checkpoint_ns = ? "
+            "AND b.channel = k.column1 AND b.version = k.column2 AND b.type = k.column3 "
+            f"AND {self.bytes_of('b.blob', 'blob')} = CAST(k.column4 AS {self.types['int']}))"
+        )
+
+    def blob_sizes_by_keys(self, count: int) -> str:
+        """(``count`` blob keys, flattened) → channel, version, type, stored bytes"""
+        return join_keys("threadline_blobs", BLOB_KEY, count, f"t.channel, t.version, t.type, {self.bytes_of('t.blob', 'blob')}")
+
+    def blobs_with_value(self, count: int) -> str:
+        """(``count`` blob keys, flattened, then ``codec.EMPTY``) → channel, version of those holding a value"""
+        return join_keys("threadline_blobs", BLOB_KEY, count, "t.channel, t.version") + " WHERE t.type <> ?"
+
+    def blob_chains(self, count: int) -> str:
+        """The blob rows of ``count`` keys and of every version their deltas are built on.
+        (``count`` blob keys, flattened) → BLOB_COLUMNS
+
+        A recursive CTE follows ``base_version`` (``UNION`` returns each row once however
+        many keys share a chain). Each step looks the next base up by a correlated
+        subquery, which both databases answer with one primary-key probe (a join there
+        lets Postgres plan a scan of ``blobs`` per step)."""
+        on = " AND ".join(f"t.{col} = k.column{i + 1}" for i, col in enumerate(BLOB_KEY))
+        return (
+            "WITH RECURSIVE chain(thread_id, checkpoint_ns, channel, version, base_version) AS ("
+            f" SELECT t.thread_id, t.checkpoint_ns, t.channel, t.version, t.base_version FROM ({values_list(4, count)}) k"
+            f" JOIN threadline_blobs t ON {on}"
+            " UNION"
+            " SELECT c.thread_id, c.checkpoint_ns, c.channel, c.base_version,"
+            " (SELECT b.base_version FROM threadline_blobs b WHERE b.thread_id = c.thread_id AND b.checkpoint_ns = c.checkpoint_ns"
+            " AND b.channel = c.channel AND b.version = c.base_version)"
+            " FROM chain c WHERE c.base_version IS NOT NULL"
+            f") SELECT {prefixed(BLOB_COLUMNS, 't')} FROM chain c"
+            " JOIN threadline_blobs t ON t.thread_id = c.thread_id AND t.checkpoint_ns = c.checkpoint_ns"
+            " AND t.channel = c.channel AND t.version = c.version"
+        )
+
+    def thread_blob_sizes(self) -> str:
+        """(thread_id) → checkpoint_ns, channel, version, type, base_version, stored bytes"""
+        return f"SELECT checkpoint_ns, channel, version, type, base_version, {self.bytes_of('blob', 'blob')} FROM threadline_blobs WHERE thread_id = ?"
+
+    # --- writes -----------------------------------------------------------------------
+
+    # (thread_id, checkpoint_ns, checkpoint_id)
+    DELETE_WRITES = f"DELETE FROM threadline_writes {WHERE_CHECKPOINT}"
+    # (target thread_id, source thread_id): every write of a thread copied to another
+    COPY_WRITES = (
+        _INSERT_WRITES + "SELECT ?, checkpoint_ns, checkpoint_id, task_id, idx, channel, task_path, type, blob, created_at "
+        "FROM threadline_writes WHERE thread_id = ? ON CONFLICT DO NOTHING"
+    )
+    # (thread_id, channel) → checkpoint_ns, checkpoint_id of the checkpoints with writes to that channel
+    CHECKPOINTS_WRITING = "SELECT DISTINCT checkpoint_ns, checkpoint_id FROM threadline_writes WHERE thread_id = ? AND channel = ?"
+
+    def insert_writes(self, replace: bool) -> str:
+        """(WRITE_COLUMNS, created_at): insert-or-ignore, or with ``replace`` (special channels)
+        an upsert of the dialect's ``replaced_write_columns``."""
+        conflict = "DO UPDATE SET " + ", ".join(f"{c} = excluded.{c}" for c in self.replaced_write_columns) if replace else "DO NOTHING"
+        return _INSERT_WRITES + f"VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) {conflict}"
+
+    def writes_by_keys(self, count: int, channel: bool = False) -> str:
+        """(``count`` checkpoint keys, flattened[, a channel]) → WRITE_COLUMNS in LangGraph's
+        ``writes_sort_key`` order (task_path, task_id, idx); with ``channel`` only that channel's."""
+        return (
+            join_keys("threadline_writes", CHECKPOINT_KEY, count, prefixed(WRITE_COLUMNS, "t"))
+            + (" WHERE t.channel = ?" if channel else "")
+            + " ORDER BY t.task_path, t.task_id, t.idx"
+        )
+
+    def sends_by_parent(self, count: int) -> str:
+        """(``count`` (thread_id, checkpoint_id) pairs, flattened, TASKS) → WRITE_COLUMNS of those
+        checkpoints' TASKS writes in ANY namespace, in ``writes_sort_key`` order: the pending sends
+        of a LangGraph < v4 child, looked up as the official PostgresSaver does."""
+        return (
+            join_keys("threadline_writes", ("thread_id", "checkpoint_id"), count, prefixed(WRITE_COLUMNS, "t"))
+            + " WHERE t.channel = ? ORDER BY t.task_path, t.task_id, t.idx"
+        )
+
+    def channel_writes(self, checkpoints: int, channels: int) -> str:
+        """(thread_id, checkpoint_ns, ``checkpoints`` checkpoint_ids, ``channels`` channels) →
+        checkpoint_id, task_id, channel, type, blob, task_path, idx"""
+        return (
+            "SELECT checkpoint_id, task_id, channel, type, blob, task_path, idx FROM threadline_writes "
+            f"WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id IN ({placeholders(checkpoints)}) "
+            f"AND channel IN ({placeholders(channels)})"
+        )
+
+    def thread_write_sizes(self) -> str:
+        """(thread_id) → checkpoint_ns, checkpoint_id, writes, stored bytes: per checkpoint with writes"""
+        return (
+            f"SELECT checkpoint_ns, checkpoint_id, COUNT(*), COALESCE(SUM({self.bytes_of('blob', 'blob')}), 0) FROM threadline_writes "
+            "WHERE thread_id = ? GROUP BY checkpoint_ns, checkpoint_id"
+        )
+
+    # --- threads (the index kept with every put) ------------------------------------------
+
+    # (thread_id, created_at, updated_at, checkpoint_count, bytes): counts and bytes are added to an existing row
+    UPSERT_THREAD = (
+        "INSERT INTO threadline_threads (thread_id, created_at, updated_at, checkpoint_count, bytes) VALUES (?, ?, ?, ?, ?) "
+        "ON CONFLICT (thread_id) DO UPDATE SET updated_at = excluded.updated_at, "
+        "checkpoint_count = threadline_threads.checkpoint_count + excluded.checkpoint_count, bytes = threadline_threads.bytes + excluded.bytes"
+    )
+    # (thread_id, created_at, updated_at): a row with zero counts unless one exists (``restat`` fills it in)
+    ENSURE_THREAD = (
+        "INSERT INTO threadline_threads (thread_id, created_at, updated_at, checkpoint_count, bytes) VALUES (?, ?, ?, 0, 0) "
+        "ON CONFLICT (thread_id) DO NOTHING"
+    )
+    # (thread_id) → created_at, updated_at, checkpoint_count, bytes
+    THREAD = "SELECT created_at, updated_at, checkpoint_count, bytes FROM threadline_threads WHERE thread_id = ?"
+    # (updated_at, thread_id)
+    TOUCH_THREAD = "UPDATE threadline_threads SET updated_at = ? WHERE thread_id = ?"
+    # (thread_id, thread_id, thread_id): created_at and updated_at from the thread's oldest and newest checkpoint
+    RETIME_THREAD = (
+        "UPDATE threadline_threads SET created_at = (SELECT MIN(created_at) FROM threadline_checkpoints WHERE thread_id = ?), "
+        "updated_at = (SELECT MAX(created_at) FROM threadline_checkpoints WHERE thread_id = ?) WHERE thread_id = ?"
+    )
+    # (thread_id)
+    DROP_EMPTY_THREAD = "DELETE FROM threadline_threads WHERE thread_id = ? AND checkpoint_count = 0"
+    # (thread_id) each, in this order: what deleting a thread deletes
+    DELETE_THREAD = tuple(
+        f"DELETE FROM threadline_{name} WHERE thread_id = ?" for name in ("writes", "blobs", "checkpoints", "threads")
+    )
+
+    def restat_thread(self) -> str:
+        """(thread_id, thread_id, thread_id): the row's count and bytes recomputed from the tables."""
+        return (
+            "UPDATE threadline_threads SET "
+            "checkpoint_count = (SELECT COUNT(*) FROM threadline_checkpoints WHERE thread_id = ?), "
+            f"bytes = (SELECT COALESCE(SUM({self.bytes_of('blob', 'blob')}), 0) FROM threadline_blobs WHERE thread_id = ?) "
+            "WHERE thread_id = ?"
+        )
+
+    # --- copying a thread -------------------------------------------------------------
+
+    # (target thread_id, source thread_id)
+    COPY_CHECKPOINTS = (
+        _INSERT_CHECKPOINTS + "SELECT ?, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata, step, source, run_id, "
+        "created_at FROM threadline_checkpoints WHERE thread_id = ? ON CONFLICT DO NOTHING"
+    )
+    # (thread_id, created_at, updated_at, thread_id): the index row of a thread that has checkpoints, unless one exists
+    ENSURE_COPIED_THREAD = (
+        "INSERT INTO threadline_threads (thread_id, created_at, updated_at, checkpoint_count, bytes) "
+        "SELECT ?, ?, ?, 0, 0 WHERE EXISTS (SELECT 1 FROM threadline_checkpoints WHERE thread_id = ?) ON CONFLICT (thread_id) DO NOTHING"
+    )
+
+    # --- migrations and adoption --------------------------------------------------------
+
+    # () → v of every applied migration
+    APPLIED_MIGRATIONS = "SELECT v FROM threadline_migrations"
+    # (v, applied_at)
+    RECORD_MIGRATION = "INSERT INTO threadline_migrations (v, applied_at) VALUES (?, ?)"
+    # (thread_id, thread_id) → newest official checkpoint_id of the thread, checkpoint_id adopted up to
+    OFFICIAL_PROGRESS = (
+        "SELECT (SELECT MAX(checkpoint_id) FROM checkpoints WHERE thread_id = ?), "
+        "(SELECT checkpoint_id FROM threadline_adopted WHERE thread_id = ?)"
+    )
+    # (thread_id, checkpoint_id) → checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, checkpoint, metadata of
+    # the thread's official checkpoints newer than checkpoint_id, oldest first (both official savers' ``checkpoints``)
+    OFFICIAL_CHECKPOINTS = (
+        "SELECT checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, checkpoint, metadata FROM checkpoints "
+        "WHERE thread_id = ? AND checkpoint_id > ? ORDER BY checkpoint_id"
+    )
+    # () → thread_id of every thread in the official checkpoints table
+    OFFICIAL_THREAD_IDS = "SELECT DISTINCT thread_id FROM checkpoints ORDER BY thread_id"
+    # (thread_id, checkpoint_id, adopted_at)
+    MARK_ADOPTED = (
+        "INSERT INTO threadline_adopted (thread_id, checkpoint_id, adopted_at) VALUES (?, ?, ?) "
+        "ON CONFLICT (thread_id) DO UPDATE SET checkpoint_id = excluded.checkpoint_id, adopted_at = excluded.adopted_at"
+    )
+
+    def official_blobs(self, count: int) -> str:
+        """(``count`` (checkpoint_ns, channel, version) keys, flattened, then thread_id) → checkpoint_ns,
+        channel, version, type, blob from the official saver's blobs table (``official_blobs_table``)."""
+        return (
+            f"SELECT t.checkpoint_ns, t.channel, t.version, t.type, t.blob FROM ({values_list(3, count)}) k "
+            f"JOIN {self.official_blobs_table} t ON t.thread_id = ? AND t.checkpoint_ns = k.column1 "
+            "AND t.channel = k.column2 AND t.version = k.column3"
+        )
+
+    def create_migrations_table(self) -> str:
+        return f"CREATE TABLE IF NOT EXISTS threadline_migrations (v INTEGER PRIMARY KEY, applied_at {self.types['real']} NOT NULL)"

@@ -1,0 +1,93 @@
+"""What keeps a checkpoint readable: the one delta-ancestry rule and the one live-blob rule.
+
+A checkpoint reads back from
+
+* the blobs its ``channel_versions`` name and, for a delta blob, every version it is
+  built on (``blobs.base_version``, transitively): ``live_blobs``;
+* for a LangGraph ``DeltaChannel`` (the channels in its metadata
+  ``counters_since_delta_snapshot``), the pending writes of its ancestors back to the
+  nearest one that stores the channel's value (a blob whose type is not
+  ``codec.EMPTY``), that one included: ``Lineage.walk`` / ``Lineage.needs``.
+
+Pure functions, no I/O. Every caller asks them: ``get_delta_channel_history``,
+``prune(keep_latest)`` and ``gc_blobs`` (``storage.ops``), and lifecycle's delete,
+retention and fsck plans, so what a kept checkpoint needs is decided in one place.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Container, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from threadline.storage.rows import version_key
+
+CheckpointKey = tuple[str, str]  # (checkpoint_ns, checkpoint_id) within one thread
+BlobKey = tuple[str, str, str]  # (checkpoint_ns, channel, version) within one thread
+
+
+def delta_channels(metadata: Mapping[str, Any]) -> list[str]:
+    """The DeltaChannel names of a checkpoint (its metadata ``counters_since_delta_snapshot``
+    keys, sorted); none when that entry is missing or not a mapping."""
+    counters = metadata.get("counters_since_delta_snapshot") or {}
+    return sorted(counters) if isinstance(counters, Mapping) else []
+
+
+@dataclass(frozen=True)
+class Lineage:
+    """The parent links and stored values of one thread's checkpoints, as a delta walk reads them.
+
+    ``parents``: (checkpoint_ns, checkpoint_id) → parent_checkpoint_id of every checkpoint
+    the walk may visit (a parent missing from it ends the walk: deleted, or never
+    stored); ``versions``: (checkpoint_ns, checkpoint_id) → its ``channel_versions``
+    (called only for checkpoints the walk visits); ``stored``: the (checkpoint_ns,
+    channel, version key) blobs that hold a value.
+    """
+
+    parents: Mapping[CheckpointKey, str | None]
+    versions: Callable[[CheckpointKey], Mapping[str, Any]]
+    stored: Container[BlobKey]
+
+    def walk(self, ns: str, parent: str | None, channel: str) -> tuple[list[str], str | None]:
+        """The ancestors whose writes rebuild ``channel`` for a checkpoint whose parent is
+        ``parent``, nearest first, back to and including the nearest one that stores the
+        channel's value; and that value's version key (None: the walk reached a root, so
+        every ancestor's writes count and there is no stored seed). A parent cycle (a
+        corrupted row) ends the walk where it loops."""
+        chain: list[str] = []
+        seen: set[str] = set()
+        cur = parent
+        while cur and (ns, cur) in self.parents and cur not in seen:
+            seen.add(cur)
+            chain.append(cur)
+            versions = self.versions((ns, cur))
+            if channel in versions:
+                version = version_key(versions[channel])
+                if (ns, channel, version) in self.stored:
+                    return chain, version
+            cur = self.parents[(ns, cur)]
+        return chain, None
+
+    def needs(self, ns: str, parent: str | None, metadata: Mapping[str, Any]) -> set[str]:
+        """The ancestors (checkpoint_ids in ``ns``) a checkpoint with this ``parent`` and
+        ``metadata`` rebuilds its DeltaChannel values from: every channel's ``walk``."""
+        need: set[str] = set()
+        for channel in delta_channels(metadata):
+            need.update(self.walk(ns, parent, channel)[0])
+        return need
+
+
+def live_blobs(referenced: Iterable[BlobKey], base_of: Mapping[BlobKey, str | None]) -> set[BlobKey]:
+    """The blobs kept checkpoints need: those they reference (``referenced``) and,
+    transitively, the version each stored delta is built on (``base_of``: every stored
+    blob → its base_version, None for a snapshot). A base that is not stored is
+    still named live (it is missing, not garbage); its chain ends there."""
+    live = set(referenced)
+    todo = [k for k in live if k in base_of]
+    while todo:
+        ns, channel, version = todo.pop()
+        base = base_of.get((ns, channel, version))
+        if base is not None and (ns, channel, base) not in live:
+            live.add((ns, channel, base))
+            todo.append((ns, channel, base))
+    return live

@@ -1,0 +1,106 @@
+"""The schema every backend stores: table names, the numbered migrations and the legacy layout.
+
+Every table is named ``threadline_<name>`` (``table(name)``) on every backend, so
+threadline's tables never collide with the official savers' (``checkpoints``,
+``writes``, ``checkpoint_blobs``, …) or an application's (``migrations``), and a
+database can hold both during a switch. The statements are written once, with the
+column types as ``{text}``, ``{json}``, ``{blob}``, ``{real}`` and ``{int}``, which a
+dialect fills in (``Dialect.migrations``); ``ops.setup`` applies them.
+"""
+
+from __future__ import annotations
+
+PREFIX = "threadline_"
+# The logical tables, each stored as PREFIX + name.
+LOGICAL_TABLES = ("checkpoints", "blobs", "writes", "threads", "migrations", "adopted")
+
+
+def table(name: str) -> str:
+    """The stored name of a logical table: ``threadline_<name>``."""
+    return PREFIX + name
+
+
+# Numbered migrations, recorded in threadline_migrations. Each entry is (version,
+# statements); {json}, {blob}, {real} and {int} are replaced by the dialect's column
+# types. Never edit a shipped entry (beyond the table prefix, see LEGACY_RENAMES):
+# add a new one. {text} is TEXT with byte-order collation, so ORDER BY and
+# comparisons agree with Python's string order (LangGraph's writes_sort_key).
+MIGRATIONS: list[tuple[int, list[str]]] = [
+    (
+        1,
+        [
+            """CREATE TABLE IF NOT EXISTS threadline_checkpoints (
+                thread_id {text} NOT NULL,
+                checkpoint_ns {text} NOT NULL DEFAULT '',
+                checkpoint_id {text} NOT NULL,
+                parent_checkpoint_id {text},
+                checkpoint {json} NOT NULL,
+                metadata {json} NOT NULL,
+                step {int},
+                source {text},
+                run_id {text},
+                created_at {real} NOT NULL,
+                PRIMARY KEY (thread_id, checkpoint_ns, checkpoint_id)
+            )""",
+            "CREATE INDEX IF NOT EXISTS threadline_checkpoints_run_id ON threadline_checkpoints (run_id)",
+            "CREATE INDEX IF NOT EXISTS threadline_checkpoints_source_step ON threadline_checkpoints (source, step)",
+            "CREATE INDEX IF NOT EXISTS threadline_checkpoints_created_at ON threadline_checkpoints (created_at)",
+            """CREATE TABLE IF NOT EXISTS threadline_blobs (
+                thread_id {text} NOT NULL,
+                checkpoint_ns {text} NOT NULL DEFAULT '',
+                channel {text} NOT NULL,
+                version {text} NOT NULL,
+                type {text} NOT NULL,
+                blob {blob},
+                base_version {text},
+                PRIMARY KEY (thread_id, checkpoint_ns, channel, version)
+            )""",
+            """CREATE TABLE IF NOT EXISTS threadline_writes (
+                thread_id {text} NOT NULL,
+                checkpoint_ns {text} NOT NULL DEFAULT '',
+                checkpoint_id {text} NOT NULL,
+                task_id {text} NOT NULL,
+                idx {int} NOT NULL,
+                channel {text} NOT NULL,
+                task_path {text} NOT NULL DEFAULT '',
+                type {text} NOT NULL,
+                blob {blob},
+                created_at {real} NOT NULL,
+                PRIMARY KEY (thread_id, checkpoint_ns, checkpoint_id, task_id, idx)
+            )""",
+            """CREATE TABLE IF NOT EXISTS threadline_threads (
+                thread_id {text} NOT NULL PRIMARY KEY,
+                created_at {real} NOT NULL,
+                updated_at {real} NOT NULL,
+                checkpoint_count {int} NOT NULL DEFAULT 0,
+                bytes {int} NOT NULL DEFAULT 0
+            )""",
+            "CREATE INDEX IF NOT EXISTS threadline_threads_updated_at ON threadline_threads (updated_at)",
+        ],
+    ),
+    (
+        2,
+        [
+            # Threads adopted from the official saver's tables on first touch: the newest
+            # official checkpoint_id imported, so later touches import only what is newer
+            # and a thread deleted in threadline is not adopted again.
+            """CREATE TABLE IF NOT EXISTS threadline_adopted (
+                thread_id {text} NOT NULL PRIMARY KEY,
+                checkpoint_id {text} NOT NULL,
+                adopted_at {real} NOT NULL
+            )""",
+        ],
+    ),
+]
+
+LATEST_VERSION = max(v for v, _ in MIGRATIONS)
+
+# Databases written before the table prefix (threadline 0.1) used the bare names; setup()
+# renames them in place, tables and indexes, before applying the migrations above.
+LEGACY_RENAMES = {name: table(name) for name in LOGICAL_TABLES if name != "adopted"}
+LEGACY_INDEXES = {
+    "checkpoints_run_id": ("threadline_checkpoints_run_id", "threadline_checkpoints (run_id)"),
+    "checkpoints_source_step": ("threadline_checkpoints_source_step", "threadline_checkpoints (source, step)"),
+    "checkpoints_created_at": ("threadline_checkpoints_created_at", "threadline_checkpoints (created_at)"),
+    "threads_updated_at": ("threadline_threads_updated_at", "threadline_threads (updated_at)"),
+}
