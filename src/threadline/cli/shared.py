@@ -96,6 +96,7 @@ def command(
     render: Callable[..., None] | None = None,
     opens: str = "db",
     problems: Callable[[Any], bool] | None = None,
+    check: Callable[[dict[str, Any]], None] | None = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Register ``fn`` as ``threadline NAME`` with the shared options.
 
@@ -104,6 +105,8 @@ def command(
     database is created when missing; ``"none"`` — ``fn(**options)``, no database.
     ``render(result, **options)`` prints the result for people; ``problems(result)``
     true makes the command exit 1 after printing (fsck findings, failed verification).
+    ``check(options)`` validates input before the database is opened; an error it raises
+    is a usage error (exit 2).
     """
 
     def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -122,6 +125,13 @@ def command(
         def run(**options: Any) -> None:
             db = options.pop("db", None)
             as_json = options.pop("as_json")
+            if opens == "target" and not (db or os.environ.get("THREADLINE_DB")):
+                fail(f"{name} writes into the database you name: pass --db URL (or set $THREADLINE_DB)", 2)
+            if check is not None:
+                try:
+                    check(options)
+                except (ThreadlineError, ValueError, OSError) as exc:
+                    fail(str(exc), 2)
             result = _call(fn, db, opens, options, wants_progress, name, as_json)
             if as_json:
                 emit(jsonable(result))
@@ -146,8 +156,6 @@ def _call(fn: Callable[..., Any], db: str | None, opens: str, options: dict[str,
                 options = {**options, "progress": tick}
             if opens == "none":
                 return fn(**options)
-            if opens == "target" and not (db or os.environ.get("THREADLINE_DB")):
-                fail(f"{name} writes into the database you name: pass --db URL (or set $THREADLINE_DB)", 2)
             with opened(db, create=opens == "target") as saver:
                 return fn(saver, **options)
     except (ThreadlineError, ValueError, LookupError, OSError) as exc:

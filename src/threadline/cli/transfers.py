@@ -9,7 +9,6 @@ import typer
 from threadline.cli import options as O
 from threadline.cli.render import changes as R
 from threadline.cli.shared import command
-from threadline.errors import ThreadlineError
 from threadline.transfer import export as X
 from threadline.transfer import official
 
@@ -25,19 +24,11 @@ def export(
     return X.export_parquet(saver, to, thread_ids=thread or None, progress=progress)
 
 
-def _source(url: str) -> str:
-    try:
-        official.check_source(url)
-    except (ThreadlineError, ValueError, OSError) as exc:
-        raise typer.BadParameter(str(exc)) from None
-    return url
-
-
-@command("import", render=R.imported, opens="target", problems=lambda report: not report.ok)
+@command("import", render=R.imported, opens="target", problems=lambda report: not report.ok,
+         check=lambda options: official.check_source(options["source"]))
 def import_(
     saver: Any,
-    source: str = typer.Argument(..., callback=_source,
-                                 help="Official LangGraph database: SqliteSaver file (path or sqlite:///path) or postgresql:// URL."),
+    source: str = typer.Argument(..., help="Official LangGraph database: SqliteSaver file (path or sqlite:///path) or postgresql:// URL."),
     thread: list[str] = O.Threads,
     replace: bool = typer.Option(False, "--replace", help="Replace threads that already exist in the target."),
     verify: bool = typer.Option(True, "--verify/--no-verify", help="Compare every imported thread on both sides."),
