@@ -1,8 +1,10 @@
 """The ``threadline`` command: a thin typer + rich skin over the library.
 
-Command modules register themselves on ``app``; each is imported below.
-Every command that reads a database takes ``--db URL`` (a path, ``sqlite:///path``
-or ``postgresql://…``), defaulting to ``$THREADLINE_DB`` or the demo database.
+Command modules register themselves on ``app`` through ``shared.command``, which gives
+every command the shared options (``--db``, ``--json``) and error handling: ``reads``
+(threads, history, show, diff, audit, latest, stats), ``changes`` (rollback, fork,
+delete, prune), ``repairs`` (fsck, rebuild), ``transfers`` (export, import) and
+``demo``. Renderers for people live in ``render``.
 """
 
 from __future__ import annotations
@@ -31,11 +33,8 @@ def default_db() -> str:
     return os.environ.get("THREADLINE_DB") or DEMO_DB
 
 
-DbOption = typer.Option(None, "--db", help="Database URL or path (default: $THREADLINE_DB or ./threadline-demo.db).")
-
 # Command modules (each adds its commands to ``app``).
-from threadline.cli import demo as _demo  # noqa: E402,F401
-from threadline.cli import state as _state  # noqa: E402,F401
+from threadline.cli import changes, demo, reads, repairs, transfers  # noqa: E402,F401
 
 
 def main() -> None:

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
-import typer
-from rich.console import Console
+import os
 
+import typer
+
+from threadline.backends import backend_of
+from threadline.backends.sqlite import path_of
 from threadline.cli import DEMO_DB, app
+from threadline.cli.shared import fail, out
+from threadline.demo.scenario import NotADemoDatabase, run_demo
+
 
 @app.command()
 def demo(
@@ -20,22 +26,12 @@ def demo(
     file is ./threadline-demo.db — deliberately not $THREADLINE_DB, since the demo
     starts by deleting the file.
     """
-    import os
-
-    from threadline.demo.scenario import NotADemoDatabase, run_demo
-    from threadline.backends.sqlite import path_of
-    from threadline.backends import backend_of
-
-    console = Console()
     if backend_of(db) != "sqlite":
-        console.print(f"[red]threadline demo runs on a SQLite file; got {db!r}[/red]")
-        raise typer.Exit(2)
+        fail(f"threadline demo runs on a SQLite file; got {db!r}", 2)
     folder = os.path.dirname(os.path.abspath(path_of(db)))
     if not os.path.isdir(folder):
-        console.print(f"[red]No such directory for --db: {folder}[/red]")
-        raise typer.Exit(2)
+        fail(f"No such directory for --db: {folder}", 2)
     try:
-        run_demo(db, console, force=force)
+        run_demo(db, out, force=force)
     except NotADemoDatabase as exc:
-        console.print(f"[red]Refusing to delete: {exc}.[/red] Pass --force to delete it anyway, or choose another --db.")
-        raise typer.Exit(1) from None
+        fail(f"Refusing to delete: {exc}. Pass --force to delete it anyway, or choose another --db.")
