@@ -20,9 +20,9 @@ import psycopg
 from psycopg.rows import tuple_row
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
-from threadline.errors import BackendError
 from threadline.storage.ops import Op, Q
 from threadline.storage.runner import adrive, drive, needs_transaction, statements
+from threadline.store import vecmath
 from threadline.store.ops import ns_match
 from threadline.store.sql import POSTGRES, SQLITE
 
@@ -34,30 +34,31 @@ def _begin(write: bool) -> str:
     return "BEGIN IMMEDIATE" if write else "BEGIN"
 
 
-NO_SQLITE_VEC = (
-    "semantic search on SQLite needs the sqlite-vec extension and a Python whose sqlite3 can load "
-    "extensions ({}); pip install sqlite-vec, or open the store without index="
-)
-
-
-def _sqlite_vec_path() -> str:
+def _sqlite_vec_path() -> str | None:
+    """The sqlite-vec extension's file, or None when the package is missing."""
     try:
         import sqlite_vec
-    except ImportError as exc:
-        raise BackendError(NO_SQLITE_VEC.format(exc)) from exc
+    except ImportError:
+        return None
     return sqlite_vec.loadable_path()
 
 
-def _load_sqlite_vec(conn: sqlite3.Connection) -> None:
+def _load_vectors(conn: sqlite3.Connection) -> None:
+    """Give ``conn`` the vector distance functions: sqlite-vec where the connection can load
+    extensions, else their Python versions (``vecmath``)."""
     path = _sqlite_vec_path()
-    try:
-        conn.enable_load_extension(True)
+    if path is not None and hasattr(conn, "enable_load_extension"):
         try:
-            conn.load_extension(path)
-        finally:
-            conn.enable_load_extension(False)
-    except (AttributeError, sqlite3.Error) as exc:
-        raise BackendError(NO_SQLITE_VEC.format(exc)) from exc
+            conn.enable_load_extension(True)
+            try:
+                conn.load_extension(path)
+                return
+            finally:
+                conn.enable_load_extension(False)
+        except sqlite3.Error:
+            pass  # loading refused (an authorizer, a locked-down build): use the Python versions
+    for name, fn in vecmath.FUNCTIONS.items():
+        conn.create_function(name, 2, fn, deterministic=True)
 
 
 class SqliteDriver:
@@ -68,7 +69,7 @@ class SqliteDriver:
         self.lock = threading.RLock()
         conn.create_function(NS_MATCH, 2, ns_match, deterministic=True)
         if vectors:
-            _load_sqlite_vec(conn)
+            _load_vectors(conn)
 
     def run(self, op: Op[T], *, write: bool) -> T:
         with self.lock:
@@ -112,17 +113,25 @@ class AsyncSqliteDriver:
     async def _prepare(self) -> None:
         # aiosqlite's create_function and load_extension are coroutines: done on first use
         await self.conn.create_function(NS_MATCH, 2, ns_match, deterministic=True)
-        if self.vectors:
-            path = _sqlite_vec_path()
-            try:
-                await self.conn.enable_load_extension(True)
-                try:
-                    await self.conn.load_extension(path)
-                finally:
-                    await self.conn.enable_load_extension(False)
-            except (AttributeError, sqlite3.Error) as exc:
-                raise BackendError(NO_SQLITE_VEC.format(exc)) from exc
+        if self.vectors and not await self._load_sqlite_vec():
+            for name, fn in vecmath.FUNCTIONS.items():
+                await self.conn.create_function(name, 2, fn, deterministic=True)
         self.prepared = True
+
+    async def _load_sqlite_vec(self) -> bool:
+        """``_load_vectors``'s first half on aiosqlite: whether sqlite-vec is loaded."""
+        path = _sqlite_vec_path()
+        if path is None:
+            return False
+        try:
+            await self.conn.enable_load_extension(True)
+            try:
+                await self.conn.load_extension(path)
+                return True
+            finally:
+                await self.conn.enable_load_extension(False)
+        except (AttributeError, sqlite3.Error):
+            return False
 
     async def run(self, op: Op[T], *, write: bool) -> T:
         async with self.lock:

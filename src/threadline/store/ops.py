@@ -153,7 +153,7 @@ def _search_sql(
     sql = (
         f"SELECT {SEARCH}, MAX({score}) AS score FROM {STORE} s "
         f"JOIN {VECTORS} v ON v.prefix = s.prefix AND v.key = s.key WHERE {where}{live} "
-        "GROUP BY s.prefix, s.key ORDER BY score DESC, s.prefix, s.key LIMIT ? OFFSET ?"
+        "GROUP BY s.prefix, s.key ORDER BY score DESC NULLS LAST, s.prefix, s.key LIMIT ? OFFSET ?"
     )
     return sql, [*score_params, *params, *live_params, op.limit, op.offset]
 

@@ -25,7 +25,8 @@ import re
 from functools import lru_cache
 from typing import Any
 
-from threadline.store.values import jsonable, dumps
+from threadline.store.values import dumps, jsonable
+from threadline.store.vecmath import pack
 
 STORE = "threadline_store"
 VECTORS = "threadline_store_vectors"
@@ -148,9 +149,7 @@ class StoreSql:
     vector_extension_sql: str | None = None
 
     def vector_param(self, vector: list[float]) -> Any:
-        import sqlite_vec
-
-        return sqlite_vec.serialize_float32(vector)
+        return pack(vector)
 
     def score(self, distance: str, query: list[float], vector_type: str) -> tuple[str, list[Any]]:
         """SQL for the similarity of ``v.embedding`` to ``query`` (higher is closer) and its
