@@ -28,6 +28,13 @@ KINDS = ("sqlite", "sqlite-async", "postgres", "postgres-async")
 SCHEMAS = PgSchemas()
 
 
+async def call(s: Any, name: str, *args: Any, **kwargs: Any) -> Any:
+    """``s.name(...)`` on a sync store, ``await s.aname(...)`` on an async one."""
+    if hasattr(s, "_aqueue"):
+        return await getattr(s, "a" + name)(*args, **kwargs)
+    return getattr(s, name)(*args, **kwargs)
+
+
 def require(reason: str | None) -> None:
     if reason is None:
         return

@@ -13,15 +13,8 @@ import pytest
 from langgraph.store.base import GetOp, InvalidNamespaceError, ListNamespacesOp, MatchCondition, PutOp, SearchOp
 
 import threadline
-from store_fixtures import StoreDb, db, store  # noqa: F401
+from store_fixtures import StoreDb, call, db, store  # noqa: F401
 from threadline.errors import CorruptRowError, SchemaError
-
-
-async def call(s: Any, name: str, *args: Any, **kwargs: Any) -> Any:
-    """``s.name(...)`` on a sync store, ``await s.aname(...)`` on an async one."""
-    if hasattr(s, "_aqueue"):
-        return await getattr(s, "a" + name)(*args, **kwargs)
-    return getattr(s, name)(*args, **kwargs)
 
 
 async def keys_of(s: Any, prefix: tuple[str, ...], **kwargs: Any) -> list[str]:

@@ -71,8 +71,8 @@ def setup_store(d: StoreSql, index: Index | None) -> Op[bool]:
         for dims, kind in (yield Q(d.dims_sql)):
             if int(dims) != index.dims or (kind is not None and kind != index.vector_type):
                 raise ValueError(
-                    f"{VECTORS} holds {kind or 'float32'} vectors of {dims} dimensions but index asks for "
-                    f"{index.vector_type} of {index.dims}; use the same embedding model and dims as when the items were stored"
+                    f"{VECTORS} holds embeddings of type {kind or 'float32'} with {dims} dimensions but index asks for "
+                    f"{index.vector_type} with {index.dims}; use the embedding model, dims and vector_type the items were stored with"
                 )
     return VECTORS in tables
 
