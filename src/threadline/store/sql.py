@@ -169,36 +169,39 @@ class StoreSql:
         return sql, [zero, zero, norm2, q, q]
 
     # --- metadata filters: every key and value a bound parameter --------------------
+    # A field is found with json_each, one level per key segment, comparing the members'
+    # decoded names: SQLite's JSON paths compare a name as it is escaped in the JSON text,
+    # so a path could not name a field holding '"' or '\\' (or differ across versions).
 
-    def _path(self, path: tuple[str, ...]) -> str:
-        if any('"' in segment for segment in path):
-            raise ValueError(
-                f"Invalid filter key: {'.'.join(path)!r}; SQLite JSON paths cannot name a field containing '\"'"
-            )
-        return "$" + "".join(f'."{segment}"' for segment in path)
+    def _exists(self, path: tuple[str, ...], condition: str, params: list[Any]) -> tuple[str, list[Any]]:
+        """``EXISTS`` a field at ``path`` satisfying ``condition`` (on alias ``{j}``): never NULL."""
+        sources, keys = ["json_each(s.value) j1"], ["j1.key = ?"]
+        for n in range(2, len(path) + 1):
+            sources.append(f"json_each(CASE WHEN j{n - 1}.type = 'object' THEN j{n - 1}.value ELSE '{{}}' END) j{n}")
+            keys.append(f"j{n}.key = ?")
+        where = " AND ".join(keys + [condition.format(j=f"j{len(path)}")])
+        return f"EXISTS (SELECT 1 FROM {', '.join(sources)} WHERE {where})", [*path, *params]
 
     def equals(self, path: tuple[str, ...], value: Any) -> tuple[str, list[Any]]:
         """SQL true where the JSON at ``path`` equals ``value`` (type-exact; None also matches
         a missing field), never NULL."""
-        p = self._path(path)
         if value is None:
-            return "COALESCE(json_type(s.value, ?), 'null') = 'null'", [p]
+            sql, params = self._exists(path, "{j}.type != 'null'", [])
+            return f"NOT {sql}", params
         if isinstance(value, bool):
-            return "COALESCE(json_type(s.value, ?) = ?, FALSE)", [p, "true" if value else "false"]
+            return self._exists(path, "{j}.type = ?", ["true" if value else "false"])
         if isinstance(value, (int, float)):
-            return self._typed(p, "IN ('integer', 'real')", "=", bindable(value))
+            return self._exists(path, "{j}.type IN ('integer', 'real') AND {j}.atom = ?", [bindable(value)])
         if isinstance(value, str):
-            return self._typed(p, "= 'text'", "=", value)
-        kind = "'object'" if isinstance(value, dict) else "'array'"
-        return self._typed(p, f"= {kind}", "=", dumps(value, "filter value"))
+            return self._exists(path, "{j}.type = 'text' AND {j}.atom = ?", [value])
+        kind = "object" if isinstance(value, dict) else "array"
+        return self._exists(path, "{j}.type = ? AND {j}.value = ?", [kind, dumps(value, "filter value")])
 
     def compare(self, path: tuple[str, ...], op: str, value: int | float | str) -> tuple[str, list[Any]]:
         """SQL true where the JSON at ``path`` is a number (string) ``op`` a number (string) value."""
-        kind = "= 'text'" if isinstance(value, str) else "IN ('integer', 'real')"
-        return self._typed(self._path(path), kind, op, bindable(value) if not isinstance(value, str) else value)
-
-    def _typed(self, p: str, kind: str, op: str, param: Any) -> tuple[str, list[Any]]:
-        return f"COALESCE(json_type(s.value, ?) {kind} AND json_extract(s.value, ?) {op} ?, FALSE)", [p, p, param]
+        if isinstance(value, str):
+            return self._exists(path, f"{{j}}.type = 'text' AND {{j}}.atom {op} ?", [value])
+        return self._exists(path, f"{{j}}.type IN ('integer', 'real') AND {{j}}.atom {op} ?", [bindable(value)])
 
 
 class PostgresStoreSql(StoreSql):
