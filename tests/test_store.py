@@ -105,7 +105,8 @@ async def catalog(store: Any) -> Any:
         ({"name": {"$lte": "beta"}}, "ab"),
         ({"color": {"$ne": "red"}}, "cd"),
         ({"opt": {"$ne": None}}, "d"),
-        ({"opt": {"$ne": "set"}}, "abc"),  # a missing field is not equal to "set"
+        ({"opt": {"$ne": "set"}}, "c"),  # present and different: a missing field does not match
+        ({"opt": {"$ne": float("nan")}}, "cd"),
         ({"color": {"$eq": "blue"}, "price": {"$gt": 0}}, "c"),
         ({"name": "al\x00pha"}, ""),
     ],

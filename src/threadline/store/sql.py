@@ -182,20 +182,24 @@ class StoreSql:
         where = " AND ".join(keys + [condition.format(j=f"j{len(path)}")])
         return f"EXISTS (SELECT 1 FROM {', '.join(sources)} WHERE {where})", [*path, *params]
 
-    def equals(self, path: tuple[str, ...], value: Any) -> tuple[str, list[Any]]:
-        """SQL true where the JSON at ``path`` equals ``value`` (type-exact; None also matches
-        a missing field), never NULL."""
+    def equals(self, path: tuple[str, ...], value: Any, negate: bool = False) -> tuple[str, list[Any]]:
+        """SQL true where the JSON at ``path`` equals ``value`` (type-exact; None also matches a
+        missing field) or, with ``negate``, is present and differs; never NULL."""
         if value is None:
             sql, params = self._exists(path, "{j}.type != 'null'", [])
-            return f"NOT {sql}", params
+            return (sql if negate else f"NOT {sql}"), params
         if isinstance(value, bool):
-            return self._exists(path, "{j}.type = ?", ["true" if value else "false"])
-        if isinstance(value, (int, float)):
-            return self._exists(path, "{j}.type IN ('integer', 'real') AND {j}.atom = ?", [bindable(value)])
-        if isinstance(value, str):
-            return self._exists(path, "{j}.type = 'text' AND {j}.atom = ?", [value])
-        kind = "object" if isinstance(value, dict) else "array"
-        return self._exists(path, "{j}.type = ? AND {j}.value = ?", [kind, dumps(value, "filter value")])
+            condition, params = "{j}.type = ?", ["true" if value else "false"]
+        elif isinstance(value, (int, float)):
+            condition, params = "{j}.type IN ('integer', 'real') AND {j}.atom = ?", [bindable(value)]
+        elif isinstance(value, str):
+            condition, params = "{j}.type = 'text' AND {j}.atom = ?", [value]
+        else:
+            condition, params = "{j}.type = ? AND {j}.value = ?", ["object" if isinstance(value, dict) else "array", dumps(value, "filter value")]
+        return self._exists(path, f"NOT ({condition})" if negate else condition, params)
+
+    def present(self, path: tuple[str, ...]) -> tuple[str, list[Any]]:
+        return self._exists(path, "TRUE", [])
 
     def compare(self, path: tuple[str, ...], op: str, value: int | float | str) -> tuple[str, list[Any]]:
         """SQL true where the JSON at ``path`` is a number (string) ``op`` a number (string) value."""
@@ -257,10 +261,15 @@ class PostgresStoreSql(StoreSql):
             return f"1 - (v.embedding {operator} {cast})", [self.vector_param(query)]
         return f"-(v.embedding {operator} {cast})", [self.vector_param(query)]
 
-    def equals(self, path: tuple[str, ...], value: Any) -> tuple[str, list[Any]]:
+    def equals(self, path: tuple[str, ...], value: Any, negate: bool = False) -> tuple[str, list[Any]]:
         if value is None:
-            return "COALESCE(jsonb_typeof(s.value #> ?) = 'null', TRUE)", [list(path)]
-        return "COALESCE(s.value #> ? = CAST(? AS JSONB), FALSE)", [list(path), dumps(value, "filter value")]
+            op, missing = ("!=", "FALSE") if negate else ("=", "TRUE")
+            return f"COALESCE(jsonb_typeof(s.value #> ?) {op} 'null', {missing})", [list(path)]
+        op = "!=" if negate else "="
+        return f"COALESCE(s.value #> ? {op} CAST(? AS JSONB), FALSE)", [list(path), dumps(value, "filter value")]
+
+    def present(self, path: tuple[str, ...]) -> tuple[str, list[Any]]:
+        return "s.value #> ? IS NOT NULL", [list(path)]
 
     def compare(self, path: tuple[str, ...], op: str, value: int | float | str) -> tuple[str, list[Any]]:
         if isinstance(value, str):
@@ -289,7 +298,8 @@ def where_filter(d: StoreSql, filter: dict[str, Any] | None) -> tuple[list[str],
 
     ``{key: value}`` matches items whose value at ``key`` equals ``value`` (type-exact JSON
     equality: ``1`` matches ``1.0`` but not ``True``; ``None`` also matches a missing
-    field); ``{key: {"$op": value, …}}`` applies LangGraph's operators ``$eq``, ``$ne``,
+    field); ``{key: {"$op": value, …}}`` applies LangGraph's operators ``$eq``, ``$ne``
+    (the field is present and differs, as the official SQLite and Postgres stores),
     ``$gt``, ``$gte``, ``$lt``, ``$lte`` (ranges compare numbers with numbers, strings with
     strings). A dotted key names a nested field. Raises ValueError for an unknown operator
     or a range bound that is neither a number nor a string.
@@ -311,8 +321,9 @@ def where_filter(d: StoreSql, filter: dict[str, Any] | None) -> tuple[list[str],
 
 def _condition(d: StoreSql, path: tuple[str, ...], op: str, value: Any) -> tuple[str, list[Any]]:
     if op in ("$eq", "$ne"):
-        sql, args = ("FALSE", []) if never_matches(value) else d.equals(path, value)
-        return (sql, args) if op == "$eq" else (f"NOT ({sql})", args)
+        if never_matches(value):
+            return ("FALSE", []) if op == "$eq" else d.present(path)
+        return d.equals(path, value, negate=op == "$ne")
     if op not in RANGE_OPS:
         raise ValueError(f"Unsupported operator: {op}; use one of $eq, $ne, $gt, $gte, $lt, $lte")
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
