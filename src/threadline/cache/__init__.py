@@ -33,6 +33,7 @@ from threadline.backends.postgres import door_error as pg_door_error
 from threadline.backends.sqlite import door_error as sqlite_door_error
 from threadline.cache import ops
 from threadline.codec.serde import default_serde
+from threadline.errors import CorruptRowError
 from threadline.store import schema
 from threadline.store.drivers import PostgresDriver, SqliteDriver, pool_kwargs
 from threadline.store.postgres import PoolConfig, pool_args
@@ -65,10 +66,13 @@ class SqlCache(BaseCache[ValueT], Generic[ValueT]):
         if not keys:
             return {}
         rows = self._run(ops.get(self.sql, [(ops.ns_text(ns), key) for ns, key in keys], time.time()), write=False)
-        return {
-            (ops.ns_tuple(ns), key): codec.decode(self.serde, encoding, value, f"{CACHE} entry {ns}/{key!r}")
-            for ns, key, encoding, value in rows
-        }
+        return {(ops.ns_tuple(ns), key): self._load(ns, key, encoding, value) for ns, key, encoding, value in rows}
+
+    def _load(self, ns: str, key: str, encoding: str, value: Any) -> Any:
+        where = f"{CACHE} entry {ns}/{key!r}"
+        if not isinstance(value, (bytes, memoryview)):
+            raise CorruptRowError(f"{where}: stored value is {type(value).__name__}, not bytes")
+        return codec.decode(self.serde, encoding, value, where)
 
     def set(self, pairs: Mapping[FullKey, tuple[ValueT, int | None]]) -> None:
         """Store each ``(namespace, key) → (value, ttl seconds or None)``, replacing what was there."""
