@@ -62,6 +62,7 @@ class PostgresStore(SyncStore):
     """
 
     sql = POSTGRES
+    MIGRATIONS = POSTGRES.store_statements  # as the official attribute; setup() applies numbered migrations
 
     def __init__(
         self,
@@ -138,6 +139,7 @@ class AsyncPostgresStore(AsyncStore):
     """
 
     sql = POSTGRES
+    MIGRATIONS = POSTGRES.store_statements  # as the official attribute; setup() applies numbered migrations
 
     def __init__(
         self,

@@ -125,6 +125,11 @@ class StoreSql:
     def migrations(self, migrations: list[tuple[int, list[str]]]) -> list[tuple[int, list[str]]]:
         return [(v, [s.format(**self.types) for s in stmts]) for v, stmts in migrations]
 
+    @property
+    def store_statements(self) -> list[str]:
+        """The Store's migration statements in order (the official stores' ``MIGRATIONS``)."""
+        return [statement for _, stmts in self.migrations(STORE_MIGRATIONS) for statement in stmts]
+
     def vector_migrations(self, dims: int, vector_type: str) -> list[tuple[int, list[str]]]:
         return self.migrations(
             [

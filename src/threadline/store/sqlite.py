@@ -54,6 +54,7 @@ class SqliteStore(SyncStore):
     """
 
     sql = SQLITE
+    MIGRATIONS = SQLITE.store_statements  # as the official attribute; setup() applies numbered migrations
 
     def __init__(
         self,
@@ -103,6 +104,7 @@ class AsyncSqliteStore(AsyncStore):
     """
 
     sql = SQLITE
+    MIGRATIONS = SQLITE.store_statements  # as the official attribute; setup() applies numbered migrations
 
     def __init__(
         self,
