@@ -43,6 +43,13 @@ RESULTS = ROOT / "benchmarks" / "RESULTS.md"
 START, END = "<!-- store-bench:start -->", "<!-- store-bench:end -->"
 DSN = os.environ.get("THREADLINE_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
 NAMESPACES = 100
+NOTE = (
+    "\n\nSQLite put: the official store's connection keeps SQLite's default `synchronous=FULL` (an fsync "
+    "per commit); threadline's uses the WAL and `synchronous=NORMAL` of its savers (durable across process "
+    "crashes, not power loss). SQLite search: threadline finds a filter's field by its decoded name "
+    "(`json_each`), so every field name matches exactly; the official store's `json_extract` paths are "
+    "faster and refuse names outside `[A-Za-z0-9_.-]`."
+)
 WORDS = "memory user prefers concise answers about travel plans budget hotel flight dinner".split()
 
 
@@ -192,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
     md = (
         f"`benchmarks/store_bench.py --items {args.items}` ({time.strftime('%Y-%m-%d %H:%M')} UTC, commit {commit}); "
         "medians of interleaved calls; ratios < 1 mean threadline is faster or smaller. "
-        "The machine is shared (2 cores): timings move ±15 % between runs; bytes are exact.\n\n" + table(rows)
+        "The machine is shared (2 cores): timings move ±15 % between runs; bytes are exact.\n\n" + table(rows) + NOTE
     )
     print(md)
     if args.write_results:
