@@ -8,6 +8,9 @@ INSTALLED versions of
   sync/async with connection, pipeline and pool variants),
 * ``langgraph-checkpoint-sqlite`` (``tests/test_sqlite.py``, ``test_aiosqlite.py``, ...),
 * ``langgraph-checkpoint-postgres`` (``tests/test_sync.py``, ``test_async.py``, ...),
+* and, as the ``*-store`` suites, the store tests of the same sdists
+  (``test_store.py``, ``test_async_store.py``, ``test_ttl.py``) and the langgraph tests
+  that take a Postgres store or the SQLite cache, with threadline's stores and cache,
 
 twice each: once with the official savers (the baseline) and once with
 ``langgraph.checkpoint.sqlite.SqliteSaver`` & co. replaced by
@@ -109,6 +112,23 @@ SUITES = {
     ),
     "postgres": Suite(
         "postgres",
+        "langgraph-checkpoint-postgres",
+        ("-o", "asyncio_mode=auto", "-o", "asyncio_default_fixture_loop_scope=function"),
+    ),
+    # The Store and Cache: the same sdists, their store tests, with threadline's stores and cache.
+    "langgraph-store": Suite(
+        "langgraph-store",
+        "langgraph",
+        ("-p", "no:asyncio", "--snapshot-warn-unused"),
+        needs=("pytest_mock", "syrupy", "redis", "Crypto"),
+    ),
+    "sqlite-store": Suite(
+        "sqlite-store",
+        "langgraph-checkpoint-sqlite",
+        ("-o", "asyncio_mode=auto", "-o", "asyncio_default_fixture_loop_scope=function"),
+    ),
+    "postgres-store": Suite(
+        "postgres-store",
         "langgraph-checkpoint-postgres",
         ("-o", "asyncio_mode=auto", "-o", "asyncio_default_fixture_loop_scope=function"),
     ),
@@ -670,7 +690,7 @@ def main(argv: list[str] | None = None) -> int:
         log(f"Postgres at THREADLINE_TEST_POSTGRES is not usable ({problem}); start it or pass --no-postgres")
         return 2
     if args.no_postgres:
-        suites = [s for s in suites if s.name != "postgres"]
+        suites = [s for s in suites if s.name not in ("postgres", "postgres-store")]
     for suite in suites:
         for module in suite.needs:
             if problem := check_import(env, module):

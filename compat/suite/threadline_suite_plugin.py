@@ -5,6 +5,11 @@ pytest run over a ``tests/`` folder extracted from a PyPI sdist (``langgraph``,
 ``langgraph-checkpoint-sqlite`` or ``langgraph-checkpoint-postgres``). The
 downloaded files are never edited; everything happens here, at run time:
 
+* Store runs (``THREADLINE_SUITE=langgraph-store|sqlite-store|postgres-store``) replace
+  the official stores (``langgraph.store.sqlite``/``.postgres``: ``SqliteStore``,
+  ``AsyncSqliteStore``, ``PostgresStore``, ``AsyncPostgresStore``) and the cache
+  (``langgraph.cache.sqlite.SqliteCache``) instead of the savers, and select the store
+  test files, or the langgraph tests that take a Postgres store or the SQLite cache.
 * Substitution (``THREADLINE_SUITE_IMPL=threadline``): when this module is
   imported (before pytest imports any conftest or test module) the attributes
   ``langgraph.checkpoint.sqlite.SqliteSaver``,
@@ -54,7 +59,8 @@ VARIANTS = {v for v in os.environ.get("THREADLINE_SUITE_VARIANTS", "").split(","
 DSN = os.environ.get("THREADLINE_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
 
 assert IMPL in ("official", "threadline"), IMPL
-assert SUITE in ("langgraph", "sqlite", "postgres"), SUITE
+assert SUITE in ("langgraph", "sqlite", "postgres", "langgraph-store", "sqlite-store", "postgres-store"), SUITE
+STORE_SUITE = SUITE.endswith("-store")  # the store/cache runs: substitute stores and caches, not savers
 
 # (module, attribute, threadline attribute): the four savers threadline replaces.
 SAVERS = (
@@ -62,6 +68,17 @@ SAVERS = (
     ("langgraph.checkpoint.sqlite.aio", "AsyncSqliteSaver", "AsyncSqliteSaver"),
     ("langgraph.checkpoint.postgres", "PostgresSaver", "PostgresSaver"),
     ("langgraph.checkpoint.postgres.aio", "AsyncPostgresSaver", "AsyncPostgresSaver"),
+)
+
+# (module, attribute, threadline attribute): the stores and the cache threadline replaces in the *-store runs.
+STORES = (
+    ("langgraph.store.sqlite", "SqliteStore", "SqliteStore"),
+    ("langgraph.store.sqlite", "AsyncSqliteStore", "AsyncSqliteStore"),
+    ("langgraph.store.sqlite.aio", "AsyncSqliteStore", "AsyncSqliteStore"),
+    ("langgraph.store.postgres", "PostgresStore", "PostgresStore"),
+    ("langgraph.store.postgres", "AsyncPostgresStore", "AsyncPostgresStore"),
+    ("langgraph.store.postgres.aio", "AsyncPostgresStore", "AsyncPostgresStore"),
+    ("langgraph.cache.sqlite", "SqliteCache", "SqliteCache"),
 )
 
 # Savers built during the current test (see _count_instances).
@@ -90,7 +107,7 @@ def _substitute() -> dict[str, type]:
 
     classes: dict[str, type] = {}
     threadline = importlib.import_module("threadline") if IMPL == "threadline" else None
-    for module_name, attr, tl_attr in SAVERS:
+    for module_name, attr, tl_attr in STORES if STORE_SUITE else SAVERS:
         module = importlib.import_module(module_name)
         official = getattr(module, attr)
         cls = getattr(threadline, tl_attr) if threadline is not None else official
@@ -133,12 +150,12 @@ def _admin_execute(sql: str) -> None:
 def _point_suite_at_local_postgres() -> None:
     """Rebind the suites' hard-coded Postgres URIs (module constants) to THREADLINE_TEST_POSTGRES's server."""
     global _scratch_db
-    if SUITE == "langgraph":
+    if SUITE in ("langgraph", "langgraph-store"):
         for name in ("tests.conftest_checkpointer", "tests.conftest_store"):
             module = sys.modules.get(name)
             if module is not None:
                 module.DEFAULT_POSTGRES_URI = PG_BASE
-    elif SUITE == "postgres":
+    elif SUITE in ("postgres", "postgres-store"):
         module = sys.modules.get("tests.conftest")
         if module is None:
             return
@@ -164,10 +181,20 @@ def _params(item: pytest.Item) -> dict[str, Any]:
     return dict(callspec.params) if callspec is not None else {}
 
 
+def _store_variant(params: dict[str, Any]) -> str | None:
+    """The substituted store or cache a langgraph test runs with, if any."""
+    for store in ("sync_store", "async_store"):
+        if params.get(store) not in (None, "in_memory"):
+            return str(params[store])
+    return "cache=sqlite" if params.get("cache") == "sqlite" else None
+
+
 def variant_of(item: pytest.Item) -> str:
     """The saver variant a test runs with (langgraph suite) or its test file (saver suites)."""
     params = _params(item)
     file = Path(str(item.fspath)).name
+    if SUITE == "langgraph-store":
+        return _store_variant(params) or "none"
     if SUITE == "langgraph":
         for fixture in LANGGRAPH_FIXTURES:
             if fixture in params:
@@ -189,6 +216,21 @@ def _is_postgres_variant(variant: str) -> bool:
 def _deselect_reason(item: pytest.Item) -> str | None:
     params = _params(item)
     file = Path(str(item.fspath)).name
+    if SUITE == "langgraph-store":
+        variant = _store_variant(params)
+        if variant is None:
+            return "uses no substituted store or cache (the langgraph run covers the rest)"
+        if any(params.get(f, "memory") != "memory" for f in LANGGRAPH_FIXTURES):
+            return "checkpointer variant other than the in-memory one (savers are the langgraph run's)"
+        if NO_POSTGRES and _is_postgres_variant(variant):
+            return "Postgres variant (--no-postgres)"
+        return None
+    if SUITE in ("sqlite-store", "postgres-store"):
+        if file not in (SQLITE_STORE_FILES if SUITE == "sqlite-store" else POSTGRES_STORE_FILES):
+            return "checkpoint saver tests (the saver runs cover them)"
+        if NO_POSTGRES and SUITE == "postgres-store":
+            return "Postgres suite (--no-postgres)"
+        return None
     if SUITE == "langgraph":
         uses_fixture = any(f in getattr(item, "fixturenames", ()) for f in LANGGRAPH_FIXTURES)
         if not uses_fixture and file != "test_prune_postgres.py":

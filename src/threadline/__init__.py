@@ -1,6 +1,6 @@
 """threadline: durable, branchable, inspectable state for LangGraph agents.
 
-Public API: the savers, ``open_saver``, and the errors.
+Public API: the savers, stores and caches, ``open_saver``/``open_store``/``open_cache``, and the errors.
 """
 
 from threadline.errors import (
@@ -15,6 +15,8 @@ from threadline.errors import (
 from threadline.backends.postgres import AsyncPostgresSaver, PostgresSaver
 from threadline.backends.sqlite import AsyncSqliteSaver, SqliteSaver
 from threadline.backends import aopen_saver, open_saver
+from threadline.store import AsyncPostgresStore, AsyncSqliteStore, PostgresStore, SqliteStore, aopen_store, open_store
+from threadline.cache import PostgresCache, SqliteCache, open_cache
 
 __all__ = [
     "AsyncPostgresSaver",
@@ -23,6 +25,15 @@ __all__ = [
     "SqliteSaver",
     "aopen_saver",
     "open_saver",
+    "AsyncPostgresStore",
+    "AsyncSqliteStore",
+    "PostgresStore",
+    "SqliteStore",
+    "aopen_store",
+    "open_store",
+    "PostgresCache",
+    "SqliteCache",
+    "open_cache",
     "BackendError",
     "ConfigError",
     "CorruptRowError",

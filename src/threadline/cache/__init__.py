@@ -1,0 +1,182 @@
+"""LangGraph node cache (``BaseCache``) on threadline's databases: ``SqliteCache``, ``PostgresCache``.
+
+``graph.compile(cache=…)`` with a ``CachePolicy`` on a node skips the node when an
+entry for its input is stored and not expired, across processes and restarts.
+Entries are ``(namespace, key) → value`` with a per-entry TTL in seconds (the
+``CachePolicy``'s); values are serialized by the cache's ``serde`` — by default
+threadline's (``threadline.codec.serde``: no pickle, stored constructors only for
+safe and allowed types) — zstd-compressed when that pays, and a stored entry
+that cannot be decoded raises CorruptRowError naming it.
+
+Both caches run on a sync connection (or pool); the async methods (``aget``,
+``aset``, ``aclear``) run the sync ones in a worker thread, as the official
+``SqliteCache`` does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any, Generic
+
+import psycopg
+from langgraph.cache.base import BaseCache, FullKey, Namespace, ValueT
+from langgraph.checkpoint.serde.base import SerializerProtocol
+from psycopg_pool import ConnectionPool
+
+from threadline import codec
+from threadline.backends import backend_of
+from threadline.backends.postgres import door_error as pg_door_error
+from threadline.backends.sqlite import door_error as sqlite_door_error
+from threadline.cache import ops
+from threadline.codec.serde import default_serde
+from threadline.errors import CorruptRowError
+from threadline.store import schema
+from threadline.store.drivers import PostgresDriver, SqliteDriver, pool_kwargs
+from threadline.store.postgres import PoolConfig, pool_args
+from threadline.store.sql import CACHE, POSTGRES, SQLITE, StoreSql
+from threadline.store.sqlite import connect
+
+
+class SqlCache(BaseCache[ValueT], Generic[ValueT]):
+    """``BaseCache`` over a sync driver; the tables are set up on first use (or by ``setup()``)."""
+
+    sql: StoreSql
+
+    def __init__(self, driver: Any, *, serde: SerializerProtocol | None = None) -> None:
+        super().__init__(serde=serde or default_serde())
+        self._driver = driver
+        self.is_setup = False
+
+    def setup(self) -> None:
+        """Create or migrate the cache table (idempotent; safe from many processes at once)."""
+        self._driver.run(schema.setup_cache(self.sql), write=True)
+        self.is_setup = True
+
+    def _run(self, op: Any, *, write: bool) -> Any:
+        if not self.is_setup:
+            self.setup()
+        return self._driver.run(op, write=write)
+
+    def get(self, keys: Sequence[FullKey]) -> dict[FullKey, ValueT]:
+        """The stored, unexpired values of ``keys``; missing and expired keys are absent."""
+        if not keys:
+            return {}
+        rows = self._run(ops.get(self.sql, [(ops.ns_text(ns), key) for ns, key in keys], time.time()), write=False)
+        return {(ops.ns_tuple(ns), key): self._load(ns, key, encoding, value) for ns, key, encoding, value in rows}
+
+    def _load(self, ns: str, key: str, encoding: str, value: Any) -> Any:
+        where = f"{CACHE} entry {ns}/{key!r}"
+        if not isinstance(value, (bytes, memoryview)):
+            raise CorruptRowError(f"{where}: stored value is {type(value).__name__}, not bytes")
+        return codec.decode(self.serde, encoding, value, where)
+
+    def set(self, pairs: Mapping[FullKey, tuple[ValueT, int | None]]) -> None:
+        """Store each ``(namespace, key) → (value, ttl seconds or None)``, replacing what was there."""
+        if not pairs:
+            return
+        now = time.time()
+        rows = []
+        for (ns, key), (value, ttl) in pairs.items():
+            encoding, data = codec.compress(*codec.encode(self.serde, value))
+            rows.append((ops.ns_text(ns), key, encoding, data, now, None if ttl is None else now + ttl))
+        self._run(ops.put(rows, now), write=True)
+
+    def clear(self, namespaces: Sequence[Namespace] | None = None) -> None:
+        """Delete the entries of ``namespaces``, or every entry when None."""
+        self._run(ops.clear(None if namespaces is None else [ops.ns_text(ns) for ns in namespaces]), write=True)
+
+    async def aget(self, keys: Sequence[FullKey]) -> dict[FullKey, ValueT]:
+        return await asyncio.to_thread(self.get, keys)
+
+    async def aset(self, pairs: Mapping[FullKey, tuple[ValueT, int | None]]) -> None:
+        await asyncio.to_thread(self.set, pairs)
+
+    async def aclear(self, namespaces: Sequence[Namespace] | None = None) -> None:
+        await asyncio.to_thread(self.clear, namespaces)
+
+
+class SqliteCache(SqlCache[ValueT]):
+    """Node cache in a SQLite file: same constructor as the official
+    ``langgraph.cache.sqlite.SqliteCache`` (``path=``, ``serde=``); the table is
+    ``threadline_cache``, so the file may also hold threadline's checkpoints and store.
+
+    Raises BackendError when ``path`` cannot be opened or is not a SQLite database.
+    """
+
+    sql = SQLITE
+
+    def __init__(self, *, path: str, serde: SerializerProtocol | None = None) -> None:
+        self.conn = connect(path)
+        super().__init__(SqliteDriver(self.conn), serde=serde)
+        try:
+            self.setup()
+        except sqlite3.Error as exc:
+            self.conn.close()
+            raise sqlite_door_error(exc, path) from exc
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+class PostgresCache(SqlCache[ValueT]):
+    """Node cache on Postgres through psycopg 3: a ``Connection`` (autocommit) or a
+    ``ConnectionPool``; ``from_conn_string(url, pool_config=…)`` opens one. The table is
+    ``threadline_cache`` in the connection's current schema.
+
+    Raises BackendError when the server cannot be reached or refuses the user.
+    """
+
+    sql = POSTGRES
+
+    def __init__(self, conn: psycopg.Connection | ConnectionPool, *, serde: SerializerProtocol | None = None) -> None:
+        self.conn = conn
+        super().__init__(PostgresDriver(conn), serde=serde)
+
+    @classmethod
+    @contextmanager
+    def from_conn_string(
+        cls, conn_string: str, *, serde: SerializerProtocol | None = None, pool_config: PoolConfig | None = None
+    ) -> Iterator[PostgresCache]:
+        """Connect to ``conn_string`` (a libpq URL or DSN), set up the table, close on exit."""
+        try:
+            if pool_config is not None:
+                resource: Any = ConnectionPool(**pool_args(conn_string, pool_config))
+                resource.open(wait=True, timeout=10)
+            else:
+                resource = psycopg.Connection.connect(conn_string, **pool_kwargs(None), connect_timeout=10)
+        except Exception as exc:
+            raise pg_door_error(exc, conn_string) from exc
+        try:
+            cache = cls(resource, serde=serde)
+            cache.setup()
+            yield cache
+        finally:
+            resource.close()
+
+    def setup(self) -> None:
+        try:
+            super().setup()
+        except psycopg.Error as exc:
+            raise pg_door_error(exc) from exc
+
+
+@contextmanager
+def open_cache(url: str, *, serde: SerializerProtocol | None = None) -> Iterator[SqlCache]:
+    """A cache for ``url`` (a path, ``sqlite:///path`` or ``postgresql://…``), table set up,
+    closed on exit. Raises BackendError for an unknown scheme or an unreachable server."""
+    if backend_of(url) == "sqlite":
+        cache = SqliteCache(path=url, serde=serde)
+        try:
+            yield cache
+        finally:
+            cache.close()
+    else:
+        with PostgresCache.from_conn_string(url, serde=serde) as pg:
+            yield pg
+
+
+__all__ = ["PostgresCache", "SqliteCache", "open_cache"]

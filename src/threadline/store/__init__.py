@@ -1,0 +1,49 @@
+"""LangGraph Store (cross-thread long-term memory) on threadline's databases.
+
+``SqliteStore``, ``AsyncSqliteStore``, ``PostgresStore``, ``AsyncPostgresStore``: drop-in
+for the official ``langgraph.store.sqlite`` / ``langgraph.store.postgres`` classes, with
+one storage logic (``ops``, ``sql``) under thin backend shells. ``open_store(url)``
+picks the backend from a URL, as ``open_saver`` does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+
+from langgraph.store.base import IndexConfig, TTLConfig
+
+from threadline.backends import backend_of
+from threadline.store.base import AsyncStore, SyncStore
+from threadline.store.postgres import AsyncPostgresStore, PoolConfig, PostgresStore
+from threadline.store.sqlite import AsyncSqliteStore, SqliteStore
+
+
+@contextmanager
+def open_store(url: str, *, index: IndexConfig | None = None, ttl: TTLConfig | None = None) -> Iterator[SyncStore]:
+    """A sync store for ``url`` (a path, ``sqlite:///path`` or ``postgresql://…``), tables set
+    up, closed on exit. Raises BackendError for an unknown scheme or an unreachable server."""
+    cls = SqliteStore if backend_of(url) == "sqlite" else PostgresStore
+    with cls.from_conn_string(url, index=index, ttl=ttl) as store:
+        store.setup()
+        yield store
+
+
+@asynccontextmanager
+async def aopen_store(url: str, *, index: IndexConfig | None = None, ttl: TTLConfig | None = None) -> AsyncIterator[AsyncStore]:
+    """The async ``open_store``: an ``AsyncSqliteStore`` or ``AsyncPostgresStore``."""
+    cls = AsyncSqliteStore if backend_of(url) == "sqlite" else AsyncPostgresStore
+    async with cls.from_conn_string(url, index=index, ttl=ttl) as store:
+        await store.setup()
+        yield store
+
+
+__all__ = [
+    "AsyncPostgresStore",
+    "AsyncSqliteStore",
+    "PoolConfig",
+    "PostgresStore",
+    "SqliteStore",
+    "aopen_store",
+    "open_store",
+]

@@ -1,0 +1,203 @@
+"""Postgres stores: ``PostgresStore`` (psycopg 3) and ``AsyncPostgresStore`` (psycopg 3 async).
+
+Same constructors and ``from_conn_string`` (``pipeline=``, ``pool_config=``, ``index=``,
+``ttl=``) as LangGraph's official ``langgraph.store.postgres`` stores; the tables are
+threadline's (``threadline_store*``) in the connection's current schema, beside
+threadline's checkpoints and cache. Values are JSONB; namespaces and keys are TEXT in
+the "C" collation. Semantic search (``index=``) needs the pgvector extension on the
+server; without it ``setup`` raises BackendError saying so, and nothing is created.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from typing import Any, TypedDict
+
+import psycopg
+from langgraph.store.base import IndexConfig, TTLConfig
+from psycopg.rows import dict_row
+from psycopg_pool import AsyncConnectionPool, ConnectionPool
+
+from threadline.backends.postgres import door_error
+from threadline.store.base import AsyncStore, SyncStore
+from threadline.store.drivers import AsyncPostgresDriver, PostgresDriver, pool_kwargs
+from threadline.store.sql import POSTGRES
+
+
+class PoolConfig(TypedDict, total=False):
+    """Connection pool settings for ``from_conn_string(pool_config=…)``, as the official stores:
+    ``min_size`` (default 1), ``max_size`` (default unlimited), ``kwargs`` (passed to each
+    connection; autocommit and ``prepare_threshold=0`` are set unless given)."""
+
+    min_size: int
+    max_size: int | None
+    kwargs: dict
+
+
+def pool_args(conn_string: str, pool_config: PoolConfig) -> dict[str, Any]:
+    pc = dict(pool_config)
+    return {
+        "conninfo": conn_string,
+        "min_size": pc.pop("min_size", 1),
+        "max_size": pc.pop("max_size", None),
+        "kwargs": pool_kwargs(pc.pop("kwargs", None)),
+        "open": False,
+        **pc,
+    }
+
+
+class PostgresStore(SyncStore):
+    """LangGraph ``BaseStore`` on Postgres (a psycopg ``Connection`` or ``ConnectionPool``).
+
+    Usage::
+
+        with PostgresStore.from_conn_string("postgresql://user@host/db") as store:
+            store.setup()  # optional: the first operation sets up the tables
+            graph = builder.compile(checkpointer=saver, store=store)
+
+    A connection passed in should be in autocommit mode, as for the official store.
+    Raises BackendError when the server cannot be reached, refuses the user, or lacks
+    pgvector for ``index``.
+    """
+
+    sql = POSTGRES
+    MIGRATIONS = POSTGRES.store_statements  # as the official attribute; setup() applies numbered migrations
+
+    def __init__(
+        self,
+        conn: psycopg.Connection | ConnectionPool,
+        *,
+        pipe: psycopg.Pipeline | None = None,
+        deserializer: Callable[[Any], dict[str, Any]] | None = None,
+        index: IndexConfig | None = None,
+        ttl: TTLConfig | None = None,
+    ) -> None:
+        super().__init__()
+        self._driver = PostgresDriver(conn, pipe)
+        self.conn, self.pipe, self.lock = conn, pipe, self._driver.lock
+        self._init_core(index, ttl, deserializer)
+
+    @classmethod
+    @contextmanager
+    def from_conn_string(
+        cls,
+        conn_string: str,
+        *,
+        pipeline: bool = False,
+        pool_config: PoolConfig | None = None,
+        index: IndexConfig | None = None,
+        ttl: TTLConfig | None = None,
+    ) -> Iterator[PostgresStore]:
+        """Connect to ``conn_string`` (a libpq URL or DSN). ``pool_config`` opens a
+        ``ConnectionPool`` instead of one connection (and overrides ``pipeline``)."""
+        try:
+            if pool_config is not None:
+                resource: Any = ConnectionPool(**pool_args(conn_string, pool_config))
+                resource.open(wait=True, timeout=10)
+            else:
+                resource = psycopg.Connection.connect(conn_string, **pool_kwargs(None), connect_timeout=10)
+        except Exception as exc:
+            raise door_error(exc, conn_string) from exc
+        store = None
+        try:
+            if pipeline and pool_config is None:
+                with resource.pipeline() as pipe:
+                    store = cls(resource, pipe=pipe, index=index, ttl=ttl)
+                    yield store
+            else:
+                store = cls(resource, index=index, ttl=ttl)
+                yield store
+        finally:
+            if store is not None:
+                store.stop_ttl_sweeper()
+            resource.close()
+
+    def setup(self) -> None:
+        try:
+            super().setup()
+        except psycopg.Error as exc:
+            raise door_error(exc) from exc
+
+    @contextmanager
+    def _cursor(self) -> Iterator[psycopg.Cursor]:
+        """A dict-row cursor on the store's connection: the official stores' private helper,
+        kept for code written against them. The store's tables are ``threadline_store*``."""
+        with self._driver.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
+            yield cur
+
+
+class AsyncPostgresStore(AsyncStore):
+    """LangGraph ``BaseStore`` on Postgres through psycopg async (``AsyncConnection`` or
+    ``AsyncConnectionPool``); ``setup`` is ``async``.
+
+    Usage::
+
+        async with AsyncPostgresStore.from_conn_string("postgresql://user@host/db") as store:
+            await store.setup()  # optional: the first operation sets up the tables
+            graph = builder.compile(checkpointer=saver, store=store)
+    """
+
+    sql = POSTGRES
+    MIGRATIONS = POSTGRES.store_statements  # as the official attribute; setup() applies numbered migrations
+
+    def __init__(
+        self,
+        conn: psycopg.AsyncConnection | AsyncConnectionPool,
+        *,
+        pipe: psycopg.AsyncPipeline | None = None,
+        deserializer: Callable[[Any], dict[str, Any]] | None = None,
+        index: IndexConfig | None = None,
+        ttl: TTLConfig | None = None,
+    ) -> None:
+        self._driver = AsyncPostgresDriver(conn, pipe)
+        super().__init__()
+        self.conn, self.pipe, self.lock, self.loop = conn, pipe, self._driver.lock, self._loop
+        self._init_core(index, ttl, deserializer)
+
+    @classmethod
+    @asynccontextmanager
+    async def from_conn_string(
+        cls,
+        conn_string: str,
+        *,
+        pipeline: bool = False,
+        pool_config: PoolConfig | None = None,
+        index: IndexConfig | None = None,
+        ttl: TTLConfig | None = None,
+    ) -> AsyncIterator[AsyncPostgresStore]:
+        """Async ``PostgresStore.from_conn_string``; ``pool_config`` opens an ``AsyncConnectionPool``."""
+        try:
+            if pool_config is not None:
+                resource: Any = AsyncConnectionPool(**pool_args(conn_string, pool_config))
+                await resource.open(wait=True, timeout=10)
+            else:
+                resource = await psycopg.AsyncConnection.connect(conn_string, **pool_kwargs(None), connect_timeout=10)
+        except Exception as exc:
+            raise door_error(exc, conn_string) from exc
+        store = None
+        try:
+            if pipeline and pool_config is None:
+                async with resource.pipeline() as pipe:
+                    store = cls(resource, pipe=pipe, index=index, ttl=ttl)
+                    yield store
+            else:
+                store = cls(resource, index=index, ttl=ttl)
+                yield store
+        finally:
+            if store is not None:
+                await store.stop_ttl_sweeper()
+            await resource.close()
+
+    async def setup(self) -> None:
+        try:
+            await super().setup()
+        except psycopg.Error as exc:
+            raise door_error(exc) from exc
+
+    @asynccontextmanager
+    async def _cursor(self) -> AsyncIterator[psycopg.AsyncCursor]:
+        """A dict-row cursor on the store's connection: the official stores' private helper,
+        kept for code written against them. The store's tables are ``threadline_store*``."""
+        async with self._driver.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
+            yield cur

@@ -1,0 +1,338 @@
+"""Named SQL and numbered migrations of the Store and Cache, per backend.
+
+Nothing here executes. Statements are written once with ``?`` placeholders in SQL
+that SQLite (3.35+) and Postgres both accept; ``StoreSql`` (SQLite) and
+``PostgresStoreSql`` supply only what differs: column types, placeholder style,
+JSON access for metadata filters, namespace pattern matching and vector scores.
+
+Tables (beside the saver's ``threadline_*`` tables, so one database holds all three):
+
+* ``threadline_store``: one row per item, keyed by (prefix, key); ``prefix`` is the
+  namespace joined with ``"."``. Times are seconds since the epoch (REAL / DOUBLE).
+* ``threadline_store_vectors``: one row per embedded field of an item (only with an
+  ``index`` config): a float32 BLOB on SQLite (sqlite-vec), ``vector(dims)`` or
+  ``halfvec(dims)`` on Postgres (pgvector).
+* ``threadline_cache``: one row per cache entry, keyed by (ns, key).
+* ``threadline_store_migrations``: (component, v) of every migration applied, for the
+  components ``store``, ``vectors`` and ``cache``. Never edit a shipped migration:
+  add one with the next number.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from functools import lru_cache
+from typing import Any
+
+from threadline.store.values import dumps, jsonable
+from threadline.store.vecmath import pack
+
+STORE = "threadline_store"
+VECTORS = "threadline_store_vectors"
+CACHE = "threadline_cache"
+MIGRATIONS = "threadline_store_migrations"
+
+# {text} is byte-order TEXT, so ORDER BY and the namespace range agree with Python's order.
+STORE_MIGRATIONS: list[tuple[int, list[str]]] = [
+    (
+        1,
+        [
+            f"""CREATE TABLE IF NOT EXISTS {STORE} (
+                prefix {{text}} NOT NULL,
+                key {{text}} NOT NULL,
+                value {{json}} NOT NULL,
+                created_at {{real}} NOT NULL,
+                updated_at {{real}} NOT NULL,
+                expires_at {{real}},
+                ttl_minutes {{real}},
+                PRIMARY KEY (prefix, key)
+            )""",
+            f"CREATE INDEX IF NOT EXISTS {STORE}_updated_at ON {STORE} (updated_at)",
+            f"CREATE INDEX IF NOT EXISTS {STORE}_expires_at ON {STORE} (expires_at) WHERE expires_at IS NOT NULL",
+        ],
+    ),
+]
+
+CACHE_MIGRATIONS: list[tuple[int, list[str]]] = [
+    (
+        1,
+        [
+            f"""CREATE TABLE IF NOT EXISTS {CACHE} (
+                ns {{text}} NOT NULL,
+                key {{text}} NOT NULL,
+                encoding {{text}} NOT NULL,
+                value {{blob}} NOT NULL,
+                created_at {{real}} NOT NULL,
+                expires_at {{real}},
+                PRIMARY KEY (ns, key)
+            )""",
+            f"CREATE INDEX IF NOT EXISTS {CACHE}_expires_at ON {CACHE} (expires_at) WHERE expires_at IS NOT NULL",
+        ],
+    ),
+]
+
+DISTANCES = ("cosine", "l2", "inner_product")
+VECTOR_TYPES = ("vector", "halfvec")
+RANGE_OPS = {"$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
+
+
+def path_of(key: Any) -> tuple[str, ...]:
+    """A filter key as its path: ``"user.level"`` names ``value["user"]["level"]``."""
+    if not isinstance(key, str):
+        raise ValueError(f"Invalid filter key: {key!r}; filter keys must be strings")
+    segments = tuple(key.split("."))
+    if not all(segments) or "\x00" in key:
+        raise ValueError(f"Invalid filter key: {key!r}; a key is field names joined by '.', none of them empty or holding NUL")
+    return segments
+
+
+def normalize(value: Any) -> Any:
+    """A filter value as JSON would hold it (tuples as lists, datetimes as strings, …)."""
+    if value is None or isinstance(value, (bool, int, float, str, list, dict)):
+        return value
+    if isinstance(value, tuple):
+        return list(value)
+    return jsonable(value)
+
+
+def never_matches(value: Any) -> bool:
+    """No stored JSON equals NaN, Infinity or a string with NUL (values cannot hold them)."""
+    if isinstance(value, float):
+        return not math.isfinite(value)
+    return isinstance(value, str) and "\x00" in value
+
+
+def bindable(number: int | float) -> int | float:
+    """Numbers beyond 64 bits compare as floats (no driver binds them as integers)."""
+    return float(number) if isinstance(number, int) and not -(2**63) <= number < 2**63 else number
+
+
+class StoreSql:
+    """SQLite: JSON1 functions for filters, sqlite-vec functions for scores."""
+
+    name = "sqlite"
+    types = {"text": "TEXT", "json": "TEXT", "blob": "BLOB", "real": "REAL", "int": "INTEGER"}
+    max_params = 900
+    setup_lock: tuple[str, tuple] | None = None  # SQLite's write lock serializes setup
+    skip_locked = ""  # the sweep's SELECT runs under the write lock already
+    tables_sql = "SELECT name FROM sqlite_master WHERE type = 'table'"
+    ns_match = "threadline_ns_match(s.prefix, ?) = 1"  # a function each connection registers
+
+    def sql(self, text: str) -> str:
+        return text
+
+    def migrations(self, migrations: list[tuple[int, list[str]]]) -> list[tuple[int, list[str]]]:
+        return [(v, [s.format(**self.types) for s in stmts]) for v, stmts in migrations]
+
+    @property
+    def store_statements(self) -> list[str]:
+        """The Store's migration statements in order (the official stores' ``MIGRATIONS``)."""
+        return [statement for _, stmts in self.migrations(STORE_MIGRATIONS) for statement in stmts]
+
+    def vector_migrations(self, dims: int, vector_type: str) -> list[tuple[int, list[str]]]:
+        return self.migrations(
+            [
+                (
+                    1,
+                    [
+                        f"""CREATE TABLE IF NOT EXISTS {VECTORS} (
+                            prefix {{text}} NOT NULL,
+                            key {{text}} NOT NULL,
+                            field_name {{text}} NOT NULL,
+                            embedding {{blob}} NOT NULL,
+                            PRIMARY KEY (prefix, key, field_name)
+                        )""",
+                    ],
+                )
+            ]
+        )
+
+    # (dims, vector type or NULL) of the stored vectors; no row when there are none
+    dims_sql = f"SELECT length(embedding) / 4, NULL FROM {VECTORS} LIMIT 1"
+    # (extension available, extension installed); None: nothing to install
+    vector_extension_sql: str | None = None
+
+    def vector_param(self, vector: list[float]) -> Any:
+        return pack(vector)
+
+    def score(self, distance: str, query: list[float], vector_type: str) -> tuple[str, list[Any]]:
+        """SQL for the similarity of ``v.embedding`` to ``query`` (higher is closer) and its
+        parameters: cosine similarity, negated L2 distance, or the inner product (from L2
+        distances: a·b = (|a|² + |b|² − |a−b|²) / 2, as sqlite-vec has no dot product)."""
+        q = self.vector_param(query)
+        if distance == "cosine":
+            return "1.0 - vec_distance_cosine(v.embedding, ?)", [q]
+        if distance == "l2":
+            return "-vec_distance_L2(v.embedding, ?)", [q]
+        zero = self.vector_param([0.0] * len(query))
+        norm2 = sum(x * x for x in query)
+        sql = (
+            "(vec_distance_L2(v.embedding, ?) * vec_distance_L2(v.embedding, ?) + ? "
+            "- vec_distance_L2(v.embedding, ?) * vec_distance_L2(v.embedding, ?)) / 2.0"
+        )
+        return sql, [zero, zero, norm2, q, q]
+
+    # --- metadata filters: every key and value a bound parameter --------------------
+    # A field is found with json_each, one level per key segment, comparing the members'
+    # decoded names: SQLite's JSON paths compare a name as it is escaped in the JSON text,
+    # so a path could not name a field holding '"' or '\\' (or differ across versions).
+
+    def _exists(self, path: tuple[str, ...], condition: str, params: list[Any]) -> tuple[str, list[Any]]:
+        """``EXISTS`` a field at ``path`` satisfying ``condition`` (on alias ``{j}``): never NULL."""
+        sources, keys = ["json_each(s.value) j1"], ["j1.key = ?"]
+        for n in range(2, len(path) + 1):
+            sources.append(f"json_each(CASE WHEN j{n - 1}.type = 'object' THEN j{n - 1}.value ELSE '{{}}' END) j{n}")
+            keys.append(f"j{n}.key = ?")
+        where = " AND ".join(keys + [condition.format(j=f"j{len(path)}")])
+        return f"EXISTS (SELECT 1 FROM {', '.join(sources)} WHERE {where})", [*path, *params]
+
+    def equals(self, path: tuple[str, ...], value: Any, negate: bool = False) -> tuple[str, list[Any]]:
+        """SQL true where the JSON at ``path`` equals ``value`` (type-exact; None also matches a
+        missing field) or, with ``negate``, is present and differs; never NULL."""
+        if value is None:
+            sql, params = self._exists(path, "{j}.type != 'null'", [])
+            return (sql if negate else f"NOT {sql}"), params
+        if isinstance(value, bool):
+            condition, params = "{j}.type = ?", ["true" if value else "false"]
+        elif isinstance(value, (int, float)):
+            condition, params = "{j}.type IN ('integer', 'real') AND {j}.atom = ?", [bindable(value)]
+        elif isinstance(value, str):
+            condition, params = "{j}.type = 'text' AND {j}.atom = ?", [value]
+        else:
+            condition, params = "{j}.type = ? AND {j}.value = ?", ["object" if isinstance(value, dict) else "array", dumps(value, "filter value")]
+        return self._exists(path, f"NOT ({condition})" if negate else condition, params)
+
+    def present(self, path: tuple[str, ...]) -> tuple[str, list[Any]]:
+        return self._exists(path, "TRUE", [])
+
+    def compare(self, path: tuple[str, ...], op: str, value: int | float | str) -> tuple[str, list[Any]]:
+        """SQL true where the JSON at ``path`` is a number (string) ``op`` a number (string) value."""
+        if isinstance(value, str):
+            return self._exists(path, f"{{j}}.type = 'text' AND {{j}}.atom {op} ?", [value])
+        return self._exists(path, f"{{j}}.type IN ('integer', 'real') AND {{j}}.atom {op} ?", [bindable(value)])
+
+
+class PostgresStoreSql(StoreSql):
+    """Postgres: JSONB path operators for filters, pgvector operators for scores."""
+
+    name = "postgres"
+    types = {"text": 'TEXT COLLATE "C"', "json": "JSONB", "blob": "BYTEA", "real": "DOUBLE PRECISION", "int": "BIGINT"}
+    max_params = 20000
+    setup_lock = ("SELECT pg_advisory_xact_lock(?)", (0x746C7374,))  # one setup at a time across workers
+    skip_locked = " FOR UPDATE SKIP LOCKED"  # concurrent sweepers take disjoint rows, never wait
+    tables_sql = "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()"
+    ns_match = "s.prefix ~ ?"
+    dims_sql = (
+        "SELECT a.atttypmod, format_type(a.atttypid, NULL) FROM pg_attribute a "
+        f"WHERE a.attrelid = to_regclass('{VECTORS}') AND a.attname = 'embedding'"
+    )
+    vector_extension_sql = (
+        "SELECT EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'vector'), "
+        "EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'vector')"
+    )
+
+    def sql(self, text: str) -> str:
+        return _to_pyformat(text)
+
+    def vector_migrations(self, dims: int, vector_type: str) -> list[tuple[int, list[str]]]:
+        if vector_type not in VECTOR_TYPES or not isinstance(dims, int):  # DDL text: allowlisted only
+            raise ValueError(f"vector_type must be one of {VECTOR_TYPES} and dims an integer")
+        return self.migrations(
+            [
+                (
+                    1,
+                    [
+                        f"""CREATE TABLE IF NOT EXISTS {VECTORS} (
+                            prefix {{text}} NOT NULL,
+                            key {{text}} NOT NULL,
+                            field_name {{text}} NOT NULL,
+                            embedding {vector_type}({dims}) NOT NULL,
+                            PRIMARY KEY (prefix, key, field_name)
+                        )""",
+                    ],
+                )
+            ]
+        )
+
+    def vector_param(self, vector: list[float]) -> Any:
+        return "[" + ",".join(repr(float(x)) for x in vector) + "]"
+
+    def score(self, distance: str, query: list[float], vector_type: str) -> tuple[str, list[Any]]:
+        """Cosine similarity, negated L2 distance or inner product, as the official PostgresStore scores."""
+        operator = {"cosine": "<=>", "l2": "<->", "inner_product": "<#>"}[distance]
+        cast = f"CAST(? AS {vector_type})"
+        if distance == "cosine":
+            return f"1 - (v.embedding {operator} {cast})", [self.vector_param(query)]
+        return f"-(v.embedding {operator} {cast})", [self.vector_param(query)]
+
+    def equals(self, path: tuple[str, ...], value: Any, negate: bool = False) -> tuple[str, list[Any]]:
+        if value is None:
+            op, missing = ("!=", "FALSE") if negate else ("=", "TRUE")
+            return f"COALESCE(jsonb_typeof(s.value #> ?) {op} 'null', {missing})", [list(path)]
+        op = "!=" if negate else "="
+        return f"COALESCE(s.value #> ? {op} CAST(? AS JSONB), FALSE)", [list(path), dumps(value, "filter value")]
+
+    def present(self, path: tuple[str, ...]) -> tuple[str, list[Any]]:
+        return "s.value #> ? IS NOT NULL", [list(path)]
+
+    def compare(self, path: tuple[str, ...], op: str, value: int | float | str) -> tuple[str, list[Any]]:
+        if isinstance(value, str):
+            return (
+                f"CASE WHEN jsonb_typeof(s.value #> ?) = 'string' THEN (s.value #>> ?) COLLATE \"C\" {op} ? ELSE FALSE END",
+                [list(path), list(path), value],
+            )
+        return (
+            f"CASE WHEN jsonb_typeof(s.value #> ?) = 'number' THEN CAST(s.value #> ? AS DOUBLE PRECISION) {op} ? ELSE FALSE END",
+            [list(path), list(path), float(value)],
+        )
+
+
+@lru_cache(maxsize=256)
+def _to_pyformat(text: str) -> str:
+    # Store SQL never contains '?' or '%' except as placeholders.
+    return re.sub(r"\?", "%s", text.replace("%", "%%"))
+
+
+SQLITE = StoreSql()
+POSTGRES = PostgresStoreSql()
+
+
+def where_filter(d: StoreSql, filter: dict[str, Any] | None) -> tuple[list[str], list[Any]]:
+    """SQL conditions (on alias ``s``) and parameters for a ``search`` filter.
+
+    ``{key: value}`` matches items whose value at ``key`` equals ``value`` (type-exact JSON
+    equality: ``1`` matches ``1.0`` but not ``True``; ``None`` also matches a missing
+    field); ``{key: {"$op": value, …}}`` applies LangGraph's operators ``$eq``, ``$ne``
+    (the field is present and differs, as the official SQLite and Postgres stores),
+    ``$gt``, ``$gte``, ``$lt``, ``$lte`` (ranges compare numbers with numbers, strings with
+    strings). A dotted key names a nested field. Raises ValueError for an unknown operator
+    or a range bound that is neither a number nor a string.
+    """
+    clauses: list[str] = []
+    params: list[Any] = []
+    for key, spec in (filter or {}).items():
+        path = path_of(key)
+        if isinstance(spec, dict) and spec and all(isinstance(k, str) and k.startswith("$") for k in spec):
+            conditions = list(spec.items())
+        else:
+            conditions = [("$eq", spec)]
+        for op, raw in conditions:
+            sql, args = _condition(d, path, op, normalize(raw))
+            clauses.append(sql)
+            params += args
+    return clauses, params
+
+
+def _condition(d: StoreSql, path: tuple[str, ...], op: str, value: Any) -> tuple[str, list[Any]]:
+    if op in ("$eq", "$ne"):
+        if never_matches(value):
+            return ("FALSE", []) if op == "$eq" else d.present(path)
+        return d.equals(path, value, negate=op == "$ne")
+    if op not in RANGE_OPS:
+        raise ValueError(f"Unsupported operator: {op}; use one of $eq, $ne, $gt, $gte, $lt, $lte")
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise ValueError(f"filter {'.'.join(path)!r} {op} needs a number or a string, got {type(value).__name__}")
+    if isinstance(value, float) and math.isnan(value) or isinstance(value, str) and "\x00" in value:
+        return "FALSE", []
+    return d.compare(path, RANGE_OPS[op], value)
