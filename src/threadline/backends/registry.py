@@ -26,8 +26,8 @@ class BackendEntry:
 
     ``parts`` maps a role to a name in ``module`` (imported on first use, so a backend
     whose driver is not installed costs nothing until a URL names it). Roles:
-    ``saver`` and ``async_saver`` (the saver classes, opened with
-    ``from_conn_string(url)``), ``read_only`` (``open_read_only(url, what)``: a sync
+    ``saver``, ``async_saver``, ``store``, ``async_store`` and ``cache`` (classes opened
+    with ``from_conn_string(url)``), ``read_only`` (``open_read_only(url, what)``: a sync
     saver on an existing database, opened read-only and never set up); a store or a
     cache adds its own roles beside them.
     """
@@ -44,10 +44,13 @@ class BackendEntry:
         return scheme in self.schemes or scheme.startswith(self.scheme_prefixes)
 
     def get(self, role: str) -> Any:
-        """The part playing ``role`` (a class or an opener); BackendError when this backend has none."""
+        """The part playing ``role`` (a class or an opener); BackendError when this backend has none.
+
+        A part is a name in ``module``, or ``"package.module:name"`` for one elsewhere."""
         if role not in self.parts:
             raise BackendError(f"the {self.name} backend has no {role.replace('_', ' ')}")
-        return getattr(importlib.import_module(self.module), self.parts[role])
+        module, _, name = self.parts[role].rpartition(":")
+        return getattr(importlib.import_module(module or self.module), name)
 
 
 REGISTRY: tuple[BackendEntry, ...] = (
@@ -55,7 +58,14 @@ REGISTRY: tuple[BackendEntry, ...] = (
         name="sqlite",
         schemes=("sqlite",),
         module="threadline.backends.sqlite",
-        parts={"saver": "SqliteSaver", "async_saver": "AsyncSqliteSaver", "read_only": "open_read_only"},
+        parts={
+            "saver": "SqliteSaver",
+            "async_saver": "AsyncSqliteSaver",
+            "read_only": "open_read_only",
+            "store": "threadline.store.sqlite:SqliteStore",
+            "async_store": "threadline.store.sqlite:AsyncSqliteStore",
+            "cache": "threadline.cache:SqliteCache",
+        },
         example="sqlite:///path",
         paths=True,
     ),
@@ -64,7 +74,14 @@ REGISTRY: tuple[BackendEntry, ...] = (
         schemes=("postgresql", "postgres"),
         scheme_prefixes=("postgresql+",),
         module="threadline.backends.postgres",
-        parts={"saver": "PostgresSaver", "async_saver": "AsyncPostgresSaver", "read_only": "open_read_only"},
+        parts={
+            "saver": "PostgresSaver",
+            "async_saver": "AsyncPostgresSaver",
+            "read_only": "open_read_only",
+            "store": "threadline.store.postgres:PostgresStore",
+            "async_store": "threadline.store.postgres:AsyncPostgresStore",
+            "cache": "threadline.cache:PostgresCache",
+        },
         example="postgresql://",
     ),
 )

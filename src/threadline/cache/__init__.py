@@ -28,7 +28,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from psycopg_pool import ConnectionPool
 
 from threadline import codec
-from threadline.backends import backend_of
+from threadline.backends import entry_of
 from threadline.backends.postgres import door_error as pg_door_error
 from threadline.backends.sqlite import door_error as sqlite_door_error
 from threadline.cache import ops
@@ -118,6 +118,16 @@ class SqliteCache(SqlCache[ValueT]):
             self.conn.close()
             raise sqlite_door_error(exc, path) from exc
 
+    @classmethod
+    @contextmanager
+    def from_conn_string(cls, conn_string: str, *, serde: SerializerProtocol | None = None) -> Iterator[SqliteCache]:
+        """Open the cache on a path or ``sqlite:///path`` (as ``PostgresCache.from_conn_string``), closed on exit."""
+        cache = cls(path=conn_string, serde=serde)
+        try:
+            yield cache
+        finally:
+            cache.close()
+
     def close(self) -> None:
         self.conn.close()
 
@@ -168,15 +178,8 @@ class PostgresCache(SqlCache[ValueT]):
 def open_cache(url: str, *, serde: SerializerProtocol | None = None) -> Iterator[SqlCache]:
     """A cache for ``url`` (a path, ``sqlite:///path`` or ``postgresql://…``), table set up,
     closed on exit. Raises BackendError for an unknown scheme or an unreachable server."""
-    if backend_of(url) == "sqlite":
-        cache = SqliteCache(path=url, serde=serde)
-        try:
-            yield cache
-        finally:
-            cache.close()
-    else:
-        with PostgresCache.from_conn_string(url, serde=serde) as pg:
-            yield pg
+    with entry_of(url).get("cache").from_conn_string(url, serde=serde) as cache:
+        yield cache
 
 
 __all__ = ["PostgresCache", "SqliteCache", "open_cache"]

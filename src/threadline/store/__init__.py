@@ -13,7 +13,7 @@ from contextlib import asynccontextmanager, contextmanager
 
 from langgraph.store.base import IndexConfig, TTLConfig
 
-from threadline.backends import backend_of
+from threadline.backends import entry_of
 from threadline.store.base import AsyncStore, SyncStore
 from threadline.store.postgres import AsyncPostgresStore, PoolConfig, PostgresStore
 from threadline.store.sqlite import AsyncSqliteStore, SqliteStore
@@ -23,8 +23,7 @@ from threadline.store.sqlite import AsyncSqliteStore, SqliteStore
 def open_store(url: str, *, index: IndexConfig | None = None, ttl: TTLConfig | None = None) -> Iterator[SyncStore]:
     """A sync store for ``url`` (a path, ``sqlite:///path`` or ``postgresql://…``), tables set
     up, closed on exit. Raises BackendError for an unknown scheme or an unreachable server."""
-    cls = SqliteStore if backend_of(url) == "sqlite" else PostgresStore
-    with cls.from_conn_string(url, index=index, ttl=ttl) as store:
+    with entry_of(url).get("store").from_conn_string(url, index=index, ttl=ttl) as store:
         store.setup()
         yield store
 
@@ -32,8 +31,7 @@ def open_store(url: str, *, index: IndexConfig | None = None, ttl: TTLConfig | N
 @asynccontextmanager
 async def aopen_store(url: str, *, index: IndexConfig | None = None, ttl: TTLConfig | None = None) -> AsyncIterator[AsyncStore]:
     """The async ``open_store``: an ``AsyncSqliteStore`` or ``AsyncPostgresStore``."""
-    cls = AsyncSqliteStore if backend_of(url) == "sqlite" else AsyncPostgresStore
-    async with cls.from_conn_string(url, index=index, ttl=ttl) as store:
+    async with entry_of(url).get("async_store").from_conn_string(url, index=index, ttl=ttl) as store:
         await store.setup()
         yield store
 

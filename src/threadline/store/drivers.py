@@ -20,8 +20,8 @@ import psycopg
 from psycopg.rows import tuple_row
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
-from threadline.storage.ops import Op, Q
-from threadline.storage.runner import adrive, drive, needs_transaction, statements
+from threadline.storage.ops import Op
+from threadline.storage.runner import adrive, drive
 from threadline.store import vecmath
 from threadline.store.ops import ns_match
 from threadline.store.sql import POSTGRES, SQLITE
@@ -75,21 +75,12 @@ class SqliteDriver:
         with self.lock:
             cur = self.conn.cursor()
 
-            def execute(q: Q) -> list:
-                stmts = statements(q, SQLITE.max_params)
-                if not self.conn.in_transaction and needs_transaction(q, stmts):
+            def begin(needed: bool) -> None:
+                if needed and not self.conn.in_transaction:
                     cur.execute(_begin(write))
-                rows: list = []
-                for s in stmts:
-                    if s.many:
-                        cur.executemany(s.sql, s.params)
-                    else:
-                        cur.execute(s.sql, s.params)
-                        rows = cur.fetchall() if cur.description else []
-                return rows
 
             try:
-                result = drive(op, execute)
+                result = drive(op, cur, SQLITE, begin)
             except BaseException:
                 if self.conn.in_transaction:
                     self.conn.rollback()
@@ -138,25 +129,20 @@ class AsyncSqliteDriver:
             if not self.prepared:
                 await self._prepare()
 
-            async def execute(q: Q) -> list:
-                stmts = statements(q, SQLITE.max_params)
-                if not self.conn.in_transaction and needs_transaction(q, stmts):
-                    await self.conn.execute(_begin(write))
-                rows: list = []
-                for s in stmts:
-                    if s.many:
-                        await self.conn.executemany(s.sql, s.params)
-                    else:
-                        async with self.conn.execute(s.sql, s.params) as cur:
-                            rows = list(await cur.fetchall()) if cur.description else []
-                return rows
+            cur = await self.conn.cursor()
+
+            async def begin(needed: bool) -> None:
+                if needed and not self.conn.in_transaction:
+                    await cur.execute(_begin(write))
 
             try:
-                result = await adrive(op, execute)
+                result = await adrive(op, cur, SQLITE, begin)
             except BaseException:
                 if self.conn.in_transaction:
                     await self.conn.rollback()
                 raise
+            finally:
+                await cur.close()
             if self.conn.in_transaction:
                 await self.conn.commit()
             return result
@@ -185,27 +171,13 @@ class PostgresDriver:
     def run(self, op: Op[T], *, write: bool) -> T:
         with self.connection() as conn, ExitStack() as tx:
             cur = conn.cursor(row_factory=tuple_row)
-            began = False
 
-            def execute(q: Q) -> list:
-                nonlocal began
-                stmts = statements(q, POSTGRES.max_params)
-                if not began and (needs_transaction(q, stmts) or not conn.autocommit):
+            def begin(needed: bool) -> None:
+                if needed or not conn.autocommit:
                     tx.enter_context(conn.transaction())
-                began = True
-                rows: list = []
-                for s in stmts:
-                    if s.many:
-                        cur.executemany(POSTGRES.sql(s.sql), s.params)
-                    else:
-                        cur.execute(POSTGRES.sql(s.sql), s.params)
-                        if self.pipe is not None:
-                            self.pipe.sync()  # the next statement may depend on these rows
-                        rows = cur.fetchall() if cur.description else []
-                return rows
 
             try:
-                return drive(op, execute)
+                return drive(op, cur, POSTGRES, begin, self.pipe.sync if self.pipe is not None else None)
             finally:
                 if self.pipe is not None:
                     self.pipe.sync()
@@ -233,27 +205,13 @@ class AsyncPostgresDriver:
     async def run(self, op: Op[T], *, write: bool) -> T:
         async with self.connection() as conn, AsyncExitStack() as tx:
             cur = conn.cursor(row_factory=tuple_row)
-            began = False
 
-            async def execute(q: Q) -> list:
-                nonlocal began
-                stmts = statements(q, POSTGRES.max_params)
-                if not began and (needs_transaction(q, stmts) or not conn.autocommit):
+            async def begin(needed: bool) -> None:
+                if needed or not conn.autocommit:
                     await tx.enter_async_context(conn.transaction())
-                began = True
-                rows: list = []
-                for s in stmts:
-                    if s.many:
-                        await cur.executemany(POSTGRES.sql(s.sql), s.params)
-                    else:
-                        await cur.execute(POSTGRES.sql(s.sql), s.params)
-                        if self.pipe is not None:
-                            await self.pipe.sync()
-                        rows = await cur.fetchall() if cur.description else []
-                return rows
 
             try:
-                return await adrive(op, execute)
+                return await adrive(op, cur, POSTGRES, begin, self.pipe.sync if self.pipe is not None else None)
             finally:
                 if self.pipe is not None:
                     await self.pipe.sync()
