@@ -36,6 +36,7 @@ DbOption = typer.Option(None, "--db", help="Database URL or path (default: $THRE
 # Command modules (each adds its commands to ``app``).
 from threadline.cli import demo as _demo  # noqa: E402,F401
 from threadline.cli import state as _state  # noqa: E402,F401
+from threadline.cli import ui as _ui  # noqa: E402,F401
 
 
 def main() -> None:
