@@ -14,7 +14,7 @@ from __future__ import annotations
 import heapq
 from typing import Any
 
-from threadline.read import CheckpointNode, ThreadHistory, iso
+from threadline.read import CheckpointNode, ThreadHistory
 
 
 def _main_child(node: CheckpointNode, nodes: dict[str, CheckpointNode]) -> str | None:
@@ -31,10 +31,11 @@ def lay_out(history: ThreadHistory, checkpoint_ns: str = "", errors: set[str] | 
     """JSON-able layout of one namespace of ``history``.
 
     Returns ``{"nodes": [...], "lanes": n, "head": id}``; each node is
-    ``{"id", "parent", "row", "lane", "step", "source", "writers", "created",
-    "head", "on_head_path", "fork", "tip", "interrupted", "error", "pending",
-    "subgraphs", "branch_start"}`` — ``row`` 0 is the oldest checkpoint.
-    ``errors`` names checkpoints holding an ``__error__`` write.
+    ``{"id", "row", "lane", "step"}`` plus, when not false / empty / zero, ``"parent"``,
+    ``"source"``, ``"writers"``, ``"head"``, ``"on_head_path"``, ``"fork"``,
+    ``"interrupted"``, ``"error"`` (an ``__error__`` write, from ``errors``),
+    ``"pending"`` (pending writes) and ``"subgraphs"`` (namespaces started there).
+    ``row`` 0 is the oldest checkpoint; rows are the list's order.
     """
     nodes = history.nodes.get(checkpoint_ns, {})
     order = list(nodes)  # checkpoint_id order
@@ -64,11 +65,10 @@ def lay_out(history: ThreadHistory, checkpoint_ns: str = "", errors: set[str] | 
         heapq.heappush(busy, (end, lane))
         for cid in chain:
             lane_of[cid] = lane
-    branch_starts = set(starts)
     out = []
     for cid in order:
         n = nodes[cid]
-        out.append({
+        node = {
             "id": cid,
             "parent": n.parent_checkpoint_id if n.parent_checkpoint_id in nodes else None,
             "row": row_of[cid],
@@ -76,15 +76,14 @@ def lay_out(history: ThreadHistory, checkpoint_ns: str = "", errors: set[str] | 
             "step": n.step,
             "source": n.source,
             "writers": n.writers,
-            "created": iso(n.created_at),
             "head": n.is_head,
             "on_head_path": n.on_head_path,
             "fork": n.is_fork_point,
-            "tip": not n.children,
             "interrupted": n.interrupted,
             "error": cid in errors,
             "pending": n.pending_writes,
             "subgraphs": n.subgraphs,
-            "branch_start": cid in branch_starts,
-        })
+        }
+        # a thread can hold 10,000s of checkpoints: leave out what is false, empty or zero
+        out.append({k: v for k, v in node.items() if v or k in ("id", "row", "lane", "step")})
     return {"nodes": out, "lanes": lanes, "head": next((c for c in order if nodes[c].is_head), None)}

@@ -36,8 +36,8 @@
 
   function label(n) {
     const who = n.writers.length ? n.writers.join(", ") : (n.source || "");
-    const marks = [n.head ? "HEAD" : "", n.interrupted ? "⏸ interrupt" : "", n.error ? "✖ error" : "", n.fork ? "⑂" : "",
-                   n.subgraphs.length ? `⊂ ${n.subgraphs.length} subgraph run${n.subgraphs.length > 1 ? "s" : ""}` : ""].filter(Boolean);
+    const marks = [n.head ? "HEAD" : "", n.interrupted ? "· interrupt" : "", n.error ? "· error" : "", n.fork ? "· fork" : "",
+                   n.subgraphs.length ? `· ${n.subgraphs.length} subgraph run${n.subgraphs.length > 1 ? "s" : ""}` : ""].filter(Boolean);
     return `${n.step === null ? "" : n.step} ${who}${marks.length ? "  " + marks.join(" ") : ""}`;
   }
 
@@ -67,6 +67,7 @@
   const MAX_ROWS = 400; // rows visible at the smallest zoom
 
   function prepare(layout) {
+    for (const n of layout.nodes) { n.writers = n.writers || []; n.subgraphs = n.subgraphs || []; }
     L = layout;
     top = layout.nodes.length - 1;
     const rowOf = new Map(layout.nodes.map((n) => [n.id, n.row]));
@@ -118,8 +119,15 @@
       container: el, elements: [], style, layout: { name: "preset" }, userZoomingEnabled: false,
       minZoom: Math.min(1, el.clientHeight / (MAX_ROWS * ROW)), maxZoom: 3, boxSelectionEnabled: false, autoungrabify: true,
     });
-    cy.on("tap", "node", (evt) => select(evt.target.id(), evt.originalEvent && evt.originalEvent.shiftKey ? "b" : "a"));
-    cy.on("dbltap", "node", (evt) => { window.location = checkpointUrl(evt.target.id()); });
+    // A click selects (shift: the second of a pair to compare); a second click on the same node opens it.
+    let last = { id: null, at: 0 };
+    cy.on("tap", "node", (evt) => {
+      const id = evt.target.id();
+      const shift = Boolean(evt.originalEvent && evt.originalEvent.shiftKey);
+      if (!shift && last.id === id && performance.now() - last.at < 400) { window.location = checkpointUrl(id); return; }
+      last = { id, at: performance.now() };
+      select(id, shift ? "b" : "a");
+    });
     cy.on("viewport", queueSync);
     // The wheel scrolls through history; with Ctrl (or a pinch) it zooms.
     el.addEventListener("wheel", (evt) => {
@@ -128,8 +136,17 @@
         const box = el.getBoundingClientRect();
         cy.zoom({ level: cy.zoom() * Math.pow(0.998, evt.deltaY), renderedPosition: { x: evt.clientX - box.left, y: evt.clientY - box.top } });
       } else cy.panBy({ x: -evt.deltaX, y: -evt.deltaY });
+      clamp();
     }, { passive: false });
     home();
+  }
+
+  // Scrolling stops at the newest and at the oldest checkpoint.
+  function clamp() {
+    const pan = cy.pan();
+    const height = top * ROW * cy.zoom();
+    const y = Math.max(Math.min(40, el.clientHeight - 40 - height), Math.min(40, pan.y));
+    if (y !== pan.y) cy.pan({ x: pan.x, y });
   }
 
   // The whole graph when it fits, else the head at zoom 1 near the top.
