@@ -159,6 +159,29 @@ def test_demo_graph_has_two_branches_and_the_interrupt(demo_path: str) -> None:
     assert all(by_id[n.get("parent")]["row"] < n["row"] for n in nodes if n.get("parent"))
 
 
+def test_layout_agrees_with_the_read_model(mixed_path: str, demo_path: str) -> None:
+    """The graph's narrower tree query gives the tree ``read.thread_history`` gives."""
+    for path, tid in ((demo_path, THREAD_ID), (mixed_path, "t-research"), (mixed_path, "t-interrupt"), (mixed_path, "t-error")):
+        with SqliteSaver.from_conn_string(path) as saver:
+            full = read.thread_history(saver, tid, include_subgraphs=True)
+            with wh.client(UIConfig(db=path)) as c:
+                for ns, nodes in full.nodes.items():
+                    layout = c.get("/api/graph", params={"thread_id": tid, "ns": ns}).json()
+                    ns_head = max(nodes)
+                    assert layout["head"] == ns_head
+                    got = {n["id"]: n for n in layout["nodes"]}
+                    assert list(got) == list(nodes)
+                    for cid, node in nodes.items():
+                        n = got[cid]
+                        assert n.get("writers", []) == node.writers, (tid, ns, cid)
+                        assert n.get("parent") == (node.parent_checkpoint_id if node.parent_checkpoint_id in nodes else None)
+                        assert n.get("fork", False) == node.is_fork_point
+                        assert n.get("interrupted", False) == node.interrupted and n.get("pending", 0) == node.pending_writes
+                        assert sorted(n.get("subgraphs", [])) == sorted(node.subgraphs)
+                        if not ns:
+                            assert n.get("on_head_path", False) == node.on_head_path
+
+
 def test_subgraph_namespaces_and_errors(mixed_path: str) -> None:
     with wh.client(UIConfig(db=mixed_path)) as c:
         root = c.get("/api/graph", params={"thread_id": "t-research"}).json()

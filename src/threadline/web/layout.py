@@ -7,6 +7,10 @@ straight line from the root to the head); every other chain — a branch made by
 fork, a rollback or time travel, or another root — gets the lowest lane free over the
 rows it spans, from its fork point to its tip (interval colouring, greedy by start
 row, which uses the fewest lanes). O(n log n) for n checkpoints.
+
+The tree itself (children, head = newest checkpoint, head path, fork points, the nodes
+that wrote each checkpoint) follows ``threadline.read.thread_history``; it is rebuilt
+here from ``queries.tree_op``'s narrower rows so that 10,000 checkpoints lay out fast.
 """
 
 from __future__ import annotations
@@ -14,42 +18,56 @@ from __future__ import annotations
 import heapq
 from typing import Any
 
-from threadline.read import CheckpointNode, ThreadHistory
+from threadline.web.queries import TreeRow
+
+HIDDEN_WRITERS = ("__input__", "__interrupt__")
 
 
-def _main_child(node: CheckpointNode, nodes: dict[str, CheckpointNode]) -> str | None:
-    kids = node.children
-    if not kids:
-        return None
-    for kid in kids:
-        if nodes[kid].on_head_path:
-            return kid
-    return kids[0]
+def writers(row: TreeRow, parent: TreeRow | None) -> list[str]:
+    """The nodes whose results a checkpoint holds: those whose ``versions_seen`` advanced
+    since the parent (``__input__`` first for an input checkpoint), as ``CheckpointNode.writers``."""
+    before = parent.versions_seen if parent else {}
+    names = sorted(n for n, v in row.versions_seen.items() if n not in HIDDEN_WRITERS and v != before.get(n))
+    return ["__input__", *names] if row.source == "input" else names
 
 
-def lay_out(history: ThreadHistory, checkpoint_ns: str = "", errors: set[str] | frozenset[str] = frozenset()) -> dict[str, Any]:
-    """JSON-able layout of one namespace of ``history``.
+def lay_out(rows: list[TreeRow]) -> dict[str, Any]:
+    """JSON-able layout of one namespace's checkpoints (``rows`` in checkpoint_id order).
 
     Returns ``{"nodes": [...], "lanes": n, "head": id}``; each node is
     ``{"id", "row", "lane", "step"}`` plus, when not false / empty / zero, ``"parent"``,
     ``"source"``, ``"writers"``, ``"head"``, ``"on_head_path"``, ``"fork"``,
-    ``"interrupted"``, ``"error"`` (an ``__error__`` write, from ``errors``),
-    ``"pending"`` (pending writes) and ``"subgraphs"`` (namespaces started there).
-    ``row`` 0 is the oldest checkpoint; rows are the list's order.
+    ``"interrupted"``, ``"error"`` (an ``__error__`` write), ``"pending"`` (pending
+    writes) and ``"subgraphs"`` (namespaces started there). ``row`` 0 is the oldest
+    checkpoint; rows are the list's order.
     """
-    nodes = history.nodes.get(checkpoint_ns, {})
-    order = list(nodes)  # checkpoint_id order
-    row_of = {cid: i for i, cid in enumerate(order)}
-    starts = [cid for cid, n in nodes.items() if not n.parent_checkpoint_id or n.parent_checkpoint_id not in nodes]
-    starts += [kid for cid, n in nodes.items() for kid in n.children if kid != _main_child(n, nodes)]
+    by_id = {r.checkpoint_id: r for r in rows}
+    row_of = {cid: i for i, cid in enumerate(by_id)}
+    children: dict[str, list[str]] = {cid: [] for cid in by_id}
+    for r in rows:
+        if r.parent in by_id:
+            children[r.parent].append(r.checkpoint_id)
+    head = rows[-1].checkpoint_id if rows else None
+    on_path: set[str] = set()
+    cur = head
+    while cur in by_id and cur not in on_path:
+        on_path.add(cur)
+        cur = by_id[cur].parent
+
+    main: dict[str, str] = {}  # checkpoint → the child its chain continues with
+    for cid, kids in children.items():
+        if kids:
+            main[cid] = next((k for k in kids if k in on_path), kids[0])
+    starts = [r.checkpoint_id for r in rows if r.parent not in by_id]
+    starts += [k for cid, kids in children.items() for k in kids if k != main.get(cid)]
     chains = []
     for start in starts:
         chain = [start]
-        while (nxt := _main_child(nodes[chain[-1]], nodes)) is not None:
+        while (nxt := main.get(chain[-1])) is not None:
             chain.append(nxt)
-        parent = nodes[start].parent_checkpoint_id
+        parent = by_id[start].parent
         begin = row_of[parent] if parent in row_of else row_of[start]
-        chains.append((0 if nodes[chain[-1]].is_head else 1, begin, row_of[chain[-1]], chain))
+        chains.append((0 if chain[-1] == head else 1, begin, row_of[chain[-1]], chain))
     chains.sort(key=lambda c: (c[0], c[1], c[2]))
     lane_of: dict[str, int] = {}
     busy: list[tuple[int, int]] = []  # (last row, lane)
@@ -66,24 +84,18 @@ def lay_out(history: ThreadHistory, checkpoint_ns: str = "", errors: set[str] | 
         for cid in chain:
             lane_of[cid] = lane
     out = []
-    for cid in order:
-        n = nodes[cid]
-        node = {
-            "id": cid,
-            "parent": n.parent_checkpoint_id if n.parent_checkpoint_id in nodes else None,
-            "row": row_of[cid],
-            "lane": lane_of[cid],
-            "step": n.step,
-            "source": n.source,
-            "writers": n.writers,
-            "head": n.is_head,
-            "on_head_path": n.on_head_path,
-            "fork": n.is_fork_point,
-            "interrupted": n.interrupted,
-            "error": cid in errors,
-            "pending": n.pending_writes,
-            "subgraphs": n.subgraphs,
-        }
-        # a thread can hold 10,000s of checkpoints: leave out what is false, empty or zero
-        out.append({k: v for k, v in node.items() if v or k in ("id", "row", "lane", "step")})
-    return {"nodes": out, "lanes": lanes, "head": next((c for c in order if nodes[c].is_head), None)}
+    for r in rows:
+        cid = r.checkpoint_id
+        # a thread can hold 10,000s of checkpoints: flags are sent only when set
+        node: dict[str, Any] = {"id": cid, "row": row_of[cid], "lane": lane_of[cid], "step": r.step}
+        if r.parent in by_id:
+            node["parent"] = r.parent
+        if r.source:
+            node["source"] = r.source
+        if names := writers(r, by_id.get(r.parent or "")):
+            node["writers"] = names
+        flags = {"head": cid == head, "on_head_path": cid in on_path, "fork": len(children[cid]) > 1,
+                 "interrupted": r.interrupted, "error": r.error, "pending": r.pending, "subgraphs": r.subgraphs}
+        node.update((k, v) for k, v in flags.items() if v)
+        out.append(node)
+    return {"nodes": out, "lanes": lanes, "head": head}

@@ -13,7 +13,7 @@ from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from threadline import read
-from threadline.read import checkpoint_row_op, head_op, history_op
+from threadline.read import checkpoint_row_op, head_op
 from threadline.web import queries
 from threadline.web.layout import lay_out
 from threadline.web.render import split_channels, to_json_text, url
@@ -119,13 +119,7 @@ def api_graph(request: Request) -> Response:
     tid = param(request, "thread_id", required=True)
     ns = param(request, "ns", "") or ""
 
-    def op():
-        spaces = yield from queries.namespaces_op(saver.dialect, tid)
-        history = yield from history_op(saver.dialect, tid, checkpoint_ns=ns, include_subgraphs=(ns == "" and len(spaces) > 1))
-        errors = yield from queries.error_checkpoints_op(saver.dialect, tid, ns)
-        return lay_out(history, ns, errors)
-
-    return JSONResponse(saver.run(op()))
+    return JSONResponse(lay_out(saver.run(queries.tree_op(saver.dialect, tid, ns))))
 
 
 def api_changes(request: Request) -> Response:

@@ -5,8 +5,9 @@ sans-IO generators yielding ``Q`` that a saver runs in one transaction (``saver.
   sorted by updated / size / checkpoints / thread_id, paged — reads the index only,
   then the head checkpoint of the page's threads;
 * ``thread_status_op``: running / interrupted / errored / done of a thread's head;
-* ``error_checkpoints_op``, ``namespaces_op``, ``change_marker_op``: small lookups for
-  the thread picture and for live updates;
+* ``tree_op``: a namespace's checkpoints, narrowed to what the branch graph draws;
+* ``namespaces_op``, ``change_marker_op``: small lookups for the thread picture and for
+  live updates;
 * ``storage_timeline_op``, ``task_durations_op``, ``delta_stats_op``: the stats page.
 
 Nothing here decodes a value except ``thread_status_op`` (the trigger channels of the
@@ -21,8 +22,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from threadline.errors import NotFoundError
 from threadline.read import (
     ERROR,
+    INTERRUPT,
     NULL_TASK_ID,
     ThreadInfo,
     _doc,
@@ -171,13 +174,61 @@ def thread_status_op(d: Any, serde: Any, thread_id: str, head: str | None) -> Op
     return Status("running" if view.next else "done", view.next)
 
 
-def error_checkpoints_op(d: Any, thread_id: str, checkpoint_ns: str) -> Op[set[str]]:
-    """The checkpoint_ids of a namespace that hold an ``__error__`` write (a task of that step raised)."""
+@dataclass
+class TreeRow:
+    """One checkpoint of a namespace, as the branch graph needs it (see ``tree_op``)."""
+
+    checkpoint_id: str
+    parent: str | None
+    step: int | None
+    source: str | None
+    versions_seen: dict[str, Any]
+    pending: int = 0
+    interrupted: bool = False
+    error: bool = False
+    subgraphs: list[str] = field(default_factory=list)
+
+
+def tree_op(d: Any, thread_id: str, checkpoint_ns: str = "") -> Op[list[TreeRow]]:
+    """The checkpoints of one namespace of a thread, in checkpoint_id order, for the branch graph.
+
+    What ``read.history_op`` reads, narrowed for threads of 10,000s of checkpoints: only
+    ``versions_seen`` of each checkpoint (extracted by the database, not the whole
+    checkpoint and metadata), pending-write counts with interrupt and error flags, and
+    the namespaces of subgraph runs started from each checkpoint (read from the
+    ``parents`` metadata of each run's first checkpoint). Raises NotFoundError when the
+    namespace has no checkpoint.
+    """
+    seen = "checkpoint->'versions_seen'" if d.name == "postgres" else "json_extract(checkpoint, '$.versions_seen')"
     found = yield Q(
-        "SELECT DISTINCT checkpoint_id FROM threadline_writes WHERE thread_id = ? AND checkpoint_ns = ? AND channel = ?",
-        (thread_id, checkpoint_ns, ERROR),
+        f"SELECT checkpoint_id, parent_checkpoint_id, step, source, {seen} FROM threadline_checkpoints "
+        "WHERE thread_id = ? AND checkpoint_ns = ? ORDER BY checkpoint_id",
+        (thread_id, checkpoint_ns),
     )
-    return {r[0] for r in found}
+    if not found:
+        raise NotFoundError(f"thread {thread_id!r} has no checkpoint" + (f" in checkpoint_ns {checkpoint_ns!r}" if checkpoint_ns else ""))
+    rows = {r[0]: TreeRow(r[0], r[1], r[2], r[3], d.load_json(r[4]) if r[4] is not None else {}) for r in found}
+    counts = yield Q(
+        "SELECT checkpoint_id, COUNT(*), SUM(CASE WHEN channel = ? THEN 1 ELSE 0 END), SUM(CASE WHEN channel = ? THEN 1 ELSE 0 END) "
+        "FROM threadline_writes WHERE thread_id = ? AND checkpoint_ns = ? GROUP BY checkpoint_id",
+        (INTERRUPT, ERROR, thread_id, checkpoint_ns),
+    )
+    for cid, n, interrupts, errors in counts:
+        if cid in rows:
+            rows[cid].pending, rows[cid].interrupted, rows[cid].error = int(n), bool(interrupts), bool(errors)
+    runs = yield Q(
+        "SELECT c.checkpoint_ns, c.metadata FROM threadline_checkpoints c WHERE c.thread_id = ? AND c.checkpoint_ns <> '' "
+        "AND c.checkpoint_id = (SELECT MIN(c2.checkpoint_id) FROM threadline_checkpoints c2 "
+        "WHERE c2.thread_id = c.thread_id AND c2.checkpoint_ns = c.checkpoint_ns)",
+        (thread_id,),
+    )
+    for ns, meta in runs:
+        enclosing = ns.rsplit("|", 1)[0] if "|" in ns else ""
+        parents = (_doc(d, meta, f"metadata of checkpoint_ns {ns!r}").get("parents") or {}) if enclosing == checkpoint_ns else {}
+        anchor = parents.get(enclosing) if isinstance(parents, dict) else None
+        if anchor in rows:
+            rows[anchor].subgraphs.append(ns)
+    return list(rows.values())
 
 
 def namespaces_op(d: Any, thread_id: str) -> Op[list[tuple[str, int]]]:
