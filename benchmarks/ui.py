@@ -16,9 +16,12 @@ then serves it with ``threadline ui`` and reports:
 
 * the threads page: server time of the first page, of a page at offset 50,000, of a
   thread_id prefix search and of sorts by size and by checkpoints (median of 5);
+* the long thread's branch-graph layout: CPU time in-process (tree query + layout + JSON);
 * the long thread in Chromium: the branch graph's layout fetch and drawing time as the
-  page itself measures them (``window.tlGraph.timings``: from script start to the
-  first frame drawn after all nodes are added), median of 3 page loads.
+  page itself measures them (``window.tlGraph.timings``: from the script's start to the
+  first frame drawn), median of 3 page loads.
+
+Wall times depend on what else the machine runs: compare the load average printed.
 
 Needs Debian's chromium (``apt-get install chromium``).
 """
@@ -26,6 +29,7 @@ Needs Debian's chromium (``apt-get install chromium``).
 from __future__ import annotations
 
 import argparse
+import json
 import operator
 import os
 import statistics
@@ -41,6 +45,8 @@ from langgraph.graph import END, START, StateGraph
 
 from threadline import SqliteSaver
 from threadline.web import UIConfig
+from threadline.web.layout import lay_out
+from threadline.web.queries import tree_op
 from threadline.web.server import bind, make_server, url_of
 
 LONG = "long-thread"
@@ -110,9 +116,20 @@ def main() -> None:
     ap.add_argument("--db", help="database file (built when missing)")
     args = ap.parse_args()
     path = args.db or os.path.join(tempfile.mkdtemp(prefix="tl-ui-bench-"), "ui-bench.db")
+    print(f"load average before: {' '.join(f'{x:.1f}' for x in os.getloadavg())} ({os.cpu_count()} CPUs)")
     if not os.path.exists(path):
         print(f"building {path}", file=sys.stderr)
         build(path, args.checkpoints, args.threads)
+
+    # CPU time of the branch-graph layout in this process: less sensitive than wall time to
+    # other programs sharing the machine
+    with SqliteSaver.from_conn_string(path) as saver:
+        cpu = []
+        for _ in range(3):
+            t0 = time.process_time()
+            json.dumps(lay_out(saver.run(tree_op(saver.dialect, LONG))))
+            cpu.append((time.process_time() - t0) * 1000)
+    print(f"branch-graph layout of {LONG!r}, CPU time in-process (median of 3): {statistics.median(cpu):.0f} ms")
 
     config = UIConfig(db=path, read_only=True)
     sock = bind("127.0.0.1", 0)
@@ -150,6 +167,7 @@ def main() -> None:
     finally:
         server.should_exit = True
         runner.join(10)
+    print(f"load average after: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
 
 
 if __name__ == "__main__":

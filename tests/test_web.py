@@ -155,8 +155,7 @@ def test_demo_graph_has_two_branches_and_the_interrupt(demo_path: str) -> None:
     old = [n for n in nodes if not n.get("on_head_path")]
     assert old and all(n["lane"] == 1 for n in old)
     assert [n for n in nodes if n.get("interrupted")] and all(not n.get("on_head_path") for n in nodes if n.get("interrupted"))
-    by_id = {n["id"]: n for n in nodes}
-    assert all(by_id[n.get("parent")]["row"] < n["row"] for n in nodes if n.get("parent"))
+    assert all(n["parent"] < row for row, n in enumerate(nodes) if "parent" in n)
 
 
 def test_layout_agrees_with_the_read_model(mixed_path: str, demo_path: str) -> None:
@@ -174,7 +173,8 @@ def test_layout_agrees_with_the_read_model(mixed_path: str, demo_path: str) -> N
                     for cid, node in nodes.items():
                         n = got[cid]
                         assert n.get("writers", []) == node.writers, (tid, ns, cid)
-                        assert n.get("parent") == (node.parent_checkpoint_id if node.parent_checkpoint_id in nodes else None)
+                        parent = layout["nodes"][n["parent"]]["id"] if "parent" in n else None
+                        assert parent == (node.parent_checkpoint_id if node.parent_checkpoint_id in nodes else None)
                         assert n.get("fork", False) == node.is_fork_point
                         assert n.get("interrupted", False) == node.interrupted and n.get("pending", 0) == node.pending_writes
                         assert sorted(n.get("subgraphs", [])) == sorted(node.subgraphs)

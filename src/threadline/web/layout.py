@@ -34,12 +34,12 @@ def writers(row: TreeRow, parent: TreeRow | None) -> list[str]:
 def lay_out(rows: list[TreeRow]) -> dict[str, Any]:
     """JSON-able layout of one namespace's checkpoints (``rows`` in checkpoint_id order).
 
-    Returns ``{"nodes": [...], "lanes": n, "head": id}``; each node is
-    ``{"id", "row", "lane", "step"}`` plus, when not false / empty / zero, ``"parent"``,
-    ``"source"``, ``"writers"``, ``"head"``, ``"on_head_path"``, ``"fork"``,
-    ``"interrupted"``, ``"error"`` (an ``__error__`` write), ``"pending"`` (pending
-    writes) and ``"subgraphs"`` (namespaces started there). ``row`` 0 is the oldest
-    checkpoint; rows are the list's order.
+    Returns ``{"nodes": [...], "lanes": n, "head": id}``: one node per checkpoint, oldest
+    first (a node's index is its row), each ``{"id", "lane", "step"}`` plus, when not
+    false / empty / zero, ``"parent"`` (the parent's row), ``"source"``, ``"writers"``,
+    ``"head"``, ``"on_head_path"``, ``"fork"``, ``"interrupted"``, ``"error"`` (an
+    ``__error__`` write), ``"pending"`` (pending writes) and ``"subgraphs"``
+    (namespaces started there).
     """
     by_id = {r.checkpoint_id: r for r in rows}
     row_of = {cid: i for i, cid in enumerate(by_id)}
@@ -87,9 +87,9 @@ def lay_out(rows: list[TreeRow]) -> dict[str, Any]:
     for r in rows:
         cid = r.checkpoint_id
         # a thread can hold 10,000s of checkpoints: flags are sent only when set
-        node: dict[str, Any] = {"id": cid, "row": row_of[cid], "lane": lane_of[cid], "step": r.step}
+        node: dict[str, Any] = {"id": cid, "lane": lane_of[cid], "step": r.step}
         if r.parent in by_id:
-            node["parent"] = r.parent
+            node["parent"] = row_of[r.parent]
         if r.source:
             node["source"] = r.source
         if names := writers(r, by_id.get(r.parent or "")):

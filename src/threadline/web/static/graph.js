@@ -66,16 +66,19 @@
   let edges = [];
   const MAX_ROWS = 400; // rows visible at the smallest zoom
 
+  // The server sends each node's row as its index and its parent as a row (see layout.lay_out).
   function prepare(layout) {
-    for (const n of layout.nodes) { n.writers = n.writers || []; n.subgraphs = n.subgraphs || []; }
+    layout.nodes.forEach((n, i) => { n.row = i; n.writers = n.writers || []; n.subgraphs = n.subgraphs || []; });
     L = layout;
     top = layout.nodes.length - 1;
-    const rowOf = new Map(layout.nodes.map((n) => [n.id, n.row]));
-    edges = layout.nodes.filter((n) => n.parent).map((n) => ({
-      group: "edges", data: { id: `e${n.id}`, source: n.parent, target: n.id },
-      classes: [layout.nodes[rowOf.get(n.parent)].lane !== n.lane ? "branch" : "", n.on_head_path ? "head-path" : ""].filter(Boolean).join(" "),
-      lo: rowOf.get(n.parent), hi: n.row,
-    }));
+    edges = layout.nodes.filter((n) => n.parent !== undefined).map((n) => {
+      const p = layout.nodes[n.parent];
+      return {
+        group: "edges", data: { id: `e${n.id}`, source: p.id, target: n.id },
+        classes: [p.lane !== n.lane ? "branch" : "", n.on_head_path ? "head-path" : ""].filter(Boolean).join(" "),
+        lo: n.parent, hi: n.row,
+      };
+    });
   }
 
   function nodeElement(n) {
