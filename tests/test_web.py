@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import html
 import json
+import os
 import re
 import sqlite3
 from pathlib import Path
@@ -176,7 +177,7 @@ def test_layout_agrees_with_the_read_model(mixed_path: str, demo_path: str) -> N
                         parent = layout["nodes"][n["parent"]]["id"] if "parent" in n else None
                         assert parent == (node.parent_checkpoint_id if node.parent_checkpoint_id in nodes else None)
                         assert n.get("fork", False) == node.is_fork_point
-                        assert n.get("interrupted", False) == node.interrupted and n.get("pending", 0) == node.pending_writes
+                        assert n.get("interrupted", False) == node.interrupted
                         assert sorted(n.get("subgraphs", [])) == sorted(node.subgraphs)
                         if not ns:
                             assert n.get("on_head_path", False) == node.on_head_path
@@ -428,6 +429,32 @@ def test_read_only(demo_copy: str) -> None:
         saver = c.app.state.db.saver
         with pytest.raises(Exception, match="readonly|read-only"):
             lifecycle.rollback(saver, THREAD_ID, head)
+
+
+def test_unwritable_file_opens_read_only(demo_path: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file this process cannot write is browsed read-only, with the reason shown (tests run as
+    root, who may write anything, so the permission check is what is replaced here)."""
+    import threadline.web.db as webdb
+
+    monkeypatch.setattr(webdb.os, "access", lambda path, mode: mode != os.W_OK)
+    with wh.client(UIConfig(db=demo_path)) as c:
+        assert c.app.state.db.read_only and "not writable" in c.app.state.db.reason
+        page = c.get("/")
+        assert 'class="badge ro"' in page.text and "not writable" in page.text
+        assert c.get("/confirm/prune", params={"keep_last": "1"}).status_code == 403
+
+
+def test_demo_ends_pointing_at_the_ui(tmp_path: Path) -> None:
+    import io
+
+    from rich.console import Console
+
+    from threadline.demo import run_demo
+
+    out = io.StringIO()
+    run_demo(str(tmp_path / "d.db"), Console(file=out, width=200))
+    tail = out.getvalue().strip().splitlines()[-3:]
+    assert f"threadline ui --db {tmp_path / 'd.db'}" in "\n".join(tail)
 
 
 def test_read_only_dsn_keeps_other_options() -> None:

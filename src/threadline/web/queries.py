@@ -183,7 +183,6 @@ class TreeRow:
     step: int | None
     source: str | None
     versions_seen: dict[str, Any]
-    pending: int = 0
     interrupted: bool = False
     error: bool = False
     subgraphs: list[str] = field(default_factory=list)
@@ -194,7 +193,8 @@ def tree_op(d: Any, thread_id: str, checkpoint_ns: str = "") -> Op[list[TreeRow]
 
     What ``read.history_op`` reads, narrowed for threads of 10,000s of checkpoints: only
     ``versions_seen`` of each checkpoint (extracted by the database, not the whole
-    checkpoint and metadata), pending-write counts with interrupt and error flags, and
+    checkpoint and metadata), whether an ``__interrupt__`` or ``__error__`` write is stored
+    against it, and
     the namespaces of subgraph runs started from each checkpoint (read from the
     ``parents`` metadata of each run's first checkpoint). Raises NotFoundError when the
     namespace has no checkpoint.
@@ -208,14 +208,13 @@ def tree_op(d: Any, thread_id: str, checkpoint_ns: str = "") -> Op[list[TreeRow]
     if not found:
         raise NotFoundError(f"thread {thread_id!r} has no checkpoint" + (f" in checkpoint_ns {checkpoint_ns!r}" if checkpoint_ns else ""))
     rows = {r[0]: TreeRow(r[0], r[1], r[2], r[3], d.load_json(r[4]) if r[4] is not None else {}) for r in found}
-    counts = yield Q(
-        "SELECT checkpoint_id, COUNT(*), SUM(CASE WHEN channel = ? THEN 1 ELSE 0 END), SUM(CASE WHEN channel = ? THEN 1 ELSE 0 END) "
-        "FROM threadline_writes WHERE thread_id = ? AND checkpoint_ns = ? GROUP BY checkpoint_id",
-        (INTERRUPT, ERROR, thread_id, checkpoint_ns),
+    stops = yield Q(
+        "SELECT DISTINCT checkpoint_id, channel FROM threadline_writes WHERE thread_id = ? AND checkpoint_ns = ? AND channel IN (?, ?)",
+        (thread_id, checkpoint_ns, INTERRUPT, ERROR),
     )
-    for cid, n, interrupts, errors in counts:
+    for cid, channel in stops:
         if cid in rows:
-            rows[cid].pending, rows[cid].interrupted, rows[cid].error = int(n), bool(interrupts), bool(errors)
+            setattr(rows[cid], "interrupted" if channel == INTERRUPT else "error", True)
     runs = yield Q(
         "SELECT c.checkpoint_ns, c.metadata FROM threadline_checkpoints c WHERE c.thread_id = ? AND c.checkpoint_ns <> '' "
         "AND c.checkpoint_id = (SELECT MIN(c2.checkpoint_id) FROM threadline_checkpoints c2 "
