@@ -7,6 +7,8 @@
   script payloads;
 * ``errored(saver)`` / ``paused(saver)``: a thread whose last step raised, and one
   waiting at an ``interrupt()``;
+* fixtures ``demo_path`` (the demo database, once per module) and ``demo_copy`` (a
+  private copy, for tests that write);
 * ``client(config)``: a Starlette ``TestClient`` holding this run's token cookie;
 * ``running(config)``: the app served by uvicorn on a loopback port, for the browser.
 """
@@ -14,12 +16,15 @@
 from __future__ import annotations
 
 import io
+import sqlite3
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
+import pytest
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
@@ -118,6 +123,21 @@ def echo_turn(saver: Any, thread_id: str, text: str) -> None:
         return {"messages": [AIMessage(f"echo: {text}", id=new_id())]}
 
     _echo_graph(saver, reply).invoke({"messages": [HumanMessage(text, id=new_id())]}, {"configurable": {"thread_id": thread_id}})
+
+
+@pytest.fixture(scope="module")
+def demo_path(tmp_path_factory: pytest.TempPathFactory) -> str:
+    return demo_db(str(tmp_path_factory.mktemp("demo") / "demo.db"))
+
+
+@pytest.fixture
+def demo_copy(demo_path: str, tmp_path: Path) -> str:
+    """A private copy of the demo database, for tests that write."""
+    target = str(tmp_path / "demo.db")
+    src, dst = sqlite3.connect(demo_path), sqlite3.connect(target)
+    src.backup(dst)
+    src.close(), dst.close()
+    return target
 
 
 @contextmanager

@@ -31,7 +31,7 @@ from threadline.keys import thread_id_of
 from threadline.read import all_thread_ids_op, bind_graph, diff_values, head_op
 from threadline.storage.ops import Op, Q
 from threadline.web.render import url
-from threadline.web.respond import param, render, saver_of
+from threadline.web.respond import render, saver_of
 from threadline.web.security import csrf_form
 
 ACTIONS = ("rollback", "fork", "delete", "prune", "edit")
@@ -158,7 +158,7 @@ def confirm(request: Request) -> Response:
     if action not in ACTIONS:
         raise HTTPException(404, f"no action {action!r}")
     q = request.query_params
-    d, serde = saver.dialect, saver.serde
+    d = saver.dialect
     ctx: dict[str, Any] = {"action": action, "q": dict(q), "thread_id": q.get("thread_id"), "ns": q.get("ns") or ""}
     if action == "prune":
         policy = _policy(q)
