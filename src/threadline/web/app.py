@@ -10,6 +10,7 @@ poll for live updates.
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -59,8 +60,6 @@ class UIConfig:
 
 
 def _db_label(url: str) -> str:
-    import re
-
     return re.sub(r"//[^@/]*@", "//", url)  # never show a password
 
 

@@ -20,8 +20,7 @@
       "text-margin-x": 8, "min-zoomed-font-size": 7, "font-family": "system-ui, sans-serif" } },
     { selector: "node.off", style: { "background-color": "#93b4ee", color: "#6b7280" } },
     { selector: "node.input", style: { shape: "round-rectangle", "background-color": "#2e9d5b" } },
-    { selector: "node.forked", style: { shape: "diamond", width: 14, height: 14, "background-color": "#8b5cf6" } },
-    { selector: "node.update", style: { shape: "diamond", width: 14, height: 14, "background-color": "#8b5cf6" } },
+    { selector: "node.forked, node.update", style: { shape: "diamond", width: 14, height: 14, "background-color": "#8b5cf6" } },
     { selector: "node.fork", style: { "border-width": 2, "border-style": "dashed", "border-color": "#1e3a8a" } },
     { selector: "node.sub", style: { "border-width": 3, "border-style": "double", "border-color": "#0e7490" } },
     { selector: "node.interrupted", style: { "background-color": "#e58a00", width: 14, height: 14 } },
@@ -164,10 +163,15 @@
     sync();
   }
 
+  function summary(layout) {
+    return `${layout.nodes.length.toLocaleString()} checkpoints · ${layout.lanes} lane${layout.lanes === 1 ? "" : "s"}`;
+  }
+
   function update(layout) {
     prepare(layout);
     cy.elements().remove();
     sync();
+    status.textContent = `${summary(layout)} · updated ${new Date().toLocaleTimeString()}`;
   }
 
   function checkpointUrl(id) {
@@ -217,7 +221,7 @@
       const timings = { checkpoints: layout.nodes.length, lanes: layout.lanes, fetch_ms: Math.round(fetched - started), draw_ms: Math.round(done - fetched), total_ms: Math.round(done - started) };
       window.tlGraph = { cy, timings, select };
       el.dataset.ready = "1";
-      status.textContent = `${layout.nodes.length.toLocaleString()} checkpoints · ${layout.lanes} lane${layout.lanes === 1 ? "" : "s"} · drawn in ${timings.total_ms} ms`;
+      status.textContent = `${summary(layout)} · drawn in ${timings.total_ms} ms`;
     }));
     TL.watch(el.dataset.changesUrl, async () => update(await TL.get(el.dataset.graphUrl, "json")));
   }).catch((e) => { status.textContent = `cannot draw the graph: ${e.message}`; });
