@@ -1,9 +1,10 @@
 """``threadline ui`` in a real browser: Playwright driving Debian's Chromium against the app
 served by uvicorn, on the demo database (SQLite) and on Postgres.
 
-Chromium comes from ``apt-get install chromium`` (the Makefile's install step tries);
-Playwright's own browser download is never used. Without Chromium these tests skip with
-the reason — except under ``CI=true``, where that is a failure. Screenshots of every page
+Chromium comes from ``apt-get install chromium`` (the Makefile's install step tries; another
+binary can be named in ``$THREADLINE_CHROMIUM``); Playwright's own browser download is never
+used. Without Chromium these tests skip with the reason — except under ``CI=true``, where
+that is a failure. Screenshots of every page
 visited are saved under ``test-artifacts/ui/`` (or ``$THREADLINE_TEST_ARTIFACTS``).
 """
 
@@ -26,7 +27,7 @@ from threadline.web import UIConfig
 import web_helpers as wh
 from backends import in_ci
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMIUM = os.environ.get("THREADLINE_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 ARTIFACTS = Path(os.environ.get("THREADLINE_TEST_ARTIFACTS") or Path(__file__).resolve().parent.parent / "test-artifacts") / "ui"
@@ -41,7 +42,7 @@ def _unavailable(reason: str) -> None:
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     if not os.path.exists(CHROMIUM):
-        _unavailable("Debian's chromium is not installed (apt-get install -y chromium)")
+        _unavailable(f"no Chromium at {CHROMIUM} (apt-get install -y chromium, or set $THREADLINE_CHROMIUM)")
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
