@@ -11,7 +11,7 @@
   function chart(id, config) {
     const canvas = document.getElementById(id);
     if (!canvas) return;
-    config.options = Object.assign({ responsive: true, animation: false, plugins: { legend: { position: "bottom" } } }, config.options || {});
+    config.options = Object.assign({ responsive: true, maintainAspectRatio: false, animation: false, plugins: { legend: { position: "bottom" } } }, config.options || {});
     charts[id] = new Chart(canvas, config);
   }
 
