@@ -112,9 +112,11 @@ def test_edit_and_branch_applies_the_graphs_reducers(demo_copy: str) -> None:
     with wh.client(config) as c:
         page = c.get("/checkpoint", params={"thread_id": THREAD_ID, "checkpoint_id": head.checkpoint_id}).text
         assert 'id="edit-channel"' in page and "retrieve_context" in page
+        csrf = re.search(r'name="csrf-token" content="([^"]+)"', page).group(1)
         params = {"thread_id": THREAD_ID, "checkpoint_id": head.checkpoint_id, "channel": "messages",
-                  "value": json.dumps(edited), "as_node": "generate_response"}
-        preview = c.get("/confirm/edit", params=params)
+                  "value": json.dumps(edited), "as_node": "generate_response", "csrf": csrf}
+        assert c.post("/confirm/edit", data={k: v for k, v in params.items() if k != "csrf"}).status_code == 403
+        preview = c.post("/confirm/edit", data=params)
         assert preview.status_code == 200
         assert 'class="change-label edited"' in preview.text and "Hello, edited!" in preview.text
         assert preview.text.count('class="change-label added"') == 1 and "A new question?" in preview.text
@@ -122,7 +124,7 @@ def test_edit_and_branch_applies_the_graphs_reducers(demo_copy: str) -> None:
             assert read.thread_history(saver, THREAD_ID).head == head.checkpoint_id
         r = c.post("/do/edit", data=_form(preview.text), follow_redirects=False)
         assert r.status_code == 303
-        bad = c.get("/confirm/edit", params={**params, "value": "{not json"})
+        bad = c.post("/confirm/edit", data={**params, "value": "{not json"})
         assert bad.status_code == 400 and "not valid JSON" in bad.text
     with SqliteSaver.from_conn_string(demo_copy) as saver:
         new = read.state_at(saver, THREAD_ID)
@@ -131,7 +133,7 @@ def test_edit_and_branch_applies_the_graphs_reducers(demo_copy: str) -> None:
         assert [m.id for m in msgs] == [*before_ids, "new-1"]  # replaced by id, appended
         assert msgs[0].content == "Hello, edited!" and msgs[0].type == "human"
     with wh.client(UIConfig(db=demo_copy)) as c:
-        assert "--graph" in c.get("/confirm/edit", params=params).text
+        assert "--graph" in c.post("/confirm/edit", data={**params, "csrf": c.app.state.guard.csrf}).text
 
 
 def test_read_only(demo_copy: str) -> None:

@@ -186,6 +186,32 @@ def test_demo_in_chromium(browser: Any, tmp_path: Path) -> None:
     walk_through(browser, UIConfig(db=path, graph="threadline.demo:build_graph", poll_seconds=0.3), "sqlite", write)
 
 
+def test_edit_and_branch_in_chromium(browser: Any, tmp_path: Path) -> None:
+    path = wh.demo_db(str(tmp_path / "demo.db"))
+    with wh.running(UIConfig(db=path, graph="threadline.demo:build_graph")) as url:
+        tab = Tab(browser, url, "edit")
+        page = tab.page
+        page.goto(f"{tab.base}/checkpoint?thread_id={THREAD_ID}")
+        page.select_option("#edit-channel", "user_context")
+        box = page.locator("#edit-value")
+        assert '"intent": "accident_insurance"' in box.input_value()  # the box follows the channel
+        box.fill('{"language": "en", "intent": "life_insurance", "age": 41}')
+        page.get_by_role("button", name="Preview…").click()
+        assert "Save the edit as a new branch?" in page.locator("h1").inner_text()
+        changes = page.locator("table.keys").inner_text()
+        assert "life_insurance" in changes and "accident_insurance" in changes and "age" in changes
+        tab.shot("confirm-edit")
+        page.get_by_role("button", name="Confirm edit").click()
+        page.wait_for_selector("div.flash[role=status]")
+        assert "Saved the edit of 'user_context'" in page.locator("div.flash[role=status]").inner_text()
+        assert "life_insurance" in page.locator("main").inner_text()
+        tab.close()
+    with SqliteSaver.from_conn_string(path) as saver:
+        head = read.state_at(saver, THREAD_ID)
+        assert head.values["user_context"] == {"language": "en", "intent": "life_insurance", "age": 41}
+        assert head.metadata["source"] == "update"
+
+
 def test_postgres_in_chromium(browser: Any) -> None:
     from backends import PgSchemas, pg_dsn, postgres_unavailable, with_search_path
 

@@ -1,6 +1,6 @@
 """Actions that write: rollback, fork, delete a checkpoint, prune, edit-and-branch.
 
-Each is two requests. ``GET /confirm/<action>`` computes exactly what would change —
+Each is two requests. ``GET /confirm/<action>`` (``POST`` for an edit) computes exactly what would change —
 the lifecycle operation's own dry run where it has one (delete, prune), the state the
 new checkpoint would carry otherwise — and shows it with a confirmation form. ``POST
 /do/<action>`` (CSRF-checked) carries a *guard* from that preview (the head seen, or
@@ -151,13 +151,21 @@ def edit_preview(saver: Any, graph: Any, tid: str, cid: str, channel: str, value
     return diff_values(before, after)
 
 
-def confirm(request: Request) -> Response:
-    """The confirmation page of an action: exactly what it changes, and the form to do it."""
+async def confirm(request: Request) -> Response:
+    """The confirmation page of an action: exactly what it changes, and the form to do it.
+
+    Parameters come in the query string, or — for an edit, whose value can be long — in a
+    POSTed form (CSRF-checked like every POST; the preview itself writes nothing).
+    """
+    source = await csrf_form(request) if request.method == "POST" else request.query_params
+    return await run_in_threadpool(_preview, request, source)
+
+
+def _preview(request: Request, q: Any) -> Response:
     saver = _writable(request)
     action = request.path_params["action"]
     if action not in ACTIONS:
         raise HTTPException(404, f"no action {action!r}")
-    q = request.query_params
     d = saver.dialect
     ctx: dict[str, Any] = {"action": action, "q": dict(q), "thread_id": q.get("thread_id"), "ns": q.get("ns") or ""}
     if action == "prune":
@@ -257,6 +265,6 @@ def _execute(request: Request, saver: Any, action: str, form: FormData) -> str:
 
 
 ROUTES = [
-    Route("/confirm/{action}", confirm),
+    Route("/confirm/{action}", confirm, methods=["GET", "POST"]),
     Route("/do/{action}", do, methods=["POST"]),
 ]
