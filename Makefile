@@ -8,6 +8,9 @@ $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[test]'
+	@# The browser tests drive Debian's chromium (Playwright's own browser download is not used).
+	@command -v chromium >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq chromium) >/dev/null 2>&1 \
+		|| echo "note: could not install chromium (apt-get install -y chromium): browser tests will skip, and fail under CI=true"
 	touch $(STAMP)
 
 .PHONY: demo test bench langgraph-suite

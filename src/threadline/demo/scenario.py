@@ -386,4 +386,9 @@ def run_demo(db: str, console: Console | None = None, *, force: bool = False) ->
             f"unchanged channels (and both branches) share the stored blob.")
     say.say(f"blob bytes stored: {stored:,}; storing every channel at every checkpoint would take {full:,}.")
     say.say("payload bytes = serialized values; pages include indexes and free space (SQLite dbstat).", "dim")
+    say.section("See it in your browser")
+    db_arg = "" if path == "threadline-demo.db" else f" --db {path}"
+    say.say(f"threadline ui{db_arg}", "bold green")
+    say.say("shows the thread as a branch graph — both branches, the interrupt — with each checkpoint's messages, "
+            "writes and diffs. Add --graph threadline.demo:build_graph to edit a checkpoint and branch from it.")
     return result

@@ -1,0 +1,235 @@
+"""The read-only pages and JSON endpoints: threads, a thread's branch graph, a checkpoint,
+a diff, statistics, and the change markers pages poll for live updates."""
+
+from __future__ import annotations
+
+import json
+from collections import OrderedDict
+from typing import Any
+
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, RedirectResponse, Response
+from starlette.routing import Route
+
+from threadline import read
+from threadline.read import checkpoint_row_op, head_op
+from threadline.web import queries
+from threadline.web.layout import lay_out
+from threadline.web.render import split_channels, to_json_text, url
+from threadline.web.respond import int_param, param, render, saver_of
+
+PAGE_SIZE = 50
+
+
+def parse_metadata(text: str) -> dict[str, Any]:
+    """``key=value, key2=value2`` (values read as JSON when they parse, else as text) or a JSON object.
+
+    Raises ValueError naming the part that is neither.
+    """
+    text = text.strip()
+    if not text:
+        return {}
+    if text.startswith("{"):
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"metadata filter is not a JSON object: {exc}") from None
+        if not isinstance(value, dict):
+            raise ValueError("metadata filter must be a JSON object or key=value pairs")
+        return value
+    out: dict[str, Any] = {}
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        key, sep, raw = part.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"metadata filter part {part!r} is not key=value (e.g. source=loop, step=3)")
+        try:
+            out[key.strip()] = json.loads(raw)
+        except json.JSONDecodeError:
+            out[key.strip()] = raw.strip()
+    return out
+
+
+def _listing(request: Request) -> dict[str, Any]:
+    """The threads page's query, its page of threads and each one's status."""
+    saver = saver_of(request)
+    q = param(request, "q", "") or ""
+    meta = param(request, "meta", "") or ""
+    sort = param(request, "sort", "updated") or "updated"
+    offset = int_param(request, "offset", 0)
+    limit = int_param(request, "limit", PAGE_SIZE, lo=1, hi=500)
+    metadata = parse_metadata(meta)
+
+    def op():
+        page = yield from queries.search_threads_op(saver.dialect, pattern=q, metadata=metadata, order=sort, limit=limit, offset=offset)
+        statuses = {}
+        for t in page.threads:
+            statuses[t.thread_id] = yield from queries.thread_status_op(saver.dialect, saver.serde, t.thread_id, t.head_checkpoint_id)
+        return page, statuses
+
+    page, statuses = saver.run(op())
+    query = {"q": q, "meta": meta, "sort": sort, "limit": limit if limit != PAGE_SIZE else None}
+    return {"page": page, "statuses": statuses, "query": query, "orders": list(queries.ORDERS)}
+
+
+def threads_page(request: Request) -> Response:
+    return render(request, "threads.html", _listing(request))
+
+
+def threads_rows(request: Request) -> Response:
+    """The threads table's body alone, for live refresh."""
+    return render(request, "_thread_rows.html", _listing(request))
+
+
+def _thread_info(saver: Any, thread_id: str) -> read.ThreadInfo:
+    found = read.list_threads(saver, thread_ids=[thread_id], limit=1).threads
+    if not found:
+        raise no_thread(thread_id)
+    return found[0]
+
+
+def no_thread(thread_id: str) -> HTTPException:
+    return HTTPException(404, f"no thread {thread_id!r} in this database")
+
+
+def thread_page(request: Request) -> Response:
+    saver = saver_of(request)
+    tid = param(request, "thread_id", required=True)
+    ns = param(request, "ns", "") or ""
+    info = _thread_info(saver, tid)
+    namespaces = saver.run(queries.namespaces_op(saver.dialect, tid))
+    status = saver.run(queries.thread_status_op(saver.dialect, saver.serde, tid, info.head_checkpoint_id))
+    return render(request, "thread.html", {"info": info, "ns": ns, "namespaces": namespaces, "status": status})
+
+
+def thread_header(request: Request) -> Response:
+    """The thread page's header alone (status, head, sizes), for live refresh."""
+    saver = saver_of(request)
+    tid = param(request, "thread_id", required=True)
+    info = _thread_info(saver, tid)
+    status = saver.run(queries.thread_status_op(saver.dialect, saver.serde, tid, info.head_checkpoint_id))
+    return render(request, "_thread_header.html", {"info": info, "status": status})
+
+
+def api_graph(request: Request) -> Response:
+    """The branch-graph layout of one namespace of a thread (``layout.lay_out``) as JSON."""
+    saver = saver_of(request)
+    tid = param(request, "thread_id", required=True)
+    ns = param(request, "ns", "") or ""
+
+    return JSONResponse(lay_out(saver.run(queries.tree_op(saver.dialect, tid, ns))))
+
+
+def api_changes(request: Request) -> Response:
+    """A marker that changes whenever the thread (or, without ``thread_id``, any thread) is written."""
+    saver = saver_of(request)
+    tid = param(request, "thread_id")
+
+    def op():
+        marker = yield from queries.change_marker_op(saver.dialect, tid)
+        head = (yield from head_op(saver.dialect, tid)) if tid else None
+        return {"marker": marker, "head": head}
+
+    return JSONResponse(saver.run(op()))
+
+
+def _pending_by_task(view: read.StateView) -> list[dict[str, Any]]:
+    tasks: OrderedDict[str, dict[str, Any]] = OrderedDict()
+    for w in view.pending_writes:
+        task = tasks.setdefault(w.task_id, {"task_id": w.task_id, "node": w.node, "task_path": w.task_path, "writes": []})
+        task["writes"].append(w)
+    return list(tasks.values())
+
+
+def checkpoint_page(request: Request) -> Response:
+    saver = saver_of(request)
+    tid = param(request, "thread_id", required=True)
+    ns = param(request, "ns", "") or ""
+    cid = param(request, "checkpoint_id")
+    if not cid:
+        head = saver.run(head_op(saver.dialect, tid, ns))
+        if head is None:
+            raise no_thread(tid)
+        return RedirectResponse(url("/checkpoint", thread_id=tid, ns=ns, checkpoint_id=head), status_code=303)
+    view = read.state_at(saver, tid, cid, checkpoint_ns=ns, graph=request.app.state.graph)
+    produced_by = read.audit(saver, tid, view.parent_checkpoint_id, checkpoint_ns=ns) if view.parent_checkpoint_id else []
+    sizes = read.task_stats(saver, tid, cid, checkpoint_ns=ns)
+    chats, other = split_channels(view.values)
+    graph = request.app.state.graph
+    editable = graph is not None and not ns and not request.app.state.db.read_only
+    return render(request, "checkpoint.html", {
+        "graph_nodes": [n for n in graph.nodes if n != "__start__"] if editable else [],
+        "edit_values": {ch: to_json_text(v) for ch, v in view.values.items()} if editable else {},
+        "view": view,
+        "chats": chats,
+        "other": other,
+        "tasks": _pending_by_task(view),
+        "produced_by": produced_by,
+        "sizes": sizes,
+        "errors": [w for w in view.pending_writes if w.channel == read.ERROR],
+    })
+
+
+def panel(request: Request) -> Response:
+    """A checkpoint's summary for the side panel of the thread page."""
+    saver = saver_of(request)
+    tid = param(request, "thread_id", required=True)
+    ns = param(request, "ns", "") or ""
+    cid = param(request, "checkpoint_id", required=True)
+    view = read.state_at(saver, tid, cid, checkpoint_ns=ns)
+    chats, other = split_channels(view.values)
+    return render(request, "_panel.html", {"view": view, "chats": chats, "other": other})
+
+
+def diff_page(request: Request) -> Response:
+    saver = saver_of(request)
+    tid = param(request, "thread_id", required=True)
+    ns = param(request, "ns", "") or ""
+    a = param(request, "a", required=True)
+    b = param(request, "b", required=True)
+    result = read.diff(saver, tid, a, b, checkpoint_ns=ns)
+
+    def rows():
+        ra = yield from checkpoint_row_op(saver.dialect, tid, ns, a)
+        rb = yield from checkpoint_row_op(saver.dialect, tid, ns, b)
+        return [{"id": r[2], "parent": r[3], "step": r[6], "source": r[7], "created": r[8]} for r in (ra, rb)]
+
+    side_a, side_b = saver.run(rows())
+    return render(request, "diff.html", {"thread_id": tid, "ns": ns, "diff": result, "a": side_a, "b": side_b})
+
+
+def stats_page(request: Request) -> Response:
+    saver = saver_of(request)
+    tid = param(request, "thread_id")
+    if tid:
+        _thread_info(saver, tid)
+    d = saver.dialect
+    st = read.stats(saver, thread_ids=[tid] if tid else None, top=10)
+    tasks = read.task_stats(saver, tid, checkpoint_ns=None)
+    charts = {
+        "tables": st.tables,
+        "sources": st.sources,
+        "dedup": {"references": st.references, "blob_rows": st.tables["blobs"]["rows"],
+                  "logical_bytes": st.logical_blob_bytes, "stored_bytes": st.tables["blobs"]["bytes"]},
+        "deltas": saver.run(queries.delta_stats_op(d, tid)),
+        "timeline": saver.run(queries.storage_timeline_op(d, tid)),
+        "tasks": [t.to_json() for t in tasks.tasks],
+        "durations": saver.run(queries.task_durations_op(d, tid)),
+    }
+    return render(request, "stats.html", {"thread_id": tid, "stats": st, "tasks": tasks, "charts": charts})
+
+
+ROUTES = [
+    Route("/", threads_page),
+    Route("/rows", threads_rows),
+    Route("/thread", thread_page),
+    Route("/thread/header", thread_header),
+    Route("/checkpoint", checkpoint_page),
+    Route("/panel", panel),
+    Route("/diff", diff_page),
+    Route("/stats", stats_page),
+    Route("/api/graph", api_graph),
+    Route("/api/changes", api_changes),
+]

@@ -1,0 +1,346 @@
+"""Read operations the browser needs beyond ``threadline.read``, written the same way:
+sans-IO generators yielding ``Q`` that a saver runs in one transaction (``saver.run``).
+
+* ``search_threads_op``: the threads index searched by thread_id glob and metadata,
+  sorted by updated / size / checkpoints / thread_id, paged — reads the index only,
+  then the head checkpoint of the page's threads;
+* ``thread_status_op``: running / interrupted / errored / done of a thread's head;
+* ``tree_op``: a namespace's checkpoints, narrowed to what the branch graph draws;
+* ``namespaces_op``, ``change_marker_op``: small lookups for the thread picture and for
+  live updates;
+* ``storage_timeline_op``, ``task_durations_op``, ``delta_stats_op``: the stats page.
+
+Nothing here decodes a value except ``thread_status_op`` (the trigger channels of the
+head, or the head's state when it has pending writes), through ``threadline.read``.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from threadline.errors import NotFoundError
+from threadline.read import (
+    ERROR,
+    INTERRUPT,
+    NULL_TASK_ID,
+    ThreadInfo,
+    audit_op,
+    checkpoint_row_op,
+    load_channels_op,
+    next_nodes,
+    node_of_task_path,
+    stored_state_op,
+)
+from threadline.storage.ops import Op, Q
+
+ORDERS = {
+    "updated": "updated_at DESC, thread_id",
+    "size": "bytes DESC, thread_id",
+    "checkpoints": "checkpoint_count DESC, thread_id",
+    "thread_id": "thread_id",
+}
+
+
+@dataclass
+class SearchPage:
+    """A page of the threads index: ``ThreadInfo`` rows, the number matching, paging offsets."""
+
+    threads: list[ThreadInfo]
+    total: int
+    offset: int
+    limit: int
+
+    @property
+    def next_offset(self) -> int | None:
+        return self.offset + self.limit if self.offset + self.limit < self.total else None
+
+    @property
+    def prev_offset(self) -> int | None:
+        return max(0, self.offset - self.limit) if self.offset > 0 else None
+
+
+def glob_condition(dialect_name: str, pattern: str) -> tuple[str, str]:
+    """SQL condition on ``thread_id`` and its parameter for a glob (``*`` any run, ``?`` one character).
+
+    A pattern without a wildcard matches as a prefix. Matching is case-sensitive on
+    both backends: SQLite's ``GLOB`` (``[`` escaped, it is not a wildcard here) and
+    Postgres' ``LIKE`` with the pattern translated (``%``, ``_`` and ``\\`` escaped).
+    """
+    if "*" not in pattern and "?" not in pattern:
+        pattern += "*"
+    if dialect_name == "postgres":
+        like = pattern.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_").replace("*", "%").replace("?", "_")
+        return "thread_id LIKE ? ESCAPE '\\'", like
+    return "thread_id GLOB ?", pattern.replace("[", "[[]")
+
+
+def search_threads_op(
+    d: Any,
+    *,
+    pattern: str = "",
+    metadata: Mapping[str, Any] | None = None,
+    order: str = "updated",
+    limit: int = 50,
+    offset: int = 0,
+) -> Op[SearchPage]:
+    """A page of threads from the ``threads`` index (no checkpoint scan unless ``metadata`` is given).
+
+    ``metadata`` keeps threads with at least one checkpoint whose metadata matches, as
+    ``list(filter=…)`` matches it. Raises ValueError for an unknown order or bad paging.
+    """
+    if order not in ORDERS:
+        raise ValueError(f"sort must be one of {sorted(ORDERS)}, got {order!r}")
+    if limit < 1 or offset < 0:
+        raise ValueError(f"paging needs limit >= 1 and offset >= 0, got limit={limit}, offset={offset}")
+    clauses: list[str] = []
+    params: list[Any] = []
+    if pattern:
+        cond, param = glob_condition(d.name, pattern)
+        clauses.append(cond)
+        params.append(param)
+    if metadata:
+        cond, p = d.metadata_filter(metadata)
+        clauses.append(f"EXISTS (SELECT 1 FROM threadline_checkpoints c WHERE c.thread_id = t.thread_id AND {cond})")
+        params += p
+    where = ("WHERE " + " AND ".join(clauses)) if clauses else ""
+    total = int((yield Q(f"SELECT COUNT(*) FROM threadline_threads t {where}", params))[0][0])
+    rows = yield Q(
+        f"SELECT thread_id, created_at, updated_at, checkpoint_count, bytes FROM threadline_threads t {where} "
+        f"ORDER BY {ORDERS[order]} LIMIT ? OFFSET ?",
+        [*params, limit, offset],
+    )
+    heads: dict[str, tuple] = {}
+    if rows:
+        ids = [r[0] for r in rows]
+        found = yield Q(
+            "SELECT c.thread_id, c.checkpoint_id, c.step, c.source FROM threadline_checkpoints c "
+            f"WHERE c.checkpoint_ns = '' AND c.thread_id IN ({','.join('?' * len(ids))}) AND c.checkpoint_id = "
+            "(SELECT MAX(c2.checkpoint_id) FROM threadline_checkpoints c2 WHERE c2.thread_id = c.thread_id AND c2.checkpoint_ns = '')",
+            ids,
+        )
+        heads = {r[0]: tuple(r[1:]) for r in found}
+    threads = [
+        ThreadInfo(r[0], float(r[1]), float(r[2]), int(r[3]), int(r[4]), *heads.get(r[0], (None, None, None)))
+        for r in rows
+    ]
+    return SearchPage(threads, total, offset, limit)
+
+
+@dataclass
+class Status:
+    """The state a thread's head is in.
+
+    ``kind``: ``"interrupted"`` (an ``interrupt()`` waits for an answer; ``interrupts``
+    holds their values), ``"errored"`` (a task of the head's step raised; ``errors``
+    holds the stored error), ``"running"`` (the head has tasks to run: an agent is
+    running it, or stopped mid-run), ``"done"`` (nothing left to run), ``"empty"``.
+    """
+
+    kind: str
+    next: list[str] = field(default_factory=list)
+    interrupts: list[Any] = field(default_factory=list)
+    errors: list[Any] = field(default_factory=list)
+
+
+def thread_status_op(d: Any, serde: Any, thread_id: str, head: str | None) -> Op[Status]:
+    """The status of ``thread_id`` at its head checkpoint ``head`` (root namespace).
+
+    A head without pending writes needs only its trigger channels decoded
+    (``next_nodes``); a head with pending writes is read as ``stored_state_op`` reads
+    the latest state (finished tasks dropped from ``next``, answered interrupts
+    dropped), so the rule is LangGraph's ``get_state`` one.
+    """
+    if head is None:
+        return Status("empty")
+    writes = yield from audit_op(d, thread_id, head)
+    if not writes:
+        row = yield from checkpoint_row_op(d, thread_id, "", head)
+        doc = d.load_object(row[4], f"checkpoint ({thread_id!r}, '', {head!r})")
+        triggers = [ch for ch in doc.get("channel_versions") or {} if ch == "__start__" or ch.startswith(("branch:to:", "join:", "__pregel_tasks"))]
+        values = (yield from load_channels_op(d, serde, [row[:6]], triggers))[0]
+        nxt = next_nodes({**doc, "channel_values": values})
+        return Status("running" if nxt else "done", nxt)
+    view, _ = yield from stored_state_op(d, serde, thread_id)
+    errors = [w.value for w in view.pending_writes if w.channel == ERROR]
+    if view.interrupts:
+        return Status("interrupted", view.next, [i["value"] for i in view.interrupts], errors)
+    if errors:
+        return Status("errored", view.next, [], errors)
+    return Status("running" if view.next else "done", view.next)
+
+
+@dataclass
+class TreeRow:
+    """One checkpoint of a namespace, as the branch graph needs it (see ``tree_op``)."""
+
+    checkpoint_id: str
+    parent: str | None
+    step: int | None
+    source: str | None
+    versions_seen: dict[str, Any]
+    interrupted: bool = False
+    error: bool = False
+    subgraphs: list[str] = field(default_factory=list)
+
+
+def tree_op(d: Any, thread_id: str, checkpoint_ns: str = "") -> Op[list[TreeRow]]:
+    """The checkpoints of one namespace of a thread, in checkpoint_id order, for the branch graph.
+
+    What ``read.history_op`` reads, narrowed for threads of 10,000s of checkpoints: only
+    ``versions_seen`` of each checkpoint (extracted by the database, not the whole
+    checkpoint and metadata), whether an ``__interrupt__`` or ``__error__`` write is stored
+    against it, and
+    the namespaces of subgraph runs started from each checkpoint (read from the
+    ``parents`` metadata of each run's first checkpoint). Raises NotFoundError when the
+    namespace has no checkpoint.
+    """
+    seen = "checkpoint->'versions_seen'" if d.name == "postgres" else "json_extract(checkpoint, '$.versions_seen')"
+    found = yield Q(
+        f"SELECT checkpoint_id, parent_checkpoint_id, step, source, {seen} FROM threadline_checkpoints "
+        "WHERE thread_id = ? AND checkpoint_ns = ? ORDER BY checkpoint_id",
+        (thread_id, checkpoint_ns),
+    )
+    if not found:
+        raise NotFoundError(f"thread {thread_id!r} has no checkpoint" + (f" in checkpoint_ns {checkpoint_ns!r}" if checkpoint_ns else ""))
+    rows = {r[0]: TreeRow(r[0], r[1], r[2], r[3], d.load_json(r[4]) if r[4] is not None else {}) for r in found}
+    stops = yield Q(
+        "SELECT DISTINCT checkpoint_id, channel FROM threadline_writes WHERE thread_id = ? AND checkpoint_ns = ? AND channel IN (?, ?)",
+        (thread_id, checkpoint_ns, INTERRUPT, ERROR),
+    )
+    for cid, channel in stops:
+        if cid in rows:
+            setattr(rows[cid], "interrupted" if channel == INTERRUPT else "error", True)
+    runs = yield Q(
+        "SELECT c.checkpoint_ns, c.metadata FROM threadline_checkpoints c WHERE c.thread_id = ? AND c.checkpoint_ns <> '' "
+        "AND c.checkpoint_id = (SELECT MIN(c2.checkpoint_id) FROM threadline_checkpoints c2 "
+        "WHERE c2.thread_id = c.thread_id AND c2.checkpoint_ns = c.checkpoint_ns)",
+        (thread_id,),
+    )
+    for ns, meta in runs:
+        enclosing = ns.rsplit("|", 1)[0] if "|" in ns else ""
+        parents = (d.load_object(meta, f"metadata of checkpoint_ns {ns!r}").get("parents") or {}) if enclosing == checkpoint_ns else {}
+        anchor = parents.get(enclosing) if isinstance(parents, dict) else None
+        if anchor in rows:
+            rows[anchor].subgraphs.append(ns)
+    return list(rows.values())
+
+
+def namespaces_op(d: Any, thread_id: str) -> Op[list[tuple[str, int]]]:
+    """(checkpoint_ns, checkpoints) of a thread, root namespace first."""
+    found = yield Q(
+        "SELECT checkpoint_ns, COUNT(*) FROM threadline_checkpoints WHERE thread_id = ? GROUP BY checkpoint_ns ORDER BY checkpoint_ns",
+        (thread_id,),
+    )
+    return [(r[0], int(r[1])) for r in found]
+
+
+def change_marker_op(d: Any, thread_id: str | None = None) -> Op[list[Any]]:
+    """What changes when a thread (or, without one, any thread) is written: for polling.
+
+    A thread: its ``updated_at``, checkpoint count and the newest pending write time;
+    the database: the newest ``updated_at`` and the number of threads.
+    """
+    if thread_id is None:
+        found = yield Q("SELECT MAX(updated_at), COUNT(*) FROM threadline_threads")
+        return [found[0][0], int(found[0][1])]
+    found = yield Q("SELECT updated_at, checkpoint_count FROM threadline_threads WHERE thread_id = ?", (thread_id,))
+    writes = yield Q("SELECT MAX(created_at), COUNT(*) FROM threadline_writes WHERE thread_id = ?", (thread_id,))
+    base = list(found[0]) if found else [None, 0]
+    return [*base, writes[0][0], int(writes[0][1])]
+
+
+# --- the stats page ----------------------------------------------------------------
+
+
+def _bucket_width(span: float) -> int:
+    for width in (60, 600, 3600, 6 * 3600, 86400, 7 * 86400):
+        if span / width <= 120:
+            return width
+    return 30 * 86400
+
+
+def storage_timeline_op(d: Any, thread_id: str | None = None) -> Op[dict[str, Any]]:
+    """Checkpoints and pending writes stored over time, bucketed (≤ ~120 buckets).
+
+    Returns ``{"bucket_seconds", "points": [{"t", "checkpoints", "checkpoint_bytes",
+    "writes", "write_bytes"}]}`` per non-empty bucket (``t``: bucket start, epoch
+    seconds). Blobs carry no timestamp, so channel values are counted in the per-table
+    totals, not here.
+    """
+    where, params = ("WHERE thread_id = ?", [thread_id]) if thread_id else ("", [])
+    span = yield Q(
+        f"SELECT MIN(created_at), MAX(created_at) FROM threadline_checkpoints {where}", params
+    )
+    lo, hi = span[0]
+    if lo is None:
+        return {"bucket_seconds": None, "points": []}
+    width = _bucket_width(float(hi) - float(lo))
+    ck_size = f"{d.bytes_of('checkpoint', 'json')} + {d.bytes_of('metadata', 'json')}"
+    # floor(created_at / width): Postgres casts round, SQLite casts truncate (times are positive)
+    bucket = "CAST(FLOOR(created_at / ?) AS BIGINT)" if d.name == "postgres" else "CAST(created_at / ? AS INTEGER)"
+    points: dict[int, dict[str, Any]] = {}
+    for table, size, count_key, bytes_key in (
+        ("checkpoints", ck_size, "checkpoints", "checkpoint_bytes"),
+        ("writes", d.bytes_of("blob", "blob"), "writes", "write_bytes"),
+    ):
+        found = yield Q(
+            f"SELECT {bucket}, COUNT(*), SUM({size}) FROM threadline_{table} {where} GROUP BY 1",
+            [width, *params],
+        )
+        for b, count, total in found:
+            p = points.setdefault(int(b), {"t": int(b) * width, "checkpoints": 0, "checkpoint_bytes": 0, "writes": 0, "write_bytes": 0})
+            p[count_key] = int(count)
+            p[bytes_key] = int(total or 0)
+    return {"bucket_seconds": width, "points": [points[k] for k in sorted(points)]}
+
+
+def task_durations_op(d: Any, thread_id: str | None = None, *, limit: int = 200_000) -> Op[list[dict[str, Any]]]:
+    """Per node: tasks and their durations in ms, newest ``limit`` writes at most.
+
+    A task's duration is measured from the creation of the checkpoint it ran from
+    (its step's start) to its last stored write (when it finished), so it includes
+    waiting for the slowest sibling only when writes are stored at the step's end.
+    Writes of the null task (input, ``update_state``) are left out.
+    """
+    where, params = ("AND w.thread_id = ?", [thread_id]) if thread_id else ("", [])
+    found = yield Q(
+        "SELECT w.task_id, MIN(w.task_path), MAX(w.created_at) - MIN(c.created_at) FROM threadline_writes w "
+        "JOIN threadline_checkpoints c ON c.thread_id = w.thread_id AND c.checkpoint_ns = w.checkpoint_ns AND c.checkpoint_id = w.checkpoint_id "
+        f"WHERE w.task_id <> ? {where} GROUP BY w.thread_id, w.checkpoint_ns, w.checkpoint_id, w.task_id "
+        "ORDER BY MAX(w.created_at) DESC LIMIT ?",
+        [NULL_TASK_ID, *params, limit],
+    )
+    per: dict[str, list[float]] = defaultdict(list)
+    for task_id, path, seconds in found:
+        node = node_of_task_path(path, task_id) or (path or "?")
+        per[node].append(max(0.0, float(seconds or 0.0)) * 1000.0)
+    out = []
+    for node, ms in per.items():
+        ms.sort()
+        out.append({
+            "node": node,
+            "tasks": len(ms),
+            "avg_ms": round(statistics.fmean(ms), 1),
+            "p50_ms": round(ms[len(ms) // 2], 1),
+            "p95_ms": round(ms[min(len(ms) - 1, int(len(ms) * 0.95))], 1),
+            "max_ms": round(ms[-1], 1),
+        })
+    return sorted(out, key=lambda r: (-r["tasks"], r["node"]))
+
+
+def delta_stats_op(d: Any, thread_id: str | None = None) -> Op[dict[str, int]]:
+    """Blob rows and bytes stored whole vs as deltas on an earlier version (``base_version`` set)."""
+    where, params = ("WHERE thread_id = ?", [thread_id]) if thread_id else ("", [])
+    size = d.bytes_of("blob", "blob")
+    found = yield Q(
+        f"SELECT COUNT(*), COALESCE(SUM({size}), 0), "
+        f"COALESCE(SUM(CASE WHEN base_version IS NOT NULL THEN 1 ELSE 0 END), 0), "
+        f"COALESCE(SUM(CASE WHEN base_version IS NOT NULL THEN {size} ELSE 0 END), 0) FROM threadline_blobs {where}",
+        params,
+    )
+    rows, total, deltas, delta_bytes = (int(v) for v in found[0])
+    return {"blobs": rows, "blob_bytes": total, "delta_blobs": deltas, "delta_bytes": delta_bytes}

@@ -1,0 +1,59 @@
+"""Running the app: bind a loopback socket, print the URL with the token, open the browser, serve."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import webbrowser
+from collections.abc import Callable
+
+import uvicorn
+
+from threadline.web.app import UIConfig, create_app
+from threadline.web.db import Opened, open_for_ui
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on ``host:port`` (port 0: any free port). Raises OSError when taken."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError:
+        sock.close()
+        raise
+    sock.listen(128)
+    sock.set_inheritable(True)
+    return sock
+
+
+def url_of(config: UIConfig) -> str:
+    """The URL a user opens: ``http://host:port/?token=…`` (this run's token)."""
+    host = "127.0.0.1" if config.host in ("0.0.0.0", "") else f"[{config.host}]" if ":" in config.host else config.host
+    return f"http://{host}:{config.port}/?token={config.guard.token}"
+
+
+def make_server(config: UIConfig, sock: socket.socket, opened: Opened | None = None) -> uvicorn.Server:
+    """A uvicorn server for ``config`` on the bound ``sock`` (``config.port`` set from it)."""
+    config.port = sock.getsockname()[1]
+    config.guard.port = config.port
+    return uvicorn.Server(uvicorn.Config(create_app(config, opened), log_level="warning", timeout_graceful_shutdown=2))
+
+
+def serve(config: UIConfig, *, open_browser: bool = True, announce: Callable[[str], None] = print) -> None:
+    """Open the database, bind, announce the URL (``announce`` gets a few lines of text with
+    it), open the browser unless told not to, and serve until interrupted.
+
+    Raises OSError when the port is taken, ConfigError for a graph that cannot be
+    loaded, BackendError for a database that cannot be opened (at startup).
+    """
+    with open_for_ui(config.db, read_only=config.read_only) as opened:
+        sock = bind(config.host, config.port)
+        server = make_server(config, sock, opened)
+        link = url_of(config)
+        mode = f"read-only: {opened.reason}" if opened.read_only else "actions on"
+        announce(f"threadline ui for {config.db} ({mode}) at\n  {link}\nPress Ctrl+C to stop.")
+        if open_browser:
+            threading.Timer(1.0, webbrowser.open, [link]).start()
+        server.run(sockets=[sock])
