@@ -76,15 +76,21 @@ def test_a_missing_url_is_named(url):
 
 @pytest.mark.parametrize("entry", REGISTRY, ids=lambda e: e.name)
 def test_every_registered_part_resolves(entry):
-    """A registry entry names real classes: sync and async savers with the official
-    ``from_conn_string``, and the read-only opener."""
+    """A registry entry names real classes: sync and async savers, stores and a cache
+    with the official ``from_conn_string``, and the read-only opener."""
+    from langgraph.cache.base import BaseCache
+    from langgraph.store.base import BaseStore
+
     saver, async_saver = entry.get("saver"), entry.get("async_saver")
     assert issubclass(saver, SyncShell) and issubclass(async_saver, AsyncShell)
     assert saver.dialect is async_saver.dialect
     assert callable(entry.get("read_only"))
+    for role in ("store", "async_store"):
+        assert issubclass(entry.get(role), BaseStore) and callable(entry.get(role).from_conn_string)
+    assert issubclass(entry.get("cache"), BaseCache) and callable(entry.get("cache").from_conn_string)
     assert backend_of(entry.example) == entry.name
-    with pytest.raises(BackendError, match=f"the {entry.name} backend has no store"):
-        entry.get("store")
+    with pytest.raises(BackendError, match=f"the {entry.name} backend has no warehouse"):
+        entry.get("warehouse")
 
 
 def test_unreachable_postgres_is_named():
