@@ -1,0 +1,141 @@
+"""Open a database for reading only: nothing is created, migrated or written.
+
+``open_reader(url)`` gives a saver on an existing threadline database whose operations
+run read-only; ``open_readonly(url)`` gives the same kind of saver on any database
+(an official saver's, for import) together with what it holds (``SchemaState``).
+
+* SQLite: the file is opened with ``mode=ro``, so SQLite itself refuses every write and
+  never creates the file. A database in WAL mode needs its ``-shm`` index; on read-only
+  media (a mounted backup) where it cannot be created, the file is opened
+  ``immutable=1`` instead — read as a file nobody changes (SQLite's rule for
+  read-only media; any ``-wal`` content there is not read).
+* Postgres: the session's transactions are ``READ ONLY`` (``default_transaction_read_only``).
+
+Neither runs ``setup``: a database that is not threadline's, or whose threadline schema
+is older than this release, is reported (``NotADatabaseError``) rather than changed.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import urllib.parse
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from threadline.errors import BackendError
+from threadline.saver import EngineSaver
+from threadline.storage import ops
+
+
+class NotADatabaseError(BackendError):
+    """The path or URL names no database threadline can read: missing, not SQLite, no threadline
+    tables (an empty database, an official saver's), or an older schema not yet migrated."""
+
+
+@contextmanager
+def open_readonly(url: str, *, serde: Any = None) -> Iterator[tuple[EngineSaver, ops.SchemaState]]:
+    """A saver on ``url`` whose operations cannot write, and what the database holds.
+
+    Nothing is checked beyond opening: the caller decides what the ``SchemaState`` allows.
+    Raises NotADatabaseError for a missing file or one that is not SQLite, BackendError
+    when a server cannot be reached."""
+    from threadline.backends import backend_of
+
+    if backend_of(url) == "sqlite":
+        with _sqlite(url, serde) as opened:
+            yield opened
+    else:
+        with _postgres(url, serde) as opened:
+            yield opened
+
+
+@contextmanager
+def open_reader(url: str, *, serde: Any = None) -> Iterator[EngineSaver]:
+    """A read-only saver on an existing threadline database of this release.
+
+    Raises NotADatabaseError naming what the database is instead (with what to do:
+    ``threadline import`` or adoption for an official saver's, a migration for an older
+    threadline schema), SchemaError for a newer release's schema."""
+    with open_readonly(url, serde=serde) as (saver, state):
+        where = _where(url)
+        if not state.is_threadline:
+            if state.official:
+                raise NotADatabaseError(
+                    f"{where} is a database of LangGraph's official {type(saver).__name__}, not threadline's: copy its threads "
+                    f"with `threadline import {url} --db NEW`, or open it with threadline's saver in your program to adopt "
+                    "each thread on first use"
+                )
+            raise NotADatabaseError(f"{where} holds no threadline tables: check the path or URL (a threadline saver creates them "
+                                    "when a program first opens the database)")
+        state.check_version(where)
+        if not state.current:
+            raise NotADatabaseError(f"{where} was written by an older threadline release: migrate it once with "
+                                    f"`threadline setup --db {url}` (or open it with threadline's saver), then read it")
+        saver._setup_done(state)
+        yield saver
+
+
+def _where(url: str) -> str:
+    from threadline.backends import backend_of
+    from threadline.backends.sqlite import path_of
+
+    if backend_of(url) == "sqlite":
+        return repr(path_of(url))
+    from threadline.backends.postgres import _masked
+
+    return f"Postgres at {_masked(url)}"
+
+
+def _sqlite_connect(path: str, immutable: bool) -> sqlite3.Connection:
+    uri = f"file:{urllib.parse.quote(os.path.abspath(path))}?mode=ro" + ("&immutable=1" if immutable else "")
+    conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+    conn.execute("PRAGMA busy_timeout=30000")
+    return conn
+
+
+@contextmanager
+def _sqlite(url: str, serde: Any) -> Iterator[tuple[EngineSaver, ops.SchemaState]]:
+    from threadline.backends.sqlite import SqliteSaver, path_of
+
+    path = path_of(url)
+    if path == ":memory:" or not os.path.exists(path):
+        raise NotADatabaseError(f"no database at {path!r}")
+    if os.path.isdir(path):
+        raise NotADatabaseError(f"{path!r} is a directory, not a database file")
+    # On read-only media no -shm can be created next to a WAL database: read it as immutable.
+    read_only_media = not os.access(os.path.dirname(os.path.abspath(path)), os.W_OK)
+    for immutable in (False, True):
+        conn = _sqlite_connect(path, immutable)
+        saver = SqliteSaver(conn, serde=serde, adopt=False)
+        try:
+            state = saver.peek(ops.schema_state(saver.dialect))
+        except sqlite3.DatabaseError as exc:
+            conn.close()
+            if getattr(exc, "sqlite_errorname", "") == "SQLITE_CANTOPEN" and read_only_media and not immutable:
+                continue
+            if "not a database" in str(exc) or "malformed" in str(exc):
+                raise NotADatabaseError(f"{path!r} is not a SQLite database ({exc})") from exc
+            raise BackendError(f"cannot read SQLite database {path!r} ({exc})") from exc
+        try:
+            yield saver, state
+        finally:
+            conn.close()
+        return
+
+
+@contextmanager
+def _postgres(url: str, serde: Any) -> Iterator[tuple[EngineSaver, ops.SchemaState]]:
+    import psycopg
+
+    from threadline.backends.postgres import PostgresSaver, door_error
+
+    try:
+        conn = psycopg.connect(url, autocommit=True, connect_timeout=10)
+        conn.execute("SET default_transaction_read_only = on")
+    except psycopg.Error as exc:
+        raise door_error(exc, url) from exc
+    with conn:
+        saver = PostgresSaver(conn, serde=serde, adopt=False)
+        yield saver, saver.peek(ops.schema_state(saver.dialect))
