@@ -43,7 +43,11 @@ def open_readonly(url: str, *, serde: Any = None) -> Iterator[tuple[EngineSaver,
     when a server cannot be reached."""
     from threadline.backends import backend_of
 
-    if backend_of(url) == "sqlite":
+    try:
+        backend = backend_of(url)
+    except BackendError as exc:
+        raise NotADatabaseError(str(exc)) from None
+    if backend == "sqlite":
         with _sqlite(url, serde) as opened:
             yield opened
     else:

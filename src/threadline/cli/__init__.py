@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import sys
+import traceback
 from importlib.metadata import PackageNotFoundError, version
 
 import typer
@@ -73,7 +74,7 @@ def main() -> None:
             err.print(f"error: {exc.format_message()}{hint}", soft_wrap=True, markup=False)
             sys.exit(exc.exit_code)
         if os.environ.get("THREADLINE_DEBUG"):
-            raise
+            traceback.print_exc()
         message, status = explain(exc)
         err.print(f"error: {message}", soft_wrap=True, markup=False)
         sys.exit(status)

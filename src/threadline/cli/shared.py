@@ -27,6 +27,7 @@ import json
 import os
 import sqlite3
 import sys
+import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -191,9 +192,11 @@ def command(
             db, as_json, debug = options.pop("db", None), options.pop("as_json"), options.pop("debug")
             debug = debug or bool(os.environ.get("THREADLINE_DEBUG"))
             try:
+                mode = opens(options) if callable(opens) else opens
+                if mode in ("write", "target"):
+                    db = _named(db, name)
                 if prepare is not None:
                     prepare(options)
-                mode = opens(options) if callable(opens) else opens
                 bar = _Bar(name, "progress" in injected and not as_json)
                 extra: dict[str, Any] = {}
                 if "progress" in injected:
@@ -216,7 +219,7 @@ def command(
                 raise
             except Exception as exc:
                 if debug:
-                    raise
+                    traceback.print_exc()
                 fail(*explain(exc))
             if problems is not None and problems(result):
                 raise typer.Exit(1)

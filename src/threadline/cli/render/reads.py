@@ -23,10 +23,9 @@ from threadline.read.names import abbreviate
 def threads(page: Any, **_: Any) -> None:
     first = page.offset + 1 if page.threads else 0
     t = table(f"threads {first}–{page.offset + len(page.threads)} of {page.total}",
-              "thread_id", "updated", ">checkpoints", ">size", ">step", "head")
+              "thread_id", "updated", ">checkpoints", ">size", "head")
     for th in page.threads:
-        t.add_row(escape(th.thread_id), ago(th.updated_at), str(th.checkpoint_count), size(th.bytes),
-                  "-" if th.head_step is None else str(th.head_step), short(th.head_checkpoint_id))
+        t.add_row(escape(th.thread_id), ago(th.updated_at), str(th.checkpoint_count), size(th.bytes), short(th.head_checkpoint_id))
     out.print(t)
     if page.next_offset is not None:
         out.print(f"[dim]more: --offset {page.next_offset}[/dim]")
