@@ -152,7 +152,7 @@ def test_write_commands_json(db):
 def test_errors_are_clear(tmp_path):
     missing = str(tmp_path / "nope.db")
     r = run("threads", "--db", missing, code=2)
-    assert "no database" in r.output and not os.path.exists(missing)
+    assert "does not exist" in r.output and not os.path.exists(missing)
     with open_saver(str(tmp_path / "x.db")) as saver:
         populate(saver)
     r = run("show", "no-thread", "--db", str(tmp_path / "x.db"), code=2)

@@ -70,7 +70,7 @@ def test_a_file_that_is_not_a_database(tmp_path):
     for args in (("threads",), ("history", "t"), ("show", "t"), ("stats",), ("fsck",), ("latest", "messages")):
         one_line_error(cli(*args, "--db", str(notes)), 2, "not a SQLite database")
     assert sqlite_digest(notes) == before and sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
-    one_line_error(cli("threads", "--db", str(tmp_path / "missing.db")), 2, "no database at")
+    one_line_error(cli("threads", "--db", str(tmp_path / "missing.db")), 2, "does not exist")
     one_line_error(cli("threads", "--db", str(tmp_path)), 2, "is a directory")
     one_line_error(cli("threads", "--db", "mysql://x/y"), 2, "unknown database URL scheme")
     assert not (tmp_path / "missing.db").exists()
@@ -370,7 +370,7 @@ def test_audit_pages(lg_db):
 # --- 8. version, help, completion, docs ----------------------------------------------------------
 
 
-def test_version_help_and_completion():
+def test_version_help_and_completion(lg_db):
     from importlib.metadata import version
 
     proc = cli("--version")
@@ -390,6 +390,10 @@ def test_version_help_and_completion():
                           env={"_THREADLINE_COMPLETE": "complete_bash", "COMP_WORDS": "threadline his", "COMP_CWORD": "1",
                                "PATH": "/usr/bin:/bin"})
     assert proc.stdout.split() == ["history"]
+    proc = subprocess.run([str(EXE)], capture_output=True, text=True,
+                          env={"_THREADLINE_COMPLETE": "complete_bash", "COMP_WORDS": "threadline show t-r", "COMP_CWORD": "2",
+                               "PATH": "/usr/bin:/bin", "THREADLINE_DB": str(lg_db)})
+    assert proc.stdout.split() == ["t-research"]
 
 
 def test_usage_errors_are_one_line():

@@ -59,26 +59,32 @@ def open_readonly(url: str, *, serde: Any = None) -> Iterator[tuple[EngineSaver,
 def open_reader(url: str, *, serde: Any = None) -> Iterator[EngineSaver]:
     """A read-only saver on an existing threadline database of this release.
 
-    Raises NotADatabaseError naming what the database is instead (with what to do:
-    ``threadline import`` or adoption for an official saver's, a migration for an older
-    threadline schema), SchemaError for a newer release's schema."""
+    Raises NotADatabaseError naming what the database is instead (see ``require_threadline``),
+    SchemaError for a newer release's schema."""
     with open_readonly(url, serde=serde) as (saver, state):
-        where = _where(url)
-        if not state.is_threadline:
-            if state.official:
-                raise NotADatabaseError(
-                    f"{where} is a database of LangGraph's official {type(saver).__name__}, not threadline's: copy its threads "
-                    f"with `threadline import {url} --db NEW`, or open it with threadline's saver in your program to adopt "
-                    "each thread on first use"
-                )
-            raise NotADatabaseError(f"{where} holds no threadline tables: check the path or URL (a threadline saver creates them "
-                                    "when a program first opens the database)")
-        state.check_version(where)
-        if not state.current:
-            raise NotADatabaseError(f"{where} was written by an older threadline release: migrate it once with "
-                                    f"`threadline setup --db {url}` (or open it with threadline's saver), then read it")
+        require_threadline(url, state, type(saver).__name__)
         saver._setup_done(state)
         yield saver
+
+
+def require_threadline(url: str, state: ops.SchemaState, saver_name: str, *, current: bool = True) -> None:
+    """NotADatabaseError unless ``state`` is a threadline schema (of this release when ``current``),
+    saying what the database is and what to do: ``threadline import`` or adoption for an official
+    saver's, ``threadline setup`` for an older threadline schema. SchemaError for a newer one."""
+    where = _where(url)
+    if not state.is_threadline:
+        if state.official:
+            raise NotADatabaseError(
+                f"{where} is a database of LangGraph's official {saver_name}, not threadline's: copy its threads "
+                f"with `threadline import {url} --db NEW`, or open it with threadline's saver in your program to adopt "
+                "each thread on first use"
+            )
+        raise NotADatabaseError(f"{where} holds no threadline tables: check the path or URL (a threadline saver creates them "
+                                "when a program first opens the database)")
+    state.check_version(where)
+    if current and not state.current:
+        raise NotADatabaseError(f"{where} was written by an older threadline release: migrate it once with "
+                                f"`threadline setup --db {url}` (or open it with threadline's saver), then read it")
 
 
 def _where(url: str) -> str:
@@ -105,7 +111,7 @@ def _sqlite(url: str, serde: Any) -> Iterator[tuple[EngineSaver, ops.SchemaState
 
     path = path_of(url)
     if path == ":memory:" or not os.path.exists(path):
-        raise NotADatabaseError(f"no database at {path!r}")
+        raise NotADatabaseError(f"{path!r} does not exist")
     if os.path.isdir(path):
         raise NotADatabaseError(f"{path!r} is a directory, not a database file")
     # On read-only media no -shm can be created next to a WAL database: read it as immutable.

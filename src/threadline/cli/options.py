@@ -3,6 +3,7 @@ a bad value is a usage error (exit 2) before any database is opened."""
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import sys
@@ -56,6 +57,19 @@ def _graph(spec: str | None) -> Any:
         raise typer.BadParameter(str(exc)) from None
 
 
+def _complete_thread(ctx: typer.Context, incomplete: str) -> list[str]:
+    """Shell completion of a thread_id from the database the command line names (read-only)."""
+    from threadline.backends.readonly import open_reader
+    from threadline.cli import default_db
+    from threadline.read.names import expand_threads
+
+    try:
+        with open_reader(ctx.params.get("db") or default_db()) as saver:
+            return expand_threads(saver, [glob.escape(incomplete) + "*"])[:200]
+    except Exception:  # completion never fails loudly: no database, no match → no candidates
+        return []
+
+
 def duration(flag: str, help: str) -> Any:
     """An option taking ``90s``, ``15m``, ``12h``, ``30d``, ``2w`` or seconds; the command gets seconds."""
     return typer.Option(None, flag, metavar="DURATION", help=help, callback=_duration)
@@ -71,7 +85,7 @@ def checkpoint(required: bool = True, help: str = CHECKPOINT_HELP) -> Any:
                           show_default=False)
 
 
-Thread = typer.Argument(..., metavar="THREAD", help="thread_id.", show_default=False)
+Thread = typer.Argument(..., metavar="THREAD", help="thread_id.", show_default=False, autocompletion=_complete_thread)
 Offset = typer.Option(0, "--offset", min=0, metavar="N", help="Skip the first N (the next page).")
 Ns = typer.Option("", "--ns", metavar="NS", help="checkpoint_ns (default: the root graph).", show_default=False)
 Graph = typer.Option(

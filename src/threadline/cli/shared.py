@@ -39,7 +39,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from threadline.backends import open_saver
-from threadline.backends.readonly import NotADatabaseError, open_reader, open_readonly
+from threadline.backends.readonly import NotADatabaseError, open_reader, open_readonly, require_threadline
 from threadline.cli import app, default_db
 from threadline.errors import BackendError, ConfigError, FilterError, NotFoundError, SchemaError, ThreadlineError
 from threadline.read.names import AmbiguousNameError
@@ -105,16 +105,14 @@ def opened(db: str | None, mode: str, name: str) -> Iterator[Any]:
             with open_reader(db or default_db()) as saver:
                 yield saver
         except NotADatabaseError as exc:
-            if db or os.environ.get("THREADLINE_DB") or not str(exc).startswith("no database"):
+            if db or os.environ.get("THREADLINE_DB"):
                 raise
             raise NotADatabaseError(f"{exc} (pass --db, set $THREADLINE_DB, or run `threadline demo`)") from None
         return
     url = _named(db, name)
     if mode == "write":
-        with open_readonly(url) as (_, state):
-            if not state.is_threadline:
-                with open_reader(url):  # raises, saying what the database is
-                    pass
+        with open_readonly(url) as (checked, state):
+            require_threadline(url, state, type(checked).__name__, current=False)  # setup below migrates an older one
     with open_saver(url) as saver:
         yield saver
 

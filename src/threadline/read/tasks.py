@@ -6,7 +6,9 @@ node of an edge-triggered task (``common.node_of_task_path``), but a task starte
 ``"~__pregel_push, 0000000003[, …]"``: the index of the Send, not its node. Its
 ``task_id`` is LangGraph's hash of the checkpoint_id, the task's namespace, the step,
 the node name and that index (``langgraph.pregel._algo.prepare_push_task_send``), so
-the node is the candidate name whose hash is the task_id. Candidates are the nodes the
+the node is the candidate name whose hash is the task_id (computed here as LangGraph's
+``_xxhash_str`` / ``_uuid5_str`` compute it; importing ``langgraph.pregel`` for them would
+add a second to every command). Candidates are the nodes the
 thread's checkpoints have seen (``versions_seen`` keys) around the checkpoint the writes
 are stored against: that checkpoint, its children and the namespace's head. A task whose
 node never finished on the thread (interrupted on its first run) stays unattributed.
@@ -15,9 +17,12 @@ node never finished on the thread (interrupted on its first run) stays unattribu
 from __future__ import annotations
 
 import binascii
+import hashlib
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from typing import Any
+
+import xxhash
 
 from threadline.read.common import _doc, node_of_task_path
 from threadline.storage import ops
@@ -44,8 +49,6 @@ def push_node(task_id: str, task_path: str, checkpoint_id: str, checkpoint_ns: s
 
     ``step`` and ``version`` are the metadata step and the ``v`` of the checkpoint the
     writes are stored against (its tasks run at ``step + 1``)."""
-    from langgraph.pregel._algo import _uuid5_str, _xxhash_str  # LangGraph's own task-id functions
-
     idx = push_index(task_path)
     if idx is None:
         return None
@@ -53,12 +56,24 @@ def push_node(task_id: str, task_path: str, checkpoint_id: str, checkpoint_ns: s
         namespace = binascii.unhexlify(checkpoint_id.replace("-", ""))
     except (binascii.Error, ValueError):
         return None
-    task_id_of = _xxhash_str if version > 1 else _uuid5_str
     for name in sorted(set(candidates)):
         ns = f"{checkpoint_ns}|{name}" if checkpoint_ns else name
-        if task_id_of(namespace, ns, str(step + 1), name, PUSH, str(idx)) == task_id:
+        if task_id_hash(version, namespace, ns, str(step + 1), name, PUSH, str(idx)) == task_id:
             return name
     return None
+
+
+def task_id_hash(version: int, namespace: bytes, *parts: str) -> str:
+    """LangGraph's task id: XXH3-128 (checkpoint ``v`` > 1) or UUID5-style SHA-1 of the
+    namespace and the parts, formatted as a UUID (``langgraph.pregel._algo``)."""
+    data = b"".join(p.encode() for p in parts)
+    if version > 1:
+        digest = xxhash.xxh3_128_hexdigest(namespace + data)
+    else:
+        sha = hashlib.sha1(namespace, usedforsecurity=False)
+        sha.update(data)
+        digest = sha.hexdigest()
+    return f"{digest[:8]}-{digest[8:12]}-{digest[12:16]}-{digest[16:20]}-{digest[20:32]}"
 
 
 def push_nodes_op(d: Dialect, tasks: Iterable[tuple[str, str, str, str, str]]) -> Op[dict[TaskKey, str]]:

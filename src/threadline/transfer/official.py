@@ -10,12 +10,12 @@ pending writes), i.e. what ``get_state`` and ``get_state_history`` are built fro
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from threadline.backends.readonly import NotADatabaseError, open_readonly
 from threadline.errors import ConfigError, ThreadlineError
 from threadline.keys import thread_id_of
 from threadline.storage import adopt, ops
@@ -63,52 +63,25 @@ class ImportReport:
 
 @contextmanager
 def _official_source(url: str) -> Iterator[Any]:
-    """A threadline saver shell on an official LangGraph database, opened read-only and
-    never set up: only ``peek`` runs on it. ConfigError when it is no such database."""
-    from threadline.backends import backend_of
-
-    if backend_of(url) == "sqlite":
-        import sqlite3
-
-        from threadline.backends.sqlite import SqliteSaver, path_of
-
-        path = path_of(url)
-        if not os.path.exists(path):
-            raise ConfigError(f"import source {path!r} does not exist")
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
-        try:
-            yield _checked(SqliteSaver(conn), path)
-        except sqlite3.DatabaseError as exc:
-            raise ConfigError(f"import source {path!r} is not a SQLite database ({exc})") from exc
-        finally:
-            conn.close()
-    else:
-        import psycopg
-
-        from threadline.backends.postgres import PostgresSaver, door_error
-
-        try:
-            conn = psycopg.connect(url, autocommit=True, connect_timeout=10)
-            conn.execute("SET default_transaction_read_only = on")
-        except psycopg.Error as exc:
-            raise door_error(exc, url) from exc
-        with conn:
-            yield _checked(PostgresSaver(conn), "the import source")
+    """A threadline saver shell on an official LangGraph database, opened read-only
+    (``backends.readonly``) and never set up: only ``peek`` runs on it. ConfigError when it
+    is no such database."""
+    try:
+        with open_readonly(url) as (source, state):
+            if not state.official:
+                raise ConfigError(
+                    f"import source {url!r} is not a database of LangGraph's official {type(source).__name__} "
+                    "(no checkpoints/writes tables of that layout)"
+                )
+            yield source
+    except NotADatabaseError as exc:
+        raise ConfigError(f"import source: {exc}") from None
 
 
 def check_source(url: str) -> None:
     """ConfigError/BackendError unless ``url`` is an official LangGraph database (opened read-only)."""
     with _official_source(url):
         pass
-
-
-def _checked(source: Any, name: str) -> Any:
-    if not source.peek(ops.schema_state(source.dialect)).official:
-        raise ConfigError(
-            f"{name} is not a database of LangGraph's official {type(source).__name__} "
-            "(no checkpoints/writes tables of that layout)"
-        )
-    return source
 
 
 def import_thread_op(

@@ -61,7 +61,8 @@ def value_text(value: Any, width: int | None = VALUE_WIDTH) -> str:
 def table(title: str | None, *columns: str) -> Table:
     """A compact table: no vertical rules, headers and ids never wrapped. A column named
     ``"~name"`` is free text that folds to fit; ``">name"`` is right-aligned."""
-    t = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True)
+    t = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True,
+              min_width=len(title or ""))  # a title wider than the columns widens the table instead of wrapping
     for col in columns:
         if col.startswith("~"):
             t.add_column(col[1:], overflow="fold", ratio=1)

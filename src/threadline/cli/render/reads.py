@@ -176,9 +176,12 @@ def diff(d: Any, full: bool = False, **_: Any) -> None:
 def audit(result: dict[str, Any], thread: str | None = None, all_ns: bool = False, offset: int = 0, since: Any = None,
           **_: Any) -> None:
     writes, stats = result["writes"], result["stats"]
-    if thread:
+    if thread and not writes:
+        out.print(f"no writes of {escape(thread)}" + (f" @ {short(stats.scope['checkpoint_id'])}" if stats.scope.get("checkpoint_id") else "")
+                  + (f" from offset {offset}" if offset else ""))
+    elif thread:
         ids = abbreviate(w.checkpoint_id for w in writes)
-        day = when(writes[0].created_at)[:10] if writes else ""
+        day = when(writes[0].created_at)[:10]
         t = table(f"writes of {thread}" + (f" @ {short(stats.scope['checkpoint_id'])}" if stats.scope.get("checkpoint_id") else "")
                   + f" from {day}", *(["ns"] if all_ns else []), "checkpoint", "node", "task", ">idx", "channel", ">bytes", "time")
         for w in writes:
