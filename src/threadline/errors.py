@@ -31,6 +31,11 @@ class BackendError(ThreadlineError):
     """A database URL has an unknown scheme, or its server cannot be reached."""
 
 
+class NotADatabaseError(BackendError):
+    """The path or URL names no database threadline can read: missing, not SQLite, no threadline
+    tables (an empty database, an official saver's), or an older schema not yet migrated."""
+
+
 class SchemaError(BackendError):
     """The database's threadline schema is from a newer release, or is not threadline's."""
 

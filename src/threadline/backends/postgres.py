@@ -159,18 +159,23 @@ class PostgresSaver(SyncShell):
 
 
 @contextmanager
-def open_read_only(url: str, what: str = "database") -> Iterator[PostgresSaver]:
-    """A ``PostgresSaver`` on one connection in read-only mode, never set up: only
-    ``peek`` runs on it (for databases threadline does not own, e.g. an official
-    saver's). BackendError when the server cannot be reached (``what`` is for the
-    backends that name a file)."""
+def open_read_only(url: str, serde: Any = None) -> Iterator[tuple[PostgresSaver, ops.SchemaState]]:
+    """A ``PostgresSaver`` on one connection whose transactions are READ ONLY
+    (``default_transaction_read_only``), never set up, and what the schema holds.
+    BackendError when the server cannot be reached."""
     try:
         conn = psycopg.connect(url, autocommit=True, connect_timeout=10)
         conn.execute("SET default_transaction_read_only = on")
     except psycopg.Error as exc:
         raise door_error(exc, url) from exc
     with conn:
-        yield PostgresSaver(conn)
+        saver = PostgresSaver(conn, serde=serde, adopt=False)
+        yield saver, saver.peek(ops.schema_state(saver.dialect))
+
+
+def describe(url: str) -> str:
+    """How messages name the database at ``url`` (password masked)."""
+    return f"Postgres at {_masked(url)}"
 
 
 class AsyncPostgresSaver(AsyncShell):

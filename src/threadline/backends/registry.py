@@ -27,8 +27,9 @@ class BackendEntry:
     ``parts`` maps a role to a name in ``module`` (imported on first use, so a backend
     whose driver is not installed costs nothing until a URL names it). Roles:
     ``saver``, ``async_saver``, ``store``, ``async_store`` and ``cache`` (classes opened
-    with ``from_conn_string(url)``), ``read_only`` (``open_read_only(url, what)``: a sync
-    saver on an existing database, opened read-only and never set up); a store or a
+    with ``from_conn_string(url)``), ``read_only`` (``open_read_only(url, serde=None)``: a sync
+    saver on an existing database, opened read-only and never set up, with its
+    ``SchemaState``), ``describe`` (``describe(url)``: how messages name it); a store or a
     cache adds its own roles beside them.
     """
 
@@ -62,6 +63,7 @@ REGISTRY: tuple[BackendEntry, ...] = (
             "saver": "SqliteSaver",
             "async_saver": "AsyncSqliteSaver",
             "read_only": "open_read_only",
+            "describe": "describe",
             "store": "threadline.store.sqlite:SqliteStore",
             "async_store": "threadline.store.sqlite:AsyncSqliteStore",
             "cache": "threadline.cache:SqliteCache",
@@ -78,6 +80,7 @@ REGISTRY: tuple[BackendEntry, ...] = (
             "saver": "PostgresSaver",
             "async_saver": "AsyncPostgresSaver",
             "read_only": "open_read_only",
+            "describe": "describe",
             "store": "threadline.store.postgres:PostgresStore",
             "async_store": "threadline.store.postgres:AsyncPostgresStore",
             "cache": "threadline.cache:PostgresCache",

@@ -17,6 +17,7 @@ import asyncio
 import os
 import sqlite3
 import threading
+import urllib.parse
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any
@@ -27,7 +28,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from threadline.storage import ops
 from threadline.storage.dialect import SQLITE
 from threadline.storage.runner import adrive, drive
-from threadline.errors import BackendError, ConfigError, ThreadlineError
+from threadline.errors import BackendError, NotADatabaseError, ThreadlineError
 from threadline.saver import AsyncShell, SyncShell
 
 BUSY_TIMEOUT_MS = 30_000
@@ -174,22 +175,47 @@ class SqliteSaver(SyncShell):
             return result
 
 
+def _sqlite_connect(path: str, immutable: bool) -> sqlite3.Connection:
+    uri = f"file:{urllib.parse.quote(os.path.abspath(path))}?mode=ro" + ("&immutable=1" if immutable else "")
+    conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+    conn.execute("PRAGMA busy_timeout=30000")
+    return conn
+
+
 @contextmanager
-def open_read_only(url: str, what: str = "database") -> Iterator[SqliteSaver]:
-    """A ``SqliteSaver`` on an existing file opened read-only and never set up: only
-    ``peek`` runs on it (for databases threadline does not own, e.g. an official
-    saver's). ConfigError, naming it as ``what``, when the file does not exist or
-    is not a SQLite database."""
+def open_read_only(url: str, serde: Any = None) -> Iterator[tuple[SqliteSaver, ops.SchemaState]]:
+    """A ``SqliteSaver`` on an existing file opened ``mode=ro`` (``immutable=1`` on read-only
+    media, where a WAL database's ``-shm`` cannot be created), never set up, and what the
+    file holds. NotADatabaseError for a missing file, a directory or a non-SQLite file."""
     path = path_of(url)
-    if not os.path.exists(path):
-        raise ConfigError(f"{what} {path!r} does not exist")
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
-    try:
-        yield SqliteSaver(conn)
-    except sqlite3.DatabaseError as exc:
-        raise ConfigError(f"{what} {path!r} is not a SQLite database ({exc})") from exc
-    finally:
-        conn.close()
+    if path == ":memory:" or not os.path.exists(path):
+        raise NotADatabaseError(f"{path!r} does not exist")
+    if os.path.isdir(path):
+        raise NotADatabaseError(f"{path!r} is a directory, not a database file")
+    # On read-only media no -shm can be created next to a WAL database: read it as immutable.
+    read_only_media = not os.access(os.path.dirname(os.path.abspath(path)), os.W_OK)
+    for immutable in (False, True):
+        conn = _sqlite_connect(path, immutable)
+        saver = SqliteSaver(conn, serde=serde, adopt=False)
+        try:
+            state = saver.peek(ops.schema_state(saver.dialect))
+        except sqlite3.DatabaseError as exc:
+            conn.close()
+            if getattr(exc, "sqlite_errorname", "") == "SQLITE_CANTOPEN" and read_only_media and not immutable:
+                continue
+            if "not a database" in str(exc) or "malformed" in str(exc):
+                raise NotADatabaseError(f"{path!r} is not a SQLite database ({exc})") from exc
+            raise BackendError(f"cannot read SQLite database {path!r} ({exc})") from exc
+        try:
+            yield saver, state
+        finally:
+            conn.close()
+        return
+
+
+def describe(url: str) -> str:
+    """How messages name the database at ``url``: its path."""
+    return repr(path_of(url))
 
 
 def _name(conn: Any) -> str:

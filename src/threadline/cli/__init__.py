@@ -1,15 +1,18 @@
 """The ``threadline`` command: a thin typer + rich skin over the library.
 
 Command modules register themselves on ``app`` through ``shared.command``, which gives
-every command the shared options (``--db``, ``--json``) and error handling: ``reads``
-(threads, history, show, diff, audit, latest, stats), ``changes`` (rollback, fork,
-delete, prune), ``repairs`` (fsck, rebuild), ``transfers`` (export, import) and
-``demo``. Renderers for people live in ``render``.
+every command the shared options (``--db``, ``--json``, ``--debug``) and error handling:
+``reads`` (threads, history, show, diff, audit, latest, stats), ``changes`` (rollback,
+fork, delete, prune), ``repairs`` (fsck, rebuild, setup), ``transfers`` (export, import)
+and ``demo``. Renderers for people live in ``render``.
 """
 
 from __future__ import annotations
 
 import os
+import sys
+import traceback
+from importlib.metadata import PackageNotFoundError, version
 
 import typer
 
@@ -19,13 +22,29 @@ app = typer.Typer(
     name="threadline",
     help="Durable, branchable, inspectable state for LangGraph agents.",
     no_args_is_help=True,
-    add_completion=False,
+    rich_markup_mode=None,  # plain help: no boxes, no type column
+    pretty_exceptions_enable=False,
 )
 
 
+def _version(value: bool) -> None:
+    if value:
+        try:
+            typer.echo(f"threadline {version('threadline')}")
+        except PackageNotFoundError:  # pragma: no cover - running from a source tree
+            typer.echo("threadline (not installed)")
+        raise typer.Exit()
+
+
 @app.callback()
-def _group() -> None:
-    """Durable, branchable, inspectable state for LangGraph agents."""
+def _group(
+    show_version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Show the version and exit."),
+) -> None:
+    """Durable, branchable, inspectable state for LangGraph agents.
+
+    Read commands open the database read-only; commands that change it need --db or
+    $THREADLINE_DB. Exit codes: 0 done, 1 problems found or refused, 2 usage or input error.
+    """
 
 
 def default_db() -> str:
@@ -34,8 +53,29 @@ def default_db() -> str:
 
 
 # Command modules (each adds its commands to ``app``).
-from threadline.cli import changes, demo, reads, repairs, transfers, ui  # noqa: E402,F401
+from threadline.cli import reads, changes, repairs, transfers, demo, ui  # noqa: E402,F401,I001  (help lists them in this order)
+from threadline.cli.shared import err, explain  # noqa: E402
 
 
 def main() -> None:
-    app()
+    """The console script: like ``app()``, but a usage error is one line and no error is a traceback."""
+    try:
+        code = app(standalone_mode=False)
+    except (typer.Abort, KeyboardInterrupt):
+        err.print("aborted")
+        sys.exit(1)
+    except Exception as exc:
+        if hasattr(exc, "exit_code") and hasattr(exc, "format_message"):  # click's usage errors
+            ctx = getattr(exc, "ctx", None)
+            if type(exc).__name__ == "NoArgsIsHelpError":
+                typer.echo(exc.format_message())
+                sys.exit(0)
+            hint = f" (see `{ctx.command_path} --help`)" if ctx is not None else ""
+            err.print(f"error: {exc.format_message()}{hint}", soft_wrap=True, markup=False)
+            sys.exit(exc.exit_code)
+        if os.environ.get("THREADLINE_DEBUG"):
+            traceback.print_exc()
+        message, status = explain(exc)
+        err.print(f"error: {message}", soft_wrap=True, markup=False)
+        sys.exit(status)
+    sys.exit(code if isinstance(code, int) else 0)

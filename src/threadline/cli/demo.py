@@ -6,17 +6,16 @@ import os
 
 import typer
 
-from threadline.backends import backend_of
+from threadline.backends import entry_of
 from threadline.backends.sqlite import path_of
 from threadline.cli import DEMO_DB, app
 from threadline.cli.shared import fail, out
-from threadline.demo.scenario import NotADemoDatabase, run_demo
 
 
 @app.command()
 def demo(
     db: str = typer.Option(
-        DEMO_DB, "--db", help="SQLite file to (re)create (path or sqlite:///path). Deleted first if it holds a previous demo run."
+        DEMO_DB, "--db", metavar="PATH", help="SQLite file to (re)create (path or sqlite:///path). Deleted first if it holds a previous demo run."
     ),
     force: bool = typer.Option(False, "--force", help="Delete the file even if it does not look like a previous demo database."),
 ) -> None:
@@ -26,7 +25,9 @@ def demo(
     file is ./threadline-demo.db — deliberately not $THREADLINE_DB, since the demo
     starts by deleting the file.
     """
-    if backend_of(db) != "sqlite":
+    from threadline.demo.scenario import NotADemoDatabase, run_demo  # the agent (langgraph.graph) only loads for the demo
+
+    if not entry_of(db).paths:
         fail(f"threadline demo runs on a SQLite file; got {db!r}", 2)
     folder = os.path.dirname(os.path.abspath(path_of(db)))
     if not os.path.isdir(folder):

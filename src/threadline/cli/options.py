@@ -1,8 +1,9 @@
-"""Options several commands share, parsed by their callbacks: a bad value is a usage
-error (exit 2) before any database is opened."""
+"""Options and arguments several commands share. Values are checked by their callbacks:
+a bad value is a usage error (exit 2) before any database is opened."""
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import sys
@@ -11,11 +12,12 @@ from typing import Any
 import typer
 
 from threadline.errors import ThreadlineError
+from threadline.read import load_graph, parse_duration
+
+CHECKPOINT_HELP = "Checkpoint: its full id, 6 or more of its hex digits (as tables show them), HEAD, HEAD~N or step:N."
 
 
 def _duration(value: str | None) -> float | None:
-    from threadline.read import parse_duration
-
     if value is None:
         return None
     try:
@@ -27,12 +29,12 @@ def _duration(value: str | None) -> float | None:
 def _where(items: list[str] | None) -> list[str] | None:
     for item in items or []:
         if "=" not in item:
-            raise typer.BadParameter(f"expects key=value, got {item!r}")
+            raise typer.BadParameter(f"expects KEY=VALUE, got {item!r}")
     return items
 
 
 def metadata(items: list[str] | None) -> dict[str, Any]:
-    """``--where key=value`` items (checked by the option) as a metadata filter; values parsed as JSON when they are."""
+    """``--where KEY=VALUE`` items (checked by the option) as a metadata filter; values parsed as JSON when they are."""
     result: dict[str, Any] = {}
     for item in items or []:
         key, raw = item.split("=", 1)
@@ -44,8 +46,6 @@ def metadata(items: list[str] | None) -> dict[str, Any]:
 
 
 def _graph(spec: str | None) -> Any:
-    from threadline.read import load_graph
-
     spec = spec or os.environ.get("THREADLINE_GRAPH")
     if not spec:
         return None
@@ -57,16 +57,45 @@ def _graph(spec: str | None) -> Any:
         raise typer.BadParameter(str(exc)) from None
 
 
+def _complete_thread(ctx: typer.Context, incomplete: str) -> list[str]:
+    """Shell completion of a thread_id from the database the command line names (read-only)."""
+    from threadline.backends.readonly import open_reader
+    from threadline.cli import default_db
+    from threadline.read.names import expand_threads
+
+    try:
+        with open_reader(ctx.params.get("db") or default_db()) as saver:
+            return expand_threads(saver, [glob.escape(incomplete) + "*"])[:200]
+    except Exception:  # completion never fails loudly: no database, no match → no candidates
+        return []
+
+
 def duration(flag: str, help: str) -> Any:
     """An option taking ``90s``, ``15m``, ``12h``, ``30d``, ``2w`` or seconds; the command gets seconds."""
-    return typer.Option(None, flag, help=help, callback=_duration)
+    return typer.Option(None, flag, metavar="DURATION", help=help, callback=_duration)
 
 
-Ns = typer.Option("", "--ns", help="checkpoint_ns (default: the root graph '').")
+def limit(default: int | None, what: str) -> Any:
+    """``--limit N``: the page size of a listing."""
+    return typer.Option(default, "--limit", min=1, metavar="N", help=f"Show at most N {what}.")
+
+
+def checkpoint(required: bool = True, help: str = CHECKPOINT_HELP) -> Any:
+    return typer.Argument(... if required else None, metavar="CHECKPOINT" if required else "[CHECKPOINT]", help=help,
+                          show_default=False)
+
+
+Thread = typer.Argument(..., metavar="THREAD", help="thread_id.", show_default=False, autocompletion=_complete_thread)
+Offset = typer.Option(0, "--offset", min=0, metavar="N", help="Skip the first N (the next page).")
+Ns = typer.Option("", "--ns", metavar="NS", help="checkpoint_ns (default: the root graph).", show_default=False)
 Graph = typer.Option(
-    None, "--graph", callback=_graph,
-    help="Compiled graph as module:attr (default $THREADLINE_GRAPH), e.g. threadline.demo:build_graph.",
+    None, "--graph", metavar="MODULE:ATTR", callback=_graph,
+    help="The compiled graph, e.g. threadline.demo:build_graph [default: $THREADLINE_GRAPH].",
 )
-Where = typer.Option(None, "--where", callback=_where,
-                     help="Metadata filter key=value (value parsed as JSON if it is). Repeatable.")
-Threads = typer.Option(None, "--thread", help="Only these threads (repeatable).")
+Where = typer.Option(None, "--where", metavar="KEY=VALUE", callback=_where,
+                     help="Only threads with a checkpoint whose metadata has KEY=VALUE (VALUE read as JSON when it is). Repeatable.")
+Threads = typer.Option(None, "--thread", metavar="THREAD",
+                       help="Only these threads (repeatable; glob patterns such as 'user-*' allowed).")
+Full = typer.Option(False, "--full", help="Show long values whole instead of folded.")
+Yes = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation (for scripts).")
+DryRun = typer.Option(False, "--dry-run", help="Only show what would be deleted; change nothing.")

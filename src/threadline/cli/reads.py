@@ -1,4 +1,5 @@
-"""Read commands: threads, history, show, diff, audit, latest, stats — each one call into ``threadline.read``."""
+"""Read commands: threads, history, show, diff, audit, latest, stats — each one call into
+``threadline.read`` on a database opened read-only, names resolved by ``read.names``."""
 
 from __future__ import annotations
 
@@ -11,6 +12,15 @@ from threadline import read
 from threadline.cli import options as O
 from threadline.cli.render import reads as R
 from threadline.cli.shared import command
+from threadline.read import names
+
+ORDERS = ("updated", "created", "bytes", "thread_id")
+
+
+def _order(value: str) -> str:
+    if value not in ORDERS:
+        raise typer.BadParameter(f"{value!r} is not one of {', '.join(ORDERS)}")
+    return value
 
 
 @command("threads", render=R.threads)
@@ -19,82 +29,98 @@ def threads(
     where: list[str] = O.Where,
     idle: str = O.duration("--idle", "Only threads idle at least this long (e.g. 30d, 12h)."),
     active: str = O.duration("--active", "Only threads updated within this long."),
-    limit: int = typer.Option(50, "--limit", min=1, help="Page size."),
-    offset: int = typer.Option(0, "--offset", min=0, help="Skip this many threads."),
-    order: str = typer.Option("updated", "--order", help="updated | created | bytes | thread_id"),
+    limit: int = O.limit(50, "threads"),
+    offset: int = O.Offset,
+    order: str = typer.Option("updated", "--order", metavar="|".join(ORDERS), callback=_order,
+                              help="Sort by: most recently updated, newest, largest, or thread_id."),
 ) -> read.ThreadPage:
-    """List threads: created/updated time, checkpoints, bytes, head step."""
-    return read.list_threads(saver, metadata=O.metadata(where), idle_for=idle, active_within=active, limit=limit, offset=offset,
-                             order_by=order)
+    """List threads: last update, checkpoints, size, head checkpoint and step."""
+    return read.list_threads(saver, metadata=O.metadata(where), idle_for=idle, active_within=active, limit=limit,
+                             offset=offset, order_by=order)
 
 
 @command("history", render=R.history)
 def history(
     saver: Any,
-    thread: str = typer.Argument(..., help="thread_id"),
+    thread: str = O.Thread,
     ns: str = O.Ns,
     subgraphs: bool = typer.Option(False, "--subgraphs", help="Also show subgraph runs under the checkpoint they started from."),
+    limit: int = O.limit(100, "checkpoints, newest first"),
+    offset: int = O.Offset,
 ) -> read.ThreadHistory:
-    """The thread's checkpoints as a tree: branches, step, source, writing nodes, time."""
-    return read.thread_history(saver, thread, checkpoint_ns=ns, include_subgraphs=subgraphs)
+    """The thread's checkpoints as a tree: branches, step, source, the nodes that wrote each, time."""
+    return read.thread_history(saver, names.resolve_thread(saver, thread), checkpoint_ns=ns, include_subgraphs=subgraphs)
 
 
 @command("show", render=R.state)
 def show(
     saver: Any,
-    thread: str = typer.Argument(..., help="thread_id"),
-    checkpoint: str = typer.Argument(None, help="checkpoint_id (default: the head; pending writes are then applied with --graph)"),
+    thread: str = O.Thread,
+    checkpoint: str = O.checkpoint(False, O.CHECKPOINT_HELP + " Default: the head, with finished tasks' writes applied when --graph is given."),
     ns: str = O.Ns,
     graph: str = O.Graph,
     internal: bool = typer.Option(False, "--internal", help="Also show bookkeeping channels (branch:to:*, __start__, …)."),
+    full: bool = O.Full,
 ) -> read.StateView:
-    """The state at a checkpoint: values, next nodes, pending writes, interrupts."""
-    return read.state_at(saver, thread, checkpoint, checkpoint_ns=ns, graph=graph)
+    """The state at a checkpoint: values (messages as role: content), next nodes, pending writes, interrupts."""
+    cid = None if checkpoint is None else names.resolve_checkpoint(saver, thread, checkpoint, checkpoint_ns=ns)
+    return read.state_at(saver, names.resolve_thread(saver, thread), cid, checkpoint_ns=ns, graph=graph)
 
 
 @command("diff", render=R.diff)
 def diff(
     saver: Any,
-    thread: str = typer.Argument(..., help="thread_id"),
-    a: str = typer.Argument(..., help="checkpoint_id (before)"),
-    b: str = typer.Argument(..., help="checkpoint_id (after)"),
+    thread: str = O.Thread,
+    a: str = O.checkpoint(help="The checkpoint before (see CHECKPOINT of show)."),
+    b: str = O.checkpoint(help="The checkpoint after."),
     ns: str = O.Ns,
     internal: bool = typer.Option(False, "--internal", help="Include bookkeeping channels."),
+    full: bool = O.Full,
 ) -> read.StateDiff:
-    """Per channel: added, removed, changed; messages by id, dicts key by key."""
-    return read.diff(saver, thread, a, b, checkpoint_ns=ns, include_internal=internal)
+    """Per channel: added, removed, changed; messages by id (tool calls too), dicts key by key."""
+    before, after = (names.resolve_checkpoint(saver, thread, x, checkpoint_ns=ns) for x in (a, b))
+    return read.diff(saver, thread, before, after, checkpoint_ns=ns, include_internal=internal)
 
 
 @command("audit", render=R.audit)
 def audit(
     saver: Any,
-    thread: str = typer.Argument(None, help="thread_id (omit for statistics over the whole database)"),
-    checkpoint: str = typer.Argument(None, help="checkpoint_id (omit for the whole thread)"),
+    thread: str = typer.Argument(None, metavar="[THREAD]", help="thread_id (omit for statistics over the whole database)."),
+    checkpoint: str = O.checkpoint(False, "A checkpoint of THREAD (omit for the whole thread)."),
     ns: str = O.Ns,
     all_ns: bool = typer.Option(False, "--all-ns", help="Every namespace (subgraphs too)."),
     since: str = O.duration("--since", "Statistics over writes at most this old (e.g. 7d)."),
-    limit: int = typer.Option(None, "--limit", help="Show at most this many writes."),
+    limit: int = O.limit(100, "writes"),
+    offset: int = O.Offset,
 ) -> dict[str, Any]:
-    """Writes in execution order (task, idx, channel, task_path, bytes, time) and per-task statistics."""
+    """Writes in execution order (node, task, channel, size, time), then per-node statistics."""
     space = None if all_ns else ns
-    writes = read.audit(saver, thread, checkpoint, checkpoint_ns=space, limit=limit) if thread else []
-    stats = read.task_stats(saver, thread, checkpoint, checkpoint_ns=space, since=None if since is None else time.time() - since)
+    cid = names.resolve_checkpoint(saver, thread, checkpoint, checkpoint_ns=ns) if thread and checkpoint else None
+    writes = read.audit(saver, names.resolve_thread(saver, thread), cid, checkpoint_ns=space, limit=limit, offset=offset) if thread else []
+    stats = read.task_stats(saver, thread, cid, checkpoint_ns=space, since=None if since is None else time.time() - since)
     return {"writes": writes, "stats": stats}
 
 
 @command("latest", render=R.latest)
 def latest(
     saver: Any,
-    channel: str = typer.Argument(..., help="channel name, e.g. messages"),
-    threads: list[str] = typer.Argument(None, help="thread_ids (default: every thread)"),
+    channel: str = typer.Argument(..., metavar="CHANNEL", help="Channel name, e.g. messages."),
+    threads: list[str] = typer.Argument(None, metavar="[THREAD]...",
+                                        help="thread_ids or glob patterns (default: every thread, most recently updated first)."),
     ns: str = O.Ns,
-    limit: int = typer.Option(None, "--limit", help="Without thread ids: the most recently updated N threads."),
+    limit: int = O.limit(50, "threads"),
+    offset: int = O.Offset,
+    full: bool = O.Full,
 ) -> list[read.LatestValue]:
-    """The latest value of one channel for many threads, through each thread's head checkpoint."""
-    return read.latest_values(saver, channel, threads or None, checkpoint_ns=ns, limit=limit)
+    """The value of one channel at the head of many threads (only that channel is decoded)."""
+    if threads:
+        ids = names.expand_threads(saver, threads)[offset:offset + limit]
+    else:
+        ids = [t.thread_id for t in read.list_threads(saver, limit=limit, offset=offset).threads]
+    return read.latest_values(saver, channel, ids, checkpoint_ns=ns)
 
 
 @command("stats", render=R.stats)
-def stats(saver: Any, top: int = typer.Option(10, "--top", min=0, help="How many of the largest threads to list.")) -> read.Stats:
-    """Counts and bytes per table, dedup ratio, top threads by size."""
+def stats(saver: Any, top: int = typer.Option(10, "--top", min=0, metavar="N", help="List the N largest threads.")) -> read.Stats:
+    """Rows and bytes per table, the dedup ratio, the largest threads."""
     return read.stats(saver, top=top)

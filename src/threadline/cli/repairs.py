@@ -1,4 +1,5 @@
-"""Consistency commands: fsck and rebuild — each one call into ``threadline.lifecycle``."""
+"""Consistency commands: fsck and rebuild (``threadline.lifecycle``), and setup. They read
+unless told to repair (``fsck --repair``, ``rebuild --apply``), which needs --db or $THREADLINE_DB."""
 
 from __future__ import annotations
 
@@ -9,31 +10,47 @@ import typer
 from threadline import lifecycle
 from threadline.cli import options as O
 from threadline.cli.render import changes as R
-from threadline.cli.shared import command, fail
+from threadline.cli.shared import command
+from threadline.errors import ConfigError
+from threadline.read import names
+from threadline.storage import ops
 
 
-@command("fsck", render=R.fsck, problems=lambda report: not report.ok)
+@command("fsck", render=R.fsck, problems=lambda report: not report.ok, opens=lambda o: "write" if o["repair"] else "read")
 def fsck(
     saver: Any,
     repair: bool = typer.Option(False, "--repair", help="Fix what is safe: orphan writes/blobs, broken parent links, the threads index."),
     deep: bool = typer.Option(False, "--deep", help="Also decode every blob and write."),
     thread: list[str] = O.Threads,
+    limit: int = O.limit(50, "findings"),
+    offset: int = O.Offset,
     progress: Any = None,
 ) -> lifecycle.FsckReport:
-    """Check consistency: dangling blob refs, orphan writes/blobs, unreadable rows, broken parent links."""
-    return lifecycle.fsck(saver, thread_ids=thread or None, repair=repair, deep=deep, progress=progress)
+    """Check consistency: dangling blob references, orphan writes/blobs, unreadable rows, broken parent links.
+
+    Exit 1 when a problem remains."""
+    ids = names.expand_threads(saver, thread) if thread else None
+    return lifecycle.fsck(saver, thread_ids=ids, repair=repair, deep=deep, progress=progress)
 
 
-@command("rebuild", render=R.rebuild)
+@command("rebuild", render=R.rebuild, opens=lambda o: "write" if o["apply"] else "read")
 def rebuild(
     saver: Any,
-    thread: str = typer.Argument(..., help="thread_id"),
-    checkpoint: str = typer.Argument(..., help="checkpoint_id to recompute"),
+    thread: str = O.Thread,
+    checkpoint: str = O.checkpoint(),
     graph: str = O.Graph,
     ns: str = O.Ns,
     apply: bool = typer.Option(False, "--apply", help="Write back blobs the checkpoint names but that are missing."),
 ) -> lifecycle.RebuildResult:
-    """Recompute a checkpoint's values from its parent's state + writes with the graph's reducers."""
+    """Recompute a checkpoint's values from its parent's state and writes with the graph's reducers."""
     if graph is None:
-        fail("rebuild needs the compiled graph: --graph module:attr (or $THREADLINE_GRAPH)", 2)
-    return lifecycle.rebuild(saver, graph, thread, checkpoint, checkpoint_ns=ns, apply=apply)
+        raise ConfigError("rebuild needs the compiled graph: --graph MODULE:ATTR (or $THREADLINE_GRAPH)")
+    cid = names.resolve_checkpoint(saver, thread, checkpoint, checkpoint_ns=ns)
+    return lifecycle.rebuild(saver, graph, thread, cid, checkpoint_ns=ns, apply=apply)
+
+
+@command("setup", render=R.setup, opens="target")
+def setup(saver: Any) -> dict[str, Any]:
+    """Create threadline's tables in the database named by --db, or migrate them to this release."""
+    state = saver.run(ops.schema_state(saver.dialect))
+    return {"schema_version": max(state.applied, default=0), "official_saver_tables": state.official}

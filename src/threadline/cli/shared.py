@@ -7,10 +7,16 @@ A command is one thin function over a library call::
         \"\"\"List threads.\"\"\"
         return read.list_threads(saver, limit=limit, ...)
 
-``@command`` adds ``--db`` and ``--json`` to its options, opens the database, turns a
-library error into one line on stderr with an exit code, and prints the result: its
-``to_json()`` with ``--json``, else ``render(result, **options)``. A function that
-declares a ``progress`` parameter gets a callback driving a progress bar on stderr.
+``@command`` adds ``--db``, ``--json`` and ``--debug`` to its options, opens the
+database (read-only for reads), turns any error into one line on stderr with an exit
+code, and prints the result: its ``to_json()`` with ``--json``, else
+``render(result, **options)``. A function that declares a ``progress`` parameter gets a
+callback driving a progress bar on stderr; one that declares ``confirm`` gets
+``confirm(preview, question)``, which asks on a terminal before a destructive step.
+
+Exit codes: 0 done; 1 problems found (fsck, import verification) or the operation was
+refused or failed; 2 usage or input error (bad option, unknown thread or checkpoint,
+not a threadline database).
 """
 
 from __future__ import annotations
@@ -19,29 +25,52 @@ import functools
 import inspect
 import json
 import os
+import sqlite3
+import sys
+import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import psycopg
 import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from threadline.backends import open_saver
+from threadline.errors import NotADatabaseError
+from threadline.backends.readonly import open_reader, open_readonly, require_threadline
 from threadline.cli import app, default_db
-from threadline.errors import ThreadlineError
+from threadline.errors import ConfigError, FilterError, NotFoundError, SchemaError, ThreadlineError
+from threadline.read.names import AmbiguousNameError
 
-out = Console()
-err = Console(stderr=True)
+out = Console(highlight=False)
+err = Console(stderr=True, highlight=False)
 
-DbOption = typer.Option(None, "--db", help="Database URL or path (default: $THREADLINE_DB or ./threadline-demo.db).")
-JsonOption = typer.Option(False, "--json", help="Print JSON on stdout instead of tables.")
+Db = typer.Option(None, "--db", metavar="URL", show_default=False,
+                  help="Database: a path, sqlite:///path or postgresql://… [default: $THREADLINE_DB, else ./threadline-demo.db]")
+Json = typer.Option(False, "--json", help="Print JSON on stdout instead of tables.")
+Debug = typer.Option(False, "--debug", help="On an error, show the full traceback.")
+
+_INPUT_ERRORS = (NotFoundError, AmbiguousNameError, ConfigError, FilterError, NotADatabaseError, SchemaError, ValueError)
 
 
 def fail(message: str, code: int = 1) -> None:
-    """Print ``error: message`` on stderr and exit with ``code``."""
+    """Print ``error: message`` on stderr (one line) and exit with ``code``."""
     err.print(f"[red]error:[/red] {escape(message)}", soft_wrap=True)
     raise typer.Exit(code)
+
+
+def explain(exc: BaseException) -> tuple[str, int]:
+    """One line and an exit code for an error: 2 for bad input, 1 for everything else."""
+    if isinstance(exc, _INPUT_ERRORS):
+        return str(exc), 2
+    if isinstance(exc, (ThreadlineError, OSError)):
+        return str(exc), 1
+    if isinstance(exc, (sqlite3.Error, psycopg.Error)):
+        return f"database error: {' '.join(str(exc).split())}", 1
+    return f"unexpected {type(exc).__name__}: {exc} (run again with --debug for the traceback)", 1
 
 
 def jsonable(result: Any) -> Any:
@@ -59,54 +88,89 @@ def emit(data: Any) -> None:
     typer.echo(json.dumps(data, ensure_ascii=False, default=str, indent=None))
 
 
+def _named(db: str | None, name: str) -> str:
+    url = db or os.environ.get("THREADLINE_DB")
+    if not url:
+        fail(f"{name} writes to the database you name: pass --db URL (or set $THREADLINE_DB)", 2)
+    return url
+
+
 @contextmanager
-def opened(db: str | None, *, create: bool = False) -> Iterator[Any]:
-    """A saver on ``db`` (default ``$THREADLINE_DB`` or the demo database).
-
-    A missing SQLite file is an error unless ``create``."""
-    from threadline.backends import backend_of, open_saver
-    from threadline.backends.sqlite import path_of
-
-    url = db or default_db()
-    if not create and backend_of(url) == "sqlite":
-        path = path_of(url)
-        if path != ":memory:" and not os.path.exists(path):
-            fail(f"no database at {path!r} (pass --db, set $THREADLINE_DB, or run `threadline demo`)")
+def opened(db: str | None, mode: str, name: str) -> Iterator[Any]:
+    """A saver for a command: ``"read"`` — read-only on an existing threadline database
+    (default ``$THREADLINE_DB`` or the demo database); ``"write"`` — on an existing
+    threadline database named explicitly (migrated if older); ``"target"`` — on the
+    database named explicitly, created when missing."""
+    if mode == "read":
+        try:
+            with open_reader(db or default_db()) as saver:
+                yield saver
+        except NotADatabaseError as exc:
+            if db or os.environ.get("THREADLINE_DB"):
+                raise
+            raise NotADatabaseError(f"{exc} (pass --db, set $THREADLINE_DB, or run `threadline demo`)") from None
+        return
+    url = _named(db, name)
+    if mode == "write":
+        with open_readonly(url) as (checked, state):
+            require_threadline(url, state, type(checked).__name__, current=False)  # setup below migrates an older one
     with open_saver(url) as saver:
         yield saver
 
 
-@contextmanager
-def progress_bar(label: str, enabled: bool) -> Iterator[Callable[[int, int, str], None]]:
-    """A transient progress bar on stderr; yields the library's ``progress(done, total, what)`` callback."""
-    bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                   console=err, transient=True, disable=not enabled)
-    with bar:
-        task = bar.add_task(label, total=None)
+class _Bar:
+    """A transient progress bar on stderr, shown from the first update until ``stop``."""
 
-        def update(done: int, total: int, what: str) -> None:
-            bar.update(task, completed=done, total=total, description=what[:40])
+    def __init__(self, label: str, enabled: bool) -> None:
+        self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                            console=err, transient=True, disable=not enabled)
+        self.task = self.bar.add_task(label, total=None)
+        self.live = False
 
-        yield update
+    def __call__(self, done: int, total: int, what: str) -> None:
+        if not self.live:
+            self.bar.start()
+            self.live = True
+        self.bar.update(self.task, completed=done, total=total, description=what[:40])
+
+    def stop(self) -> None:
+        if self.live:
+            self.bar.stop()
+            self.live = False
+
+
+def _confirmer(bar: _Bar, render: Callable[..., None] | None, options: dict[str, Any], as_json: bool, name: str):
+    def confirm(preview: Any, question: str) -> None:
+        if options.get("yes"):
+            return
+        bar.stop()
+        if not sys.stdin.isatty():
+            fail(f"{name} deletes data: pass --yes to confirm (see the plan first with --dry-run)", 2)
+        if render is not None and not as_json:
+            render(preview, **{**options, "dry_run": True})
+        if not typer.confirm(question, default=False, err=True):
+            fail("nothing changed", 1)
+
+    return confirm
 
 
 def command(
     name: str,
     *,
     render: Callable[..., None] | None = None,
-    opens: str = "db",
+    opens: str | Callable[[dict[str, Any]], str] = "read",
     problems: Callable[[Any], bool] | None = None,
-    check: Callable[[dict[str, Any]], None] | None = None,
+    prepare: Callable[[dict[str, Any]], None] | None = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Register ``fn`` as ``threadline NAME`` with the shared options.
 
-    ``opens``: ``"db"`` — ``fn(saver, **options)`` on the database named by ``--db``;
-    ``"target"`` — the same, but ``--db`` (or ``$THREADLINE_DB``) must be given and the
-    database is created when missing; ``"none"`` — ``fn(**options)``, no database.
-    ``render(result, **options)`` prints the result for people; ``problems(result)``
-    true makes the command exit 1 after printing (fsck findings, failed verification).
-    ``check(options)`` validates input before the database is opened; an error it raises
-    is a usage error (exit 2).
+    ``opens``: how ``--db`` is opened (see ``opened``: ``"read"``, ``"write"``,
+    ``"target"``), ``"none"`` for a command without a database, or a function of the
+    options choosing one (``fsck --repair`` writes, ``fsck`` reads). ``fn(saver,
+    **options)`` gets the saver first. ``render(result, **options)`` prints the result
+    for people; ``problems(result)`` true makes the command exit 1 after printing.
+    ``prepare(options)`` checks (and may normalize) the options before the database is
+    opened.
     """
 
     def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -114,29 +178,48 @@ def command(
         params = list(sig.parameters.values())
         if opens != "none":
             params = params[1:]  # the saver
-        wants_progress = any(p.name == "progress" for p in params)
-        params = [p for p in params if p.name != "progress"]
+        injected = {p.name for p in params} & {"progress", "confirm"}
+        params = [p for p in params if p.name not in injected]
         kw = inspect.Parameter.KEYWORD_ONLY
         if opens != "none":
-            params.append(inspect.Parameter("db", kw, default=DbOption, annotation=str))
-        params.append(inspect.Parameter("as_json", kw, default=JsonOption, annotation=bool))
+            params.append(inspect.Parameter("db", kw, default=Db, annotation=str))
+        params.append(inspect.Parameter("as_json", kw, default=Json, annotation=bool))
+        params.append(inspect.Parameter("debug", kw, default=Debug, annotation=bool))
 
         @functools.wraps(fn)
         def run(**options: Any) -> None:
-            db = options.pop("db", None)
-            as_json = options.pop("as_json")
-            if opens == "target" and not (db or os.environ.get("THREADLINE_DB")):
-                fail(f"{name} writes into the database you name: pass --db URL (or set $THREADLINE_DB)", 2)
-            if check is not None:
+            db, as_json, debug = options.pop("db", None), options.pop("as_json"), options.pop("debug")
+            debug = debug or bool(os.environ.get("THREADLINE_DEBUG"))
+            try:
+                mode = opens(options) if callable(opens) else opens
+                if mode in ("write", "target"):
+                    db = _named(db, name)
+                if prepare is not None:
+                    prepare(options)
+                bar = _Bar(name, "progress" in injected and not as_json)
+                extra: dict[str, Any] = {}
+                if "progress" in injected:
+                    extra["progress"] = bar
+                if "confirm" in injected:
+                    extra["confirm"] = _confirmer(bar, render, options, as_json, name)
                 try:
-                    check(options)
-                except (ThreadlineError, ValueError, OSError) as exc:
-                    fail(str(exc), 2)
-            result = _call(fn, db, opens, options, wants_progress, name, as_json)
-            if as_json:
-                emit(jsonable(result))
-            elif render is not None:
-                render(result, **options)
+                    if mode == "none":
+                        result = fn(**options, **extra)
+                    else:
+                        with opened(db, mode, name) as saver:
+                            result = fn(saver, **options, **extra)
+                finally:
+                    bar.stop()
+                if as_json:
+                    emit(jsonable(result))
+                elif render is not None:
+                    render(result, **options)
+            except (typer.Exit, typer.Abort):
+                raise
+            except Exception as exc:
+                if debug:
+                    traceback.print_exc()
+                fail(*explain(exc))
             if problems is not None and problems(result):
                 raise typer.Exit(1)
 
@@ -146,17 +229,3 @@ def command(
         return fn
 
     return decorate
-
-
-def _call(fn: Callable[..., Any], db: str | None, opens: str, options: dict[str, Any], wants_progress: bool,
-          name: str, as_json: bool) -> Any:
-    try:
-        with progress_bar(name, wants_progress and not as_json) as tick:
-            if wants_progress:
-                options = {**options, "progress": tick}
-            if opens == "none":
-                return fn(**options)
-            with opened(db, create=opens == "target") as saver:
-                return fn(saver, **options)
-    except (ThreadlineError, ValueError, LookupError, OSError) as exc:
-        fail(str(exc))

@@ -6,9 +6,12 @@ from typing import Any
 
 import typer
 
+from threadline.backends.readonly import open_readonly
 from threadline.cli import options as O
 from threadline.cli.render import changes as R
 from threadline.cli.shared import command
+from threadline.read import names
+from threadline.storage import adopt
 from threadline.transfer import export as X
 from threadline.transfer import official
 
@@ -16,27 +19,37 @@ from threadline.transfer import official
 @command("export", render=R.export)
 def export(
     saver: Any,
-    to: str = typer.Option(..., "--to", help="Output directory (its checkpoints/, writes/, blobs/ are replaced)."),
+    to: str = typer.Option(..., "--to", metavar="DIR", help="Output directory (its checkpoints/, writes/, blobs/ are replaced)."),
     thread: list[str] = O.Threads,
     progress: Any = None,
 ) -> X.ExportReport:
-    """Parquet export partitioned by dt=YYYY-MM-DD: checkpoints, writes, blob metadata (no values)."""
-    return X.export_parquet(saver, to, thread_ids=thread or None, progress=progress)
+    """Write Parquet datasets partitioned by day: checkpoints, writes, blob metadata (never values)."""
+    ids = names.expand_threads(saver, thread) if thread else None
+    return X.export_parquet(saver, to, thread_ids=ids, progress=progress)
 
 
-@command("import", render=R.imported, opens="target", problems=lambda report: not report.ok,
-         check=lambda options: official.check_source(options["source"]))
+def _source_threads(options: dict[str, Any]) -> None:
+    """The source must be an official saver's database; --thread names its threads (globs expanded)."""
+    official.check_source(options["source"])
+    if options["thread"]:
+        with open_readonly(options["source"]) as (src, _):
+            options["thread"] = names.match_threads(options["thread"], src.peek(adopt.official_thread_ids_op(src.dialect)))
+
+
+@command("import", render=R.imported, opens="target", problems=lambda report: not report.ok, prepare=_source_threads)
 def import_(
     saver: Any,
-    source: str = typer.Argument(..., help="Official LangGraph database: SqliteSaver file (path or sqlite:///path) or postgresql:// URL."),
+    source: str = typer.Argument(..., metavar="SOURCE",
+                                     help="An official LangGraph database: a SqliteSaver file (path or sqlite:///path) or a postgresql:// URL."),
     thread: list[str] = O.Threads,
     replace: bool = typer.Option(False, "--replace", help="Replace threads that already exist in the target."),
-    verify: bool = typer.Option(True, "--verify/--no-verify", help="Compare every imported thread on both sides."),
+    verify: bool = typer.Option(True, "--verify/--no-verify", help="Compare every imported thread with its source."),
     graph: str = O.Graph,
     progress: Any = None,
 ) -> official.ImportReport:
-    """Import threads written by LangGraph's official SqliteSaver (or PostgresSaver) and verify them.
+    """Copy threads written by LangGraph's official SqliteSaver or PostgresSaver into the database named by --db.
 
-    The target must be named (--db or $THREADLINE_DB); the source is opened read-only."""
-    return official.import_langgraph(source, saver, thread_ids=thread or None, verify=verify, replace=replace, graph=graph,
-                                     progress=progress)
+    The source is opened read-only and never changed; the target (--db or $THREADLINE_DB)
+    is created when missing. Exit 1 when a thread does not read back identically."""
+    return official.import_langgraph(source, saver, thread_ids=thread or None, verify=verify, replace=replace,
+                                     graph=graph, progress=progress)

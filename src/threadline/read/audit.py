@@ -17,6 +17,7 @@ from threadline.storage.dialect import Dialect
 from threadline.storage.ops import Op, Q
 from threadline.errors import ConfigError
 from threadline.read.common import NULL_TASK_ID, checkpoint_row_op, iso, node_of_task_path
+from threadline.read.tasks import node_of_write, push_index, push_nodes_op, push_tasks_op
 from threadline.keys import checkpoint_id_of, checkpoint_ns_of, thread_id_of
 
 @dataclass
@@ -42,13 +43,15 @@ class WriteInfo:
 
 
 def audit_op(
-    d: Dialect, thread_id: Any, checkpoint_id: str | None = None, *, checkpoint_ns: str | None = "", limit: int | None = None
+    d: Dialect, thread_id: Any, checkpoint_id: str | None = None, *, checkpoint_ns: str | None = "", limit: int | None = None,
+    offset: int = 0,
 ) -> Op[list[WriteInfo]]:
     """The writes of a checkpoint (or of the whole thread) in execution order (seed 000 "调试/审计读取").
 
     Order: checkpoint_id, then ``created_at``, then LangGraph's ``writes_sort_key``
-    (task_path, task_id, idx). ``checkpoint_ns=None`` means every namespace.
-    No value is decoded: ``bytes`` is the stored size.
+    (task_path, task_id, idx). ``checkpoint_ns=None`` means every namespace;
+    ``limit``/``offset`` page the list. No value is decoded: ``bytes`` is the stored
+    size; ``node`` names Send tasks too (``tasks.push_node``).
     Raises NotFoundError when a named checkpoint does not exist.
     """
     tid = thread_id_of(thread_id)
@@ -64,15 +67,17 @@ def audit_op(
         params.append(checkpoint_id)
     tail = ""
     if limit is not None:
-        tail = " LIMIT ?"
-        params.append(int(limit))
+        tail = " LIMIT ? OFFSET ?"
+        params += [int(limit), int(offset)]
     found = yield Q(
         f"SELECT thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, task_path, type, {d.bytes_of('blob', 'blob')}, created_at "
         f"FROM threadline_writes WHERE {' AND '.join(clauses)} ORDER BY checkpoint_ns, checkpoint_id, created_at, task_path, task_id, idx{tail}",
         params,
     )
+    pushed = yield from push_nodes_op(d, [(r[0], r[1], r[2], r[3], r[6]) for r in found])
     return [
-        WriteInfo(r[0], r[1], r[2], r[3], int(r[4]), r[5], r[6] or "", node_of_task_path(r[6], r[3]), r[7], int(r[8]), float(r[9]))
+        WriteInfo(r[0], r[1], r[2], r[3], int(r[4]), r[5], r[6] or "", node_of_write(pushed, (r[0], r[1], r[2], r[3]), r[6]),
+                  r[7], int(r[8]), float(r[9]))
         for r in found
     ]
 
@@ -174,11 +179,19 @@ def task_stats_op(
     )
     per: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
     for path, is_null, count, total, tasks in grouped:
+        if not is_null and push_index(path) is not None:
+            continue  # Send tasks: counted below, one by one, under the node each ran
         node = node_of_task_path(path, NULL_TASK_ID if is_null else None) or (path or "?")
         acc = per[node]
         acc[0] += int(count)
         acc[1] += int(total or 0)
         acc[2] += int(tasks)
+    if any(not r[1] and push_index(r[0]) is not None for r in grouped):
+        for node, count, total in (yield from push_tasks_op(d, where, wparams, size)):
+            acc = per[node]
+            acc[0] += count
+            acc[1] += total
+            acc[2] += 1
     stats = sorted(
         (TaskStat(node, c, b, round(b / c, 1) if c else 0.0, t) for node, (c, b, t) in per.items()),
         key=lambda s: (-s.writes, -s.total_bytes, s.node),

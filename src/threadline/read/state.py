@@ -33,11 +33,12 @@ from threadline.read.common import (
     jsonable,
     node_of_task_path,
 )
+from threadline.read.tasks import node_of_write, push_nodes_op
 from threadline.keys import checkpoint_ns_of, thread_id_of
 
 @dataclass
 class PendingWriteView:
-    """A pending write: the task that made it (task_id, node from its task_path), channel, value, idx."""
+    """A pending write: the task that made it (task_id, node from its task_path or, for a Send task, ``tasks.push_node``), channel, value, idx."""
 
     task_id: str
     node: str | None
@@ -189,20 +190,23 @@ def stored_state_op(
     for task_id, idx in sorted(meta_by_key):
         idx_by_task[task_id].append(idx)
     used: dict[str, int] = defaultdict(int)
+    pushed = yield from push_nodes_op(d, [(tid, ns, row[2], task, path) for (task, _), (path, _) in meta_by_key.items()])
     pending: list[PendingWriteView] = []
     for task_id, channel, value in tup.pending_writes:
         idxs = idx_by_task.get(task_id, [])
         idx = idxs[used[task_id]] if used[task_id] < len(idxs) else -99
         used[task_id] += 1
         path = meta_by_key.get((task_id, idx), ("", 0.0))[0]
-        pending.append(PendingWriteView(task_id, node_of_task_path(path, task_id), channel, idx, path, value))
+        pending.append(PendingWriteView(task_id, node_of_write(pushed, (tid, ns, row[2], task_id), path), channel, idx, path, value))
     cp = tup.checkpoint
     all_values = cp["channel_values"]
     values = {k: v for k, v in all_values.items() if not is_internal_channel(k)}
     internal = {k: v for k, v in all_values.items() if is_internal_channel(k)}
     nxt = next_nodes(cp)
-    finished = {w.node for w in pending if w.channel not in (INTERRUPT, ERROR, RESUME) and w.task_id != NULL_TASK_ID}
-    interrupted_nodes = {w.node for w in pending if w.channel in (INTERRUPT, ERROR)}
+    # by pull-task node only: one finished Send task does not finish its node's other Sends
+    finished = {node_of_task_path(w.task_path, w.task_id) for w in pending
+                if w.channel not in (INTERRUPT, ERROR, RESUME) and w.task_id != NULL_TASK_ID}
+    interrupted_nodes = {node_of_task_path(w.task_path, w.task_id) for w in pending if w.channel in (INTERRUPT, ERROR)}
     if live:
         nxt = [n for n in nxt if n not in finished or n in interrupted_nodes]
     resumed = {w.task_id for w in pending if w.channel == RESUME}

@@ -117,11 +117,13 @@ def threads_op(
         params += p
     where = ("WHERE " + " AND ".join(clauses)) if clauses else ""
     total = (yield Q(f"SELECT COUNT(*) FROM threadline_threads t {where}", params))[0][0]
+    # the page first, then the heads of its threads only (not of every thread skipped by OFFSET)
     found = yield Q(
         "SELECT t.thread_id, t.created_at, t.updated_at, t.checkpoint_count, t.bytes, h.checkpoint_id, h.step, h.source "
-        "FROM threadline_threads t LEFT JOIN threadline_checkpoints h ON h.thread_id = t.thread_id AND h.checkpoint_ns = '' "
+        f"FROM (SELECT * FROM threadline_threads t {where} ORDER BY {orders[order_by]} LIMIT ? OFFSET ?) t "
+        "LEFT JOIN threadline_checkpoints h ON h.thread_id = t.thread_id AND h.checkpoint_ns = '' "
         "AND h.checkpoint_id = (SELECT MAX(c2.checkpoint_id) FROM threadline_checkpoints c2 WHERE c2.thread_id = t.thread_id AND c2.checkpoint_ns = '') "
-        f"{where} ORDER BY {orders[order_by]} LIMIT ? OFFSET ?",
+        f"ORDER BY {orders[order_by]}",
         [*params, limit, offset],
     )
     threads = [ThreadInfo(r[0], float(r[1]), float(r[2]), int(r[3]), int(r[4]), r[5], r[6], r[7]) for r in found]

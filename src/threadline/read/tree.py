@@ -17,6 +17,7 @@ from threadline.storage.dialect import Dialect
 from threadline.storage.ops import Op, Q
 from threadline.errors import NotFoundError
 from threadline.read.common import INTERRUPT, iso
+from threadline.read.tasks import push_nodes_by_checkpoint_op
 from threadline.keys import checkpoint_ns_of, thread_id_of
 
 @dataclass
@@ -158,11 +159,13 @@ def history_op(d: Dialect, thread_id: Any, *, checkpoint_ns: str | None = "", in
             metadata=meta if isinstance(meta, dict) else {},
         )
     roots: dict[str, list[str]] = {}
+    sent = yield from push_nodes_by_checkpoint_op(d, tid, None if include_subgraphs else ns)
     for space, by_id in nodes.items():
         roots[space] = []
         for cid, node in by_id.items():
             parent = node.parent_checkpoint_id
             node.writers = _writers(docs[(space, cid)], docs.get((space, parent)) if parent else None, node.source)
+            node.writers += sorted(sent.get((space, parent or ""), set()) - set(node.writers))  # Send tasks
             if parent and parent in by_id:
                 by_id[parent].children.append(cid)
             else:

@@ -27,7 +27,8 @@ from threadline.storage import rows as R
 from threadline.storage.dialect import Dialect, dumps_json
 from threadline.storage.ops import Op, Q
 from threadline.errors import ConfigError
-from threadline.read import all_thread_ids_op, node_of_task_path
+from threadline.read import all_thread_ids_op
+from threadline.read.tasks import node_of_write, push_nodes_op
 from threadline.keys import thread_id_of
 
 TABLES = ("checkpoints", "writes", "blobs")
@@ -73,11 +74,12 @@ def export_rows_op(d: Dialect, thread_id: str) -> Op[dict[str, list[dict[str, An
         "FROM threadline_writes WHERE thread_id = ? ORDER BY checkpoint_ns, checkpoint_id, created_at, task_path, task_id, idx",
         (thread_id,),
     )
+    pushed = yield from push_nodes_op(d, [(w[0], w[1], w[2], w[3], w[6]) for w in writes])
     for w in writes:
         out["writes"].append(
             {
                 "thread_id": w[0], "checkpoint_ns": w[1], "checkpoint_id": w[2], "task_id": w[3], "idx": int(w[4]),
-                "channel": w[5], "task_path": w[6] or "", "node": node_of_task_path(w[6], w[3]), "type": w[7],
+                "channel": w[5], "task_path": w[6] or "", "node": node_of_write(pushed, (w[0], w[1], w[2], w[3]), w[6]), "type": w[7],
                 "bytes": int(w[8]), "created_at": float(w[9]), "dt": _dt_of(w[9]),
             }
         )

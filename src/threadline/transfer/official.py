@@ -15,6 +15,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from threadline.errors import NotADatabaseError
+from threadline.backends.readonly import open_readonly
 from threadline.errors import ConfigError, ThreadlineError
 from threadline.keys import thread_id_of
 from threadline.storage import adopt, ops
@@ -63,27 +65,25 @@ class ImportReport:
 
 @contextmanager
 def _official_source(url: str) -> Iterator[Any]:
-    """A threadline saver shell on an official LangGraph database, opened read-only and
-    never set up: only ``peek`` runs on it. ConfigError when it is no such database."""
-    from threadline.backends import entry_of
-
-    with entry_of(url).get("read_only")(url, "import source") as source:
-        yield _checked(source, "the import source")
+    """A threadline saver shell on an official LangGraph database, opened read-only
+    (``backends.readonly``) and never set up: only ``peek`` runs on it. ConfigError when it
+    is no such database."""
+    try:
+        with open_readonly(url) as (source, state):
+            if not state.official:
+                raise ConfigError(
+                    f"import source {url!r} is not a database of LangGraph's official {type(source).__name__} "
+                    "(no checkpoints/writes tables of that layout)"
+                )
+            yield source
+    except NotADatabaseError as exc:
+        raise ConfigError(f"import source: {exc}") from None
 
 
 def check_source(url: str) -> None:
     """ConfigError/BackendError unless ``url`` is an official LangGraph database (opened read-only)."""
     with _official_source(url):
         pass
-
-
-def _checked(source: Any, name: str) -> Any:
-    if not source.peek(ops.schema_state(source.dialect)).official:
-        raise ConfigError(
-            f"{name} is not a database of LangGraph's official {type(source).__name__} "
-            "(no checkpoints/writes tables of that layout)"
-        )
-    return source
 
 
 def import_thread_op(

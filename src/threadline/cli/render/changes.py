@@ -1,94 +1,111 @@
 """Renderers of the lifecycle and transfer reports: rollback/fork, delete/prune plans, fsck,
-rebuild, export and import."""
+rebuild, setup, export and import. Long reports are summarized and paged (``--limit``/``--offset``)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from rich.markup import escape
-from rich.table import Table
 
-from threadline.cli.render.format import brief, size
+from threadline.cli.render.format import page_footer, short, size, table, value_text
 from threadline.cli.shared import out
 
 
 def rollback(r: Any, thread: str = "", **_: Any) -> None:
-    out.print(f"[green]rolled back[/green] {escape(thread)}: new head {r.checkpoint_id} (parent {r.parent_checkpoint_id}) "
-              f"carries the state of {r.source_checkpoint_id}; previous head {r.previous_head} kept on its branch")
+    out.print(f"[green]rolled back[/green] {escape(thread)}: new head {short(r.checkpoint_id)} carries the state of "
+              f"{short(r.source_checkpoint_id)}; the previous head {short(r.previous_head)} stays on its branch")
 
 
-def fork(r: Any, thread: str = "", checkpoint: str = "", to: str = "", **_: Any) -> None:
-    out.print(f"[green]forked[/green] {escape(thread)}@{checkpoint} → thread {escape(to)} head {r.checkpoint_id} "
-              f"({r.blobs_copied} blob rows copied)")
+def fork(r: Any, thread: str = "", to: str = "", **_: Any) -> None:
+    out.print(f"[green]forked[/green] {escape(thread)} @ {short(r.source_checkpoint_id)} → thread {escape(to)}: "
+              f"head {short(r.checkpoint_id)} ({r.blobs_copied} blob rows copied)")
 
 
-def plans(plans: list[Any], dry_run: bool) -> None:
-    table = Table(title="would delete" if dry_run else "deleted")
-    for col in ("thread_id", "checkpoints", "writes", "blobs", "bytes freed", "thread"):
-        table.add_column(col, justify="left" if col == "thread_id" else "right")
-    for p in plans:
-        table.add_row(escape(p.thread_id), str(len(p.checkpoints)), str(p.writes), str(p.blobs), size(p.bytes_freed),
-                      "deleted" if p.thread_deleted else "kept")
-    out.print(table)
+def _plans(plans: list[Any], dry_run: bool, limit: int, offset: int) -> None:
+    t = table("would delete" if dry_run else "deleted", "thread_id", ">checkpoints", ">writes", ">blobs", ">freed", "thread")
+    for p in plans[offset:offset + limit]:
+        t.add_row(escape(p.thread_id), str(len(p.checkpoints)), str(p.writes), str(p.blobs), size(p.bytes_freed),
+                  "deleted" if p.thread_deleted else "kept")
+    out.print(t)
+    if footer := page_footer(len(plans[offset:offset + limit]), offset, len(plans), "threads"):
+        out.print(footer)
+
+
+def _checkpoints(plan: Any, dry_run: bool) -> None:
+    for ns, cid in plan.checkpoints:
+        out.print(f"  {escape(plan.thread_id)}  {'would delete' if dry_run else 'deleted'} {short(cid)}"
+                  + (f"  (checkpoint_ns {escape(ns)})" if ns else ""))
 
 
 def delete(plan: Any, dry_run: bool = False, **_: Any) -> None:
-    plans([plan], dry_run)
-    for ns, cid in plan.checkpoints:
-        out.print(f"  {'would delete' if dry_run else 'deleted'} {escape(ns or '(root)')} {cid}")
+    _plans([plan], dry_run, 1, 0)
+    _checkpoints(plan, dry_run)
     for cid, parent in plan.reparented.items():
-        out.print(f"  {cid}: parent → {parent or '(none: root)'}")
+        out.print(f"  {short(cid)}: parent → {short(parent) if parent else '(none: a root)'}")
 
 
-def prune(report: Any, dry_run: bool = False, **_: Any) -> None:
-    plans(report.plans, dry_run)
-    if dry_run:
-        for p in report.plans:
-            for ns, cid in p.checkpoints:
-                out.print(f"  {escape(p.thread_id)} {escape(ns or '(root)')} {cid}")
-    verb = "would free" if dry_run else "freed"
-    out.print(f"{report.checkpoints} checkpoint(s), {verb} {size(report.bytes_freed)}"
-              + (f"; threads deleted: {', '.join(report.threads_deleted)}" if report.threads_deleted else ""))
+def prune(report: Any, dry_run: bool = False, verbose: bool = False, limit: int = 20, offset: int = 0, **_: Any) -> None:
+    plans = sorted(report.plans, key=lambda p: (-p.bytes_freed, p.thread_id))
+    if plans:
+        _plans(plans, dry_run, limit, offset)
+    if verbose:
+        for p in plans[offset:offset + limit]:
+            _checkpoints(p, dry_run)
+    gone = len(report.threads_deleted)
+    out.print(f"{report.checkpoints} checkpoint(s) in {len(plans)} thread(s); {'would free' if dry_run else 'freed'} "
+              f"{size(report.bytes_freed)}" + (f"; {gone} whole thread(s) {'would go' if dry_run else 'deleted'}" if gone else "")
+              + ("" if verbose or not plans else "  [dim](--verbose lists the checkpoints)[/dim]"))
 
 
-def fsck(report: Any, **_: Any) -> None:
+def fsck(report: Any, limit: int = 50, offset: int = 0, **_: Any) -> None:
     if not report.findings:
         out.print(f"[green]ok[/green]: {report.threads_checked} thread(s) checked, no problem found")
         return
-    table = Table(title=f"fsck: {report.threads_checked} thread(s)")
-    for col in ("kind", "thread_id", "ns", "checkpoint", "detail", "repair"):
-        table.add_column(col, overflow="fold")
-    for f in report.findings:
+    page = report.findings[offset:offset + limit]
+    with_ns = any(f.checkpoint_ns for f in page)
+    t = table(f"fsck: {len(report.findings)} finding(s) in {report.threads_checked} thread(s)",
+              "kind", "thread_id", *(["ns"] if with_ns else []), "checkpoint", "~detail", "repair")
+    for f in page:
         fix = "repaired" if f.repaired else ("safe: --repair" if f.repairable else "manual")
-        table.add_row(f.kind, escape(f.thread_id), escape(f.checkpoint_ns or ""), f.checkpoint_id or "", escape(f.detail), fix)
-    out.print(table)
+        t.add_row(f.kind, escape(f.thread_id), *([escape(f.checkpoint_ns or "")] if with_ns else []),
+                  short(f.checkpoint_id) if f.checkpoint_id else "", escape(f.detail), fix)
+    out.print(t)
+    if footer := page_footer(len(page), offset, len(report.findings), "findings"):
+        out.print(footer)
 
 
 def rebuild(r: Any, thread: str = "", **_: Any) -> None:
-    out.print(f"[bold]{escape(thread)}[/bold] @ {r.checkpoint_id} rebuilt from parent {r.parent_checkpoint_id}")
+    out.print(f"[bold]{escape(thread)}[/bold] @ {short(r.checkpoint_id)} rebuilt from its parent {short(r.parent_checkpoint_id)}")
     out.print(f"[green]matches[/green]: {', '.join(r.matches) or '-'}")
     for ch, change in r.differs.items():
-        out.print(f"[yellow]differs[/yellow] {escape(ch)}: {escape(brief(change, 200))}")
+        out.print(f"[yellow]differs[/yellow] {escape(ch)}: {escape(value_text(change))}")
     if r.missing:
-        out.print(f"[red]missing blobs[/red]: {', '.join(r.missing)}" + (" — restored" if r.restored else " (use --apply to restore)"))
+        out.print(f"[red]missing blobs[/red]: {', '.join(r.missing)}" + (" — restored" if r.restored else " (--apply restores them)"))
+
+
+def setup(result: dict[str, Any], **_: Any) -> None:
+    out.print(f"threadline tables ready (schema version {result['schema_version']})")
+    if result["official_saver_tables"]:
+        out.print("the database also holds an official LangGraph saver's tables: threadline's saver adopts each of "
+                  "their threads when a program first reads it")
 
 
 def export(report: Any, **_: Any) -> None:
-    table = Table(title=f"exported {report.threads} thread(s) to {escape(report.out_dir)}")
-    for col in ("table", "rows", "partitions"):
-        table.add_column(col)
+    t = table(f"exported {report.threads} thread(s) to {escape(report.out_dir)}", "table", ">rows", "~partitions")
     for name, n in report.rows.items():
-        table.add_row(name, str(n), ", ".join(f"dt={p}" for p in report.partitions[name]))
-    out.print(table)
+        t.add_row(name, str(n), ", ".join(f"dt={p}" for p in report.partitions[name]))
+    out.print(t)
     out.print(f"[dim]query: duckdb -c \"SELECT node, COUNT(*), SUM(bytes) FROM read_parquet('{escape(report.out_dir)}/writes/*/*.parquet', "
               "hive_partitioning=true) GROUP BY node\"[/dim]")
 
 
 def imported(report: Any, source: str = "", **_: Any) -> None:
-    table = Table(title=f"imported from {escape(source)}")
-    for col in ("thread_id", "checkpoints", "writes", "verified"):
-        table.add_column(col)
-    for t in report.threads:
-        status = "-" if t.verified is None else ("[green]identical[/green]" if t.verified else f"[red]{escape('; '.join(t.mismatches[:3]))}[/red]")
-        table.add_row(escape(t.thread_id), str(t.checkpoints), str(t.writes), status)
-    out.print(table)
+    failed = [t for t in report.threads if t.verified is False]
+    shown = failed or report.threads[:20]
+    t = table(f"imported from {escape(source)}", "thread_id", ">checkpoints", ">writes", "~verified")
+    for th in shown:
+        status = "-" if th.verified is None else ("[green]identical[/green]" if th.verified else f"[red]{escape('; '.join(th.mismatches[:3]))}[/red]")
+        t.add_row(escape(th.thread_id), str(th.checkpoints), str(th.writes), status)
+    out.print(t)
+    if len(shown) < len(report.threads):
+        out.print(f"[dim]{len(report.threads) - len(shown)} more thread(s) imported identically (--json lists all)[/dim]")

@@ -1,20 +1,36 @@
-"""Small text helpers shared by the renderers: sizes, times, checkpoint ids, folded values."""
+"""Small text helpers shared by the renderers: sizes, times, short ids, folded values, tables."""
 
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
+from rich import box
+from rich.table import Table
 
-def short(cid: str | None) -> str:
-    return "-" if not cid else cid
+from threadline.read import iso, jsonable
+from threadline.read.names import short
+
+VALUE_WIDTH = 200  # characters of a value shown before it is folded (--full shows it whole)
+
+__all__ = ["VALUE_WIDTH", "ago", "fold", "page_footer", "short", "size", "table", "value_text", "when"]
 
 
 def when(ts: float | None) -> str:
-    from threadline.read import iso
-
     text = iso(ts)
     return text[:19].replace("T", " ") if text else "-"
+
+
+def ago(ts: float | None, now: float | None = None) -> str:
+    """How long ago, in at most 10 characters: ``42s ago``, ``5m ago``, ``3h ago``, ``12d ago``, then the date."""
+    if ts is None:
+        return "-"
+    age = max(0.0, (time.time() if now is None else now) - float(ts))
+    for below, per, unit in ((60, 1, "s"), (3600, 60, "m"), (86400, 3600, "h"), (30 * 86400, 86400, "d")):
+        if age < below:
+            return f"{int(age // per)}{unit} ago"
+    return when(ts)[:10]
 
 
 def size(n: int | None) -> str:
@@ -28,8 +44,36 @@ def size(n: int | None) -> str:
     return f"{value:.1f} GiB"
 
 
-def brief(value: Any, width: int = 100) -> str:
-    from threadline.read import jsonable
+def fold(text: str, width: int | None) -> str:
+    """``text`` cut to ``width`` characters, saying how much was left out (None: whole)."""
+    if width is None or len(text) <= width:
+        return text
+    return f"{text[:width]}… (+{len(text) - width} chars; --full shows all)"
 
-    text = json.dumps(jsonable(value), ensure_ascii=False, default=str)
-    return text if len(text) <= width else text[: width - 1] + "…"
+
+def value_text(value: Any, width: int | None = VALUE_WIDTH) -> str:
+    """A decoded value as one line of JSON, folded to ``width``."""
+    value = jsonable(value)
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    return fold(" ".join(text.split()) if "\n" in text else text, width)
+
+
+def table(title: str | None, *columns: str) -> Table:
+    """A compact table: no vertical rules, headers and ids never wrapped. A column named
+    ``"~name"`` is free text that folds to fit; ``">name"`` is right-aligned."""
+    t = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True,
+              min_width=len(title or ""))  # a title wider than the columns widens the table instead of wrapping
+    for col in columns:
+        if col.startswith("~"):
+            t.add_column(col[1:], overflow="fold", ratio=1)
+        else:
+            t.add_column(col.lstrip(">"), justify="right" if col.startswith(">") else "left", no_wrap=True)
+    return t
+
+
+def page_footer(shown: int, offset: int, total: int, noun: str) -> str | None:
+    """``"… more: --offset N"`` when a page does not reach the end, else None."""
+    end = offset + shown
+    if end >= total:
+        return None
+    return f"[dim]{noun} {offset + 1 if shown else 0}–{end} of {total}; more: --offset {end}[/dim]"

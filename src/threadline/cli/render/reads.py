@@ -1,32 +1,37 @@
-"""Renderers of the read models: threads, the checkpoint tree, state, diff, audit, latest, stats."""
+"""Renderers of the read models: threads, the checkpoint tree, state, diff, audit, latest, stats.
+
+Checkpoints are shown by their short id (``read.names``), which every command accepts back;
+long values are folded (``--full`` shows them whole, ``--json`` gives everything).
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
 from rich.markup import escape
-from rich.table import Table
+from rich.padding import Padding
+from rich.text import Text
 from rich.tree import Tree
 
-from threadline.cli.render.format import brief, short, size, when
+from threadline.cli.render.format import VALUE_WIDTH, ago, page_footer, short, size, table, value_text, when
+from threadline.cli.render.messages import is_message, is_message_list, message_line
 from threadline.cli.shared import out
+from threadline.read import is_internal_channel, jsonable
+from threadline.read.names import abbreviate
 
 
 def threads(page: Any, **_: Any) -> None:
-    table = Table(title=f"threads {page.offset + 1 if page.threads else 0}–{page.offset + len(page.threads)} of {page.total}")
-    for col in ("thread_id", "created", "updated", "checkpoints", "bytes", "head step", "head checkpoint"):
-        table.add_column(col, justify="right" if col in ("checkpoints", "bytes", "head step") else "left", overflow="fold")
-    for t in page.threads:
-        table.add_row(
-            escape(t.thread_id), when(t.created_at), when(t.updated_at), str(t.checkpoint_count), size(t.bytes),
-            "-" if t.head_step is None else str(t.head_step), short(t.head_checkpoint_id),
-        )
-    out.print(table)
+    first = page.offset + 1 if page.threads else 0
+    t = table(f"threads {first}–{page.offset + len(page.threads)} of {page.total}",
+              "thread_id", "updated", ">checkpoints", ">size", "head")
+    for th in page.threads:
+        t.add_row(escape(th.thread_id), ago(th.updated_at), str(th.checkpoint_count), size(th.bytes), short(th.head_checkpoint_id))
+    out.print(t)
     if page.next_offset is not None:
         out.print(f"[dim]more: --offset {page.next_offset}[/dim]")
 
 
-def _node_label(n: Any) -> str:
+def _label(n: Any, ids: dict[str, str]) -> str:
     marks = []
     if n.is_head:
         marks.append("[bold green]HEAD[/bold green]")
@@ -36,89 +41,117 @@ def _node_label(n: Any) -> str:
         marks.append("[magenta]interrupted[/magenta]")
     op = n.metadata.get("threadline_op")
     if op:
-        src = n.metadata.get("forked_from") or {}
-        marks.append(f"[cyan]{op} of {src.get('checkpoint_id')}[/cyan]")
-    style = "" if n.on_head_path or n.checkpoint_ns else "[dim]"
-    end = "[/dim]" if style else ""
-    writers = ",".join(n.writers) or "-"
-    return (f"{style}{n.checkpoint_id}  step {n.step}  {n.source or '?'}  by {escape(writers)}  "
-            f"{when(n.created_at)}  writes {n.pending_writes}{end} " + " ".join(marks))
+        src = (n.metadata.get("forked_from") or {}).get("checkpoint_id")
+        marks.append(f"[cyan]{op} of {ids.get(src) or short(src)}[/cyan]")
+    writes = f"  {n.pending_writes} write{'s' if n.pending_writes != 1 else ''}" if n.pending_writes else ""
+    text = (f"{ids[n.checkpoint_id]}  step {n.step}  {n.source or '?'}  by {escape(','.join(n.writers) or '-')}  "
+            f"{when(n.created_at)[5:]}{writes}")
+    dim = not (n.on_head_path or n.checkpoint_ns)
+    return (f"[dim]{text}[/dim]" if dim else text) + ("  " + " ".join(marks) if marks else "")
 
 
-def history(h: Any, subgraphs: bool = False, ns: str = "", **_: Any) -> None:
+def history(h: Any, subgraphs: bool = False, ns: str = "", limit: int = 100, offset: int = 0, **_: Any) -> None:
     root_ns = "" if subgraphs else ns
-    tree = Tree(f"[bold]{escape(h.thread_id)}[/bold]  head {h.head}  ({len(h.nodes.get(root_ns, {}))} checkpoints, "
+    ids = abbreviate([cid for space in h.nodes.values() for cid in space])
+    newest = sorted(h.nodes.get(root_ns, {}), reverse=True)
+    kept = set(newest[offset:offset + limit])
+    tree = Tree(f"[bold]{escape(h.thread_id)}[/bold]  head {ids.get(h.head, '-')}  ({len(newest)} checkpoints, "
                 f"{len(h.fork_points)} fork point(s))")
+
+    def shown(space: str, cid: str) -> bool:
+        return space != root_ns or cid in kept
 
     def add(parent: Tree, space: str, cid: str) -> None:
         # a linear run of checkpoints is listed at one level; each branch of a fork point nests
         cur: str | None = cid
         while cur is not None:
             n = h.nodes[space][cur]
-            item = parent.add(_node_label(n))
+            item = parent.add(_label(n, ids))
             for sub in n.subgraphs:
                 st = item.add(f"[blue]subgraph {escape(sub)}[/blue]")
                 for r in h.roots.get(sub, []):
                     add(st, sub, r)
-            if len(n.children) == 1:
-                cur = n.children[0]
+            children = [c for c in n.children if shown(space, c)]
+            if len(children) == 1:
+                cur = children[0]
             else:
-                for i, child in enumerate(n.children, 1):
+                for i, child in enumerate(children, 1):
                     add(item.add(f"[yellow]branch {i}[/yellow]"), space, child)
                 cur = None
 
-    for r in h.roots.get(root_ns, []):
-        add(tree, root_ns, r)
+    nodes = h.nodes.get(root_ns, {})
+    for cid in sorted(kept):
+        if nodes[cid].parent_checkpoint_id not in kept:  # a root, or the oldest shown of its branch
+            add(tree, root_ns, cid)
     out.print(tree)
+    if footer := page_footer(len(kept), offset, len(newest), "checkpoints (newest first)"):
+        out.print(footer)
 
 
-def state(view: Any, internal: bool = False, **_: Any) -> None:
-    head = " [bold green]HEAD[/bold green]" if view.is_head else ""
-    out.print(f"[bold]{escape(view.thread_id)}[/bold] @ {view.checkpoint_id}{head}  step {view.step}  {view.source}  "
-              f"{when(view.created_at)}  parent {short(view.parent_checkpoint_id)}")
-    table = Table(title="values" + (" (pending writes applied)" if view.pending_applied else ""), show_lines=False)
-    table.add_column("channel")
-    table.add_column("version")
-    table.add_column("value", overflow="fold")
+def _line(text: str, indent: int) -> None:
+    """One line of text; when it wraps, its continuation keeps the indentation."""
+    out.print(Padding(Text(text), (0, 0, 0, indent), expand=False))
+
+
+def _value(label: str, value: Any, width: int | None, indent: int = 2) -> None:
+    """A channel value: a message list one message per line, anything else as folded JSON."""
+    data = jsonable(value)
+    if is_message_list(data) and len(data) > 1:
+        _line(f"{label} ({len(data)} messages)", indent)
+        for m in data:
+            _line(message_line(m, width=width), indent + 2)
+    elif is_message_list(data) or is_message(data):
+        _line(f"{label}: {message_line(data[0] if isinstance(data, list) else data, width=width)}", indent)
+    else:
+        _line(f"{label}: {value_text(data, width)}", indent)
+
+
+def state(view: Any, internal: bool = False, full: bool = False, **_: Any) -> None:
+    width = None if full else VALUE_WIDTH
+    head = "  [bold green]HEAD[/bold green]" if view.is_head else ""
+    out.print(f"[bold]{escape(view.thread_id)}[/bold] @ {short(view.checkpoint_id)}{head}  step {view.step}  "
+              f"{view.source}  {when(view.created_at)}")
+    out.print(f"[dim]checkpoint_id {view.checkpoint_id}  parent {short(view.parent_checkpoint_id)}[/dim]")
+    out.print("[bold]values[/bold]" + (" (pending writes applied)" if view.pending_applied else ""))
     shown = {**view.values, **(view.internal if internal else {})}
     for ch in sorted(shown):
-        table.add_row(escape(ch), str(view.channel_versions.get(ch, "-")), escape(brief(shown[ch], 400)))
-    out.print(table)
-    out.print(f"next: {', '.join(view.next) or '(none)'}")
+        _value(ch, shown[ch], width)
+    out.print(f"[bold]next[/bold]: {', '.join(view.next) or '(none)'}")
+    writes = [w for w in view.pending_writes if internal or not is_internal_channel(w.channel)]
     if view.pending_writes:
-        pw = Table(title="pending writes")
-        for col in ("node", "task_id", "idx", "channel", "value"):
-            pw.add_column(col)
-        for w in view.pending_writes:
-            pw.add_row(escape(w.node or "?"), w.task_id, str(w.idx), escape(w.channel), escape(brief(w.value, 80)))
-        out.print(pw)
+        hidden = len(view.pending_writes) - len(writes)
+        out.print(f"[bold]pending writes[/bold] ({len(view.pending_writes)}"
+                  + (f"; {hidden} bookkeeping, shown with --internal)" if hidden else ")"))
+        for w in writes:
+            _value(f"{w.node or '?'} → {w.channel}", w.value, width)
         if not view.pending_applied and view.is_head:
-            out.print("[dim]pending writes are not folded into values without the graph's reducers: pass --graph module:attr[/dim]")
+            out.print("[dim]pending writes are not folded into values without the graph's reducers: pass --graph MODULE:ATTR[/dim]")
     for i in view.interrupts:
-        out.print(f"[magenta]interrupt[/magenta] {i.get('id')}: {escape(brief(i.get('value'), 200))}")
+        by = f" in {i['node']}" if i.get("node") else ""
+        out.print(f"[magenta]interrupt{escape(by)}[/magenta]: {escape(value_text(i.get('value'), width))}")
 
 
-def _message_changes(node: Tree, m: dict[str, Any]) -> None:
+def _message_changes(node: Tree, m: dict[str, Any], width: int | None) -> None:
     for msg in m["added"]:
-        node.add(f"[green]+ message {escape(str(msg.get('id')))}[/green] {escape(brief(msg.get('content'), 100))}")
+        node.add(f"[green]+ {escape(message_line(msg, width=width))}[/green]")
     for e in m["edited"]:
-        node.add(f"[yellow]~ message {escape(str(e['id']))}[/yellow] {escape(brief(e['before'].get('content'), 50))} → "
-                 f"{escape(brief(e['after'].get('content'), 50))}")
+        node.add(f"[yellow]~ {escape(message_line(e['before'], width=width))}\n  → {escape(message_line(e['after'], width=width))}[/yellow]")
     for msg in m["removed"]:
-        node.add(f"[red]- message {escape(str(msg.get('id')))}[/red] {escape(brief(msg.get('content'), 100))}")
+        node.add(f"[red]- {escape(message_line(msg, width=width))}[/red]")
 
 
-def _key_changes(node: Tree, k: dict[str, Any]) -> None:
+def _key_changes(node: Tree, k: dict[str, Any], width: int | None) -> None:
     for key, v in k["added"].items():
-        node.add(f"[green]+ {escape(key)}[/green] = {escape(brief(v, 100))}")
+        node.add(f"[green]+ {escape(key)} = {escape(value_text(v, width))}[/green]")
     for key, v in k["changed"].items():
-        node.add(f"[yellow]~ {escape(key)}[/yellow] {escape(brief(v['before'], 50))} → {escape(brief(v['after'], 50))}")
+        node.add(f"[yellow]~ {escape(key)}: {escape(value_text(v['before'], width))} → {escape(value_text(v['after'], width))}[/yellow]")
     for key, v in k["removed"].items():
-        node.add(f"[red]- {escape(key)}[/red] = {escape(brief(v, 100))}")
+        node.add(f"[red]- {escape(key)} = {escape(value_text(v, width))}[/red]")
 
 
-def diff(d: Any, **_: Any) -> None:
-    out.print(f"[bold]{escape(d.thread_id)}[/bold]  {d.a} → {d.b}")
+def diff(d: Any, full: bool = False, **_: Any) -> None:
+    width = None if full else VALUE_WIDTH
+    out.print(f"[bold]{escape(d.thread_id)}[/bold]  {short(d.a)} → {short(d.b)}")
     if not d.channels:
         out.print("no differences" + (f" (unchanged: {', '.join(d.unchanged)})" if d.unchanged else ""))
         return
@@ -127,41 +160,40 @@ def diff(d: Any, **_: Any) -> None:
         colour = {"added": "green", "removed": "red", "changed": "yellow"}[change["kind"]]
         node = tree.add(f"[{colour}]{change['kind']}[/{colour}] {escape(ch)}")
         if "messages" in change:
-            _message_changes(node, change["messages"])
+            _message_changes(node, change["messages"], width)
         elif "keys" in change:
-            _key_changes(node, change["keys"])
+            _key_changes(node, change["keys"], width)
         else:
             if "before" in change:
-                node.add(f"[red]- {escape(brief(change['before'], 120))}[/red]")
+                node.add(f"[red]- {escape(value_text(change['before'], width))}[/red]")
             if "after" in change:
-                node.add(f"[green]+ {escape(brief(change['after'], 120))}[/green]")
+                node.add(f"[green]+ {escape(value_text(change['after'], width))}[/green]")
     out.print(tree)
     if d.unchanged:
         out.print(f"[dim]unchanged (same blob): {', '.join(d.unchanged)}[/dim]")
 
 
-def audit(result: dict[str, Any], thread: str | None = None, checkpoint: str | None = None, all_ns: bool = False,
+def audit(result: dict[str, Any], thread: str | None = None, all_ns: bool = False, offset: int = 0, since: Any = None,
           **_: Any) -> None:
     writes, stats = result["writes"], result["stats"]
-    if thread:
-        table = Table(title=f"writes of {thread}" + (f" @ {checkpoint}" if checkpoint else ""))
-        cols = ["checkpoint", "node", "task_id", "idx", "channel", "task_path", "bytes", "time"]
-        if all_ns:
-            cols.insert(0, "ns")
-        for col in cols:
-            table.add_column(col, justify="right" if col in ("idx", "bytes") else "left", overflow="fold")
+    if thread and not writes:
+        out.print(f"no writes of {escape(thread)}" + (f" @ {short(stats.scope['checkpoint_id'])}" if stats.scope.get("checkpoint_id") else "")
+                  + (f" from offset {offset}" if offset else ""))
+    elif thread:
+        ids = abbreviate(w.checkpoint_id for w in writes)
+        day = when(writes[0].created_at)[:10]
+        t = table(f"writes of {thread}" + (f" @ {short(stats.scope['checkpoint_id'])}" if stats.scope.get("checkpoint_id") else "")
+                  + f" from {day}", *(["ns"] if all_ns else []), "checkpoint", "node", "task", ">idx", "channel", ">bytes", "time")
         for w in writes:
-            row = [w.checkpoint_id, escape(w.node or "?"), w.task_id, str(w.idx), escape(w.channel), escape(w.task_path),
-                   str(w.bytes), when(w.created_at)]
-            if all_ns:
-                row.insert(0, escape(w.checkpoint_ns))
-            table.add_row(*row)
-        out.print(table)
-    st = Table(title="per task" + (f" — {thread}" if thread else " — whole database"))
-    for col in ("node", "writes", "tasks", "total bytes", "avg bytes"):
-        st.add_column(col, justify="left" if col == "node" else "right")
-    for t in stats.tasks:
-        st.add_row(escape(t.node), str(t.writes), str(t.tasks), str(t.total_bytes), f"{t.avg_bytes:.1f}")
+            row = [ids[w.checkpoint_id], escape(w.node or "?"), w.task_id[:8], str(w.idx), escape(w.channel), str(w.bytes),
+                   when(w.created_at)[11:]]
+            t.add_row(*([escape(w.checkpoint_ns or "-")] if all_ns else []), *row)
+        out.print(t)
+        if since is None and (footer := page_footer(len(writes), offset, stats.writes, "writes")):
+            out.print(footer)
+    st = table("per node" + (f" — {thread}" if thread else " — whole database"), "node", ">writes", ">tasks", ">bytes", ">avg")
+    for n in stats.tasks:
+        st.add_row(escape(n.node), str(n.writes), str(n.tasks), size(n.total_bytes), f"{n.avg_bytes:.0f}")
     out.print(st)
     line = f"writes {stats.writes} rows / {size(stats.writes_bytes)}  vs  blobs {stats.blobs} rows / {size(stats.blobs_bytes)}"
     if stats.new_blobs_bytes is not None:
@@ -169,31 +201,42 @@ def audit(result: dict[str, Any], thread: str | None = None, checkpoint: str | N
     out.print(line)
 
 
-def latest(rows: list[Any], channel: str = "", **_: Any) -> None:
-    table = Table(title=f"latest {channel}")
-    for col in ("thread_id", "head checkpoint", "version", "value"):
-        table.add_column(col, overflow="fold")
-    for r in rows:
-        table.add_row(escape(r.thread_id), r.checkpoint_id, str(r.version or "-"),
-                      escape(brief(r.value, 200)) if r.present else "[dim](no value)[/dim]")
-    out.print(table)
+def _latest_text(value: Any, width: int | None) -> str:
+    data = jsonable(value)
+    if is_message_list(data):
+        return f"({len(data)} messages) last {message_line(data[-1], width=width)}"
+    return message_line(data, width=width) if is_message(data) else value_text(data, width)
+
+
+def latest(rows: list[Any], channel: str = "", full: bool = False, limit: int = 50, offset: int = 0, **_: Any) -> None:
+    if full:
+        for r in rows:
+            out.print(f"[bold]{escape(r.thread_id)}[/bold] @ {short(r.checkpoint_id)}")
+            if r.present:
+                _value(channel, r.value, None)
+            else:
+                out.print("  (no value)")
+    else:
+        t = table(f"latest {channel}", "thread_id", "head", "~value")
+        for r in rows:
+            t.add_row(escape(r.thread_id), short(r.checkpoint_id),
+                      escape(_latest_text(r.value, VALUE_WIDTH)) if r.present else "[dim](no value)[/dim]")
+        out.print(t)
+    if len(rows) == limit:
+        out.print(f"[dim]more: --offset {offset + limit}[/dim]")
 
 
 def stats(s: Any, **_: Any) -> None:
-    table = Table(title="tables")
-    for col in ("table", "rows", "bytes"):
-        table.add_column(col, justify="left" if col == "table" else "right")
-    for name, t in s.tables.items():
-        table.add_row(name, str(t["rows"]), size(t["bytes"]))
-    table.add_row("threads", str(s.threads), "")
-    out.print(table)
+    t = table("tables", "table", ">rows", ">bytes")
+    for name, row in s.tables.items():
+        t.add_row(name, str(row["rows"]), size(row["bytes"]))
+    t.add_row("threads", str(s.threads), "")
+    out.print(t)
     out.print(f"checkpoints reference {s.references} (channel, version) pairs stored as {s.tables['blobs']['rows']} blob rows: "
               f"dedup ratio {s.dedup_ratio}×; a full copy per checkpoint would store {size(s.logical_blob_bytes)} "
               f"({s.bytes_dedup_ratio}× the stored blob bytes)")
     if s.top_threads:
-        tt = Table(title=f"top {len(s.top_threads)} threads by size")
-        for col in ("thread_id", "checkpoints", "bytes", "updated"):
-            tt.add_column(col, justify="left" if col in ("thread_id", "updated") else "right")
-        for t in s.top_threads:
-            tt.add_row(escape(t.thread_id), str(t.checkpoint_count), size(t.bytes), when(t.updated_at))
+        tt = table(f"top {len(s.top_threads)} threads by size", "thread_id", ">checkpoints", ">size", "updated")
+        for th in s.top_threads:
+            tt.add_row(escape(th.thread_id), str(th.checkpoint_count), size(th.bytes), ago(th.updated_at))
         out.print(tt)

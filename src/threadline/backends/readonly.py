@@ -1,0 +1,81 @@
+"""Open a database for reading only: nothing is created, migrated or written.
+
+``open_reader(url)`` gives a saver on an existing threadline database whose operations
+run read-only; ``open_readonly(url)`` gives the same kind of saver on any database
+(an official saver's, for import) together with what it holds (``SchemaState``).
+
+* SQLite: the file is opened with ``mode=ro``, so SQLite itself refuses every write and
+  never creates the file. A database in WAL mode needs its ``-shm`` index; on read-only
+  media (a mounted backup) where it cannot be created, the file is opened
+  ``immutable=1`` instead — read as a file nobody changes (SQLite's rule for
+  read-only media; any ``-wal`` content there is not read).
+* Postgres: the session's transactions are ``READ ONLY`` (``default_transaction_read_only``).
+
+Neither runs ``setup``: a database that is not threadline's, or whose threadline schema
+is older than this release, is reported (``NotADatabaseError``) rather than changed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from threadline.errors import BackendError, NotADatabaseError
+from threadline.saver import EngineSaver
+from threadline.storage import ops
+
+
+@contextmanager
+def open_readonly(url: str, *, serde: Any = None) -> Iterator[tuple[EngineSaver, ops.SchemaState]]:
+    """A saver on ``url`` whose operations cannot write, and what the database holds.
+
+    Nothing is checked beyond opening: the caller decides what the ``SchemaState`` allows.
+    Raises NotADatabaseError for a missing file or one that is not SQLite, BackendError
+    when a server cannot be reached."""
+    from threadline.backends import entry_of
+
+    try:
+        entry = entry_of(url)
+    except BackendError as exc:
+        raise NotADatabaseError(str(exc)) from None
+    with entry.get("read_only")(url, serde=serde) as opened:
+        yield opened
+
+
+@contextmanager
+def open_reader(url: str, *, serde: Any = None) -> Iterator[EngineSaver]:
+    """A read-only saver on an existing threadline database of this release.
+
+    Raises NotADatabaseError naming what the database is instead (see ``require_threadline``),
+    SchemaError for a newer release's schema."""
+    with open_readonly(url, serde=serde) as (saver, state):
+        require_threadline(url, state, type(saver).__name__)
+        saver._setup_done(state)
+        yield saver
+
+
+def require_threadline(url: str, state: ops.SchemaState, saver_name: str, *, current: bool = True) -> None:
+    """NotADatabaseError unless ``state`` is a threadline schema (of this release when ``current``),
+    saying what the database is and what to do: ``threadline import`` or adoption for an official
+    saver's, ``threadline setup`` for an older threadline schema. SchemaError for a newer one."""
+    where = _where(url)
+    if not state.is_threadline:
+        if state.official:
+            raise NotADatabaseError(
+                f"{where} is a database of LangGraph's official {saver_name}, not threadline's: copy its threads "
+                f"with `threadline import {url} --db NEW`, or open it with threadline's saver in your program to adopt "
+                "each thread on first use"
+            )
+        raise NotADatabaseError(f"{where} holds no threadline tables: check the path or URL (a threadline saver creates them "
+                                "when a program first opens the database)")
+    state.check_version(where)
+    if current and not state.current:
+        raise NotADatabaseError(f"{where} was written by an older threadline release: migrate it once with "
+                                f"`threadline setup --db {url}` (or open it with threadline's saver), then read it")
+
+
+def _where(url: str) -> str:
+    from threadline.backends import entry_of
+
+    return entry_of(url).get("describe")(url)
