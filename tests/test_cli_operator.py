@@ -18,7 +18,7 @@ import pytest
 from rich.console import Console
 
 from cli_support import EXE, LONG_ANSWER, ROOT, cli, one_line_error, pg_digest, run_agent, sqlite_digest
-from lifecycle_graphs import database, populate
+from lifecycle_graphs import populate
 from threadline import open_saver
 
 READS = [
@@ -146,20 +146,20 @@ def test_an_empty_file_stays_empty(tmp_path):
     assert empty.stat().st_size == 0 and sorted(p.name for p in tmp_path.iterdir()) == ["empty.db"]
 
 
-def test_postgres_reads_never_write(tmp_path):
-    with database("postgres", tmp_path) as url:
-        empty = pg_digest(url)
-        one_line_error(cli("threads", "--db", url), 2, "holds no threadline tables")
-        one_line_error(cli("stats", "--db", url), 2, "holds no threadline tables")
-        assert pg_digest(url) == empty  # no table created
-        with open_saver(url) as saver:
-            populate(saver)
-        before = pg_digest(url)
-        for args in READS:
-            proc = cli(*args, "--db", url)
-            assert proc.returncode == 0, (args, proc.stderr)
-        assert cli("export", "--to", str(tmp_path / "pq"), "--db", url).returncode == 0
-        assert pg_digest(url) == before
+def test_postgres_reads_never_write(pg_url, tmp_path):
+    url = pg_url
+    empty = pg_digest(url)
+    one_line_error(cli("threads", "--db", url), 2, "holds no threadline tables")
+    one_line_error(cli("stats", "--db", url), 2, "holds no threadline tables")
+    assert pg_digest(url) == empty  # no table created
+    with open_saver(url) as saver:
+        populate(saver)
+    before = pg_digest(url)
+    for args in READS:
+        proc = cli(*args, "--db", url)
+        assert proc.returncode == 0, (args, proc.stderr)
+    assert cli("export", "--to", str(tmp_path / "pq"), "--db", url).returncode == 0
+    assert pg_digest(url) == before
 
 
 # --- 3. names that resolve like git's ---------------------------------------------------------

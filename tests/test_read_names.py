@@ -7,16 +7,17 @@ import pytest
 from langgraph.pregel._algo import _uuid5_str, _xxhash_str
 
 from cli_support import run_agent
-from lifecycle_graphs import KINDS, database, populate
+from backends import SYNC_KINDS, make_backend
+from lifecycle_graphs import populate
 from threadline import lifecycle, open_saver
 from threadline import read
 from threadline.errors import NotFoundError
 from threadline.read import names, tasks
 
 
-@pytest.fixture(params=KINDS)
+@pytest.fixture(params=SYNC_KINDS)
 def saver(request, tmp_path):
-    with database(request.param, tmp_path) as url, open_saver(url) as s:
+    with open_saver(make_backend(request.param, tmp_path, request).url) as s:
         facts = populate(s)
         run_agent(s)
         yield s, facts

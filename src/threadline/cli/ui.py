@@ -9,18 +9,18 @@ from rich.console import Console
 from rich.markup import escape
 
 from threadline.cli import app, default_db
-from threadline.cli.shared import DbOption
+from threadline.cli.shared import Db as DbOption
 
 
 @app.command()
 def ui(
     db: str | None = DbOption,
-    host: str = typer.Option("127.0.0.1", "--host", help="Interface to listen on. Keep the loopback default unless you know why."),
-    port: int = typer.Option(8765, "--port", help="Port to listen on (0: any free port)."),
+    host: str = typer.Option("127.0.0.1", "--host", metavar="HOST", help="Interface to listen on. Keep the loopback default unless you know why."),
+    port: int = typer.Option(8765, "--port", metavar="PORT", help="Port to listen on (0: any free port)."),
     no_browser: bool = typer.Option(False, "--no-browser", help="Do not open a browser; just print the URL."),
     read_only: bool = typer.Option(False, "--read-only", help="Browse only: actions off, database opened read-only."),
     graph: str | None = typer.Option(
-        None, "--graph", help="The agent's graph as module:factory (default $THREADLINE_GRAPH): enables edit-and-branch."
+        None, "--graph", metavar="MODULE:FACTORY", help="The agent's graph as module:factory (default $THREADLINE_GRAPH): enables edit-and-branch."
     ),
 ) -> None:
     """Browse threads, checkpoints and branches in a local web app, and act on them.

@@ -25,6 +25,7 @@ from typing import Any
 import xxhash
 
 from threadline.read.common import node_of_task_path
+from threadline.storage.dialect.statements import placeholders
 from threadline.storage import ops
 from threadline.storage.dialect import Dialect
 from threadline.storage.ops import Op, Q
@@ -88,7 +89,7 @@ def push_nodes_op(d: Dialect, tasks: Iterable[tuple[str, str, str, str, str]]) -
         cids = sorted({key[2] for key in wanted})
         rows: list = []
         for part in ops.chunks(cids, max(1, (d.max_params - 4) // 2)):
-            marks = ops.placeholders(len(part))
+            marks = placeholders(len(part))
             rows += yield Q(
                 "SELECT checkpoint_id, step, checkpoint FROM threadline_checkpoints WHERE thread_id = ? AND checkpoint_ns = ? "
                 f"AND (checkpoint_id IN ({marks}) OR parent_checkpoint_id IN ({marks}) OR checkpoint_id = "
