@@ -106,6 +106,11 @@ class Dialect(Statements):
         """``text`` (``?`` placeholders) in the driver's parameter style."""
         return text
 
+    def put_statement(self, blobs: int, checked: int) -> str | None:
+        """A whole ``put`` as one statement (see ``PostgresDialect.put_statement``), or None:
+        the backend runs ``put`` as several statements in one transaction."""
+        return None
+
     def migrations(self) -> list[tuple[int, list[str]]]:
         """``schema.MIGRATIONS`` with this dialect's column types, plus its own statements."""
         extra = self.extra_migrations()

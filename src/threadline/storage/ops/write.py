@@ -69,6 +69,28 @@ def _delta_bases(
     return bases
 
 
+def _put_statements(
+    d: Dialect, key: Key, blob_rows: list[R.BlobRow], checked: list[R.BlobRow], checked_params: list, row: tuple, size: int
+) -> Op[int]:
+    """``put``'s writes as several statements (a backend without ``Dialect.put_statement``):
+    the blobs, the checkpoint row (inserted, or updated when put again) and the thread index.
+    Returns how many ``checked`` rows are stored as written."""
+    if any(r.delta for r in blob_rows):
+        yield Q(d.insert_blob_guarded(), [r.params + r.guard for r in blob_rows], many=True)
+    elif blob_rows:
+        yield Q(d.INSERT_BLOB, [r.params for r in blob_rows], many=True)
+    count_params = [*checked_params, key.thread_id, key.checkpoint_ns] if checked else []
+    inserted = yield Q(d.insert_checkpoint(len(checked)), [*row, *count_params])
+    if inserted:
+        stored = inserted[0][1]
+    else:
+        parent = (key.checkpoint_id,) if d.reput_sets_parent else ()
+        yield Q(d.reput_checkpoint(), (*parent, *row[4:9], *row[:3]))
+        stored = (yield Q(f"SELECT {d.count_stored(len(checked))}", count_params))[0][0] if checked else 0
+    yield Q(d.UPSERT_THREAD, (key.thread_id, row[9], row[9], 1 if inserted else 0, size))
+    return stored
+
+
 def put(
     d: Dialect,
     serde: SerializerProtocol,
@@ -78,7 +100,8 @@ def put(
     new_versions: Mapping[str, Any],
     bc: codec.BlobCodec | None = None,
 ) -> Op[dict]:
-    """Store a checkpoint: its changed channels' blobs, its row, and the thread index, in one transaction.
+    """Store a checkpoint: its changed channels' blobs, its row, and the thread index, atomically
+    (one statement where the dialect has ``put_statement``, else one transaction).
 
     With a saver's ``bc`` (``codec.BlobCodec``), a list/dict value that extends the
     channel's value in the parent checkpoint (``config``'s checkpoint_id) is stored
@@ -99,25 +122,21 @@ def put(
     bases = (yield from _delta_bases(d, bc, key, R.delta_channels(checkpoint, new_versions))) if bc.deltas else {}
     values = R.serialize_values(serde, checkpoint, new_versions, bc, bases)
     blob_rows = R.blob_rows(key, values, bases, bc)
-    if any(r.delta for r in blob_rows):
-        yield Q(d.insert_blob_guarded(), [r.params + r.guard for r in blob_rows], many=True)
-    elif blob_rows:
-        yield Q(d.INSERT_BLOB, [r.params for r in blob_rows], many=True)
     size = sum(len(r.params[5] or b"") for r in blob_rows)
     # The rows the cache will remember (deltas and list/dict snapshots) are checked in the
-    # checkpoint INSERT's own RETURNING, so this costs no extra round trip.
+    # statement that writes the checkpoint row, so this costs no extra round trip.
     checked = [r for r in blob_rows if r.value is not None] if bc.cache is not None else []
     checked_params = [p for r in checked for p in (r.params[2], r.params[3], r.params[4], len(r.params[5] or b""))]
-    count_params = [*checked_params, key.thread_id, key.checkpoint_ns] if checked else []
     row = (key.thread_id, key.checkpoint_ns, checkpoint["id"], key.checkpoint_id, doc_json, meta_json, step, source, run_id, now)
-    inserted_ck = yield Q(d.insert_checkpoint(len(checked)), [*row, *count_params])
-    if not inserted_ck:
-        parent = (key.checkpoint_id,) if d.reput_sets_parent else ()
-        yield Q(d.reput_checkpoint(), (*parent, doc_json, meta_json, step, source, run_id, key.thread_id, key.checkpoint_ns, checkpoint["id"]))
-        stored = (yield Q(f"SELECT {d.count_stored(len(checked))}", count_params)) if checked else [(0,)]
+    one = d.put_statement(len(blob_rows), len(checked))
+    if one is not None:
+        # blobs, checkpoint and thread index in one round trip; the checkpoint and thread rows
+        # are written only when every checked row is stored as written (else below)
+        found = yield Q(one, [*row, len(checked), size, *flat(r.params + r.guard for r in blob_rows), *checked_params], single=True)
+        stored = found[0][0]
     else:
-        stored = [(inserted_ck[0][1],)]
-    if checked and stored[0][0] != len(checked):
+        stored = yield from _put_statements(d, key, blob_rows, checked, checked_params, row, size)
+    if checked and stored != len(checked):
         # Rare: a delta's base row changed since it was cached, or a key was already stored
         # with other bytes. Find out which rows are not stored as written.
         found = yield Q(d.blob_sizes_by_keys(len(checked)), flat(r.params[:4] for r in checked))
@@ -131,7 +150,9 @@ def put(
             r.value = None
             if r.delta and k not in have:  # the delta was refused: store the value whole
                 retry.append(R.snapshot_row(v, key, bc))
-        if retry:
+        if one is not None:  # the checkpoint and thread rows, with the refused deltas as snapshots
+            yield Q(d.put_statement(len(retry), 0), [*row, 0, size, *flat((*r, None, None) for r in retry)])
+        elif retry:
             yield Q(d.INSERT_BLOB, retry, many=True)
     if bc.cache is not None:
         for r in blob_rows:
@@ -143,7 +164,6 @@ def put(
                     bc.cache.discard((key.thread_id, key.checkpoint_ns, r.params[2], base[0]))
     if bc.cache is not None:
         bc.cache.put_versions((key.thread_id, key.checkpoint_ns, checkpoint["id"]), dict(R.blob_pairs(doc)))
-    yield Q(d.UPSERT_THREAD, (key.thread_id, now, now, 1 if inserted_ck else 0, size))
     # the official savers hand back the caller's thread_id and checkpoint_ns as given (an int stays an int)
     given = config["configurable"]
     return config_of(given["thread_id"], given.get("checkpoint_ns") or key.checkpoint_ns, checkpoint["id"])
