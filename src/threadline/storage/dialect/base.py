@@ -106,7 +106,7 @@ class Dialect(Statements):
         """``text`` (``?`` placeholders) in the driver's parameter style."""
         return text
 
-    def put_statement(self, blobs: int, checked: int) -> str | None:
+    def put_statement(self, blobs: int) -> str | None:
         """A whole ``put`` as one statement (see ``PostgresDialect.put_statement``), or None:
         the backend runs ``put`` as several statements in one transaction."""
         return None

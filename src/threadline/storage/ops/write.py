@@ -69,9 +69,7 @@ def _delta_bases(
     return bases
 
 
-def _put_statements(
-    d: Dialect, key: Key, blob_rows: list[R.BlobRow], checked: list[R.BlobRow], checked_params: list, row: tuple, size: int
-) -> Op[int]:
+def _put_statements(d: Dialect, key: Key, blob_rows: list[R.BlobRow], checked: list[R.BlobRow], row: tuple, size: int) -> Op[int]:
     """``put``'s writes as several statements (a backend without ``Dialect.put_statement``):
     the blobs, the checkpoint row (inserted, or updated when put again) and the thread index.
     Returns how many ``checked`` rows are stored as written."""
@@ -79,6 +77,7 @@ def _put_statements(
         yield Q(d.insert_blob_guarded(), [r.params + r.guard for r in blob_rows], many=True)
     elif blob_rows:
         yield Q(d.INSERT_BLOB, [r.params for r in blob_rows], many=True)
+    checked_params = [p for r in checked for p in (r.params[2], r.params[3], r.params[4], len(r.params[5] or b""))]
     count_params = [*checked_params, key.thread_id, key.checkpoint_ns] if checked else []
     inserted = yield Q(d.insert_checkpoint(len(checked)), [*row, *count_params])
     if inserted:
@@ -126,16 +125,16 @@ def put(
     # The rows the cache will remember (deltas and list/dict snapshots) are checked in the
     # statement that writes the checkpoint row, so this costs no extra round trip.
     checked = [r for r in blob_rows if r.value is not None] if bc.cache is not None else []
-    checked_params = [p for r in checked for p in (r.params[2], r.params[3], r.params[4], len(r.params[5] or b""))]
     row = (key.thread_id, key.checkpoint_ns, checkpoint["id"], key.checkpoint_id, doc_json, meta_json, step, source, run_id, now)
-    one = d.put_statement(len(blob_rows), len(checked))
+    one = d.put_statement(len(blob_rows))
     if one is not None:
         # blobs, checkpoint and thread index in one round trip; the checkpoint and thread rows
         # are written only when every checked row is stored as written (else below)
-        found = yield Q(one, [*row, len(checked), size, *flat(r.params + r.guard for r in blob_rows), *checked_params], single=True)
-        stored = found[0][0]
+        is_checked = [r.value is not None and bc.cache is not None for r in blob_rows]
+        blob_params = flat((*r.params, *r.guard, c) for r, c in zip(blob_rows, is_checked))
+        stored = (yield Q(one, [*row, len(checked), size, *blob_params], single=True))[0][0]
     else:
-        stored = yield from _put_statements(d, key, blob_rows, checked, checked_params, row, size)
+        stored = yield from _put_statements(d, key, blob_rows, checked, row, size)
     if checked and stored != len(checked):
         # Rare: a delta's base row changed since it was cached, or a key was already stored
         # with other bytes. Find out which rows are not stored as written.
@@ -151,7 +150,7 @@ def put(
             if r.delta and k not in have:  # the delta was refused: store the value whole
                 retry.append(R.snapshot_row(v, key, bc))
         if one is not None:  # the checkpoint and thread rows, with the refused deltas as snapshots
-            yield Q(d.put_statement(len(retry), 0), [*row, 0, size, *flat((*r, None, None) for r in retry)])
+            yield Q(d.put_statement(len(retry)), [*row, 0, size, *flat((*r, None, None, False) for r in retry)])
         elif retry:
             yield Q(d.INSERT_BLOB, retry, many=True)
     if bc.cache is not None:
