@@ -55,7 +55,7 @@ def statements(q: Q, max_params: int) -> list[Statement]:
 
 def needs_transaction(q: Q, stmts: list[Statement]) -> bool:
     """Whether the first statement of an operation must open a transaction: not when
-    the operation promised it is its only statement (``Q.single``) and it is one."""
+    it is complete on its own (``Q.single``) and one statement."""
     return not (q.single and len(stmts) == 1 and not stmts[0].many)
 
 

@@ -18,8 +18,10 @@ class Q:
 
     With ``many=True`` ``params`` is a list of parameter tuples (executemany; a
     runner may send an ``INSERT … VALUES (…)`` as one multi-row statement).
-    ``single=True`` promises it is the operation's only statement, so a runner
-    may run it without an explicit transaction (a statement is atomic).
+    ``single=True`` says the statement is complete on its own (a statement is atomic):
+    when it is the operation's first, a runner may run the operation without an explicit
+    transaction, and any statement that follows then runs on its own as well (a ``put``
+    on Postgres: its rare second statement keeps the data consistent by itself).
     """
 
     sql: str
