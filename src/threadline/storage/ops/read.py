@@ -140,7 +140,9 @@ def _remember(bc: codec.BlobCodec, row: Sequence[Any], doc: dict, blobs: Mapping
     assert bc.cache is not None
     tid, ns = row[0], row[1]
     pairs = R.blob_pairs(doc)
-    bc.cache.put_versions((tid, ns, row[2]), dict(pairs))
+    # an empty value is no delta base: the next put need not read it back (write._base_versions)
+    empty = {ch for ch, v in pairs if (blobs.get((tid, ns, ch, v)) or ("",))[0] == codec.EMPTY}
+    bc.cache.put_versions((tid, ns, row[2]), {ch: v for ch, v in pairs if ch not in empty})
     for ch, v in pairs:
         if bc.cache.get((tid, ns, ch, v)) is not None:
             continue  # what a put cached is as good, and may carry item fingerprints

@@ -8,7 +8,7 @@ through ``read.fetch_blob_rows`` / ``read.fetch_blobs``.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from langgraph.checkpoint.base import Checkpoint, CheckpointMetadata
@@ -23,13 +23,14 @@ from threadline.errors import ConfigError, CorruptRowError
 from threadline.keys import Key, config_of, key_of
 
 def _delta_bases(
-    d: Dialect, bc: codec.BlobCodec, key: Key, candidates: Sequence[tuple[str, str]]
+    d: Dialect, bc: codec.BlobCodec, key: Key, candidates: Sequence[tuple[str, str]], worth_reading: Callable[[str], bool]
 ) -> Op[dict[str, tuple[str, codec.Entry]]]:
     """For the (channel, new version) that may be deltas: channel → (its version in the
     parent checkpoint, that value).
 
     From the cache; on a miss, read in this transaction (the parent's versions, then
-    the base values through their chains)."""
+    the base values through their chains) when ``worth_reading(channel)``: a value too
+    small to be stored as a delta (whose base is never cached) costs no round trip."""
     assert bc.cache is not None
     if not candidates or not key.checkpoint_id:
         return {}
@@ -53,6 +54,7 @@ def _delta_bases(
             bases[channel] = (base_version, entry)
         else:
             missing[channel] = base_version
+    missing = {ch: bv for ch, bv in missing.items() if worth_reading(ch)}
     if missing:
         wanted = [(key.thread_id, key.checkpoint_ns, ch, bv) for ch, bv in missing.items()]
         rows = yield from fetch_blob_rows(d, wanted)
@@ -67,6 +69,19 @@ def _delta_bases(
                 bc.cache.put(k, entry)
                 bases[k[2]] = (k[3], entry)
     return bases
+
+
+def _base_versions(pairs: Sequence[tuple[str, str]], blob_rows: Sequence[R.BlobRow], parent: Mapping[str, str] | None) -> dict[str, str]:
+    """The versions of a new checkpoint that a child's ``put`` may take as delta bases
+    (``_delta_bases``): all but the channels whose value is empty — written empty by this
+    put, or unchanged since a ``parent`` (its cached versions) that left them out — so a
+    child never reads an empty base back (an empty value is no base)."""
+    written = {r.params[2]: r.params[4] for r in blob_rows}
+    return {
+        ch: v
+        for ch, v in pairs
+        if written.get(ch) != codec.EMPTY and (ch in written or parent is None or ch in parent)
+    }
 
 
 def _put_statements(d: Dialect, key: Key, blob_rows: list[R.BlobRow], checked: list[R.BlobRow], row: tuple, size: int) -> Op[int]:
@@ -118,8 +133,14 @@ def put(
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"checkpoint {checkpoint['id']!r}: metadata or versions are not JSON-serializable ({exc})") from exc
     step, source, run_id = R.extracted_columns(meta)
-    bases = (yield from _delta_bases(d, bc, key, R.delta_channels(checkpoint, new_versions))) if bc.deltas else {}
-    values = R.serialize_values(serde, checkpoint, new_versions, bc, bases)
+    encoded: dict[str, tuple[str, bytes]] = {}
+
+    def worth_reading(channel: str) -> bool:  # no cached base: serialized whole in any case
+        encoded[channel] = codec.encode(serde, checkpoint["channel_values"][channel])
+        return len(encoded[channel][1]) >= bc.delta_min_bytes
+
+    bases = (yield from _delta_bases(d, bc, key, R.delta_channels(checkpoint, new_versions), worth_reading)) if bc.deltas else {}
+    values = R.serialize_values(serde, checkpoint, new_versions, bc, bases, encoded)
     blob_rows = R.blob_rows(key, values, bases, bc)
     size = sum(len(r.params[5] or b"") for r in blob_rows)
     # The rows the cache will remember (deltas and list/dict snapshots) are checked in the
@@ -162,7 +183,8 @@ def put(
                     # superseded on this branch: a sibling of this checkpoint reads it back if it needs it
                     bc.cache.discard((key.thread_id, key.checkpoint_ns, r.params[2], base[0]))
     if bc.cache is not None:
-        bc.cache.put_versions((key.thread_id, key.checkpoint_ns, checkpoint["id"]), dict(R.blob_pairs(doc)))
+        parent_versions = bc.cache.versions((key.thread_id, key.checkpoint_ns, key.checkpoint_id)) if key.checkpoint_id else None
+        bc.cache.put_versions((key.thread_id, key.checkpoint_ns, checkpoint["id"]), _base_versions(R.blob_pairs(doc), blob_rows, parent_versions))
     # the official savers hand back the caller's thread_id and checkpoint_ns as given (an int stays an int)
     given = config["configurable"]
     return config_of(given["thread_id"], given.get("checkpoint_ns") or key.checkpoint_ns, checkpoint["id"])
