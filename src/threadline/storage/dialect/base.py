@@ -101,6 +101,10 @@ class Dialect(Statements):
     reput_sets_parent: bool
     # prune(keep_latest) refuses DeltaChannel threads.
     prune_refuses_delta_threads: bool
+    # Plain reads (``Q.read``) before an operation's first write may run outside its
+    # transaction: true where a transaction gives them nothing (Postgres at READ COMMITTED,
+    # where every statement takes its own snapshot anyway) and costs round trips.
+    reads_outside_transaction: bool = False
 
     def sql(self, text: str) -> str:
         """``text`` (``?`` placeholders) in the driver's parameter style."""

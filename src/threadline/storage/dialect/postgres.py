@@ -91,6 +91,7 @@ class PostgresDialect(Dialect):
     replaced_write_columns = ("channel", "type", "blob", "created_at")  # the official upsert keeps task_path
     reput_sets_parent = False  # the official upsert replaces only checkpoint and metadata
     prune_refuses_delta_threads = True
+    reads_outside_transaction = True  # BEGIN and COMMIT are two round trips; READ COMMITTED reads gain nothing
 
     def sql(self, text: str) -> str:
         return _to_pyformat(text)

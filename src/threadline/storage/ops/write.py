@@ -37,7 +37,7 @@ def _delta_bases(
     parent = (key.thread_id, key.checkpoint_ns, key.checkpoint_id)
     versions = bc.cache.versions(parent)
     if versions is None:
-        found = yield Q(d.CHECKPOINT_DOC, parent)
+        found = yield Q(d.CHECKPOINT_DOC, parent, read=True)
         if not found:
             return {}
         doc = d.load_json(found[0][0], f"checkpoint {parent!r}")
