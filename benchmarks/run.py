@@ -12,7 +12,10 @@ recorded once and replayed, identically, on every saver (``workload.py``).
 Per saver it prints:
 
 * put / put_writes / put+put_writes ms per superstep at 100 and at 300 steps of
-  history (median over the 10 supersteps up to that step, all threads);
+  history (median over the 10 supersteps up to that step, all threads), and the CPU
+  time of put+put_writes: this process's thread plus, for Postgres, the server backend
+  serving the saver's connection (``/proc/<pid>/schedstat``; a local server), which
+  load from other processes moves far less than wall time;
 * get-latest ms (``get_tuple`` of each thread's latest checkpoint, median);
 * list ms per checkpoint (``list`` of one whole thread);
 * bytes on disk (SQLite: the file after a WAL checkpoint; Postgres: the total
