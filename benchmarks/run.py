@@ -12,7 +12,10 @@ recorded once and replayed, identically, on every saver (``workload.py``).
 Per saver it prints:
 
 * put / put_writes / put+put_writes ms per superstep at 100 and at 300 steps of
-  history (median over the 10 supersteps up to that step, all threads);
+  history (median over the 10 supersteps up to that step, all threads), and the CPU
+  time of put+put_writes: this process's thread plus, for Postgres, the server backend
+  serving the saver's connection (``/proc/<pid>/schedstat``; a local server), which
+  load from other processes moves far less than wall time;
 * get-latest ms (``get_tuple`` of each thread's latest checkpoint, median);
 * list ms per checkpoint (``list`` of one whole thread);
 * bytes on disk (SQLite: the file after a WAL checkpoint; Postgres: the total
@@ -242,6 +245,7 @@ class Figures:
     put: dict[int, float] = field(default_factory=dict)  # at step → median ms
     writes: dict[int, float] = field(default_factory=dict)
     both: dict[int, float] = field(default_factory=dict)
+    cpu: dict[int, float] = field(default_factory=dict)  # put+put_writes CPU ms (client + Postgres backend)
     get_latest: float = 0.0
     get_latest_cold: float = 0.0
     get_latest_min: float = 0.0
@@ -253,24 +257,45 @@ class Figures:
     e2e_bytes: int | None = None
 
 
-def window(t: W.Timings, at: int, size: int = 10) -> tuple[float, float, float]:
+def window(t: W.Timings, at: int, size: int = 10) -> tuple[float, float, float, float]:
     keys = [k for k in t.put if at - size < k[1] <= at]
     put = [t.put[k] for k in keys]
     writes = [t.writes.get(k, 0.0) for k in keys]
-    return statistics.median(put), statistics.median(writes), statistics.median(p + w for p, w in zip(put, writes))
+    cpu = statistics.median(t.cpu.get(k, 0.0) for k in keys)
+    return statistics.median(put), statistics.median(writes), statistics.median(p + w for p, w in zip(put, writes)), cpu
+
+
+def server_cpu(saver: Any) -> Callable[[], float]:
+    """ms of CPU the Postgres backend process serving ``saver``'s connection has used so far
+    (Linux ``/proc/<pid>/schedstat``, a server on this machine); 0 for in-process savers."""
+    info = getattr(getattr(saver, "conn", None), "info", None)
+    pid = getattr(info, "backend_pid", None)
+    path = f"/proc/{pid}/schedstat"
+    if pid is None or not os.path.exists(path):
+        return lambda: 0.0
+
+    def read() -> float:
+        with open(path) as f:
+            return int(f.read().split()[0]) / 1e6
+
+    return read
 
 
 def replay_all(opened: list[tuple[Saver, Any]], rec: W.Recording) -> list[W.Timings]:
     """Replay the recording on every saver at once, call by call (the saver order rotating),
-    so that load from other processes on the machine hits every saver alike."""
+    so that load from other processes on the machine hits every saver alike. Besides wall
+    time, each call's CPU time is summed: this thread's and the Postgres backend's, which
+    other processes' load does not inflate as it does wall time."""
     timings = [W.Timings() for _ in opened]
     clock = time.perf_counter
+    servers = [server_cpu(saver) for _, saver in opened]
     for i, (tid, call) in enumerate(W.interleaved(rec)):
         order = list(range(len(opened)))
         order = order[i % len(order):] + order[: i % len(order)]
         for j in order:
             saver, t = opened[j][1], timings[j]
             key = (tid, call.step)
+            cpu0 = time.thread_time() * 1000 + servers[j]()
             start = clock()
             if call.kind == "put":
                 t.last_config[tid] = saver.put(*call.args)
@@ -278,6 +303,7 @@ def replay_all(opened: list[tuple[Saver, Any]], rec: W.Recording) -> list[W.Timi
             else:
                 saver.put_writes(*call.args)
                 t.writes[key] = t.writes.get(key, 0.0) + (clock() - start) * 1000
+            t.cpu[key] = t.cpu.get(key, 0.0) + time.thread_time() * 1000 + servers[j]() - cpu0
     return timings
 
 
@@ -309,7 +335,7 @@ def measure(chosen: list[Saver], rec: W.Recording, denominator: int, at: list[in
             print(f"\n--- cProfile of the replay (all savers) ---\n{out.getvalue()}")
         for f, t in zip(figs, timings):
             for step in at:
-                f.put[step], f.writes[step], f.both[step] = window(t, step)
+                f.put[step], f.writes[step], f.both[step], f.cpu[step] = window(t, step)
         for tid in rec.threads:
             want = len(rec.final_values[tid]["messages"])
             conf = {"configurable": {"thread_id": tid, "checkpoint_ns": ""}}
@@ -408,6 +434,7 @@ def tables(figs: list[Figures], at: list[int], threads: int, turns: int) -> str:
             row(f"put ms/superstep @{step}", lambda f, s=step: f.put.get(s), ms)
             row(f"put_writes ms/superstep @{step}", lambda f, s=step: f.writes.get(s), ms)
             row(f"**put+put_writes ms/superstep @{step}**", lambda f, s=step: f.both.get(s), ms)
+            row(f"put+put_writes CPU ms/superstep @{step} (client + server)", lambda f, s=step: f.cpu.get(s), ms)
         row("get-latest ms (the saver that wrote)", lambda f: f.get_latest, ms)
         row("get-latest ms (nothing cached)", lambda f: f.get_latest_cold, ms)
         row("list ms per checkpoint", lambda f: f.list_per_ck, ms)
@@ -435,24 +462,30 @@ def targets(figs: list[Figures], last: int) -> str:
         if f is None:
             continue
         add(
-            f"amplification ≤ 2× at {last} steps ({backend})",
+            f"amplification ≤ 1× at {last} steps ({backend})",
             f"{f.amplification:.2f}× with zstd; {z.amplification:.2f}× without" if z else f"{f.amplification:.2f}×",
-            f.amplification <= 2,
+            f.amplification <= 1,
         )
     for backend, official, ours, need in (
-        ("sqlite", "official SqliteSaver", "threadline SqliteSaver", 1.5),
-        ("postgres", "official PostgresSaver", "threadline PostgresSaver", 4.0),
+        ("sqlite", "official SqliteSaver", "threadline SqliteSaver", {last: 1.5}),
+        ("postgres", "official PostgresSaver", "threadline PostgresSaver", {min(100, last): 2.0, last: 4.0}),
     ):
         o, f = by.get((backend, official)), by.get((backend, ours))
         if o is None or f is None:
             continue
-        speed = o.both[last] / f.both[last]
-        add(f"put+put_writes at {last} steps ≥ {need}× faster than official ({backend})", f"{speed:.2f}× as fast ({f.both[last]:.2f} vs {o.both[last]:.2f} ms)", speed >= need)
+        for at, times in sorted(need.items()):
+            speed = o.both[at] / f.both[at]
+            cpu = f" (CPU, client + server: {o.cpu[at] / f.cpu[at]:.2f}×, {f.cpu[at]:.2f} vs {o.cpu[at]:.2f} ms)" if f.cpu.get(at) else ""
+            add(
+                f"put+put_writes at {at} steps ≥ {times}× faster than official ({backend})",
+                f"{speed:.2f}× as fast ({f.both[at]:.2f} vs {o.both[at]:.2f} ms){cpu}",
+                speed >= times,
+            )
         add(
-            f"get-latest no slower than official ({backend}), the saver that wrote",
+            f"get-latest ≥ 1.5× faster than official ({backend}), the saver that wrote",
             f"median {f.get_latest:.2f} vs {o.get_latest:.2f} ms ({o.get_latest / f.get_latest:.2f}× as fast); "
             f"best {f.get_latest_min:.2f} vs {o.get_latest_min:.2f} ms",
-            f.get_latest <= o.get_latest,
+            o.get_latest >= 1.5 * f.get_latest,
         )
         add(
             f"get-latest no slower than official ({backend}), nothing cached",
@@ -460,6 +493,12 @@ def targets(figs: list[Figures], last: int) -> str:
             f"best {f.get_latest_cold_min:.2f} vs {o.get_latest_cold_min:.2f} ms",
             f.get_latest_cold <= o.get_latest_cold,
         )
+        if f.e2e_seconds and o.e2e_seconds:
+            add(
+                f"end-to-end ReAct faster than official ({backend})",
+                f"{f.e2e_seconds:.2f} vs {o.e2e_seconds:.2f} s ({o.e2e_seconds / f.e2e_seconds:.2f}× as fast)",
+                f.e2e_seconds < o.e2e_seconds,
+            )
     return "\n".join(lines)
 
 

@@ -167,6 +167,7 @@ def interleaved(rec: Recording) -> Iterator[tuple[str, Call]]:
 class Timings:
     put: dict[tuple[str, int], float] = field(default_factory=dict)  # (thread, step) → ms
     writes: dict[tuple[str, int], float] = field(default_factory=dict)
+    cpu: dict[tuple[str, int], float] = field(default_factory=dict)  # put + put_writes CPU ms, client and server
     last_config: dict[str, dict] = field(default_factory=dict)
 
 

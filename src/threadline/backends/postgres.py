@@ -147,7 +147,8 @@ class PostgresSaver(SyncShell):
         with self._connection() as conn, ExitStack() as tx:
 
             def begin(needed: bool) -> None:
-                if needed or not conn.autocommit:  # outside autocommit even one statement needs its commit
+                # outside autocommit even one statement needs its commit; at most one transaction
+                if (needed or not conn.autocommit) and conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
                     tx.enter_context(conn.transaction())
 
             flush = self.pipe.sync if self.pipe is not None else None
@@ -262,7 +263,7 @@ class AsyncPostgresSaver(AsyncShell):
         async with self._connection() as conn, AsyncExitStack() as tx:
 
             async def begin(needed: bool) -> None:
-                if needed or not conn.autocommit:
+                if (needed or not conn.autocommit) and conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
                     await tx.enter_async_context(conn.transaction())
 
             flush = self.pipe.sync if self.pipe is not None else None

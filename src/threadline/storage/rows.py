@@ -115,13 +115,15 @@ def serialize_values(
     new_versions: ChannelVersions,
     bc: codec.BlobCodec = codec.PLAIN,
     bases: Mapping[str, tuple[str, codec.Entry]] | None = None,
+    encoded: Mapping[str, tuple[str, bytes]] | None = None,
 ) -> list[Value]:
     """Serialize the channels in ``new_versions`` (only those get a blob row: unchanged
     channels are shared by reference through ``channel_versions``). A channel with a new
     version but no value is ``empty``, so every version a checkpoint names exists.
 
     A list whose ``bases`` entry (its value in the parent checkpoint) it extends is
-    serialized item by item from where the base ends (``codec.BlobCodec.encode_list``)."""
+    serialized item by item from where the base ends (``codec.BlobCodec.encode_list``);
+    ``encoded`` holds values already serialized whole (``codec.encode``)."""
     values = checkpoint["channel_values"]
     out = []
     for channel, version in new_versions.items():
@@ -134,7 +136,7 @@ def serialize_values(
         if fast is not None:
             out.append(Value(channel, version_key(version), "msgpack", fast[0], fast[1]))
         else:
-            tag, data = codec.encode(serde, value)
+            tag, data = encoded[channel] if encoded and channel in encoded else codec.encode(serde, value)
             out.append(Value(channel, version_key(version), tag, data, bc.candidate(tag, data, value)))
     return out
 

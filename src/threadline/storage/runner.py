@@ -6,7 +6,10 @@ placeholder style), runs them on ``cur`` and sends the rows back; ``adrive`` is 
 same on an async cursor (aiosqlite, psycopg async). A backend shell only opens the
 connection and the transaction: before the first statement the driver calls
 ``begin(needed)``, ``needed`` saying whether the operation needs an explicit
-transaction (``needs_transaction``); the shell commits or rolls back afterwards.
+transaction (``needs_transaction``); the shell commits or rolls back afterwards. On a
+dialect whose reads need no transaction (``Dialect.reads_outside_transaction``),
+``begin(False)`` comes first for leading reads (``Q.read``) and ``begin`` again with
+the operation's first other statement, so ``begin`` opens at most one transaction.
 ``flush``, when given, is called after each statement whose rows are read (psycopg's
 ``Pipeline.sync``: in pipeline mode the next statement may depend on these rows).
 """
@@ -55,7 +58,7 @@ def statements(q: Q, max_params: int) -> list[Statement]:
 
 def needs_transaction(q: Q, stmts: list[Statement]) -> bool:
     """Whether the first statement of an operation must open a transaction: not when
-    the operation promised it is its only statement (``Q.single``) and it is one."""
+    it is complete on its own (``Q.single``) and one statement."""
     return not (q.single and len(stmts) == 1 and not stmts[0].many)
 
 
@@ -67,10 +70,17 @@ class _Plan:
         self.begun = False
 
     def of(self, q: Q) -> tuple[bool | None, list[Statement]]:
-        """(``needed`` for ``begin``, or None once it was called; the statements)."""
+        """(``needed`` for ``begin``, or None once it was called; the statements). A read
+        the dialect runs outside a transaction asks ``begin(False)`` and leaves the
+        transaction to the operation's first other statement (``begin`` again)."""
         stmts = statements(q, self.d.max_params)
-        needed = None if self.begun else needs_transaction(q, stmts)
-        self.begun = True
+        if self.begun:
+            needed = None
+        elif q.read and self.d.reads_outside_transaction:
+            needed = False
+        else:
+            needed = needs_transaction(q, stmts)
+            self.begun = True
         return needed, [s._replace(sql=self.d.sql(s.sql)) for s in stmts]
 
 

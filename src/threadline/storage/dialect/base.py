@@ -101,10 +101,19 @@ class Dialect(Statements):
     reput_sets_parent: bool
     # prune(keep_latest) refuses DeltaChannel threads.
     prune_refuses_delta_threads: bool
+    # Plain reads (``Q.read``) before an operation's first write may run outside its
+    # transaction: true where a transaction gives them nothing (Postgres at READ COMMITTED,
+    # where every statement takes its own snapshot anyway) and costs round trips.
+    reads_outside_transaction: bool = False
 
     def sql(self, text: str) -> str:
         """``text`` (``?`` placeholders) in the driver's parameter style."""
         return text
+
+    def put_statement(self, blobs: int) -> str | None:
+        """A whole ``put`` as one statement (see ``PostgresDialect.put_statement``), or None:
+        the backend runs ``put`` as several statements in one transaction."""
+        return None
 
     def migrations(self) -> list[tuple[int, list[str]]]:
         """``schema.MIGRATIONS`` with this dialect's column types, plus its own statements."""

@@ -10,6 +10,7 @@ from typing import Any
 
 from threadline.errors import FilterError
 from threadline.storage.dialect.base import Dialect, check_filter, dumps_json
+from threadline.storage.rows import BLOB_COLUMNS
 from threadline.storage.schema import LEGACY_INDEXES, LEGACY_RENAMES
 
 
@@ -17,6 +18,56 @@ from threadline.storage.schema import LEGACY_INDEXES, LEGACY_RENAMES
 def _to_pyformat(text: str) -> str:
     # Our SQL never contains '?' or '%' except as placeholders.
     return re.sub(r"\?", "%s", text.replace("%", "%%"))
+
+
+@lru_cache(maxsize=256)
+def _put_statement(blobs: int) -> str:
+    # Data-modifying CTEs all see the snapshot from before the statement, so a checked row
+    # is stored as written when this statement inserted it (``b``) or it was already there.
+    parts = [
+        "r(thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata, step, source, run_id, created_at, "
+        "expected, bytes) AS (VALUES (CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS JSONB), "
+        "CAST(? AS JSONB), CAST(? AS BIGINT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS DOUBLE PRECISION), CAST(? AS BIGINT), "
+        "CAST(? AS BIGINT)))",
+    ]
+    stored = "0"
+    if blobs:
+        first = (
+            "(CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS BYTEA), "
+            "CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS BIGINT), CAST(? AS BOOLEAN))"
+        )
+        rows = ", ".join([first] + ["(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"] * (blobs - 1))
+        parts.append(f"v(thread_id, checkpoint_ns, channel, version, type, blob, base_version, base_type, base_size, checked) AS (VALUES {rows})")
+        parts.append(
+            f"b AS (INSERT INTO threadline_blobs ({BLOB_COLUMNS}) "
+            "SELECT thread_id, checkpoint_ns, channel, version, type, blob, base_version FROM v "
+            "WHERE base_version IS NULL OR EXISTS (SELECT 1 FROM threadline_blobs o WHERE o.thread_id = v.thread_id "
+            "AND o.checkpoint_ns = v.checkpoint_ns AND o.channel = v.channel AND o.version = v.base_version "
+            "AND o.type = v.base_type AND COALESCE(octet_length(o.blob), 0) = v.base_size) "
+            "ON CONFLICT DO NOTHING RETURNING channel, version)"
+        )
+        stored = (
+            "(SELECT COUNT(*) FROM v WHERE v.checked AND (EXISTS (SELECT 1 FROM b WHERE b.channel = v.channel AND b.version = v.version) "
+            "OR EXISTS (SELECT 1 FROM threadline_blobs o WHERE o.thread_id = v.thread_id AND o.checkpoint_ns = v.checkpoint_ns "
+            "AND o.channel = v.channel AND o.version = v.version AND o.type = v.type "
+            "AND COALESCE(octet_length(o.blob), 0) = COALESCE(octet_length(v.blob), 0))))"
+        )
+    parts += [
+        f"n(stored) AS (SELECT {stored})",
+        "e AS (SELECT 1 FROM threadline_checkpoints x JOIN r ON x.thread_id = r.thread_id AND x.checkpoint_ns = r.checkpoint_ns "
+        "AND x.checkpoint_id = r.checkpoint_id)",
+        "c AS (INSERT INTO threadline_checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, "
+        "metadata, step, source, run_id, created_at) SELECT r.thread_id, r.checkpoint_ns, r.checkpoint_id, r.parent_checkpoint_id, "
+        "r.checkpoint, r.metadata, r.step, r.source, r.run_id, r.created_at FROM r, n WHERE n.stored = r.expected "
+        "ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET checkpoint = excluded.checkpoint, "
+        "metadata = excluded.metadata, step = excluded.step, source = excluded.source, run_id = excluded.run_id RETURNING 1)",
+        "t AS (INSERT INTO threadline_threads (thread_id, created_at, updated_at, checkpoint_count, bytes) "
+        "SELECT r.thread_id, r.created_at, r.created_at, (SELECT COUNT(*) FROM c) - (SELECT COUNT(*) FROM e), r.bytes "
+        "FROM r WHERE EXISTS (SELECT 1 FROM c) ON CONFLICT (thread_id) DO UPDATE SET updated_at = excluded.updated_at, "
+        "checkpoint_count = threadline_threads.checkpoint_count + excluded.checkpoint_count, "
+        "bytes = threadline_threads.bytes + excluded.bytes)",
+    ]
+    return "WITH " + ", ".join(parts) + " SELECT n.stored, (SELECT COUNT(*) FROM c), (SELECT COUNT(*) FROM e) FROM n"
 
 
 class PostgresDialect(Dialect):
@@ -40,9 +91,23 @@ class PostgresDialect(Dialect):
     replaced_write_columns = ("channel", "type", "blob", "created_at")  # the official upsert keeps task_path
     reput_sets_parent = False  # the official upsert replaces only checkpoint and metadata
     prune_refuses_delta_threads = True
+    reads_outside_transaction = True  # BEGIN and COMMIT are two round trips; READ COMMITTED reads gain nothing
 
     def sql(self, text: str) -> str:
         return _to_pyformat(text)
+
+    def put_statement(self, blobs: int) -> str:
+        """A whole ``put`` in one statement (one round trip, atomic without a transaction):
+        ``blobs`` guarded blob rows, the checkpoint row (an upsert: a checkpoint put again
+        takes the new checkpoint, metadata, step, source and run_id, as the official upsert)
+        and the thread index row — the checkpoint and thread rows only when the expected
+        number of checked blob rows are stored as written. (thread_id, checkpoint_ns,
+        checkpoint_id, parent_checkpoint_id, checkpoint, metadata, step, source, run_id,
+        created_at, expected, bytes added to the thread, then ``blobs`` × (the INSERT_BLOB
+        parameters, the type and stored size the base row must have, NULL for a snapshot, and
+        whether the row is checked)) → how many checked rows are stored, whether the
+        checkpoint row was written (1 or 0), whether it existed before (1 or 0)"""
+        return _put_statement(blobs)
 
     def extra_migrations(self) -> dict[int, list[str]]:
         return {1: ["CREATE INDEX IF NOT EXISTS threadline_checkpoints_metadata ON threadline_checkpoints USING GIN (metadata jsonb_path_ops)"]}

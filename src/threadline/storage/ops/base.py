@@ -18,14 +18,20 @@ class Q:
 
     With ``many=True`` ``params`` is a list of parameter tuples (executemany; a
     runner may send an ``INSERT … VALUES (…)`` as one multi-row statement).
-    ``single=True`` promises it is the operation's only statement, so a runner
-    may run it without an explicit transaction (a statement is atomic).
+    ``single=True`` says the statement is complete on its own (a statement is atomic):
+    when it is the operation's first, a runner may run the operation without an explicit
+    transaction, and any statement that follows then runs on its own as well (a ``put``
+    on Postgres: its rare second statement keeps the data consistent by itself).
+    ``read=True`` marks a plain read (no locks): where the dialect allows
+    (``Dialect.reads_outside_transaction``), reads before an operation's first other
+    statement run on their own, and the transaction starts with that statement.
     """
 
     sql: str
     params: Sequence[Any] = ()
     many: bool = False
     single: bool = False
+    read: bool = False
 
 
 Op = Generator[Q, list, T]

@@ -35,7 +35,7 @@ def fetch_blob_rows(d: Dialect, keys: Sequence[tuple[str, str, str, str]]) -> Op
     if not keys:
         return out
     for part in chunks(list(keys), d.max_params // 4):
-        found = yield Q(d.blob_chains(len(part)), flat(part))
+        found = yield Q(d.blob_chains(len(part)), flat(part), read=True)
         for b in found:
             out[(b[0], b[1], b[2])][b[3]] = (b[4], b[5], b[6])
     return out
@@ -111,7 +111,7 @@ def load_tuples(
     keys = sorted({(r[0], r[1], r[2]) for r in ck_rows})
     writes: dict[tuple, list] = defaultdict(list)
     for part in chunks(keys, d.max_params // 3):
-        found = yield Q(d.writes_by_keys(len(part)), flat(part))
+        found = yield Q(d.writes_by_keys(len(part)), flat(part), read=True)
         for w in found:
             writes[(w[0], w[1], w[2])].append(w)
     sends: dict[tuple, list] = defaultdict(list)
@@ -119,7 +119,7 @@ def load_tuples(
     # the parent's TASKS writes in any namespace, as the official PostgresSaver looks them up
     parents = sorted({(r[0], r[3]) for r, doc, _ in docs if migrate and R.needs_parent_sends(r[3], doc)})
     for part in chunks(parents, d.max_params // 2 - 1):
-        found = yield Q(d.sends_by_parent(len(part)), [*flat(part), TASKS])
+        found = yield Q(d.sends_by_parent(len(part)), [*flat(part), TASKS], read=True)
         for w in found:
             sends[(w[0], w[2])].append(w)
 
@@ -140,7 +140,9 @@ def _remember(bc: codec.BlobCodec, row: Sequence[Any], doc: dict, blobs: Mapping
     assert bc.cache is not None
     tid, ns = row[0], row[1]
     pairs = R.blob_pairs(doc)
-    bc.cache.put_versions((tid, ns, row[2]), dict(pairs))
+    # an empty value is no delta base: the next put need not read it back (write._base_versions)
+    empty = {ch for ch, v in pairs if (blobs.get((tid, ns, ch, v)) or ("",))[0] == codec.EMPTY}
+    bc.cache.put_versions((tid, ns, row[2]), {ch: v for ch, v in pairs if ch not in empty})
     for ch, v in pairs:
         if bc.cache.get((tid, ns, ch, v)) is not None:
             continue  # what a put cached is as good, and may carry item fingerprints
@@ -156,9 +158,9 @@ def _remember(bc: codec.BlobCodec, row: Sequence[Any], doc: dict, blobs: Mapping
 def get_tuple(d: Dialect, serde: SerializerProtocol, key: Key, bc: codec.BlobCodec | None = None) -> Op[CheckpointTuple | None]:
     """The checkpoint named by ``key``, or the latest of its (thread_id, checkpoint_ns) when it names none."""
     if key.checkpoint_id:
-        found = yield Q(d.CHECKPOINT, (key.thread_id, key.checkpoint_ns, key.checkpoint_id))
+        found = yield Q(d.CHECKPOINT, (key.thread_id, key.checkpoint_ns, key.checkpoint_id), read=True)
     else:
-        found = yield Q(d.LATEST_CHECKPOINT, (key.thread_id, key.checkpoint_ns))
+        found = yield Q(d.LATEST_CHECKPOINT, (key.thread_id, key.checkpoint_ns), read=True)
     if not found:
         return None
     return (yield from load_tuples(d, serde, found, bc))[0]
@@ -213,7 +215,7 @@ def list_page(
 ) -> Op[tuple[list[Any], tuple | None]]:
     """One page of ``list`` (newest checkpoint_id first) and the cursor for the next page."""
     sql, params = where
-    found = yield Q(d.list_checkpoints(sql, after is not None), [*params, *(after or ()), size])
+    found = yield Q(d.list_checkpoints(sql, after is not None), [*params, *(after or ()), size], read=True)
     tuples = yield from load_tuples(d, serde, found, bc, lazy=lazy)
     last = found[-1] if len(found) == size else None
     return tuples, (last[2], last[0], last[1]) if last else None

@@ -8,7 +8,7 @@ through ``read.fetch_blob_rows`` / ``read.fetch_blobs``.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from langgraph.checkpoint.base import Checkpoint, CheckpointMetadata
@@ -23,20 +23,21 @@ from threadline.errors import ConfigError, CorruptRowError
 from threadline.keys import Key, config_of, key_of
 
 def _delta_bases(
-    d: Dialect, bc: codec.BlobCodec, key: Key, candidates: Sequence[tuple[str, str]]
+    d: Dialect, bc: codec.BlobCodec, key: Key, candidates: Sequence[tuple[str, str]], worth_reading: Callable[[str], bool]
 ) -> Op[dict[str, tuple[str, codec.Entry]]]:
     """For the (channel, new version) that may be deltas: channel → (its version in the
     parent checkpoint, that value).
 
     From the cache; on a miss, read in this transaction (the parent's versions, then
-    the base values through their chains)."""
+    the base values through their chains) when ``worth_reading(channel)``: a value too
+    small to be stored as a delta (whose base is never cached) costs no round trip."""
     assert bc.cache is not None
     if not candidates or not key.checkpoint_id:
         return {}
     parent = (key.thread_id, key.checkpoint_ns, key.checkpoint_id)
     versions = bc.cache.versions(parent)
     if versions is None:
-        found = yield Q(d.CHECKPOINT_DOC, parent)
+        found = yield Q(d.CHECKPOINT_DOC, parent, read=True)
         if not found:
             return {}
         doc = d.load_json(found[0][0], f"checkpoint {parent!r}")
@@ -53,6 +54,7 @@ def _delta_bases(
             bases[channel] = (base_version, entry)
         else:
             missing[channel] = base_version
+    missing = {ch: bv for ch, bv in missing.items() if worth_reading(ch)}
     if missing:
         wanted = [(key.thread_id, key.checkpoint_ns, ch, bv) for ch, bv in missing.items()]
         rows = yield from fetch_blob_rows(d, wanted)
@@ -69,6 +71,40 @@ def _delta_bases(
     return bases
 
 
+def _base_versions(pairs: Sequence[tuple[str, str]], blob_rows: Sequence[R.BlobRow], parent: Mapping[str, str] | None) -> dict[str, str]:
+    """The versions of a new checkpoint that a child's ``put`` may take as delta bases
+    (``_delta_bases``): all but the channels whose value is empty — written empty by this
+    put, or unchanged since a ``parent`` (its cached versions) that left them out — so a
+    child never reads an empty base back (an empty value is no base)."""
+    written = {r.params[2]: r.params[4] for r in blob_rows}
+    return {
+        ch: v
+        for ch, v in pairs
+        if written.get(ch) != codec.EMPTY and (ch in written or parent is None or ch in parent)
+    }
+
+
+def _put_statements(d: Dialect, key: Key, blob_rows: list[R.BlobRow], checked: list[R.BlobRow], row: tuple, size: int) -> Op[int]:
+    """``put``'s writes as several statements (a backend without ``Dialect.put_statement``):
+    the blobs, the checkpoint row (inserted, or updated when put again) and the thread index.
+    Returns how many ``checked`` rows are stored as written."""
+    if any(r.delta for r in blob_rows):
+        yield Q(d.insert_blob_guarded(), [r.params + r.guard for r in blob_rows], many=True)
+    elif blob_rows:
+        yield Q(d.INSERT_BLOB, [r.params for r in blob_rows], many=True)
+    checked_params = [p for r in checked for p in (r.params[2], r.params[3], r.params[4], len(r.params[5] or b""))]
+    count_params = [*checked_params, key.thread_id, key.checkpoint_ns] if checked else []
+    inserted = yield Q(d.insert_checkpoint(len(checked)), [*row, *count_params])
+    if inserted:
+        stored = inserted[0][1]
+    else:
+        parent = (key.checkpoint_id,) if d.reput_sets_parent else ()
+        yield Q(d.reput_checkpoint(), (*parent, *row[4:9], *row[:3]))
+        stored = (yield Q(f"SELECT {d.count_stored(len(checked))}", count_params))[0][0] if checked else 0
+    yield Q(d.UPSERT_THREAD, (key.thread_id, row[9], row[9], 1 if inserted else 0, size))
+    return stored
+
+
 def put(
     d: Dialect,
     serde: SerializerProtocol,
@@ -78,7 +114,8 @@ def put(
     new_versions: Mapping[str, Any],
     bc: codec.BlobCodec | None = None,
 ) -> Op[dict]:
-    """Store a checkpoint: its changed channels' blobs, its row, and the thread index, in one transaction.
+    """Store a checkpoint: its changed channels' blobs, its row, and the thread index, atomically
+    (one statement where the dialect has ``put_statement``, else one transaction).
 
     With a saver's ``bc`` (``codec.BlobCodec``), a list/dict value that extends the
     channel's value in the parent checkpoint (``config``'s checkpoint_id) is stored
@@ -96,28 +133,30 @@ def put(
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"checkpoint {checkpoint['id']!r}: metadata or versions are not JSON-serializable ({exc})") from exc
     step, source, run_id = R.extracted_columns(meta)
-    bases = (yield from _delta_bases(d, bc, key, R.delta_channels(checkpoint, new_versions))) if bc.deltas else {}
-    values = R.serialize_values(serde, checkpoint, new_versions, bc, bases)
+    encoded: dict[str, tuple[str, bytes]] = {}
+
+    def worth_reading(channel: str) -> bool:  # no cached base: serialized whole in any case
+        encoded[channel] = codec.encode(serde, checkpoint["channel_values"][channel])
+        return len(encoded[channel][1]) >= bc.delta_min_bytes
+
+    bases = (yield from _delta_bases(d, bc, key, R.delta_channels(checkpoint, new_versions), worth_reading)) if bc.deltas else {}
+    values = R.serialize_values(serde, checkpoint, new_versions, bc, bases, encoded)
     blob_rows = R.blob_rows(key, values, bases, bc)
-    if any(r.delta for r in blob_rows):
-        yield Q(d.insert_blob_guarded(), [r.params + r.guard for r in blob_rows], many=True)
-    elif blob_rows:
-        yield Q(d.INSERT_BLOB, [r.params for r in blob_rows], many=True)
     size = sum(len(r.params[5] or b"") for r in blob_rows)
     # The rows the cache will remember (deltas and list/dict snapshots) are checked in the
-    # checkpoint INSERT's own RETURNING, so this costs no extra round trip.
+    # statement that writes the checkpoint row, so this costs no extra round trip.
     checked = [r for r in blob_rows if r.value is not None] if bc.cache is not None else []
-    checked_params = [p for r in checked for p in (r.params[2], r.params[3], r.params[4], len(r.params[5] or b""))]
-    count_params = [*checked_params, key.thread_id, key.checkpoint_ns] if checked else []
     row = (key.thread_id, key.checkpoint_ns, checkpoint["id"], key.checkpoint_id, doc_json, meta_json, step, source, run_id, now)
-    inserted_ck = yield Q(d.insert_checkpoint(len(checked)), [*row, *count_params])
-    if not inserted_ck:
-        parent = (key.checkpoint_id,) if d.reput_sets_parent else ()
-        yield Q(d.reput_checkpoint(), (*parent, doc_json, meta_json, step, source, run_id, key.thread_id, key.checkpoint_ns, checkpoint["id"]))
-        stored = (yield Q(f"SELECT {d.count_stored(len(checked))}", count_params)) if checked else [(0,)]
+    one = d.put_statement(len(blob_rows))
+    if one is not None:
+        # blobs, checkpoint and thread index in one round trip; the checkpoint and thread rows
+        # are written only when every checked row is stored as written (else below)
+        is_checked = [r.value is not None and bc.cache is not None for r in blob_rows]
+        blob_params = flat((*r.params, *r.guard, c) for r, c in zip(blob_rows, is_checked))
+        stored = (yield Q(one, [*row, len(checked), size, *blob_params], single=True))[0][0]
     else:
-        stored = [(inserted_ck[0][1],)]
-    if checked and stored[0][0] != len(checked):
+        stored = yield from _put_statements(d, key, blob_rows, checked, row, size)
+    if checked and stored != len(checked):
         # Rare: a delta's base row changed since it was cached, or a key was already stored
         # with other bytes. Find out which rows are not stored as written.
         found = yield Q(d.blob_sizes_by_keys(len(checked)), flat(r.params[:4] for r in checked))
@@ -131,7 +170,9 @@ def put(
             r.value = None
             if r.delta and k not in have:  # the delta was refused: store the value whole
                 retry.append(R.snapshot_row(v, key, bc))
-        if retry:
+        if one is not None:  # the checkpoint and thread rows, with the refused deltas as snapshots
+            yield Q(d.put_statement(len(retry)), [*row, 0, size, *flat((*r, None, None, False) for r in retry)])
+        elif retry:
             yield Q(d.INSERT_BLOB, retry, many=True)
     if bc.cache is not None:
         for r in blob_rows:
@@ -142,8 +183,8 @@ def put(
                     # superseded on this branch: a sibling of this checkpoint reads it back if it needs it
                     bc.cache.discard((key.thread_id, key.checkpoint_ns, r.params[2], base[0]))
     if bc.cache is not None:
-        bc.cache.put_versions((key.thread_id, key.checkpoint_ns, checkpoint["id"]), dict(R.blob_pairs(doc)))
-    yield Q(d.UPSERT_THREAD, (key.thread_id, now, now, 1 if inserted_ck else 0, size))
+        parent_versions = bc.cache.versions((key.thread_id, key.checkpoint_ns, key.checkpoint_id)) if key.checkpoint_id else None
+        bc.cache.put_versions((key.thread_id, key.checkpoint_ns, checkpoint["id"]), _base_versions(R.blob_pairs(doc), blob_rows, parent_versions))
     # the official savers hand back the caller's thread_id and checkpoint_ns as given (an int stays an int)
     given = config["configurable"]
     return config_of(given["thread_id"], given.get("checkpoint_ns") or key.checkpoint_ns, checkpoint["id"])
