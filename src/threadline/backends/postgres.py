@@ -83,8 +83,10 @@ class PostgresSaver(SyncShell):
         serde: SerializerProtocol | None = None,
         *,
         adopt: bool = True,
+        ttl: Any = None,
+        retention: Any = None,
     ) -> None:
-        super().__init__(serde=serde, adopt=adopt)
+        super().__init__(serde=serde, adopt=adopt, ttl=ttl, retention=retention)
         if pipe is not None and isinstance(conn, ConnectionPool):
             raise ValueError("a pipeline can only be used with a single Connection, not a ConnectionPool")
         self.conn = conn
@@ -101,6 +103,8 @@ class PostgresSaver(SyncShell):
         pool_size: int | None = None,
         serde: SerializerProtocol | None = None,
         adopt: bool = True,
+        ttl: Any = None,
+        retention: Any = None,
     ) -> Iterator[PostgresSaver]:
         """Connect to ``conn_string`` (a libpq URL or DSN) and set up the tables.
 
@@ -122,9 +126,10 @@ class PostgresSaver(SyncShell):
         try:
             with ExitStack() as stack:
                 pipe = stack.enter_context(resource.pipeline()) if pipeline else None
-                saver = cls(resource, pipe, serde, adopt=adopt)
+                saver = cls(resource, pipe, serde, adopt=adopt, ttl=ttl, retention=retention)
                 saver.setup()
-                yield saver
+                with saver._sweeping():
+                    yield saver
         finally:
             resource.close()
 
@@ -197,8 +202,10 @@ class AsyncPostgresSaver(AsyncShell):
         serde: SerializerProtocol | None = None,
         *,
         adopt: bool = True,
+        ttl: Any = None,
+        retention: Any = None,
     ) -> None:
-        super().__init__(serde=serde, adopt=adopt)
+        super().__init__(serde=serde, adopt=adopt, ttl=ttl, retention=retention)
         if pipe is not None and isinstance(conn, AsyncConnectionPool):
             raise ValueError("a pipeline can only be used with a single AsyncConnection, not an AsyncConnectionPool")
         self.conn = conn
@@ -216,6 +223,8 @@ class AsyncPostgresSaver(AsyncShell):
         serde: SerializerProtocol | None = None,
         pool_size: int | None = None,
         adopt: bool = True,
+        ttl: Any = None,
+        retention: Any = None,
     ) -> AsyncIterator[AsyncPostgresSaver]:
         """Async ``PostgresSaver.from_conn_string``; ``pool_size`` opens an ``AsyncConnectionPool``."""
         if pipeline and pool_size:
@@ -232,9 +241,10 @@ class AsyncPostgresSaver(AsyncShell):
         try:
             async with AsyncExitStack() as stack:
                 pipe = await stack.enter_async_context(resource.pipeline()) if pipeline else None
-                saver = cls(resource, pipe, serde, adopt=adopt)
+                saver = cls(resource, pipe, serde, adopt=adopt, ttl=ttl, retention=retention)
                 await saver.setup()
-                yield saver
+                async with saver._sweeping():
+                    yield saver
         finally:
             await resource.close()
 

@@ -101,6 +101,24 @@ class Dialect(Statements):
     reput_sets_parent: bool
     # prune(keep_latest) refuses DeltaChannel threads.
     prune_refuses_delta_threads: bool
+    # Operating a database (``threadline.lifecycle.sweeper`` and ``vacuum``):
+    # appended to a SELECT to lock the rows it reads until the transaction ends ("" where a
+    # write transaction already holds the database's one write lock);
+    lock_rows: str = ""
+    # run first when claiming a job's lease: one row, true when this transaction may claim it (None: none);
+    claim_lock: tuple[str, tuple] | None = None
+    # () → the database's file ("" for an in-memory one), when its size is a file's; else None;
+    file_sql: str | None = None
+    # () → bytes on disk of threadline's tables with their indexes and TOAST, when not a file's;
+    tables_bytes_sql: str | None = None
+    # () → free pages inside the file, and the statement that gives one back (None: no such pages);
+    free_pages_sql: str | None = None
+    release_page_sql: str | None = None
+    # run outside a transaction after deleting (cheap), and after deleting many rows (a table pass);
+    after_delete_sql: tuple[str, ...] = ()
+    after_large_delete_sql: tuple[str, ...] = ()
+    # run on demand, outside a transaction: rewrite the tables compactly (locks them meanwhile).
+    rebuild_sql: tuple[str, ...] = ()
 
     def sql(self, text: str) -> str:
         """``text`` (``?`` placeholders) in the driver's parameter style."""

@@ -43,6 +43,13 @@ class SqliteDialect(Dialect):
     replaced_write_columns = ("channel", "task_path", "type", "blob", "created_at")  # INSERT OR REPLACE
     reput_sets_parent = True  # INSERT OR REPLACE
     prune_refuses_delta_threads = False  # the official SqliteSaver has no prune
+    file_sql = "SELECT file FROM pragma_database_list WHERE name = 'main'"
+    free_pages_sql = "PRAGMA freelist_count"
+    release_page_sql = "PRAGMA incremental_vacuum"  # sqlite3 runs it one page per statement
+    after_delete_sql = ("PRAGMA wal_checkpoint(TRUNCATE)",)  # the WAL file shrinks back too
+    after_large_delete_sql = ("PRAGMA optimize",)
+    # VACUUM also turns a database made before incremental auto-vacuum into one that has it
+    rebuild_sql = ("PRAGMA auto_vacuum=INCREMENTAL", "VACUUM", "PRAGMA wal_checkpoint(TRUNCATE)")
 
     def legacy_renames(self) -> list[str]:
         out = [f"ALTER TABLE {old} RENAME TO {new}" for old, new in LEGACY_RENAMES.items()]
