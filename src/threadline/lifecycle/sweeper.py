@@ -29,6 +29,7 @@ import socket
 import threading
 import time
 import uuid
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -187,7 +188,7 @@ def _retain(
         after = ids[-1]
 
 
-def _log(report: SweepReport) -> None:
+def _log(report: SweepReport) -> SweepReport:
     if report.errors:
         logger.warning("threadline sweep by %s: %d error(s), first: %s", report.owner, len(report.errors), report.errors[0])
     if report.checkpoints_deleted:
@@ -197,6 +198,7 @@ def _log(report: SweepReport) -> None:
             report.threads_expired, report.threads_pruned, report.checkpoints_deleted,
             space and space.bytes_before, space and space.bytes_after,
         )
+    return report
 
 
 def _wait(interval: float) -> float:
@@ -209,6 +211,7 @@ class BackgroundSweeper:
 
     def __init__(self, saver: Any, interval: float) -> None:
         self.saver, self.interval = saver, interval
+        self.reports: deque[SweepReport] = deque(maxlen=100)  # the latest sweeps, newest last
         self.stop_event = threading.Event()
         self.future: concurrent.futures.Future[None] = concurrent.futures.Future()
         self.future.add_done_callback(lambda f: self.stop_event.set() if f.cancelled() else None)
@@ -217,7 +220,7 @@ class BackgroundSweeper:
     def _loop(self) -> None:
         while not self.stop_event.wait(_wait(self.interval)):
             try:
-                _log(run_job(self.saver, self.saver.sweep_job(min_gap=self.interval * 0.9, stopping=self.stop_event.is_set)))
+                self.reports.append(_log(run_job(self.saver, self.saver.sweep_job(min_gap=self.interval * 0.9, stopping=self.stop_event.is_set))))
             except Exception:  # retried at the next interval
                 logger.exception("threadline sweep failed")
         if not self.future.done():
@@ -238,6 +241,7 @@ class AsyncBackgroundSweeper:
 
     def __init__(self, saver: Any, interval: float) -> None:
         self.saver, self.interval = saver, interval
+        self.reports: deque[SweepReport] = deque(maxlen=100)
         self.stop_event = asyncio.Event()
         self.task: asyncio.Task[None] | None = None
 
@@ -249,7 +253,7 @@ class AsyncBackgroundSweeper:
             except asyncio.TimeoutError:
                 pass
             try:
-                _log(await arun_job(self.saver, self.saver.sweep_job(min_gap=self.interval * 0.9, stopping=self.stop_event.is_set)))
+                self.reports.append(_log(await arun_job(self.saver, self.saver.sweep_job(min_gap=self.interval * 0.9, stopping=self.stop_event.is_set))))
             except Exception:
                 logger.exception("threadline sweep failed")
 
