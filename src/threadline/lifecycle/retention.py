@@ -24,6 +24,8 @@ from threadline.errors import ConfigError
 from threadline.read import all_thread_ids_op
 from threadline.keys import thread_id_of
 from threadline.lifecycle.delete import DeletePlan, _execute_plan, _plan
+from threadline.lifecycle.jobs import run_job
+from threadline.lifecycle.vacuum import LARGE_DELETE, SpaceReport, disk_bytes_op, reclaim
 from threadline.lifecycle.thread import _load_thread_op, _Thread
 
 
@@ -163,6 +165,7 @@ class PruneReport:
     policy: RetentionPolicy
     dry_run: bool
     plans: list[DeletePlan]
+    space: SpaceReport | None = None  # bytes on disk before and after (not for a dry run)
 
     @property
     def checkpoints(self) -> int:
@@ -185,6 +188,7 @@ class PruneReport:
             "blobs": sum(p.blobs for p in self.plans),
             "bytes_freed": self.bytes_freed,
             "threads_deleted": self.threads_deleted,
+            "space": self.space.to_json() if self.space else None,
             "threads": [p.to_json() for p in self.plans],
         }
 
@@ -201,10 +205,13 @@ def prune(
     """Apply ``policy`` to ``thread_ids`` (default: every thread), one transaction per thread.
 
     ``progress(done, total, thread_id)`` is called after each thread. Returns a
-    ``PruneReport`` (with ``dry_run``: what would go, nothing changed).
+    ``PruneReport`` (with ``dry_run``: what would go, nothing changed). ``bytes_freed`` counts
+    the stored bytes of what was deleted; the space deleting frees is then given back to the
+    file system (``vacuum.reclaim``) and ``space`` gives the bytes on disk before and after.
     """
     ids = [thread_id_of(t) for t in thread_ids] if thread_ids is not None else saver.run(all_thread_ids_op(saver.dialect))
     now = time.time() if now is None else now
+    before = None if dry_run else saver.run(disk_bytes_op(saver.dialect))
     plans = []
     for i, tid in enumerate(ids):
         plan = saver.run(prune_thread_op(saver.dialect, tid, policy, dry_run=dry_run, now=now), write=not dry_run)
@@ -212,4 +219,7 @@ def prune(
             plans.append(plan)
         if progress:
             progress(i + 1, len(ids), tid)
-    return PruneReport(policy, dry_run, plans)
+    report = PruneReport(policy, dry_run, plans)
+    if not dry_run:
+        report.space = run_job(saver, reclaim(saver.dialect, large=report.checkpoints >= LARGE_DELETE, before=before))
+    return report

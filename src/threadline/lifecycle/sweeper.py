@@ -37,7 +37,7 @@ from typing import Any
 from threadline import codec
 from threadline.lifecycle.jobs import Job, arun_job, run_job
 from threadline.lifecycle.retention import RetentionPolicy, prune_thread_op
-from threadline.lifecycle.vacuum import SpaceReport, disk_bytes_op, reclaim
+from threadline.lifecycle.vacuum import LARGE_DELETE, SpaceReport, disk_bytes_op, reclaim
 from threadline.storage.dialect import Dialect
 from threadline.storage.ops import sweep as sweep_ops
 from threadline.ttl import TTL
@@ -47,7 +47,6 @@ logger = logging.getLogger(__name__)
 JOB = "sweeper"  # the lease's name in threadline_sweeps
 LEASE_SECONDS = 300.0  # renewed while sweeping; a crashed sweeper's lease runs out after this
 PAGE = 200  # threads listed per query
-LARGE_SWEEP = 1000  # checkpoints deleted from which a sweep also runs the table pass (VACUUM (ANALYZE))
 DEFAULT_INTERVAL_MINUTES = 5.0  # as the official stores' sweeper
 
 
@@ -128,7 +127,7 @@ def sweep_job(
     if retention is not None and not lease.lost:
         yield from _retain(d, retention, report, lease, clock, stopping)
     if report.checkpoints_deleted and not lease.lost:
-        report.space = yield from reclaim(d, large=report.checkpoints_deleted >= LARGE_SWEEP, before=before)
+        report.space = yield from reclaim(d, large=report.checkpoints_deleted >= LARGE_DELETE, before=before)
     else:
         report.space = SpaceReport(before, before)
     report.finished_at = clock()

@@ -24,6 +24,7 @@ from threadline.storage.dialect import Dialect
 from threadline.storage.ops import Op, Q
 
 PAGES_PER_TRANSACTION = 2000  # ~8 MiB of SQLite pages given back per short write transaction
+LARGE_DELETE = 1000  # checkpoints deleted from which reclaiming also runs the table pass (VACUUM (ANALYZE))
 
 
 @dataclass
@@ -31,14 +32,16 @@ class SpaceReport:
     """Bytes on disk before and after (None: an in-memory database), and what ran.
 
     ``pages_released``: SQLite free pages given back to the file system;
-    ``statements``: the maintenance statements run; ``needs_full``: free space is left
-    that only ``vacuum(full=True)`` (``threadline vacuum --full``) can give back."""
+    ``statements``: the maintenance statements run (``failed``: those that could not run,
+    with the reason); ``needs_full``: free space is left that only ``vacuum(full=True)``
+    (``threadline vacuum --full``) can give back."""
 
     bytes_before: int | None
     bytes_after: int | None
     pages_released: int = 0
     statements: list[str] = field(default_factory=list)
     needs_full: bool = False
+    failed: list[str] = field(default_factory=list)
 
     @property
     def bytes_freed(self) -> int | None:
@@ -54,6 +57,7 @@ class SpaceReport:
             "pages_released": self.pages_released,
             "statements": self.statements,
             "needs_full": self.needs_full,
+            "failed": self.failed,
         }
 
 
@@ -81,11 +85,12 @@ def free_pages_op(d: Dialect) -> Op[int]:
 
 
 def release_pages_op(d: Dialect, limit: int) -> Op[int]:
-    """Give up to ``limit`` free pages back (run as a write); how many were free to give."""
+    """Give up to ``limit`` free pages back (run as a write); how many went (none in a file
+    without incremental auto-vacuum)."""
     free = yield from free_pages_op(d)
     for _ in range(min(free, limit)):
         yield Q(d.release_page_sql)  # type: ignore[arg-type]
-    return min(free, limit)
+    return free - (yield from free_pages_op(d))
 
 
 def statement_op(sql: str) -> Op[list]:
@@ -105,8 +110,12 @@ def reclaim(d: Dialect, *, large: bool = True, before: int | None = None) -> Job
             if released < PAGES_PER_TRANSACTION:
                 break
     for sql in (*d.after_delete_sql, *(d.after_large_delete_sql if large else ())):
-        yield statement_op(sql), True
-        report.statements.append(sql)
+        try:
+            yield statement_op(sql), True
+        except Exception as exc:  # e.g. VACUUM on a connection that is not in autocommit: the deletion stands
+            report.failed.append(f"{sql}: {type(exc).__name__}: {exc}")
+        else:
+            report.statements.append(sql)
     report.needs_full = bool((yield free_pages_op(d), False))
     report.bytes_after = yield disk_bytes_op(d), False
     return report

@@ -49,6 +49,8 @@ def prune(report: Any, dry_run: bool = False, **_: Any) -> None:
     verb = "would free" if dry_run else "freed"
     out.print(f"{report.checkpoints} checkpoint(s), {verb} {size(report.bytes_freed)}"
               + (f"; threads deleted: {', '.join(report.threads_deleted)}" if report.threads_deleted else ""))
+    if report.space is not None and report.space.bytes_before is not None:
+        out.print(f"on disk: {size(report.space.bytes_before)} → {size(report.space.bytes_after)}")
 
 
 def fsck(report: Any, **_: Any) -> None:
