@@ -18,10 +18,11 @@ def export(
     saver: Any,
     to: str = typer.Option(..., "--to", help="Output directory (its checkpoints/, writes/, blobs/ are replaced)."),
     thread: list[str] = O.Threads,
+    values: bool = typer.Option(False, "--values", help="Also each blob's and write's decoded value, as JSON."),
     progress: Any = None,
 ) -> X.ExportReport:
-    """Parquet export partitioned by dt=YYYY-MM-DD: checkpoints, writes, blob metadata (no values)."""
-    return X.export_parquet(saver, to, thread_ids=thread or None, progress=progress)
+    """Parquet export partitioned by dt=YYYY-MM-DD: checkpoints, writes, blob metadata (values with --values)."""
+    return X.export_parquet(saver, to, thread_ids=thread or None, values=values, progress=progress)
 
 
 @command("import", render=R.imported, opens="target", problems=lambda report: not report.ok,
