@@ -25,6 +25,7 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
+from threadline import metrics
 from threadline.storage import adopt
 from threadline.codec import BlobCodec
 from threadline.codec.serde import default_serde
@@ -152,8 +153,12 @@ class EngineSaver(BaseCheckpointSaver[str]):
     def _put_op(self, config: dict, checkpoint: Checkpoint, metadata: CheckpointMetadata, new_versions: ChannelVersions) -> ops.Op:
         """``put``, and the thread's own TTL when the run names one (``threadline.ttl``)."""
         own = thread_ttl_of(config, metadata)
-        op = ops.put(self.dialect, self.serde, config, checkpoint, metadata, new_versions, self.blob_codec)
+        op = metrics.counted(ops.put(self.dialect, self.serde, config, checkpoint, metadata, new_versions, self.blob_codec), self.dialect.name)
         return op if own is None else sweep_ops.with_thread_ttl(self.dialect, op, key_of(config).thread_id, own)
+
+    def _put_writes_op(self, config: dict, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str) -> ops.Op:
+        op = ops.put_writes(self.dialect, self.serde, config, writes, task_id, task_path, self.blob_codec)
+        return metrics.counted(op, self.dialect.name)
 
     def _touch_op(self, thread_id: str | None) -> ops.Op | None:
         """With ``refresh_on_read``: the write restarting ``thread_id``'s TTL clock, at most once per
@@ -208,7 +213,8 @@ class EngineSaver(BaseCheckpointSaver[str]):
 
     def get_tuple(self, config: dict) -> CheckpointTuple | None:
         self._adopt(_thread_of(config))
-        found = self._run(ops.get_tuple(self.dialect, self.serde, key_of(config), self.blob_codec), write=False)
+        with metrics.observe("get_tuple", self.dialect.name):
+            found = self._run(ops.get_tuple(self.dialect, self.serde, key_of(config), self.blob_codec), write=False)
         if found is not None and (touch := self._touch_op(_thread_of(config))) is not None:
             self._run(touch, write=True)
         return self._as_official(config, found)
@@ -226,14 +232,20 @@ class EngineSaver(BaseCheckpointSaver[str]):
         if (touch := self._touch_op(listing.thread_id)) is not None:
             self._run(touch, write=True)
         while (op := listing.next_op()) is not None:
-            for make in listing.take(self._run(op, write=False)):
+            with metrics.observe("list", self.dialect.name):
+                page = listing.take(self._run(op, write=False))
+            for make in page:
                 yield make()
 
     def put(self, config: dict, checkpoint: Checkpoint, metadata: CheckpointMetadata, new_versions: ChannelVersions) -> dict:
-        return self._run(self._put_op(config, checkpoint, metadata, new_versions), write=True)
+        with metrics.observe("put", self.dialect.name):
+            stored = self._run(self._put_op(config, checkpoint, metadata, new_versions), write=True)
+        metrics.put_done(self.blob_codec, stored, new_versions)
+        return stored
 
     def put_writes(self, config: dict, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = "") -> None:
-        self._run(ops.put_writes(self.dialect, self.serde, config, writes, task_id, task_path, self.blob_codec), write=True)
+        with metrics.observe("put_writes", self.dialect.name):
+            self._run(self._put_writes_op(config, writes, task_id, task_path), write=True)
 
     def delete_thread(self, thread_id: str) -> None:
         self._adopt(thread_id)  # an adopted thread stays deleted: its marker remains
@@ -261,7 +273,8 @@ class EngineSaver(BaseCheckpointSaver[str]):
 
     async def aget_tuple(self, config: dict) -> CheckpointTuple | None:
         await self._aadopt(_thread_of(config))
-        found = await self._arun(ops.get_tuple(self.dialect, self.serde, key_of(config), self.blob_codec), write=False)
+        with metrics.observe("get_tuple", self.dialect.name):
+            found = await self._arun(ops.get_tuple(self.dialect, self.serde, key_of(config), self.blob_codec), write=False)
         if found is not None and (touch := self._touch_op(_thread_of(config))) is not None:
             await self._arun(touch, write=True)
         return self._as_official(config, found)
@@ -279,14 +292,20 @@ class EngineSaver(BaseCheckpointSaver[str]):
         if (touch := self._touch_op(listing.thread_id)) is not None:
             await self._arun(touch, write=True)
         while (op := listing.next_op()) is not None:
-            for make in listing.take(await self._arun(op, write=False)):
+            with metrics.observe("list", self.dialect.name):
+                page = listing.take(await self._arun(op, write=False))
+            for make in page:
                 yield make()
 
     async def aput(self, config: dict, checkpoint: Checkpoint, metadata: CheckpointMetadata, new_versions: ChannelVersions) -> dict:
-        return await self._arun(self._put_op(config, checkpoint, metadata, new_versions), write=True)
+        with metrics.observe("put", self.dialect.name):
+            stored = await self._arun(self._put_op(config, checkpoint, metadata, new_versions), write=True)
+        metrics.put_done(self.blob_codec, stored, new_versions)
+        return stored
 
     async def aput_writes(self, config: dict, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = "") -> None:
-        await self._arun(ops.put_writes(self.dialect, self.serde, config, writes, task_id, task_path, self.blob_codec), write=True)
+        with metrics.observe("put_writes", self.dialect.name):
+            await self._arun(self._put_writes_op(config, writes, task_id, task_path), write=True)
 
     async def adelete_thread(self, thread_id: str) -> None:
         await self._aadopt(thread_id)

@@ -34,7 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from threadline import codec
+from threadline import codec, metrics
 from threadline.lifecycle.jobs import Job, arun_job, run_job
 from threadline.lifecycle.retention import RetentionPolicy, prune_thread_op
 from threadline.lifecycle.vacuum import LARGE_DELETE, SpaceReport, disk_bytes_op, reclaim
@@ -118,6 +118,7 @@ def sweep_job(
     if ttl is None and retention is None:
         return report
     if not (yield sweep_ops.claim(d, JOB, owner, report.started_at, lease_seconds, min_gap), True):
+        metrics.sweep_done(report, 0.0)
         return report
     report.ran = True
     lease = _Lease(d, owner, clock, lease_seconds)
@@ -133,6 +134,7 @@ def sweep_job(
     report.finished_at = clock()
     if not lease.lost:
         yield sweep_ops.finish(d, JOB, owner, report.finished_at, report.to_json()), True
+    metrics.sweep_done(report, report.finished_at - report.started_at)
     return report
 
 

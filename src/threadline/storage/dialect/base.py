@@ -163,9 +163,22 @@ class Dialect(Statements):
         metadata as this backend's official saver does. FilterError for an unusable filter."""
         raise NotImplementedError
 
-    def channel_references(self, where: str) -> str:
-        """(the parameters of ``where``, a clause on ``threadline_checkpoints c`` such as
-        ``WHERE c.thread_id IN (…)`` or empty) → the number of channel references the
-        checkpoints make (one per ``channel_versions`` entry) and the stored bytes of the
-        blobs they name, counted once per reference."""
+    def references_from(self, where: str) -> str:
+        """``FROM`` … ``where``: one row per channel reference of the checkpoints ``c`` (one per
+        ``channel_versions`` entry) with the blob it names as ``b`` (NULL columns when missing);
+        ``where`` is a clause on ``threadline_checkpoints c`` such as ``WHERE c.thread_id IN (…)``
+        or empty."""
         raise NotImplementedError
+
+    def channel_references(self, where: str) -> str:
+        """(the parameters of ``where``) → the number of channel references the checkpoints
+        make and the stored bytes of the blobs they name, counted once per reference."""
+        return f"SELECT COUNT(*), COALESCE(SUM({self.bytes_of('b.blob', 'blob')}), 0) {self.references_from(where)}"
+
+    def state_bytes(self, where: str) -> str:
+        """(the parameters of ``where``) → per checkpoint, the stored bytes of the blobs its
+        ``channel_versions`` name (``s``): what loading its state reads."""
+        return (
+            f"SELECT COALESCE(SUM({self.bytes_of('b.blob', 'blob')}), 0) AS s {self.references_from(where)} "
+            "GROUP BY c.thread_id, c.checkpoint_ns, c.checkpoint_id"
+        )

@@ -99,10 +99,9 @@ class PostgresDialect(Dialect):
         except TypeError as exc:
             raise FilterError(f"metadata filter values must be JSON-like: {exc}") from exc
 
-    def channel_references(self, where: str) -> str:
+    def references_from(self, where: str) -> str:
         return (
-            f"SELECT COUNT(*), COALESCE(SUM({self.bytes_of('b.blob', 'blob')}), 0) FROM threadline_checkpoints c "
-            "CROSS JOIN LATERAL jsonb_each_text(c.checkpoint->'channel_versions') j "
+            "FROM threadline_checkpoints c CROSS JOIN LATERAL jsonb_each_text(c.checkpoint->'channel_versions') j "
             "LEFT JOIN threadline_blobs b ON b.thread_id = c.thread_id AND b.checkpoint_ns = c.checkpoint_ns "
             f"AND b.channel = j.key AND b.version = j.value {where}"
         )

@@ -86,10 +86,9 @@ class SqliteDialect(Dialect):
                 params += [param, value if isinstance(value, (str, int, float)) else str(value)]
         return " AND ".join(clauses) or "1 = 1", params
 
-    def channel_references(self, where: str) -> str:
+    def references_from(self, where: str) -> str:
         return (
-            f"SELECT COUNT(*), COALESCE(SUM({self.bytes_of('b.blob', 'blob')}), 0) FROM threadline_checkpoints c, "
-            "json_each(c.checkpoint, '$.channel_versions') j "
+            "FROM threadline_checkpoints c, json_each(c.checkpoint, '$.channel_versions') j "
             "LEFT JOIN threadline_blobs b ON b.thread_id = c.thread_id AND b.checkpoint_ns = c.checkpoint_ns "
             f"AND b.channel = j.key AND b.version = CAST(j.value AS TEXT) {where}"
         )
