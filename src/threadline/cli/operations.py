@@ -1,5 +1,5 @@
-"""Operating commands: sweep, vacuum, backup, restore, bundle-export, bundle-import — each one call
-into ``threadline.lifecycle`` (sweeper, vacuum) or ``threadline.transfer`` (backup, bundle)."""
+"""Operating commands: sweep, vacuum, partition, backup, restore, bundle-export, bundle-import — each
+one call into ``threadline.lifecycle`` (sweeper, vacuum, partition) or ``threadline.transfer`` (backup, bundle)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from threadline.cli import options as O
 from threadline.cli.render.format import size
 from threadline.cli.shared import command, out
 from threadline.lifecycle import RetentionPolicy
+from threadline.lifecycle import partition as P
 from threadline.lifecycle import vacuum as V
 from threadline.transfer import backup as B
 from threadline.transfer import bundle as BU
@@ -61,6 +62,17 @@ def vacuum(
 ) -> V.SpaceReport:
     """Give space freed by deletions back to the file system; shows the bytes on disk before and after."""
     return V.vacuum(saver, full=full)
+
+
+@command("partition", render=lambda r, **_: out.print(
+    f"partitioned by month: {', '.join(f'{n} {t} rows moved' for t, n in r.rows.items()) or 'already'}; "
+    f"{len(r.created)} partition(s) created"))
+def partition(
+    saver: Any,
+    months_ahead: int = typer.Option(P.MONTHS_AHEAD, "--months-ahead", min=1, help="Months to create partitions for ahead of now."),
+) -> P.PartitionReport:
+    """Postgres: partition checkpoints and writes by month, so the sweeper drops emptied months (locks both tables meanwhile)."""
+    return P.partition(saver, months_ahead=months_ahead)
 
 
 def _backed_up(r: Any, **_: Any) -> None:

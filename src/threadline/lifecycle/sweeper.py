@@ -9,7 +9,9 @@ One sweep (``sweep_job``, a job of ``lifecycle.jobs``):
    re-checks it under a lock (a put in between keeps the thread);
 3. applies the retention policy to the threads it may change, one transaction each,
    through ``retention.prune_thread_op`` (so heads, fork points that kept branches meet
-   at, DeltaChannel ancestors and delta bases are never removed);
+   at, DeltaChannel ancestors and delta bases are never removed); on monthly partitioned
+   tables (``lifecycle.partition``) it then creates the months ahead and drops past
+   months retention emptied;
 4. gives the freed space back (``vacuum.reclaim``) and records the result with the
    lease's release.
 
@@ -35,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from threadline import codec, metrics
+from threadline.lifecycle import partition
 from threadline.lifecycle.jobs import Job, arun_job, run_job
 from threadline.lifecycle.retention import RetentionPolicy, prune_thread_op
 from threadline.lifecycle.vacuum import LARGE_DELETE, SpaceReport, disk_bytes_op, reclaim
@@ -65,6 +68,7 @@ class SweepReport:
     threads_expired: int = 0
     threads_pruned: int = 0
     checkpoints_deleted: int = 0
+    partitions_dropped: list[str] = field(default_factory=list)
     space: SpaceReport | None = None
     errors: list[str] = field(default_factory=list)
     started_at: float = 0.0
@@ -77,6 +81,7 @@ class SweepReport:
             "threads_expired": self.threads_expired,
             "threads_pruned": self.threads_pruned,
             "checkpoints_deleted": self.checkpoints_deleted,
+            "partitions_dropped": self.partitions_dropped,
             "space": self.space.to_json() if self.space else None,
             "errors": self.errors,
             "started_at": self.started_at,
@@ -127,7 +132,10 @@ def sweep_job(
         yield from _expire(d, ttl, report, lease, bc, clock, stopping)
     if retention is not None and not lease.lost:
         yield from _retain(d, retention, report, lease, clock, stopping)
-    if report.checkpoints_deleted and not lease.lost:
+    if not lease.lost and (yield partition.partitioned_op(d), False):
+        yield partition.ensure_op(d, clock()), True
+        report.partitions_dropped = yield partition.drop_empty_op(d, clock()), True
+    if (report.checkpoints_deleted or report.partitions_dropped) and not lease.lost:
         report.space = yield from reclaim(d, large=report.checkpoints_deleted >= LARGE_DELETE, before=before)
     else:
         report.space = SpaceReport(before, before)

@@ -105,6 +105,8 @@ class Dialect(Statements):
     # appended to a SELECT to lock the rows it reads until the transaction ends ("" where a
     # write transaction already holds the database's one write lock);
     lock_rows: str = ""
+    # whether checkpoints and writes can be partitioned by month (``lifecycle.partition``);
+    partitions: bool = False
     # run first in a read transaction that must see one snapshot across statements (None: it does);
     snapshot_sql: str | None = None
     # run first when claiming a job's lease: one row, true when this transaction may claim it (None: none);

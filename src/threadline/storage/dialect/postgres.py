@@ -53,6 +53,7 @@ class PostgresDialect(Dialect):
     reput_sets_parent = False  # the official upsert replaces only checkpoint and metadata
     prune_refuses_delta_threads = True
     lock_rows = " FOR UPDATE"
+    partitions = True
     snapshot_sql = "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY"
     # transaction-scoped, so it works behind PgBouncer's transaction pooling
     claim_lock = ("SELECT pg_try_advisory_xact_lock(?)", (0x74686C73,))
