@@ -10,7 +10,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q -e '.[test]'
 	touch $(STAMP)
 
-.PHONY: demo test bench langgraph-suite
+.PHONY: demo test test-heavy bench bench-ops langgraph-suite
 demo: $(STAMP)
 	$(BIN)/threadline demo
 
@@ -19,6 +19,15 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run.py --write-results
+
+# Longer runs of the multi-process tests (4 writers, 2 sweepers): more threads and turns.
+test-heavy: $(STAMP)
+	THREADLINE_HEAVY=1 $(BIN)/python -m pytest -q tests/test_sweeper.py
+
+# Bytes on disk after sweeps, vacuum and monthly partitions (docs/operations.md).
+bench-ops: $(STAMP)
+	$(BIN)/python benchmarks/shrink.py
+	$(BIN)/python benchmarks/partitions.py
 
 # LangGraph's own test suites with threadline's savers substituted (slow; not part of
 # `make test`). Needs Postgres at THREADLINE_TEST_POSTGRES. See docs/compatibility.md.
