@@ -10,9 +10,7 @@ serves the sync methods by scheduling onto its event loop from another thread.
 from __future__ import annotations
 
 import asyncio
-import time
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from typing import Any
 
 from langgraph.checkpoint.base import (
@@ -34,7 +32,8 @@ from threadline.storage import rows as R
 from threadline.storage.dialect import Dialect
 from threadline.storage.ops import sweep as sweep_ops
 from threadline.keys import key_of
-from threadline.ttl import TTL, thread_ttl_of, ttl_of
+from threadline.sweeping import AsyncSweeping, Sweeping, SyncSweeping
+from threadline.ttl import TTL, thread_ttl_of
 
 
 class _Listing:
@@ -71,7 +70,7 @@ def _thread_of(config: Any) -> str | None:
     return key_of(config, require_thread=False).thread_id if config is not None else None
 
 
-class EngineSaver(BaseCheckpointSaver[str]):
+class EngineSaver(Sweeping, BaseCheckpointSaver[str]):
     """Checkpoint saver on threadline's storage engine (tables: checkpoints, blobs, writes, threads).
 
     Implements LangGraph's ``BaseCheckpointSaver`` contract, sync and async:
@@ -109,15 +108,7 @@ class EngineSaver(BaseCheckpointSaver[str]):
         self.adopt = adopt
         self.is_setup = False
         self._adopting = False
-        self.ttl = ttl_of(ttl)
-        self.retention = None
-        if retention is not None:
-            from threadline.lifecycle.retention import RetentionPolicy  # lifecycle runs on savers: imported on use
-
-            self.retention = RetentionPolicy.of(retention)
-        self._touched: dict[str, float] = {}  # thread_id → when a read last restarted its TTL clock
-        self._sweeper: Any = None
-        self._owner: str | None = None
+        self._init_sweeping(ttl, retention)
 
     def _setup_done(self, state: ops.SchemaState) -> None:
         self._adopting = self.adopt and state.official
@@ -148,8 +139,6 @@ class EngineSaver(BaseCheckpointSaver[str]):
     async def _arun(self, op: ops.Op, *, write: bool) -> Any:
         raise NotImplementedError
 
-    # --- TTL and the sweeper ---------------------------------------------------------
-
     def _put_op(self, config: dict, checkpoint: Checkpoint, metadata: CheckpointMetadata, new_versions: ChannelVersions) -> ops.Op:
         """``put``, and the thread's own TTL when the run names one (``threadline.ttl``)."""
         own = thread_ttl_of(config, metadata)
@@ -159,47 +148,6 @@ class EngineSaver(BaseCheckpointSaver[str]):
     def _put_writes_op(self, config: dict, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str) -> ops.Op:
         op = ops.put_writes(self.dialect, self.serde, config, writes, task_id, task_path, self.blob_codec)
         return metrics.counted(op, self.dialect.name)
-
-    def _touch_op(self, thread_id: str | None) -> ops.Op | None:
-        """With ``refresh_on_read``: the write restarting ``thread_id``'s TTL clock, at most once per
-        ``TTL.refresh_every`` seconds per thread in this process; else None."""
-        if thread_id is None or self.ttl is None or not self.ttl.refresh_on_read:
-            return None
-        now = time.time()
-        if now - self._touched.get(thread_id, 0.0) < self.ttl.refresh_every:
-            return None
-        if len(self._touched) > 10_000:
-            self._touched.clear()
-        self._touched[thread_id] = now
-        return sweep_ops.touch(self.dialect, thread_id, now)
-
-    def sweep_job(self, *, min_gap: float = 0.0, stopping: Callable[[], bool] = lambda: False) -> Any:
-        """One sweep of this saver's ``ttl`` and ``retention`` as a job (``threadline.lifecycle.jobs``)."""
-        from threadline.lifecycle.sweeper import new_owner, sweep_job
-
-        self._owner = self._owner or new_owner()
-        return sweep_job(self.dialect, self.ttl, self.retention, self._owner, bc=self.blob_codec, min_gap=min_gap, stopping=stopping)
-
-    def sweep(self) -> Any:
-        """Sweep now: expire threads past their TTL, apply the retention policy, give the space back.
-        Returns a ``SweepReport`` (``ran`` False when another process is sweeping this database)."""
-        from threadline.lifecycle.jobs import run_job
-
-        return run_job(self, self.sweep_job())
-
-    async def asweep(self) -> Any:
-        """Async ``sweep``."""
-        from threadline.lifecycle.jobs import arun_job
-
-        return await arun_job(self, self.sweep_job())
-
-    def _interval(self, minutes: float | None) -> float:
-        from threadline.lifecycle.sweeper import DEFAULT_INTERVAL_MINUTES
-
-        return 60 * float(minutes or (self.ttl and self.ttl.sweep_interval_minutes) or DEFAULT_INTERVAL_MINUTES)
-
-    def _sweeps(self) -> bool:
-        return self.ttl is not None or self.retention is not None
 
     def run(self, op: ops.Op, *, write: bool = False) -> Any:
         """Run any sans-IO operation (``storage.ops``, ``lifecycle``, ``read``) in one transaction."""
@@ -329,7 +277,7 @@ class EngineSaver(BaseCheckpointSaver[str]):
         return await self._arun(ops.delta_channel_history(self.dialect, self.serde, config, channels), write=False)
 
 
-class SyncShell(EngineSaver):
+class SyncShell(SyncSweeping, EngineSaver):
     """For backends with a blocking driver: async methods run the same operation in a worker thread.
 
     A backend provides ``_transaction(op, write)`` (one transaction, no setup check)."""
@@ -365,44 +313,7 @@ class SyncShell(EngineSaver):
     async def _arun(self, op: ops.Op, *, write: bool) -> Any:
         return await asyncio.to_thread(self._run, op, write=write)
 
-    def start_ttl_sweeper(self, sweep_interval_minutes: float | None = None) -> Any:
-        """Sweep every ``sweep_interval_minutes`` (default: the ttl's, else 5) in a daemon thread,
-        as the official stores' ``start_ttl_sweeper``; returns a ``concurrent.futures.Future``
-        (cancel it, or call ``stop_ttl_sweeper``, to stop). Without ttl or retention: a done Future."""
-        from threadline.lifecycle.sweeper import BackgroundSweeper
-
-        if self._sweeper is not None and self._sweeper.thread.is_alive():
-            return self._sweeper.future
-        if not self._sweeps():
-            import concurrent.futures
-
-            done: Any = concurrent.futures.Future()
-            done.set_result(None)
-            return done
-        self._sweeper = BackgroundSweeper(self, self._interval(sweep_interval_minutes))
-        return self._sweeper.start()
-
-    def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:
-        """Stop the background sweeper; False when it did not stop within ``timeout`` seconds."""
-        if self._sweeper is None:
-            return True
-        stopped = self._sweeper.stop(timeout)
-        if stopped:
-            self._sweeper = None
-        return stopped
-
-    @contextmanager
-    def _sweeping(self) -> Iterator[None]:
-        """Around ``from_conn_string``'s saver: the background sweeper when the ttl names an interval."""
-        if self.ttl is not None and self.ttl.sweep_interval_minutes:
-            self.start_ttl_sweeper()
-        try:
-            yield
-        finally:
-            self.stop_ttl_sweeper()
-
-
-class AsyncShell(EngineSaver):
+class AsyncShell(AsyncSweeping, EngineSaver):
     """For backends with an async driver: sync methods schedule onto the saver's event loop.
 
     Calling a sync method from the loop's own thread would deadlock, so it raises
@@ -434,38 +345,6 @@ class AsyncShell(EngineSaver):
         if not self.is_setup:
             await self.setup()
         return await self._atransaction(op, write)
-
-    async def start_ttl_sweeper(self, sweep_interval_minutes: float | None = None) -> asyncio.Task:
-        """Sweep every ``sweep_interval_minutes`` (default: the ttl's, else 5) in a task on the
-        running loop, as the official async stores' ``start_ttl_sweeper``; returns the task.
-        Without ttl or retention: a task that ends at once."""
-        from threadline.lifecycle.sweeper import AsyncBackgroundSweeper
-
-        if self._sweeper is not None and self._sweeper.task is not None and not self._sweeper.task.done():
-            return self._sweeper.task
-        if not self._sweeps():
-            return asyncio.get_running_loop().create_task(asyncio.sleep(0))
-        self._sweeper = AsyncBackgroundSweeper(self, self._interval(sweep_interval_minutes))
-        return self._sweeper.start()
-
-    async def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:
-        """Stop the background sweeper; False when it did not stop within ``timeout`` seconds."""
-        if self._sweeper is None:
-            return True
-        stopped = await self._sweeper.stop(timeout)
-        if stopped:
-            self._sweeper = None
-        return stopped
-
-    @asynccontextmanager
-    async def _sweeping(self) -> AsyncIterator[None]:
-        """Around ``from_conn_string``'s saver: the background sweeper when the ttl names an interval."""
-        if self.ttl is not None and self.ttl.sweep_interval_minutes:
-            await self.start_ttl_sweeper()
-        try:
-            yield
-        finally:
-            await self.stop_ttl_sweeper()
 
     def _run(self, op: ops.Op, *, write: bool) -> Any:
         try:
