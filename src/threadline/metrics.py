@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
@@ -141,14 +141,13 @@ def _counting(op: Any, counter: Any, system: str) -> Any:
         rows = yield q
 
 
-def put_done(blob_codec: Any, config: Mapping[str, Any], new_versions: Mapping[str, Any]) -> None:
+def put_done(blob_codec: Any, config: Mapping[str, Any], new_versions: Mapping[str, Any], version_key: Callable[[Any], str]) -> None:
     """After a put: how its values were stored (delta or snapshot, chain depth), from the
-    saver's blob cache, which holds every list/dict value it stored with its depth."""
+    saver's blob cache, which holds every list/dict value it stored with its depth
+    (keyed by ``version_key`` of each version)."""
     m = _get()
     if m is None or not new_versions:
         return
-    from threadline.storage.rows import version_key
-
     c = config["configurable"]
     cache = blob_codec.cache
     deltas = 0

@@ -188,7 +188,7 @@ class EngineSaver(Sweeping, BaseCheckpointSaver[str]):
     def put(self, config: dict, checkpoint: Checkpoint, metadata: CheckpointMetadata, new_versions: ChannelVersions) -> dict:
         with metrics.observe("put", self.dialect.name):
             stored = self._run(self._put_op(config, checkpoint, metadata, new_versions), write=True)
-        metrics.put_done(self.blob_codec, stored, new_versions)
+        metrics.put_done(self.blob_codec, stored, new_versions, R.version_key)
         return stored
 
     def put_writes(self, config: dict, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = "") -> None:
@@ -248,7 +248,7 @@ class EngineSaver(Sweeping, BaseCheckpointSaver[str]):
     async def aput(self, config: dict, checkpoint: Checkpoint, metadata: CheckpointMetadata, new_versions: ChannelVersions) -> dict:
         with metrics.observe("put", self.dialect.name):
             stored = await self._arun(self._put_op(config, checkpoint, metadata, new_versions), write=True)
-        metrics.put_done(self.blob_codec, stored, new_versions)
+        metrics.put_done(self.blob_codec, stored, new_versions, R.version_key)
         return stored
 
     async def aput_writes(self, config: dict, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = "") -> None:

@@ -70,7 +70,10 @@ def thread_ttl_of(config: Any, metadata: Any) -> float | None:
     Read as LangGraph builds checkpoint metadata (``metadata``, then the config's
     ``metadata``, then ``configurable``). Raises ConfigError for a value that is not a
     positive number or ``"never"``."""
-    if not isinstance(config, dict) or not isinstance(metadata, Mapping):
+    if not (
+        isinstance(config, dict) and isinstance(metadata, Mapping) and isinstance(config.get("configurable"), Mapping)
+        and isinstance(config.get("metadata") or {}, Mapping)
+    ):
         return None  # the put itself reports a malformed config
     value = get_checkpoint_metadata(config, dict(metadata)).get(TTL_KEY)
     if value is None:
