@@ -13,7 +13,7 @@ $(STAMP): pyproject.toml
 		|| echo "note: could not install chromium (apt-get install -y chromium): browser tests will skip, and fail under CI=true"
 	touch $(STAMP)
 
-.PHONY: demo test bench langgraph-suite
+.PHONY: demo test test-heavy bench bench-ops langgraph-suite
 demo: $(STAMP)
 	$(BIN)/threadline demo
 
@@ -22,6 +22,15 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run.py --write-results
+
+# Longer runs of the multi-process tests (4 writers, 2 sweepers): more threads and turns.
+test-heavy: $(STAMP)
+	THREADLINE_HEAVY=1 $(BIN)/python -m pytest -q tests/test_sweeper.py
+
+# Bytes on disk after sweeps, vacuum and monthly partitions (docs/operations.md).
+bench-ops: $(STAMP)
+	$(BIN)/python benchmarks/shrink.py
+	$(BIN)/python benchmarks/partitions.py
 
 # LangGraph's own test suites with threadline's savers substituted (slow; not part of
 # `make test`). Needs Postgres at THREADLINE_TEST_POSTGRES. See docs/compatibility.md.

@@ -174,8 +174,21 @@ def test_delete_checkpoint_refuses_with_children_and_handles_them_when_told(db):
             L.delete_checkpoint(saver, "t-answer", head.parent_checkpoint_id, mode="sideways")
 
 
+def _branches(tree):
+    """Each branch of the root namespace as its checkpoint_ids, head first, back to a root."""
+    nodes = tree.nodes[""]
+    out = []
+    for head in (cid for cid, n in nodes.items() if not n.children):
+        path, cur = [], head
+        while cur in nodes:
+            path.append(cur)
+            cur = nodes[cur].parent_checkpoint_id
+        out.append(path)
+    return out
+
+
 def test_prune_policies_dry_run_then_apply_keep_everything_readable(db):
-    backend, _ = db
+    backend, facts = db
     url = backend.url
     with open_saver(url) as saver:
         g = build_graph(saver)
@@ -193,9 +206,14 @@ def test_prune_policies_dry_run_then_apply_keep_everything_readable(db):
         size_after = sum(t.bytes for t in H.list_threads(saver).threads)
         # threads.bytes counts value payloads (blobs, writes); bytes_freed also counts checkpoint rows
         assert 0 < size_before - size_after < real.bytes_freed
-        for t in ("t-research", "t-answer", "t-interrupt"):
+        for t in ("t-answer", "t-interrupt"):
             assert count(backend, "checkpoints", "WHERE thread_id = ? AND checkpoint_ns = ''", (t,)) == 3
+        for t in heads:
             assert H.jsonable(g.get_state(cfg(t)).values) == heads[t]
+        # t-research has two branches (time travel): the newest 3 of each; the fork point is far behind both
+        tree = H.thread_history(saver, "t-research")
+        assert len(tree.ordered()) == 6 and facts["fork_point"] not in tree.nodes[""]
+        assert sorted(len(path) for path in _branches(tree)) == [3, 3]
         after = every_tuple(saver)
         for key, (values, writes, parent) in after.items():
             assert (values, writes) == before[key][:2], key

@@ -23,13 +23,17 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
+from threadline import metrics
 from threadline.storage import adopt
 from threadline.codec import BlobCodec
 from threadline.codec.serde import default_serde
 from threadline.storage import ops
 from threadline.storage import rows as R
 from threadline.storage.dialect import Dialect
+from threadline.storage.ops import sweep as sweep_ops
 from threadline.keys import key_of
+from threadline.sweeping import AsyncSweeping, Sweeping, SyncSweeping
+from threadline.ttl import TTL, thread_ttl_of
 
 
 class _Listing:
@@ -66,7 +70,7 @@ def _thread_of(config: Any) -> str | None:
     return key_of(config, require_thread=False).thread_id if config is not None else None
 
 
-class EngineSaver(BaseCheckpointSaver[str]):
+class EngineSaver(Sweeping, BaseCheckpointSaver[str]):
     """Checkpoint saver on threadline's storage engine (tables: checkpoints, blobs, writes, threads).
 
     Implements LangGraph's ``BaseCheckpointSaver`` contract, sync and async:
@@ -77,11 +81,24 @@ class EngineSaver(BaseCheckpointSaver[str]):
     Errors: ``threadline.errors.ConfigError`` for a malformed config,
     ``FilterError`` for an unusable ``list`` filter, ``CorruptRowError`` for a
     stored row that cannot be decoded. Nothing is written when an error is raised.
+
+    ``ttl`` (``{"default_ttl": minutes, "refresh_on_read": bool, "sweep_interval_minutes":
+    minutes}``, see ``threadline.ttl``) and ``retention`` (a
+    ``threadline.lifecycle.RetentionPolicy`` or a mapping of its fields) are applied by
+    ``sweep()`` and by the background sweeper (``start_ttl_sweeper``; ``from_conn_string``
+    starts it when ``sweep_interval_minutes`` is given). See ``threadline.lifecycle.sweeper``.
     """
 
     dialect: Dialect
 
-    def __init__(self, *, serde: SerializerProtocol | None = None, adopt: bool = True) -> None:
+    def __init__(
+        self,
+        *,
+        serde: SerializerProtocol | None = None,
+        adopt: bool = True,
+        ttl: Mapping[str, Any] | TTL | None = None,
+        retention: Any = None,
+    ) -> None:
         super().__init__(serde=serde or default_serde())
         # Compression and delta settings plus the cache of recent values (codec.BlobCodec);
         # replace it to tune them, e.g. ``saver.blob_codec = BlobCodec(max_depth=32)``.
@@ -91,6 +108,7 @@ class EngineSaver(BaseCheckpointSaver[str]):
         self.adopt = adopt
         self.is_setup = False
         self._adopting = False
+        self._init_sweeping(ttl, retention)
 
     def _setup_done(self, state: ops.SchemaState) -> None:
         self._adopting = self.adopt and state.official
@@ -121,6 +139,16 @@ class EngineSaver(BaseCheckpointSaver[str]):
     async def _arun(self, op: ops.Op, *, write: bool) -> Any:
         raise NotImplementedError
 
+    def _put_op(self, config: dict, checkpoint: Checkpoint, metadata: CheckpointMetadata, new_versions: ChannelVersions) -> ops.Op:
+        """``put``, and the thread's own TTL when the run names one (``threadline.ttl``)."""
+        own = thread_ttl_of(config, metadata)
+        op = metrics.counted(ops.put(self.dialect, self.serde, config, checkpoint, metadata, new_versions, self.blob_codec), self.dialect.name)
+        return op if own is None else sweep_ops.with_thread_ttl(self.dialect, op, key_of(config).thread_id, own)
+
+    def _put_writes_op(self, config: dict, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str) -> ops.Op:
+        op = ops.put_writes(self.dialect, self.serde, config, writes, task_id, task_path, self.blob_codec)
+        return metrics.counted(op, self.dialect.name)
+
     def run(self, op: ops.Op, *, write: bool = False) -> Any:
         """Run any sans-IO operation (``storage.ops``, ``lifecycle``, ``read``) in one transaction."""
         return self._run(op, write=write)
@@ -133,7 +161,10 @@ class EngineSaver(BaseCheckpointSaver[str]):
 
     def get_tuple(self, config: dict) -> CheckpointTuple | None:
         self._adopt(_thread_of(config))
-        found = self._run(ops.get_tuple(self.dialect, self.serde, key_of(config), self.blob_codec), write=False)
+        with metrics.observe("get_tuple", self.dialect.name):
+            found = self._run(ops.get_tuple(self.dialect, self.serde, key_of(config), self.blob_codec), write=False)
+        if found is not None and (touch := self._touch_op(_thread_of(config))) is not None:
+            self._run(touch, write=True)
         return self._as_official(config, found)
 
     def list(
@@ -146,15 +177,23 @@ class EngineSaver(BaseCheckpointSaver[str]):
     ) -> Iterator[CheckpointTuple]:
         listing = _Listing(self, config, filter, before, limit)
         self._adopt(listing.thread_id)
+        if (touch := self._touch_op(listing.thread_id)) is not None:
+            self._run(touch, write=True)
         while (op := listing.next_op()) is not None:
-            for make in listing.take(self._run(op, write=False)):
+            with metrics.observe("list", self.dialect.name):
+                page = listing.take(self._run(op, write=False))
+            for make in page:
                 yield make()
 
     def put(self, config: dict, checkpoint: Checkpoint, metadata: CheckpointMetadata, new_versions: ChannelVersions) -> dict:
-        return self._run(ops.put(self.dialect, self.serde, config, checkpoint, metadata, new_versions, self.blob_codec), write=True)
+        with metrics.observe("put", self.dialect.name):
+            stored = self._run(self._put_op(config, checkpoint, metadata, new_versions), write=True)
+        metrics.put_done(self.blob_codec, stored, new_versions, R.version_key)
+        return stored
 
     def put_writes(self, config: dict, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = "") -> None:
-        self._run(ops.put_writes(self.dialect, self.serde, config, writes, task_id, task_path, self.blob_codec), write=True)
+        with metrics.observe("put_writes", self.dialect.name):
+            self._run(self._put_writes_op(config, writes, task_id, task_path), write=True)
 
     def delete_thread(self, thread_id: str) -> None:
         self._adopt(thread_id)  # an adopted thread stays deleted: its marker remains
@@ -182,7 +221,10 @@ class EngineSaver(BaseCheckpointSaver[str]):
 
     async def aget_tuple(self, config: dict) -> CheckpointTuple | None:
         await self._aadopt(_thread_of(config))
-        found = await self._arun(ops.get_tuple(self.dialect, self.serde, key_of(config), self.blob_codec), write=False)
+        with metrics.observe("get_tuple", self.dialect.name):
+            found = await self._arun(ops.get_tuple(self.dialect, self.serde, key_of(config), self.blob_codec), write=False)
+        if found is not None and (touch := self._touch_op(_thread_of(config))) is not None:
+            await self._arun(touch, write=True)
         return self._as_official(config, found)
 
     async def alist(
@@ -195,15 +237,23 @@ class EngineSaver(BaseCheckpointSaver[str]):
     ) -> AsyncIterator[CheckpointTuple]:
         listing = _Listing(self, config, filter, before, limit)
         await self._aadopt(listing.thread_id)
+        if (touch := self._touch_op(listing.thread_id)) is not None:
+            await self._arun(touch, write=True)
         while (op := listing.next_op()) is not None:
-            for make in listing.take(await self._arun(op, write=False)):
+            with metrics.observe("list", self.dialect.name):
+                page = listing.take(await self._arun(op, write=False))
+            for make in page:
                 yield make()
 
     async def aput(self, config: dict, checkpoint: Checkpoint, metadata: CheckpointMetadata, new_versions: ChannelVersions) -> dict:
-        return await self._arun(ops.put(self.dialect, self.serde, config, checkpoint, metadata, new_versions, self.blob_codec), write=True)
+        with metrics.observe("put", self.dialect.name):
+            stored = await self._arun(self._put_op(config, checkpoint, metadata, new_versions), write=True)
+        metrics.put_done(self.blob_codec, stored, new_versions, R.version_key)
+        return stored
 
     async def aput_writes(self, config: dict, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = "") -> None:
-        await self._arun(ops.put_writes(self.dialect, self.serde, config, writes, task_id, task_path, self.blob_codec), write=True)
+        with metrics.observe("put_writes", self.dialect.name):
+            await self._arun(self._put_writes_op(config, writes, task_id, task_path), write=True)
 
     async def adelete_thread(self, thread_id: str) -> None:
         await self._aadopt(thread_id)
@@ -227,7 +277,7 @@ class EngineSaver(BaseCheckpointSaver[str]):
         return await self._arun(ops.delta_channel_history(self.dialect, self.serde, config, channels), write=False)
 
 
-class SyncShell(EngineSaver):
+class SyncShell(SyncSweeping, EngineSaver):
     """For backends with a blocking driver: async methods run the same operation in a worker thread.
 
     A backend provides ``_transaction(op, write)`` (one transaction, no setup check)."""
@@ -263,8 +313,7 @@ class SyncShell(EngineSaver):
     async def _arun(self, op: ops.Op, *, write: bool) -> Any:
         return await asyncio.to_thread(self._run, op, write=write)
 
-
-class AsyncShell(EngineSaver):
+class AsyncShell(AsyncSweeping, EngineSaver):
     """For backends with an async driver: sync methods schedule onto the saver's event loop.
 
     Calling a sync method from the loop's own thread would deadlock, so it raises

@@ -13,22 +13,24 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
+from typing import Any
 
 from threadline.backends.registry import REGISTRY, BackendEntry, backend_of, entry_of
 from threadline.saver import EngineSaver
 
 
 @contextmanager
-def open_saver(url: str) -> Iterator[EngineSaver]:
-    """Open a sync saver for ``url`` (tables set up), closing it on exit."""
-    with entry_of(url).get("saver").from_conn_string(url) as saver:
+def open_saver(url: str, **options: Any) -> Iterator[EngineSaver]:
+    """Open a sync saver for ``url`` (tables set up), closing it on exit; ``options`` go to its
+    ``from_conn_string`` (e.g. ``ttl=``, ``retention=``)."""
+    with entry_of(url).get("saver").from_conn_string(url, **options) as saver:
         yield saver
 
 
 @asynccontextmanager
-async def aopen_saver(url: str) -> AsyncIterator[EngineSaver]:
-    """Open an async saver for ``url`` (tables set up), closing it on exit."""
-    async with entry_of(url).get("async_saver").from_conn_string(url) as saver:
+async def aopen_saver(url: str, **options: Any) -> AsyncIterator[EngineSaver]:
+    """Open an async saver for ``url`` (tables set up), closing it on exit; ``options`` as ``open_saver``."""
+    async with entry_of(url).get("async_saver").from_conn_string(url, **options) as saver:
         yield saver
 
 

@@ -35,6 +35,14 @@ from threadline.errors import BackendError
 from threadline.saver import AsyncShell, SyncShell
 
 
+# Connections that survive idle-connection kills and poolers (docs/operations.md): server-side
+# prepared statements only when asked (``prepare_threshold``), as PgBouncer's transaction
+# pooling cannot keep them; pools check a connection before lending it, close connections
+# idle for 5 minutes (before most firewalls and poolers drop them) and reconnect for 5 minutes.
+CONNECT = {"autocommit": True, "prepare_threshold": None}
+POOL = {"max_idle": 300.0, "reconnect_timeout": 300.0}
+
+
 def _masked(dsn: str) -> str:
     return re.sub(r"//[^@/]*@", "//***@", dsn)  # never print a password
 
@@ -83,8 +91,10 @@ class PostgresSaver(SyncShell):
         serde: SerializerProtocol | None = None,
         *,
         adopt: bool = True,
+        ttl: Any = None,
+        retention: Any = None,
     ) -> None:
-        super().__init__(serde=serde, adopt=adopt)
+        super().__init__(serde=serde, adopt=adopt, ttl=ttl, retention=retention)
         if pipe is not None and isinstance(conn, ConnectionPool):
             raise ValueError("a pipeline can only be used with a single Connection, not a ConnectionPool")
         self.conn = conn
@@ -101,30 +111,39 @@ class PostgresSaver(SyncShell):
         pool_size: int | None = None,
         serde: SerializerProtocol | None = None,
         adopt: bool = True,
+        ttl: Any = None,
+        retention: Any = None,
+        prepare_threshold: int | None = None,
     ) -> Iterator[PostgresSaver]:
         """Connect to ``conn_string`` (a libpq URL or DSN) and set up the tables.
 
         ``pipeline``: run the connection in pipeline mode (as the official saver).
         ``pool_size``: open a ``ConnectionPool`` of that many connections instead of
-        one connection. Raises BackendError when the server cannot be reached.
+        one connection; it checks each connection before lending it and replaces dead
+        ones. ``prepare_threshold``: let psycopg prepare statements on the server after
+        that many runs (default None: never, which PgBouncer's transaction pooling needs).
+        Raises BackendError when the server cannot be reached.
         """
         if pipeline and pool_size:
             raise ValueError("pipeline=True needs a single connection; do not combine it with pool_size")
         try:
+            kwargs = {**CONNECT, "prepare_threshold": prepare_threshold}
             if pool_size:
-                pool = ConnectionPool(conn_string, min_size=1, max_size=pool_size, kwargs={"autocommit": True}, open=False)
+                pool = ConnectionPool(conn_string, min_size=1, max_size=pool_size, kwargs=kwargs, open=False,
+                                      check=ConnectionPool.check_connection, **POOL)
                 pool.open(wait=True, timeout=10)
                 resource: Any = pool
             else:
-                resource = psycopg.Connection.connect(conn_string, autocommit=True, connect_timeout=10)
+                resource = psycopg.Connection.connect(conn_string, connect_timeout=10, **kwargs)
         except Exception as exc:
             raise door_error(exc, conn_string) from exc
         try:
             with ExitStack() as stack:
                 pipe = stack.enter_context(resource.pipeline()) if pipeline else None
-                saver = cls(resource, pipe, serde, adopt=adopt)
+                saver = cls(resource, pipe, serde, adopt=adopt, ttl=ttl, retention=retention)
                 saver.setup()
-                yield saver
+                with saver._sweeping():
+                    yield saver
         finally:
             resource.close()
 
@@ -203,8 +222,10 @@ class AsyncPostgresSaver(AsyncShell):
         serde: SerializerProtocol | None = None,
         *,
         adopt: bool = True,
+        ttl: Any = None,
+        retention: Any = None,
     ) -> None:
-        super().__init__(serde=serde, adopt=adopt)
+        super().__init__(serde=serde, adopt=adopt, ttl=ttl, retention=retention)
         if pipe is not None and isinstance(conn, AsyncConnectionPool):
             raise ValueError("a pipeline can only be used with a single AsyncConnection, not an AsyncConnectionPool")
         self.conn = conn
@@ -222,25 +243,31 @@ class AsyncPostgresSaver(AsyncShell):
         serde: SerializerProtocol | None = None,
         pool_size: int | None = None,
         adopt: bool = True,
+        ttl: Any = None,
+        retention: Any = None,
+        prepare_threshold: int | None = None,
     ) -> AsyncIterator[AsyncPostgresSaver]:
         """Async ``PostgresSaver.from_conn_string``; ``pool_size`` opens an ``AsyncConnectionPool``."""
         if pipeline and pool_size:
             raise ValueError("pipeline=True needs a single connection; do not combine it with pool_size")
         try:
+            kwargs = {**CONNECT, "prepare_threshold": prepare_threshold}
             if pool_size:
-                pool = AsyncConnectionPool(conn_string, min_size=1, max_size=pool_size, kwargs={"autocommit": True}, open=False)
+                pool = AsyncConnectionPool(conn_string, min_size=1, max_size=pool_size, kwargs=kwargs, open=False,
+                                           check=AsyncConnectionPool.check_connection, **POOL)
                 await pool.open(wait=True, timeout=10)
                 resource: Any = pool
             else:
-                resource = await psycopg.AsyncConnection.connect(conn_string, autocommit=True, connect_timeout=10)
+                resource = await psycopg.AsyncConnection.connect(conn_string, connect_timeout=10, **kwargs)
         except Exception as exc:
             raise door_error(exc, conn_string) from exc
         try:
             async with AsyncExitStack() as stack:
                 pipe = await stack.enter_async_context(resource.pipeline()) if pipeline else None
-                saver = cls(resource, pipe, serde, adopt=adopt)
+                saver = cls(resource, pipe, serde, adopt=adopt, ttl=ttl, retention=retention)
                 await saver.setup()
-                yield saver
+                async with saver._sweeping():
+                    yield saver
         finally:
             await resource.close()
 

@@ -33,7 +33,12 @@ from threadline.saver import AsyncShell, SyncShell
 
 BUSY_TIMEOUT_MS = 30_000
 WAL = "PRAGMA journal_mode=WAL"  # readers never block the writer
+# Deleted rows' pages can be given back to the file system (threadline.lifecycle.vacuum).
+# Takes effect only in a new, empty file, and must come before WAL; older files are
+# converted by `threadline vacuum --full`.
+AUTO_VACUUM = "PRAGMA auto_vacuum=INCREMENTAL"
 PRAGMAS = (
+    AUTO_VACUUM,
     WAL,
     "PRAGMA synchronous=NORMAL",  # durable across process crashes; WAL's recommended setting
     f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}",
@@ -102,27 +107,31 @@ class SqliteSaver(SyncShell):
 
     dialect = SQLITE
 
-    def __init__(self, conn: sqlite3.Connection, *, serde: SerializerProtocol | None = None, adopt: bool = True) -> None:
-        super().__init__(serde=serde, adopt=adopt)
+    def __init__(
+        self, conn: sqlite3.Connection, *, serde: SerializerProtocol | None = None, adopt: bool = True, ttl: Any = None, retention: Any = None
+    ) -> None:
+        super().__init__(serde=serde, adopt=adopt, ttl=ttl, retention=retention)
         self.conn = conn
         self.lock = threading.RLock()
 
     @classmethod
     @contextmanager
     def from_conn_string(
-        cls, conn_string: str, *, serde: SerializerProtocol | None = None, adopt: bool = True
+        cls, conn_string: str, *, serde: SerializerProtocol | None = None, adopt: bool = True, ttl: Any = None, retention: Any = None
     ) -> Iterator[SqliteSaver]:
         """Open (creating if needed) a SQLite database — a path, ``":memory:"`` or
-        ``sqlite:///path`` — and set up threadline's tables."""
+        ``sqlite:///path`` — and set up threadline's tables. With a ``ttl`` naming
+        ``sweep_interval_minutes``, the background sweeper runs until the block ends."""
         path = path_of(conn_string)
         try:
             conn = _connect(path)
         except sqlite3.Error as exc:
             raise door_error(exc, path) from exc
         try:
-            saver = cls(conn, serde=serde, adopt=adopt)
+            saver = cls(conn, serde=serde, adopt=adopt, ttl=ttl, retention=retention)
             saver.setup()
-            yield saver
+            with saver._sweeping():
+                yield saver
         finally:
             conn.close()
 
@@ -130,7 +139,8 @@ class SqliteSaver(SyncShell):
         with self.lock:
             try:
                 if not self.conn.in_transaction:
-                    self.conn.execute(WAL)  # a property of the file, set as the official saver sets it
+                    self.conn.execute(AUTO_VACUUM)  # properties of the file (WAL as the official saver sets it)
+                    self.conn.execute(WAL)
                 super().setup()
             except sqlite3.Error as exc:
                 raise door_error(exc, _name(self.conn)) from exc
@@ -247,8 +257,10 @@ class AsyncSqliteSaver(AsyncShell):
 
     dialect = SQLITE
 
-    def __init__(self, conn: aiosqlite.Connection, *, serde: SerializerProtocol | None = None, adopt: bool = True) -> None:
-        super().__init__(serde=serde, adopt=adopt)
+    def __init__(
+        self, conn: aiosqlite.Connection, *, serde: SerializerProtocol | None = None, adopt: bool = True, ttl: Any = None, retention: Any = None
+    ) -> None:
+        super().__init__(serde=serde, adopt=adopt, ttl=ttl, retention=retention)
         self.conn = conn
         self.lock = asyncio.Lock()
         self.loop = asyncio.get_running_loop()
@@ -256,7 +268,7 @@ class AsyncSqliteSaver(AsyncShell):
     @classmethod
     @asynccontextmanager
     async def from_conn_string(
-        cls, conn_string: str, *, serde: SerializerProtocol | None = None, adopt: bool = True
+        cls, conn_string: str, *, serde: SerializerProtocol | None = None, adopt: bool = True, ttl: Any = None, retention: Any = None
     ) -> AsyncIterator[AsyncSqliteSaver]:
         """Open (creating if needed) a SQLite database — a path, ``":memory:"`` or
         ``sqlite:///path`` — and set up threadline's tables."""
@@ -268,9 +280,10 @@ class AsyncSqliteSaver(AsyncShell):
         try:
             for pragma in PRAGMAS:
                 await conn.execute(pragma)
-            saver = cls(conn, serde=serde, adopt=adopt)
+            saver = cls(conn, serde=serde, adopt=adopt, ttl=ttl, retention=retention)
             await saver.setup()
-            yield saver
+            async with saver._sweeping():
+                yield saver
         except sqlite3.Error as exc:
             raise door_error(exc, path) from exc
         finally:
@@ -280,6 +293,7 @@ class AsyncSqliteSaver(AsyncShell):
         async with self.lock:
             try:
                 if not self.conn.in_transaction:
+                    await self.conn.execute(AUTO_VACUUM)
                     await self.conn.execute(WAL)
                 await super().setup()
             except sqlite3.Error as exc:

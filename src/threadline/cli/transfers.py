@@ -21,11 +21,12 @@ def export(
     saver: Any,
     to: str = typer.Option(..., "--to", metavar="DIR", help="Output directory (its checkpoints/, writes/, blobs/ are replaced)."),
     thread: list[str] = O.Threads,
+    values: bool = typer.Option(False, "--values", help="Also each blob's and write's decoded value, as JSON."),
     progress: Any = None,
 ) -> X.ExportReport:
-    """Write Parquet datasets partitioned by day: checkpoints, writes, blob metadata (never values)."""
+    """Parquet export partitioned by dt=YYYY-MM-DD: checkpoints, writes, blob metadata (values with --values)."""
     ids = names.expand_threads(saver, thread) if thread else None
-    return X.export_parquet(saver, to, thread_ids=ids, progress=progress)
+    return X.export_parquet(saver, to, thread_ids=ids, values=values, progress=progress)
 
 
 def _source_threads(options: dict[str, Any]) -> None:

@@ -1,20 +1,25 @@
 """Database statistics: ``Stats`` and ``stats_op`` / ``stats`` (rows and bytes per table,
 threads, namespaces, checkpoint sources, dedup ratios of channel references against
-stored blobs). Reads sizes only; the largest threads come from the threads listing
+stored blobs, checkpoints per hour, average checkpoint size and a histogram of state sizes). Reads sizes only; the largest threads come from the threads listing
 (``threads_op``), the one read model this builds on.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from threadline.storage.dialect import Dialect
 from threadline.storage.dialect.statements import placeholders
 from threadline.storage.ops import Op, Q
+from threadline.read.common import iso
 from threadline.read.threads import ThreadInfo, threads_op
 from threadline.keys import thread_id_of
+
+# Upper bounds (bytes) of the state size histogram's buckets; the last bucket is open.
+SIZE_BUCKETS = (1 << 10, 4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20)
 
 @dataclass
 class Stats:
@@ -37,6 +42,12 @@ class Stats:
     top_threads: list[ThreadInfo]
     namespaces: int
     sources: dict[str, int]
+    # seed 002 §9.1: checkpoints written in each of the last 24 hours (oldest first), the
+    # stored bytes per checkpoint (all three tables ÷ checkpoints) and how big checkpoints'
+    # states are (the stored bytes of the blob rows its channel_versions name; a delta row counts its own)
+    checkpoints_per_hour: list[dict[str, Any]] = field(default_factory=list)
+    avg_checkpoint_bytes: float | None = None
+    state_size_histogram: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -48,12 +59,26 @@ class Stats:
             "logical_blob_bytes": self.logical_blob_bytes,
             "bytes_dedup_ratio": self.bytes_dedup_ratio,
             "sources": self.sources,
+            "checkpoints_per_hour": self.checkpoints_per_hour,
+            "avg_checkpoint_bytes": self.avg_checkpoint_bytes,
+            "state_size_histogram": self.state_size_histogram,
             "top_threads": [t.to_json() for t in self.top_threads],
         }
 
 
-def stats_op(d: Dialect, *, top: int = 10, thread_ids: Sequence[Any] | None = None) -> Op[Stats]:
-    """Counts and bytes per table, dedup ratios and the ``top`` largest threads; reads sizes only."""
+def _counts(column: str, bounds: Sequence[float]) -> str:
+    """One ``SUM(CASE …)`` per interval [bounds[i], bounds[i+1]) of ``column``; parameters: each pair."""
+    return ", ".join(f"SUM(CASE WHEN {column} >= ? AND {column} < ? THEN 1 ELSE 0 END)" for _ in bounds[1:])
+
+
+def _pairs(bounds: Sequence[float]) -> list[float]:
+    return [v for lo, hi in zip(bounds, bounds[1:]) for v in (lo, hi)]
+
+
+def stats_op(d: Dialect, *, top: int = 10, thread_ids: Sequence[Any] | None = None, now: float | None = None) -> Op[Stats]:
+    """Counts and bytes per table, dedup ratios, checkpoints per hour over the 24 hours before
+    ``now`` (hours of the epoch, UTC), the average checkpoint size, a histogram of state sizes
+    (``SIZE_BUCKETS``) and the ``top`` largest threads; reads sizes only."""
     tables: dict[str, dict[str, int]] = {}
     ck_size = d.checkpoint_size()
     ids = [thread_id_of(t) for t in thread_ids] if thread_ids is not None else None
@@ -77,6 +102,17 @@ def stats_op(d: Dialect, *, top: int = 10, thread_ids: Sequence[Any] | None = No
     refs = yield Q(d.channel_references(where_thread("c.thread_id")), params)
     references, logical = int(refs[0][0]), int(refs[0][1])
     blob_rows, blob_bytes = tables["blobs"]["rows"], tables["blobs"]["bytes"]
+    now = time.time() if now is None else now
+    hours = [(int(now // 3600) - 23 + i) * 3600.0 for i in range(25)]
+    where_recent = f"{where} {'AND' if where else 'WHERE'} created_at >= ?"
+    per_hour = (yield Q(f"SELECT {_counts('created_at', hours)} FROM threadline_checkpoints {where_recent}", [*_pairs(hours), *params, hours[0]]))[0]
+    sizes = [0.0, *SIZE_BUCKETS, float("inf")]
+    states = (yield Q(f"SELECT {_counts('s', sizes[:-1])}, COUNT(*) FROM ({d.state_bytes(where_thread('c.thread_id'))}) x",
+                      [*_pairs(sizes[:-1]), *params]))[0]
+    checkpoints = tables["checkpoints"]["rows"]
+    counts = [int(n or 0) for n in states[:-1]]
+    counts.append(int(states[-1] or 0) - sum(counts))  # the open last bucket
+    counts[0] += checkpoints - int(states[-1] or 0)  # checkpoints naming no channel: an empty state
     top_threads: list[ThreadInfo] = []
     if top > 0:
         page = yield from threads_op(d, thread_ids=ids, limit=top, order_by="bytes")
@@ -91,6 +127,12 @@ def stats_op(d: Dialect, *, top: int = 10, thread_ids: Sequence[Any] | None = No
         top_threads=top_threads,
         namespaces=namespaces,
         sources=sources,
+        checkpoints_per_hour=[{"hour": iso(h), "checkpoints": int(n or 0)} for h, n in zip(hours, per_hour)],
+        avg_checkpoint_bytes=round(sum(t["bytes"] for t in tables.values()) / checkpoints, 1) if checkpoints else None,
+        state_size_histogram=[
+            {"min_bytes": int(lo), "max_bytes": None if hi == float("inf") else int(hi), "checkpoints": n}
+            for lo, hi, n in zip(sizes, sizes[1:], counts)
+        ],
     )
 
 

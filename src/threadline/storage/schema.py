@@ -12,7 +12,7 @@ from __future__ import annotations
 
 PREFIX = "threadline_"
 # The logical tables, each stored as PREFIX + name.
-LOGICAL_TABLES = ("checkpoints", "blobs", "writes", "threads", "migrations", "adopted")
+LOGICAL_TABLES = ("checkpoints", "blobs", "writes", "threads", "migrations", "adopted", "sweeps")
 
 
 def table(name: str) -> str:
@@ -91,13 +91,32 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
             )""",
         ],
     ),
+    (
+        3,
+        [
+            # TTL (``threadline.lifecycle.sweeper``): a thread's own TTL in minutes (NULL: the
+            # saver's default_ttl; negative: never expires) and when a read last restarted its clock.
+            "ALTER TABLE threadline_threads ADD COLUMN ttl_minutes {real}",
+            "ALTER TABLE threadline_threads ADD COLUMN accessed_at {real}",
+            # One row per background job (the sweeper): who holds its lease until when, and
+            # its last run, so many processes sweep one database one at a time.
+            """CREATE TABLE IF NOT EXISTS threadline_sweeps (
+                name {text} NOT NULL PRIMARY KEY,
+                owner {text},
+                lease_until {real} NOT NULL DEFAULT 0,
+                started_at {real},
+                finished_at {real},
+                result {json}
+            )""",
+        ],
+    ),
 ]
 
 LATEST_VERSION = max(v for v, _ in MIGRATIONS)
 
 # Databases written before the table prefix (threadline 0.1) used the bare names; setup()
 # renames them in place, tables and indexes, before applying the migrations above.
-LEGACY_RENAMES = {name: table(name) for name in LOGICAL_TABLES if name != "adopted"}
+LEGACY_RENAMES = {name: table(name) for name in LOGICAL_TABLES if name not in ("adopted", "sweeps")}
 LEGACY_INDEXES = {
     "checkpoints_run_id": ("threadline_checkpoints_run_id", "threadline_checkpoints (run_id)"),
     "checkpoints_source_step": ("threadline_checkpoints_source_step", "threadline_checkpoints (source, step)"),

@@ -2,7 +2,9 @@
 
 ``export_parquet(saver, out_dir)`` writes three Hive-partitioned datasets, one
 directory per table, partitioned by the UTC date ``dt=YYYY-MM-DD`` (seed 000's
-``dt`` partitions), never channel values — metadata and sizes only:
+``dt`` partitions). Without ``values``: metadata and sizes only; with ``values=True``
+each blob and each pending write also carries its decoded value as JSON text
+(``value``, through threadline's load policy, rendered as ``read.jsonable`` does):
 
 * ``checkpoints/dt=…/*.parquet``: thread_id, checkpoint_ns, checkpoint_id,
   parent_checkpoint_id, step, source, run_id, created_at (timestamp, UTC),
@@ -12,6 +14,16 @@ directory per table, partitioned by the UTC date ``dt=YYYY-MM-DD`` (seed 000's
 * ``blobs/dt=…/*.parquet``: thread_id, checkpoint_ns, channel, version, type,
   bytes, base_version, first_checkpoint_id (the earliest checkpoint referencing
   the blob; its date is the blob's ``dt``; ``dt=unreferenced`` for orphans).
+
+With values, seed 000's warehouse query runs on the export, e.g. in DuckDB the latest
+``messages`` of every thread (``docs/operations.md`` has the query that follows the head
+checkpoint, which stays right after a rollback)::
+
+    SELECT thread_id, version, value FROM (
+      SELECT *, ROW_NUMBER() OVER (PARTITION BY thread_id ORDER BY version DESC) AS rn
+      FROM read_parquet('out/blobs/*/*.parquet', hive_partitioning = true)
+      WHERE checkpoint_ns = '' AND channel = 'messages' AND dt BETWEEN '2025-01-01' AND '2025-12-31'
+    ) WHERE rn = 1 ORDER BY thread_id
 """
 
 from __future__ import annotations
@@ -23,11 +35,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from threadline import codec
+from threadline.storage import ops
 from threadline.storage import rows as R
 from threadline.storage.dialect import Dialect, dumps_json
 from threadline.storage.ops import Op, Q
 from threadline.errors import ConfigError
-from threadline.read import all_thread_ids_op
+from threadline.read import all_thread_ids_op, jsonable
 from threadline.read.tasks import node_of_write, push_nodes_op
 from threadline.keys import thread_id_of
 
@@ -43,8 +57,16 @@ def _dt_of(ts: float | None) -> str:
 # --- export -----------------------------------------------------------------------------
 
 
-def export_rows_op(d: Dialect, thread_id: str) -> Op[dict[str, list[dict[str, Any]]]]:
-    """One thread's rows for the Parquet export (no value is read: sizes only)."""
+def _json_value(serde: Any, resolved: Any, where: str) -> str | None:
+    """A stored value decoded (load policy) as JSON text; None for an empty channel."""
+    if resolved[0] == codec.EMPTY:
+        return None
+    return dumps_json(jsonable(codec.load(serde, resolved, where)), sort_keys=False)
+
+
+def export_rows_op(d: Dialect, thread_id: str, serde: Any = None) -> Op[dict[str, list[dict[str, Any]]]]:
+    """One thread's rows for the Parquet export: sizes only, or with ``serde`` the decoded
+    value of every blob and write too (``value``)."""
     cks = yield Q(
         "SELECT thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, step, source, run_id, created_at, metadata, "
         f"checkpoint, {d.checkpoint_size()} FROM threadline_checkpoints WHERE thread_id = ? ORDER BY checkpoint_ns, checkpoint_id",
@@ -70,40 +92,45 @@ def export_rows_op(d: Dialect, thread_id: str) -> Op[dict[str, list[dict[str, An
             if key not in first_ref or r[2] < first_ref[key][0]:
                 first_ref[key] = (r[2], float(r[7]))
     writes = yield Q(
-        f"SELECT thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, task_path, type, {d.bytes_of('blob', 'blob')}, created_at "
-        "FROM threadline_writes WHERE thread_id = ? ORDER BY checkpoint_ns, checkpoint_id, created_at, task_path, task_id, idx",
+        f"SELECT thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, task_path, type, {d.bytes_of('blob', 'blob')}, created_at"
+        f"{', blob' if serde else ''} FROM threadline_writes WHERE thread_id = ? "
+        "ORDER BY checkpoint_ns, checkpoint_id, created_at, task_path, task_id, idx",
         (thread_id,),
     )
     pushed = yield from push_nodes_op(d, [(w[0], w[1], w[2], w[3], w[6]) for w in writes])
     for w in writes:
-        out["writes"].append(
-            {
-                "thread_id": w[0], "checkpoint_ns": w[1], "checkpoint_id": w[2], "task_id": w[3], "idx": int(w[4]),
-                "channel": w[5], "task_path": w[6] or "", "node": node_of_write(pushed, (w[0], w[1], w[2], w[3]), w[6]), "type": w[7],
-                "bytes": int(w[8]), "created_at": float(w[9]), "dt": _dt_of(w[9]),
-            }
-        )
+        row = {
+            "thread_id": w[0], "checkpoint_ns": w[1], "checkpoint_id": w[2], "task_id": w[3], "idx": int(w[4]),
+            "channel": w[5], "task_path": w[6] or "", "node": node_of_write(pushed, (w[0], w[1], w[2], w[3]), w[6]), "type": w[7],
+            "bytes": int(w[8]), "created_at": float(w[9]), "dt": _dt_of(w[9]),
+        }
+        if serde:
+            where = f"write ({w[0]!r}, {w[1]!r}, {w[2]!r}, {w[3]!r}, {w[4]})"
+            row["value"] = dumps_json(jsonable(codec.decode(serde, w[7], w[10], where)), sort_keys=False)
+        out["writes"].append(row)
     blobs = yield Q(
         f"SELECT thread_id, checkpoint_ns, channel, version, type, {d.bytes_of('blob', 'blob')}, base_version FROM threadline_blobs "
         "WHERE thread_id = ? ORDER BY checkpoint_ns, channel, version",
         (thread_id,),
     )
+    values = (yield from ops.fetch_blobs(d, [tuple(b[:4]) for b in blobs])) if serde else {}
     for b in blobs:
         ref = first_ref.get((b[1], b[2], b[3]))
-        out["blobs"].append(
-            {
-                "thread_id": b[0], "checkpoint_ns": b[1], "channel": b[2], "version": b[3], "type": b[4], "bytes": int(b[5]),
-                "base_version": b[6], "first_checkpoint_id": ref[0] if ref else None, "dt": _dt_of(ref[1] if ref else None),
-            }
-        )
+        row = {
+            "thread_id": b[0], "checkpoint_ns": b[1], "channel": b[2], "version": b[3], "type": b[4], "bytes": int(b[5]),
+            "base_version": b[6], "first_checkpoint_id": ref[0] if ref else None, "dt": _dt_of(ref[1] if ref else None),
+        }
+        if serde:
+            row["value"] = _json_value(serde, values[tuple(b[:4])], f"blob ({b[0]!r}, {b[1]!r}, {b[2]!r}, {b[3]!r})")
+        out["blobs"].append(row)
     return out
 
 
-def _schemas() -> dict[str, Any]:
+def _schemas(values: bool = False) -> dict[str, Any]:
     import pyarrow as pa
 
     ts = pa.timestamp("us", tz="UTC")
-    return {
+    schemas = {
         "checkpoints": pa.schema([
             ("thread_id", pa.string()), ("checkpoint_ns", pa.string()), ("checkpoint_id", pa.string()),
             ("parent_checkpoint_id", pa.string()), ("step", pa.int64()), ("source", pa.string()), ("run_id", pa.string()),
@@ -121,6 +148,10 @@ def _schemas() -> dict[str, Any]:
             ("dt", pa.string()),
         ]),
     }
+    if values:
+        for t in ("writes", "blobs"):
+            schemas[t] = schemas[t].append(pa.field("value", pa.string()))
+    return schemas
 
 
 @dataclass
@@ -137,13 +168,13 @@ class ExportReport:
         return {"out_dir": self.out_dir, "rows": self.rows, "partitions": self.partitions, "files": self.files, "threads": self.threads}
 
 
-def _write(table_name: str, rows: list[dict[str, Any]], root: str, batch: int) -> list[str]:
+def _write(table_name: str, rows: list[dict[str, Any]], root: str, batch: int, values: bool = False) -> list[str]:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     if not rows:
         return []
-    schema = _schemas()[table_name]
+    schema = _schemas(values)[table_name]
     cols: dict[str, list] = {f.name: [] for f in schema}
     for r in rows:
         for name in cols:
@@ -169,13 +200,15 @@ def export_parquet(
     *,
     thread_ids: Sequence[Any] | None = None,
     batch_threads: int = 500,
+    values: bool = False,
     progress: Callable[[int, int, str], None] | None = None,
 ) -> ExportReport:
     """Write checkpoints, writes and blob metadata as Parquet under ``out_dir`` partitioned by ``dt``.
 
     The ``checkpoints``, ``writes`` and ``blobs`` directories under ``out_dir`` are
     replaced (other files are left alone). Threads are read one transaction each
-    and written in batches of ``batch_threads`` (bounded memory).
+    and written in batches of ``batch_threads`` (bounded memory). ``values``: add each blob's
+    and write's decoded value as JSON (``value``; CorruptRowError for a row that does not load).
     ``progress(done, total, thread_id)`` is called after each thread.
     Raises ConfigError when ``out_dir`` is an existing file.
     """
@@ -194,12 +227,12 @@ def export_parquet(
     def flush() -> None:
         nonlocal batch
         for t in TABLES:
-            files.extend(_write(t, pending[t], out_dir, batch))
+            files.extend(_write(t, pending[t], out_dir, batch, values))
             pending[t] = []
         batch += 1
 
     for i, tid in enumerate(ids):
-        got = saver.run(export_rows_op(saver.dialect, tid))
+        got = saver.run(export_rows_op(saver.dialect, tid, saver.serde if values else None))
         for t in TABLES:
             pending[t] += got[t]
             rows[t] += len(got[t])

@@ -55,6 +55,8 @@ def prune(report: Any, dry_run: bool = False, verbose: bool = False, limit: int 
     out.print(f"{report.checkpoints} checkpoint(s) in {len(plans)} thread(s); {'would free' if dry_run else 'freed'} "
               f"{size(report.bytes_freed)}" + (f"; {gone} whole thread(s) {'would go' if dry_run else 'deleted'}" if gone else "")
               + ("" if verbose or not plans else "  [dim](--verbose lists the checkpoints)[/dim]"))
+    if report.space is not None and report.space.bytes_before is not None:
+        out.print(f"on disk: {size(report.space.bytes_before)} → {size(report.space.bytes_after)}")
 
 
 def fsck(report: Any, limit: int = 50, offset: int = 0, **_: Any) -> None:

@@ -235,6 +235,14 @@ def stats(s: Any, **_: Any) -> None:
     out.print(f"checkpoints reference {s.references} (channel, version) pairs stored as {s.tables['blobs']['rows']} blob rows: "
               f"dedup ratio {s.dedup_ratio}×; a full copy per checkpoint would store {size(s.logical_blob_bytes)} "
               f"({s.bytes_dedup_ratio}× the stored blob bytes)")
+    if s.avg_checkpoint_bytes is not None:
+        out.print(f"{size(int(s.avg_checkpoint_bytes))} stored per checkpoint on average; last 24 h: "
+                  f"{sum(h['checkpoints'] for h in s.checkpoints_per_hour)} checkpoints "
+                  f"(busiest hour {max(h['checkpoints'] for h in s.checkpoints_per_hour)})")
+        hist = table("checkpoints by state size", ">state size", ">checkpoints")
+        for b in s.state_size_histogram:
+            hist.add_row(f"{size(b['min_bytes'])} – {size(b['max_bytes']) if b['max_bytes'] else '…'}", str(b["checkpoints"]))
+        out.print(hist)
     if s.top_threads:
         tt = table(f"top {len(s.top_threads)} threads by size", "thread_id", ">checkpoints", ">size", "updated")
         for th in s.top_threads:

@@ -105,6 +105,28 @@ class Dialect(Statements):
     # transaction: true where a transaction gives them nothing (Postgres at READ COMMITTED,
     # where every statement takes its own snapshot anyway) and costs round trips.
     reads_outside_transaction: bool = False
+    # Operating a database (``threadline.lifecycle.sweeper`` and ``vacuum``):
+    # appended to a SELECT to lock the rows it reads until the transaction ends ("" where a
+    # write transaction already holds the database's one write lock);
+    lock_rows: str = ""
+    # whether checkpoints and writes can be partitioned by month (``lifecycle.partition``);
+    partitions: bool = False
+    # run first in a read transaction that must see one snapshot across statements (None: it does);
+    snapshot_sql: str | None = None
+    # run first when claiming a job's lease: one row, true when this transaction may claim it (None: none);
+    claim_lock: tuple[str, tuple] | None = None
+    # () → the database's file ("" for an in-memory one), when its size is a file's; else None;
+    file_sql: str | None = None
+    # () → bytes on disk of threadline's tables with their indexes and TOAST, when not a file's;
+    tables_bytes_sql: str | None = None
+    # () → free pages inside the file, and the statement that gives one back (None: no such pages);
+    free_pages_sql: str | None = None
+    release_page_sql: str | None = None
+    # run outside a transaction after deleting (cheap), and after deleting many rows (a table pass);
+    after_delete_sql: tuple[str, ...] = ()
+    after_large_delete_sql: tuple[str, ...] = ()
+    # run on demand, outside a transaction: rewrite the tables compactly (locks them meanwhile).
+    rebuild_sql: tuple[str, ...] = ()
 
     def sql(self, text: str) -> str:
         """``text`` (``?`` placeholders) in the driver's parameter style."""
@@ -152,9 +174,22 @@ class Dialect(Statements):
         metadata as this backend's official saver does. FilterError for an unusable filter."""
         raise NotImplementedError
 
-    def channel_references(self, where: str) -> str:
-        """(the parameters of ``where``, a clause on ``threadline_checkpoints c`` such as
-        ``WHERE c.thread_id IN (…)`` or empty) → the number of channel references the
-        checkpoints make (one per ``channel_versions`` entry) and the stored bytes of the
-        blobs they name, counted once per reference."""
+    def references_from(self, where: str) -> str:
+        """``FROM`` … ``where``: one row per channel reference of the checkpoints ``c`` (one per
+        ``channel_versions`` entry) with the blob it names as ``b`` (NULL columns when missing);
+        ``where`` is a clause on ``threadline_checkpoints c`` such as ``WHERE c.thread_id IN (…)``
+        or empty."""
         raise NotImplementedError
+
+    def channel_references(self, where: str) -> str:
+        """(the parameters of ``where``) → the number of channel references the checkpoints
+        make and the stored bytes of the blobs they name, counted once per reference."""
+        return f"SELECT COUNT(*), COALESCE(SUM({self.bytes_of('b.blob', 'blob')}), 0) {self.references_from(where)}"
+
+    def state_bytes(self, where: str) -> str:
+        """(the parameters of ``where``) → per checkpoint, the stored bytes of the blobs its
+        ``channel_versions`` name (``s``): what loading its state reads."""
+        return (
+            f"SELECT COALESCE(SUM({self.bytes_of('b.blob', 'blob')}), 0) AS s {self.references_from(where)} "
+            "GROUP BY c.thread_id, c.checkpoint_ns, c.checkpoint_id"
+        )

@@ -43,6 +43,13 @@ class SqliteDialect(Dialect):
     replaced_write_columns = ("channel", "task_path", "type", "blob", "created_at")  # INSERT OR REPLACE
     reput_sets_parent = True  # INSERT OR REPLACE
     prune_refuses_delta_threads = False  # the official SqliteSaver has no prune
+    file_sql = "SELECT file FROM pragma_database_list WHERE name = 'main'"
+    free_pages_sql = "PRAGMA freelist_count"
+    release_page_sql = "PRAGMA incremental_vacuum"  # sqlite3 runs it one page per statement
+    after_delete_sql = ("PRAGMA wal_checkpoint(TRUNCATE)",)  # the WAL file shrinks back too
+    after_large_delete_sql = ("PRAGMA optimize",)
+    # VACUUM also turns a database made before incremental auto-vacuum into one that has it
+    rebuild_sql = ("PRAGMA auto_vacuum=INCREMENTAL", "VACUUM", "PRAGMA wal_checkpoint(TRUNCATE)")
 
     def legacy_renames(self) -> list[str]:
         out = [f"ALTER TABLE {old} RENAME TO {new}" for old, new in LEGACY_RENAMES.items()]
@@ -79,10 +86,9 @@ class SqliteDialect(Dialect):
                 params += [param, value if isinstance(value, (str, int, float)) else str(value)]
         return " AND ".join(clauses) or "1 = 1", params
 
-    def channel_references(self, where: str) -> str:
+    def references_from(self, where: str) -> str:
         return (
-            f"SELECT COUNT(*), COALESCE(SUM({self.bytes_of('b.blob', 'blob')}), 0) FROM threadline_checkpoints c, "
-            "json_each(c.checkpoint, '$.channel_versions') j "
+            "FROM threadline_checkpoints c, json_each(c.checkpoint, '$.channel_versions') j "
             "LEFT JOIN threadline_blobs b ON b.thread_id = c.thread_id AND b.checkpoint_ns = c.checkpoint_ns "
             f"AND b.channel = j.key AND b.version = CAST(j.value AS TEXT) {where}"
         )

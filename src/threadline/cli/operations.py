@@ -1,0 +1,147 @@
+"""Operating commands: sweep, vacuum, partition, backup, restore, bundle-export, bundle-import — each
+one call into ``threadline.lifecycle`` (sweeper, vacuum, partition) or ``threadline.transfer`` (backup, bundle)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from threadline.cli import options as O
+from threadline.cli.render.format import size
+from threadline.cli.shared import command, out
+from threadline.lifecycle import RetentionPolicy
+from threadline.lifecycle import partition as P
+from threadline.lifecycle import vacuum as V
+from threadline.transfer import backup as B
+from threadline.transfer import bundle as BU
+from threadline.ttl import ttl_of
+
+
+def _space(report: Any, verb: str = "on disk") -> None:
+    if report is None or report.bytes_before is None:
+        return
+    out.print(f"{verb}: {size(report.bytes_before)} → {size(report.bytes_after)} ({size(report.bytes_freed)} freed)")
+    if report.needs_full:
+        out.print("[yellow]free space is left that only `threadline vacuum --full` gives back "
+                  "(this SQLite file predates incremental auto-vacuum; --full converts it once)[/yellow]")
+
+
+def _swept(report: Any, **_: Any) -> None:
+    if not report.ran:
+        out.print("[yellow]not swept[/yellow]: another process is sweeping this database (its lease is held)")
+        return
+    out.print(f"swept: {report.threads_expired} thread(s) expired, {report.threads_pruned} pruned, "
+              f"{report.checkpoints_deleted} checkpoint(s) deleted")
+    _space(report.space)
+    for e in report.errors:
+        out.print(f"[red]error[/red] {escape(e)}")
+
+
+@command("sweep", render=_swept, problems=lambda report: bool(report.errors))
+def sweep(
+    saver: Any,
+    ttl: str = O.duration("--ttl", "Expire whole threads idle longer than this (e.g. 30d); a thread's own ttl_minutes wins."),
+    keep_last: int = typer.Option(None, "--keep-last", min=1, help="Keep the newest N checkpoints of each branch."),
+    older_than: str = O.duration("--older-than", "Delete checkpoints older than this; heads and what they need stay."),
+    idle: str = O.duration("--idle", "Delete whole threads not updated for this long."),
+) -> Any:
+    """Run one sweep now, as a saver's background sweeper does: TTL, retention, then space back."""
+    saver.ttl = ttl_of({"default_ttl": ttl / 60}) if ttl is not None else ttl_of({})
+    if keep_last is not None or older_than is not None or idle is not None:
+        saver.retention = RetentionPolicy(keep_last=keep_last, older_than=older_than, idle_longer_than=idle)
+    return saver.sweep()
+
+
+@command("vacuum", render=lambda r, **_: (_space(r), out.print(f"[dim]{'; '.join(r.statements)}[/dim]") if r.statements else None))
+def vacuum(
+    saver: Any,
+    full: bool = typer.Option(False, "--full", help="Rewrite the tables compactly (locks them meanwhile; converts an old SQLite file)."),
+) -> V.SpaceReport:
+    """Give space freed by deletions back to the file system; shows the bytes on disk before and after."""
+    return V.vacuum(saver, full=full)
+
+
+@command("partition", render=lambda r, **_: out.print(
+    f"partitioned by month: {', '.join(f'{n} {t} rows moved' for t, n in r.rows.items()) or 'already'}; "
+    f"{len(r.created)} partition(s) created"))
+def partition(
+    saver: Any,
+    months_ahead: int = typer.Option(P.MONTHS_AHEAD, "--months-ahead", min=1, help="Months to create partitions for ahead of now."),
+) -> P.PartitionReport:
+    """Postgres: partition checkpoints and writes by month, so the sweeper drops emptied months (locks both tables meanwhile)."""
+    return P.partition(saver, months_ahead=months_ahead)
+
+
+def _backed_up(r: Any, **_: Any) -> None:
+    out.print(f"[green]backed up[/green] {r.threads} thread(s) ({r.rows['checkpoints']} checkpoints, {r.rows['blobs']} blobs, "
+              f"{r.rows['writes']} writes) to {escape(r.path)}: {size(r.bytes)} ({r.method})")
+
+
+@command("backup", render=_backed_up)
+def backup(
+    saver: Any,
+    to: str = typer.Option(..., "--to", help="The backup file to write (a threadline SQLite database)."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing file."),
+) -> B.BackupReport:
+    """A consistent snapshot of the database, values included, in one file (restore it with `threadline restore`)."""
+    return B.backup(saver, to, overwrite=overwrite)
+
+
+def _restored(r: Any, **_: Any) -> None:
+    table = Table(title=f"restored from {escape(r.source)}")
+    for col in ("thread_id", "checkpoints", "blobs", "writes", "verified"):
+        table.add_column(col)
+    for t in r.threads:
+        status = f"[red]{escape('; '.join(t.problems[:2]))}[/red]" if t.problems else ("[green]identical[/green]" if r.verified else "rows identical")
+        table.add_row(escape(t.thread_id), *(str(t.rows.get(k, 0)) for k in ("checkpoints", "blobs", "writes")), status)
+    out.print(table)
+
+
+def _restore(saver: Any, source: str, thread: list[str] | None, replace: bool, verify: bool, progress: Any) -> B.RestoreReport:
+    return B.restore(saver, source, thread_ids=thread or None, replace=replace, verify=verify, progress=progress)
+
+
+Verify = typer.Option(True, "--verify/--no-verify", help="Load every restored checkpoint on both sides and compare.")
+Replace = typer.Option(False, "--replace", help="Overwrite threads that already exist in the target.")
+
+
+@command("restore", render=_restored, opens="target", problems=lambda r: not r.ok)
+def restore(
+    saver: Any,
+    source: str = typer.Argument(..., help="A backup file (threadline backup) or a thread bundle."),
+    thread: list[str] = O.Threads,
+    replace: bool = Replace,
+    verify: bool = Verify,
+    progress: Any = None,
+) -> B.RestoreReport:
+    """Restore threads from a backup into the database named by --db (or $THREADLINE_DB), verifying each."""
+    return _restore(saver, source, thread, replace, verify, progress)
+
+
+@command("bundle-export", render=lambda r, **_: out.print(
+    f"[green]bundled[/green] {len(r.threads)} thread(s) ({r.rows['checkpoints']} checkpoints) to {escape(r.path)}: {size(r.bytes)}"
+    + (f"; redacted: {escape(', '.join(r.redacted))}" if r.redacted else "")))
+def bundle_export(
+    saver: Any,
+    threads: list[str] = typer.Argument(..., help="thread_ids to bundle"),
+    to: str = typer.Option(..., "--to", help="The bundle file to write."),
+    redact: list[str] = typer.Option(None, "--redact", help="A channel whose values are replaced by \"[redacted]\" (repeatable)."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing file."),
+) -> BU.BundleReport:
+    """Threads with their values in one file, to attach to a bug report (import it with bundle-import)."""
+    return BU.bundle(saver, threads, to, redact=redact or (), overwrite=overwrite)
+
+
+@command("bundle-import", render=_restored, opens="target", problems=lambda r: not r.ok)
+def bundle_import(
+    saver: Any,
+    source: str = typer.Argument(..., help="A thread bundle (threadline bundle-export)."),
+    replace: bool = Replace,
+    verify: bool = Verify,
+    progress: Any = None,
+) -> B.RestoreReport:
+    """Load a thread bundle into the database named by --db (or $THREADLINE_DB), verifying each thread."""
+    return _restore(saver, source, None, replace, verify, progress)

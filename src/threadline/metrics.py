@@ -1,0 +1,175 @@
+"""OpenTelemetry metrics (optional: ``pip install 'threadline[otel]'``).
+
+With ``opentelemetry-api`` installed, threadline records these instruments on the meter
+``threadline`` of the global MeterProvider (or the one given to ``configure``); without
+it, nothing is recorded and nothing is imported. Attribute ``db.system`` is ``sqlite`` or
+``postgresql`` on the saver's instruments.
+
+==========================================  =========  ============  ==========================================================
+instrument                                  kind       unit          what (attributes)
+==========================================  =========  ============  ==========================================================
+``threadline.operation.duration``           histogram  s             one saver call: ``put``, ``put_writes``, ``get_tuple``,
+                                                                     each page of ``list`` (``threadline.operation``,
+                                                                     ``error.type`` when it raised)
+``threadline.bytes_written``                counter    By            bytes of the values put/put_writes store, per table
+                                                                     (``threadline.table``: checkpoints, blobs, writes)
+``threadline.blobs.written``                counter    {blob}        channel values a put stores (``threadline.blob.kind``:
+                                                                     ``delta`` or ``snapshot``)
+``threadline.delta.ratio``                  histogram  1             per put: the share of its stored values that are deltas
+``threadline.delta.chain_depth``            histogram  {delta}       per stored value: deltas since the last snapshot
+                                                                     (0: a snapshot; bounded by ``BlobCodec.max_depth``)
+``threadline.errors``                       counter    {error}       errors raised by saver calls (``error.type``: the
+                                                                     exception class, ``threadline.operation``)
+``threadline.sweeper.runs``                 counter    {sweep}       sweeps (``threadline.sweep.outcome``: ``swept``, or
+                                                                     ``skipped`` when another process held the lease)
+``threadline.sweeper.threads_expired``      counter    {thread}      threads a sweep expired by TTL
+``threadline.sweeper.checkpoints_deleted``  counter    {checkpoint}  checkpoints a sweep deleted (TTL and retention)
+``threadline.sweeper.bytes_freed``          counter    By            bytes on disk a sweep gave back to the file system
+``threadline.sweeper.duration``             histogram  s             one sweep that ran
+==========================================  =========  ============  ==========================================================
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+INSTRUMENTS = (
+    "threadline.operation.duration",
+    "threadline.bytes_written",
+    "threadline.blobs.written",
+    "threadline.delta.ratio",
+    "threadline.delta.chain_depth",
+    "threadline.errors",
+    "threadline.sweeper.runs",
+    "threadline.sweeper.threads_expired",
+    "threadline.sweeper.checkpoints_deleted",
+    "threadline.sweeper.bytes_freed",
+    "threadline.sweeper.duration",
+)
+_INSERT = re.compile(r"^\s*INSERT INTO threadline_(checkpoints|blobs|writes)\b")
+_SYSTEMS = {"postgres": "postgresql"}
+
+_meters: dict[str, Any] | None = None  # instrument name → instrument, once made
+_available: bool | None = None
+
+
+def configure(meter_provider: Any = None) -> bool:
+    """Record on ``meter_provider``'s meter (default: the global MeterProvider from now on).
+    Returns False, recording nothing, when opentelemetry-api is not installed."""
+    global _meters, _available
+    try:
+        from opentelemetry import metrics as otel
+    except ImportError:
+        _available, _meters = False, None
+        return False
+    meter = (meter_provider or otel.get_meter_provider()).get_meter("threadline")
+    h, c = meter.create_histogram, meter.create_counter
+    _meters = {
+        "threadline.operation.duration": h("threadline.operation.duration", unit="s", description="Duration of a saver call"),
+        "threadline.bytes_written": c("threadline.bytes_written", unit="By", description="Bytes of stored values, per table"),
+        "threadline.blobs.written": c("threadline.blobs.written", unit="{blob}", description="Channel values stored"),
+        "threadline.delta.ratio": h("threadline.delta.ratio", unit="1", description="Share of a put's values stored as deltas"),
+        "threadline.delta.chain_depth": h("threadline.delta.chain_depth", unit="{delta}", description="Deltas since the last snapshot"),
+        "threadline.errors": c("threadline.errors", unit="{error}", description="Errors raised by saver calls"),
+        "threadline.sweeper.runs": c("threadline.sweeper.runs", unit="{sweep}", description="Sweeps"),
+        "threadline.sweeper.threads_expired": c("threadline.sweeper.threads_expired", unit="{thread}", description="Threads expired by TTL"),
+        "threadline.sweeper.checkpoints_deleted": c("threadline.sweeper.checkpoints_deleted", unit="{checkpoint}", description="Checkpoints deleted by sweeps"),
+        "threadline.sweeper.bytes_freed": c("threadline.sweeper.bytes_freed", unit="By", description="Bytes on disk given back by sweeps"),
+        "threadline.sweeper.duration": h("threadline.sweeper.duration", unit="s", description="Duration of a sweep"),
+    }
+    _available = True
+    return True
+
+
+def _get() -> dict[str, Any] | None:
+    if _available is None:
+        configure()
+    return _meters
+
+
+@contextmanager
+def observe(operation: str, backend: str) -> Iterator[None]:
+    """Time one saver call; count its error by kind when it raises."""
+    m = _get()
+    if m is None:
+        yield
+        return
+    attrs = {"threadline.operation": operation, "db.system": _SYSTEMS.get(backend, backend)}
+    start = time.perf_counter()
+    try:
+        yield
+    except BaseException as exc:
+        kind = {**attrs, "error.type": type(exc).__name__}
+        m["threadline.errors"].add(1, kind)
+        m["threadline.operation.duration"].record(time.perf_counter() - start, kind)
+        raise
+    m["threadline.operation.duration"].record(time.perf_counter() - start, attrs)
+
+
+def _size(value: Any) -> int:
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return len(value)
+    if isinstance(value, str):
+        return len(value.encode())
+    if isinstance(value, (list, tuple)):
+        return sum(_size(v) for v in value)
+    return 0
+
+
+def counted(op: Any, backend: str) -> Any:
+    """``op`` (a storage operation), counting the bytes of the values it inserts per table."""
+    m = _get()
+    if m is None:
+        return op
+    return _counting(op, m["threadline.bytes_written"], _SYSTEMS.get(backend, backend))
+
+
+def _counting(op: Any, counter: Any, system: str) -> Any:
+    rows = None
+    while True:
+        try:
+            q = op.send(rows) if rows is not None else next(op)
+        except StopIteration as stop:
+            return stop.value
+        hit = _INSERT.match(q.sql)
+        if hit:
+            counter.add(_size(q.params), {"threadline.table": hit.group(1), "db.system": system})
+        rows = yield q
+
+
+def put_done(blob_codec: Any, config: Mapping[str, Any], new_versions: Mapping[str, Any], version_key: Callable[[Any], str]) -> None:
+    """After a put: how its values were stored (delta or snapshot, chain depth), from the
+    saver's blob cache, which holds every list/dict value it stored with its depth
+    (keyed by ``version_key`` of each version)."""
+    m = _get()
+    if m is None or not new_versions:
+        return
+    c = config["configurable"]
+    cache = blob_codec.cache
+    deltas = 0
+    for channel, version in new_versions.items():
+        entry = cache.get((str(c["thread_id"]), c.get("checkpoint_ns") or "", channel, version_key(version))) if cache else None
+        depth = entry.value.depth if entry is not None else 0
+        deltas += depth > 0
+        m["threadline.delta.chain_depth"].record(depth)
+        m["threadline.blobs.written"].add(1, {"threadline.blob.kind": "delta" if depth else "snapshot"})
+    m["threadline.delta.ratio"].record(deltas / len(new_versions))
+
+
+def sweep_done(report: Any, seconds: float) -> None:
+    """After a sweep (``lifecycle.sweeper.SweepReport``)."""
+    m = _get()
+    if m is None:
+        return
+    m["threadline.sweeper.runs"].add(1, {"threadline.sweep.outcome": "swept" if report.ran else "skipped"})
+    if not report.ran:
+        return
+    m["threadline.sweeper.duration"].record(seconds)
+    m["threadline.sweeper.threads_expired"].add(report.threads_expired)
+    m["threadline.sweeper.checkpoints_deleted"].add(report.checkpoints_deleted)
+    freed = report.space.bytes_freed if report.space is not None else None
+    m["threadline.sweeper.bytes_freed"].add(max(0, freed or 0))

@@ -1,0 +1,85 @@
+"""A saver's TTL settings and a thread's own TTL, validated.
+
+``ttl={"default_ttl": minutes, "refresh_on_read": bool, "sweep_interval_minutes": minutes}``
+takes the keys of LangGraph's ``TTLConfig`` (``langgraph.store.base``), read for
+threads: a thread expires, as a whole, ``default_ttl`` minutes after its last checkpoint
+(or, with ``refresh_on_read``, its last read). A thread's own TTL overrides the default:
+``ttl_minutes`` in the run's ``configurable`` or ``metadata`` (LangGraph copies both into
+the checkpoint metadata), a positive number of minutes or ``"never"``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from langgraph.checkpoint.base import get_checkpoint_metadata
+
+from threadline.errors import ConfigError
+
+TTL_KEY = "ttl_minutes"  # a thread's own TTL, in configurable or metadata
+NEVER = -1.0  # stored ttl_minutes of a thread that never expires
+_KEYS = ("default_ttl", "refresh_on_read", "sweep_interval_minutes")
+
+
+@dataclass(frozen=True)
+class TTL:
+    """Validated TTL settings: minutes (``default_ttl`` None: only threads with their own
+    TTL expire), whether reads restart a thread's clock, minutes between sweeps (None: no
+    background sweeper unless started with an interval)."""
+
+    default_ttl: float | None = None
+    refresh_on_read: bool = True
+    sweep_interval_minutes: float | None = None
+
+    @property
+    def refresh_every(self) -> float:
+        """Seconds a process waits before restarting the same thread's clock again on a read:
+        a tenth of the default TTL, at most a minute (a TTL is never cut short by more)."""
+        return min(60.0, self.default_ttl * 6) if self.default_ttl else 6.0
+
+
+def _minutes(name: str, value: Any) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise ConfigError(f"ttl[{name!r}] must be a positive number of minutes or None, got {value!r}")
+    return float(value)
+
+
+def ttl_of(ttl: Mapping[str, Any] | TTL | None) -> TTL | None:
+    """``TTL`` from a saver's ``ttl=`` argument (a mapping of the keys above, or a ``TTL``);
+    None for None. Raises ConfigError naming an unknown key or a bad value."""
+    if ttl is None or isinstance(ttl, TTL):
+        return ttl
+    if not isinstance(ttl, Mapping):
+        raise ConfigError(f"ttl must be a mapping with keys {', '.join(_KEYS)}; got {type(ttl).__name__}")
+    unknown = sorted(set(ttl) - set(_KEYS))
+    if unknown:
+        raise ConfigError(f"unknown ttl key(s) {unknown}; a saver's ttl takes {', '.join(_KEYS)}")
+    refresh = ttl.get("refresh_on_read", True)
+    if not isinstance(refresh, bool):
+        raise ConfigError(f"ttl['refresh_on_read'] must be True or False, got {refresh!r}")
+    return TTL(_minutes("default_ttl", ttl.get("default_ttl")), refresh, _minutes("sweep_interval_minutes", ttl.get("sweep_interval_minutes")))
+
+
+def thread_ttl_of(config: Any, metadata: Any) -> float | None:
+    """The TTL a ``put`` gives its thread: minutes, ``NEVER``, or None when it names none.
+
+    Read as LangGraph builds checkpoint metadata (``metadata``, then the config's
+    ``metadata``, then ``configurable``). Raises ConfigError for a value that is not a
+    positive number or ``"never"``."""
+    if not (
+        isinstance(config, dict) and isinstance(metadata, Mapping) and isinstance(config.get("configurable"), Mapping)
+        and isinstance(config.get("metadata") or {}, Mapping)
+    ):
+        return None  # the put itself reports a malformed config
+    value = get_checkpoint_metadata(config, dict(metadata)).get(TTL_KEY)
+    if value is None:
+        return None
+    if value == "never":
+        return NEVER
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise ConfigError(f"{TTL_KEY} must be a positive number of minutes or 'never', got {value!r}")
+    return float(value)

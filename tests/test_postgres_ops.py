@@ -1,0 +1,114 @@
+"""Postgres at scale: monthly partitions of checkpoints/writes (threadline.lifecycle.partition)
+that the sweeper drops once retention empties them; pools that survive killed connections."""
+
+from __future__ import annotations
+
+import datetime as dt
+import secrets
+import time
+
+import psycopg
+import pytest
+from langgraph.checkpoint.base import empty_checkpoint
+from workers import build_chat
+
+from threadline import PostgresSaver, open_saver
+from threadline import lifecycle as L
+from threadline import read as H
+from threadline.errors import ConfigError
+from threadline.lifecycle import partition as P
+
+
+def old_id(months_ago: int, n: int) -> str:
+    """A UUIDv6 checkpoint id made ``months_ago`` months ago (n orders ids of one month)."""
+    when = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None, day=1) - dt.timedelta(days=31 * months_ago - 5)
+    base = P.id_at(when + dt.timedelta(seconds=n))
+    return base[:19] + f"{0x8000 + n:04x}-{secrets.token_hex(6)}"
+
+
+def every_tuple(saver) -> dict:
+    return {
+        (t.config["configurable"]["thread_id"], t.config["configurable"]["checkpoint_id"]): H.jsonable(
+            (t.checkpoint["channel_values"], t.pending_writes, t.parent_config)
+        )
+        for t in saver.list(None)
+    }
+
+
+def test_month_of_and_bounds_agree_with_langgraph_ids():
+    from langgraph.checkpoint.base.id import uuid6
+
+    now = dt.datetime.now(dt.timezone.utc)
+    cid = str(uuid6(clock_seq=1))
+    assert P.month_of(cid) == now.date().replace(day=1)
+    lo, hi = P._bounds(now.date().replace(day=1))
+    assert lo <= cid < hi
+    assert P.month_of("not-a-uuid") is None
+
+
+def test_partitioned_tables_keep_everything_and_drop_emptied_months(pg_url):
+    with open_saver(pg_url) as saver:
+        graph = build_chat().compile(checkpointer=saver)
+        graph.invoke({"messages": ["hello"]}, {"configurable": {"thread_id": "now"}})
+        # a thread that started two months ago and goes on today
+        config = {"configurable": {"thread_id": "long", "checkpoint_ns": ""}}
+        version = None
+        for i in range(3):
+            version = saver.get_next_version(version, None)
+            ck = {**empty_checkpoint(), "id": old_id(2, i), "channel_values": {"messages": [f"old {i}"]}, "channel_versions": {"messages": version}}
+            config = saver.put(config, ck, {"source": "loop", "step": i, "parents": {}}, {"messages": version})
+            saver.put_writes(config, [("messages", f"pending {i}")], f"task-{i}")
+        saver.run(_age("long", time.time() - 60 * 86400), write=True)
+        graph.invoke({"messages": ["today"]}, {"configurable": {"thread_id": "long"}})
+        before = every_tuple(saver)
+        report = P.partition(saver)
+        assert report.rows["checkpoints"] == len(before) and report.rows["writes"] > 0
+        months = [n for n in report.created if n.startswith("threadline_checkpoints_y")]
+        assert len(months) == 6  # two months ago … three months ahead
+        assert every_tuple(saver) == before
+        assert P.partition(saver).rows == {}  # idempotent
+        graph.invoke({"messages": ["after partitioning"]}, {"configurable": {"thread_id": "now"}})
+        assert graph.get_state({"configurable": {"thread_id": "now"}}).values["messages"][-1] == "reply to after partitioning"
+        old_month = months[0]
+        assert saver.run(_count(old_month)) == 3
+        # retention empties the old month; the sweep drops it, whose rows never need a VACUUM
+        saver.retention = L.RetentionPolicy(older_than=30 * 86400)
+        swept = saver.sweep()
+        assert swept.checkpoints_deleted == 3 and old_month in swept.partitions_dropped
+        assert old_month not in saver.run(P._partitions_op(saver.dialect, "checkpoints"))
+        after = every_tuple(saver)
+        assert {k: v for k, v in before.items() if k[0] == "now"} == {k: v for k, v in after.items() if k[0] == "now" and k in before}
+        assert L.fsck(saver, deep=True).ok
+
+
+def test_partitions_are_postgres_only(tmp_path):
+    with open_saver(str(tmp_path / "p.db")) as saver:
+        with pytest.raises(ConfigError, match="Postgres"):
+            P.partition(saver)
+
+
+def test_pool_survives_killed_connections_and_prepares_nothing(pg_url):
+    name = f"tl_pool_{secrets.token_hex(4)}"
+    url = f"{pg_url}&application_name={name}"
+    with PostgresSaver.from_conn_string(url, pool_size=2) as saver:
+        graph = build_chat().compile(checkpointer=saver)
+        config = {"configurable": {"thread_id": "p"}}
+        graph.invoke({"messages": ["before"]}, config)
+        assert saver.conn.kwargs["prepare_threshold"] is None
+        with psycopg.connect(pg_url, autocommit=True) as admin:
+            killed = admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s", (name,)).fetchall()
+        assert killed
+        graph.invoke({"messages": ["after"]}, config)  # the pool checks connections before lending them
+        assert graph.get_state(config).values["turns"] == 2
+
+
+def _age(thread_id, when):
+    from threadline.storage.ops import Q
+
+    yield Q("UPDATE threadline_checkpoints SET created_at = ? WHERE thread_id = ?", (when, thread_id))
+
+
+def _count(table):
+    from threadline.storage.ops import Q
+
+    return (yield Q(f"SELECT COUNT(*) FROM {table}"))[0][0]
