@@ -478,5 +478,9 @@ def test_f9_a_parent_cycle_is_detected_at_once(sync_backend: Backend) -> None:
         two = saver.put(one, ckpt({"n": 2}, {"n": "2"}), {"step": 1}, {"n": "2"})
         b.sql("UPDATE threadline_checkpoints SET parent_checkpoint_id = ? WHERE checkpoint_id = ?",
               (two["configurable"]["checkpoint_id"], one["configurable"]["checkpoint_id"]))
+        with pytest.raises(CorruptRowError, match="checksum"):  # the row's checksum covers its parent
+            saver.get_delta_channel_history(config=two, channels=["n"])
+        b.sql("UPDATE threadline_checkpoints SET checksum = NULL")  # as a database written before checksums
         with pytest.raises(CorruptRowError, match="cycle"):
             saver.get_delta_channel_history(config=two, channels=["n"])
+        assert H.thread_history(saver, "t").head == two["configurable"]["checkpoint_id"]

@@ -35,6 +35,7 @@ def default_db() -> str:
 
 # Command modules (each adds its commands to ``app``).
 from threadline.cli import changes, demo, reads, repairs, transfers  # noqa: E402,F401
+from threadline.cli import keys  # noqa: E402,F401
 
 
 def main() -> None:

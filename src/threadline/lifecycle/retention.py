@@ -61,9 +61,10 @@ class RetentionPolicy:
 
 
 def prune_thread_op(
-    d: Dialect, thread_id: Any, policy: RetentionPolicy, *, dry_run: bool = False, now: float | None = None
+    d: Dialect, thread_id: Any, policy: RetentionPolicy, *, dry_run: bool = False, now: float | None = None, bc: Any = None
 ) -> Op[DeletePlan]:
-    """Apply a retention policy to one thread (one transaction): plan, check, delete, GC, restat."""
+    """Apply a retention policy to one thread (one transaction): plan, check, delete, GC, restat.
+    ``bc``: the saver's codec (its keys check and re-seal re-parented rows)."""
     tid = thread_id_of(thread_id)
     now = time.time() if now is None else now
     t = yield from _load_thread_op(d, tid)
@@ -111,7 +112,7 @@ def prune_thread_op(
             reparent[(ns, cid)] = None
             plan.reparented[cid] = None
     if not dry_run:
-        yield from _execute_plan(d, t, plan, reparent)
+        yield from _execute_plan(d, t, plan, reparent, bc)
     return plan
 
 
@@ -166,7 +167,7 @@ def prune(
     now = time.time() if now is None else now
     plans = []
     for i, tid in enumerate(ids):
-        plan = saver.run(prune_thread_op(saver.dialect, tid, policy, dry_run=dry_run, now=now), write=not dry_run)
+        plan = saver.run(prune_thread_op(saver.dialect, tid, policy, dry_run=dry_run, now=now, bc=saver.blob_codec), write=not dry_run)
         if plan.checkpoints:
             plans.append(plan)
         if progress:

@@ -91,6 +91,14 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
             )""",
         ],
     ),
+    (
+        3,
+        [
+            # A checkpoint row's checksum (threadline.codec.seal): its key, parent, checkpoint and
+            # metadata, checked on load. NULL for rows written before it (they still load).
+            "ALTER TABLE threadline_checkpoints ADD COLUMN checksum {text}",
+        ],
+    ),
 ]
 
 LATEST_VERSION = max(v for v, _ in MIGRATIONS)

@@ -7,6 +7,7 @@ through ``read.fetch_blob_rows`` / ``read.fetch_blobs``.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -57,7 +58,7 @@ def _delta_bases(
         wanted = [(key.thread_id, key.checkpoint_ns, ch, bv) for ch, bv in missing.items()]
         rows = yield from fetch_blob_rows(d, wanted)
         try:
-            resolved = yield from fetch_blobs(d, wanted, rows=rows)
+            resolved = yield from fetch_blobs(d, wanted, rows=rows, bc=bc)
         except CorruptRowError:
             resolved = {}  # an unreadable base: the new value is stored as a snapshot
         for k, r in resolved.items():
@@ -83,18 +84,22 @@ def put(
     With a saver's ``bc`` (``codec.BlobCodec``), a list/dict value that extends the
     channel's value in the parent checkpoint (``config``'s checkpoint_id) is stored
     as a delta on it (see ``codec``); every value at or above the size threshold is
-    compressed. Without one (``codec.PLAIN``): compressed snapshots.
+    compressed. Without one (``codec.PLAIN``): compressed snapshots. Every value is
+    sealed to its row and the checkpoint row gets its checksum (``codec.seal``).
     """
     bc = bc or codec.PLAIN
     key = key_of(config)
     if not isinstance(checkpoint, dict) or not isinstance(checkpoint.get("id"), str):
         raise ConfigError("checkpoint must be a Checkpoint dict with a string 'id'")
+    R.put_keys(checkpoint, new_versions)
     now = time.time()
-    doc, meta = R.put_docs(serde, config, checkpoint, metadata)
+    doc, meta = R.put_docs(serde, config, checkpoint, metadata, key, bc)
     try:
         doc_json, meta_json = dumps_json(doc), dumps_json(meta, sort_keys=False)
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"checkpoint {checkpoint['id']!r}: metadata or versions are not JSON-serializable ({exc})") from exc
+    ck_key = (key.thread_id, key.checkpoint_ns, checkpoint["id"])
+    checksum = bc.checkpoint_checksum(ck_key, key.checkpoint_id, json.loads(doc_json), json.loads(meta_json))
     step, source, run_id = R.extracted_columns(meta)
     bases = (yield from _delta_bases(d, bc, key, R.delta_channels(checkpoint, new_versions))) if bc.deltas else {}
     values = R.serialize_values(serde, checkpoint, new_versions, bc, bases)
@@ -109,11 +114,14 @@ def put(
     checked = [r for r in blob_rows if r.value is not None] if bc.cache is not None else []
     checked_params = [p for r in checked for p in (r.params[2], r.params[3], r.params[4], len(r.params[5] or b""))]
     count_params = [*checked_params, key.thread_id, key.checkpoint_ns] if checked else []
-    row = (key.thread_id, key.checkpoint_ns, checkpoint["id"], key.checkpoint_id, doc_json, meta_json, step, source, run_id, now)
+    row = (key.thread_id, key.checkpoint_ns, checkpoint["id"], key.checkpoint_id, doc_json, meta_json, step, source, run_id, now, checksum)
     inserted_ck = yield Q(d.insert_checkpoint(len(checked)), [*row, *count_params])
     if not inserted_ck:
         parent = (key.checkpoint_id,) if d.reput_sets_parent else ()
-        yield Q(d.reput_checkpoint(), (*parent, doc_json, meta_json, step, source, run_id, key.thread_id, key.checkpoint_ns, checkpoint["id"]))
+        if not d.reput_sets_parent:  # the row keeps its parent: the checksum covers that one
+            kept = yield Q(d.CHECKPOINT_PARENT, ck_key)
+            checksum = bc.checkpoint_checksum(ck_key, kept[0][0] if kept else None, json.loads(doc_json), json.loads(meta_json))
+        yield Q(d.reput_checkpoint(), (*parent, doc_json, meta_json, step, source, run_id, checksum, *ck_key))
         stored = (yield Q(f"SELECT {d.count_stored(len(checked))}", count_params)) if checked else [(0,)]
     else:
         stored = [(inserted_ck[0][1],)]
