@@ -10,7 +10,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q -e '.[test]'
 	touch $(STAMP)
 
-.PHONY: demo test bench langgraph-suite
+.PHONY: demo test bench langgraph-suite fuzz
 demo: $(STAMP)
 	$(BIN)/threadline demo
 
@@ -24,3 +24,8 @@ bench: $(STAMP)
 # `make test`). Needs Postgres at THREADLINE_TEST_POSTGRES. See docs/compatibility.md.
 langgraph-suite: $(STAMP)
 	$(BIN)/python compat/langgraph_suite.py $(SUITE_ARGS)
+
+# The stored-row fuzz test at full size: 10,000 mutations per backend and codec (checksum,
+# encrypted); `make test` runs 150. Needs Postgres at THREADLINE_TEST_POSTGRES. See docs/security.md.
+fuzz: $(STAMP)
+	THREADLINE_FUZZ_MUTATIONS=$(or $(MUTATIONS),10000) $(BIN)/python -m pytest -q -s tests/test_fuzz.py

@@ -1,17 +1,22 @@
 """threadline: durable, branchable, inspectable state for LangGraph agents.
 
-Public API: the savers, ``open_saver``, and the errors.
+Public API: the savers, ``open_saver``, encryption keys (``Keyring``), and the errors.
 """
 
 from threadline.errors import (
     BackendError,
     ConfigError,
     CorruptRowError,
+    EncryptionError,
     FilterError,
+    FilterTooLargeError,
+    KeyTooLongError,
     NotFoundError,
     ThreadlineError,
     UnsafeOperationError,
+    ValueTooLargeError,
 )
+from threadline.codec import BlobCodec, Keyring
 from threadline.backends.postgres import AsyncPostgresSaver, PostgresSaver
 from threadline.backends.sqlite import AsyncSqliteSaver, SqliteSaver
 from threadline.backends import aopen_saver, open_saver
@@ -23,11 +28,17 @@ __all__ = [
     "SqliteSaver",
     "aopen_saver",
     "open_saver",
+    "BlobCodec",
+    "Keyring",
     "BackendError",
     "ConfigError",
     "CorruptRowError",
+    "EncryptionError",
     "FilterError",
+    "FilterTooLargeError",
+    "KeyTooLongError",
     "NotFoundError",
     "ThreadlineError",
     "UnsafeOperationError",
+    "ValueTooLargeError",
 ]

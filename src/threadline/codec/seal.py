@@ -82,9 +82,12 @@ def _digest(ad: bytes, payload: bytes | memoryview) -> bytes:
 
 
 def seal(keys: Keyring | None, row: Row, tag: str, data: bytes) -> tuple[str, bytes]:
-    """``(tag + "+gcm", envelope)`` with a keyring that writes, else ``(tag + "+sum", envelope)``."""
+    """``(tag + "+gcm", envelope)`` with a keyring that writes, else ``(tag + "+sum", envelope)``.
+    Raises EncryptionError for a read-only keyring that requires encryption."""
     writer = keys.writer if keys is not None else None
     if writer is None:
+        if keys is not None and keys.require:
+            raise EncryptionError("this keyring requires encryption but holds no write key (write=False): nothing was stored")
         return tag + SUM, b"".join((_SUM_HEAD, _digest(row.ad(tag), data), data))
     kid, cipher = writer
     nonce = os.urandom(_NONCE)
@@ -207,6 +210,8 @@ def checkpoint_checksum(keys: Keyring | None, key: tuple, parent: str | None, do
     parent_checkpoint_id, and the checkpoint and metadata as they read back (parsed JSON)."""
     content = _content(key, parent, doc, meta)
     mac = keys.mac_key() if keys is not None else None
+    if mac is None and keys is not None and keys.require:
+        raise EncryptionError("this keyring requires encryption but holds no write key (write=False): nothing was stored")
     if mac is None:
         return "b2:" + hashlib.blake2b(content, digest_size=_DIGEST).hexdigest()
     return f"hm:{mac[0].hex()}:" + hmac.new(mac[1], content, hashlib.sha256).hexdigest()[:32]
@@ -223,6 +228,8 @@ def check_checkpoint(
         CorruptRowError: a mismatch: the row was damaged or changed behind threadline's back.
         EncryptionError: no keyed checksum where required, or one under a key not held.
     """
+    if stored is not None and not isinstance(stored, str):
+        raise CorruptRowError(f"{where}: its checksum is not text ({type(stored).__name__})")
     if stored is None or stored.startswith("b2:"):
         if keys is not None and keys.require:
             raise EncryptionError(f"{where}: has no keyed checksum but this keyring requires encryption; run `threadline rekey`")
@@ -240,5 +247,5 @@ def check_checkpoint(
         expected = stored[: 3 + 2 * KEY_ID_BYTES + 1] + hmac.new(mac[1], _content(key, parent, doc, meta), hashlib.sha256).hexdigest()[:32]
     else:
         raise CorruptRowError(f"{where}: malformed checksum {stored!r}")
-    if not hmac.compare_digest(stored, expected):
+    if not hmac.compare_digest(stored.encode("utf-8", "surrogatepass"), expected.encode()):
         raise CorruptRowError(f"{where}: checksum mismatch (the checkpoint row was damaged or changed behind threadline's back)")
