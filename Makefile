@@ -13,7 +13,7 @@ $(STAMP): pyproject.toml
 		|| echo "note: could not install chromium (apt-get install -y chromium): browser tests will skip, and fail under CI=true"
 	touch $(STAMP)
 
-.PHONY: demo test test-heavy bench bench-ops langgraph-suite
+.PHONY: demo test test-heavy bench bench-ops langgraph-suite fuzz
 demo: $(STAMP)
 	$(BIN)/threadline demo
 
@@ -36,3 +36,8 @@ bench-ops: $(STAMP)
 # `make test`). Needs Postgres at THREADLINE_TEST_POSTGRES. See docs/compatibility.md.
 langgraph-suite: $(STAMP)
 	$(BIN)/python compat/langgraph_suite.py $(SUITE_ARGS)
+
+# The stored-row fuzz test at full size: 10,000 mutations per backend and codec (checksum,
+# encrypted); `make test` runs 150. Needs Postgres at THREADLINE_TEST_POSTGRES. See docs/security.md.
+fuzz: $(STAMP)
+	THREADLINE_FUZZ_MUTATIONS=$(or $(MUTATIONS),10000) $(BIN)/python -m pytest -q -s tests/test_fuzz.py

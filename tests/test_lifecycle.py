@@ -254,7 +254,7 @@ def test_fsck_finds_damage_repairs_the_safe_part_and_rebuild_restores_blobs(db):
                      "VALUES (?, '', ?, 't', 0, 'x', '', 'null', NULL, 0)", ("t-answer", "1f000000-dead-6000-8000-000000000000"))
         backend.sql("INSERT INTO threadline_blobs (thread_id, checkpoint_ns, channel, version, type, blob, base_version) "
                      "VALUES (?, '', 'junk', '1', 'null', NULL, NULL)", ("t-answer",))
-        backend.sql("UPDATE threadline_checkpoints SET parent_checkpoint_id = ? WHERE thread_id = ? AND checkpoint_id = ?",
+        backend.sql("UPDATE threadline_checkpoints SET parent_checkpoint_id = ?, checksum = NULL WHERE thread_id = ? AND checkpoint_id = ?",  # a row written before checksums
                 ("1f000000-0000-6000-8000-00000000beef", "t-interrupt", H.thread_history(saver, "t-interrupt").ordered()[3].checkpoint_id))
         backend.sql("UPDATE threadline_threads SET checkpoint_count = 99 WHERE thread_id = ?", ("t-research",))
         backend.sql("INSERT INTO threadline_blobs (thread_id, checkpoint_ns, channel, version, type, blob, base_version) "

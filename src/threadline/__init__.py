@@ -1,17 +1,23 @@
 """threadline: durable, branchable, inspectable state for LangGraph agents.
 
-Public API: the savers, stores and caches, ``open_saver``/``open_store``/``open_cache``, and the errors.
+Public API: the savers, stores and caches, ``open_saver``/``open_store``/``open_cache``, encryption keys
+(``Keyring``), and the errors.
 """
 
 from threadline.errors import (
     BackendError,
     ConfigError,
     CorruptRowError,
+    EncryptionError,
     FilterError,
+    FilterTooLargeError,
+    KeyTooLongError,
     NotFoundError,
     ThreadlineError,
     UnsafeOperationError,
+    ValueTooLargeError,
 )
+from threadline.codec import BlobCodec, Keyring
 from threadline.backends.postgres import AsyncPostgresSaver, PostgresSaver
 from threadline.backends.sqlite import AsyncSqliteSaver, SqliteSaver
 from threadline.backends import aopen_saver, open_saver
@@ -34,11 +40,17 @@ __all__ = [
     "PostgresCache",
     "SqliteCache",
     "open_cache",
+    "BlobCodec",
+    "Keyring",
     "BackendError",
     "ConfigError",
     "CorruptRowError",
+    "EncryptionError",
     "FilterError",
+    "FilterTooLargeError",
+    "KeyTooLongError",
     "NotFoundError",
     "ThreadlineError",
     "UnsafeOperationError",
+    "ValueTooLargeError",
 ]

@@ -8,7 +8,8 @@ class ThreadlineError(Exception):
 
 
 class ConfigError(ThreadlineError, ValueError):
-    """A RunnableConfig is malformed: missing or mistyped thread_id, checkpoint_ns, checkpoint_id."""
+    """A RunnableConfig or argument is malformed: a missing or mistyped thread_id, checkpoint_ns, checkpoint_id,
+    a key with NUL or unpaired surrogate characters, a non-integer ``limit``."""
 
 
 class FilterError(ThreadlineError, ValueError):
@@ -42,3 +43,23 @@ class SchemaError(BackendError):
 
 class AdoptionError(ThreadlineError):
     """A thread of the official saver's tables did not read back identically once imported; nothing was stored."""
+
+
+class EncryptionError(CorruptRowError):
+    """A stored row is encrypted with a key this saver does not hold, or is plaintext (or has no
+    keyed checksum) where the saver's keyring requires encryption. Nothing is modified."""
+
+
+class KeyTooLongError(ConfigError):
+    """A thread_id, checkpoint_ns, checkpoint_id, channel, version, task_id or task_path is longer
+    than ``threadline.limits`` ``max_key_bytes`` (UTF-8)."""
+
+
+class ValueTooLargeError(ThreadlineError, ValueError):
+    """A channel value or pending write serializes to more than ``threadline.limits`` ``max_value_bytes``;
+    nothing was written."""
+
+
+class FilterTooLargeError(FilterError):
+    """A ``list`` metadata filter has more keys than ``max_filter_keys`` or more JSON than
+    ``max_filter_bytes`` (``threadline.limits``)."""

@@ -3,14 +3,18 @@
 LangGraph passes ``config["configurable"]`` with ``thread_id`` (required),
 ``checkpoint_ns`` (default ``""``, the root graph) and ``checkpoint_id``
 (optional: absent means "the latest checkpoint"). Everything is checked here
-so that no malformed value reaches SQL.
+so that no malformed value reaches SQL, the same on every backend (``text_key``):
+a key is a string without NUL characters (Postgres TEXT cannot hold them) or
+unpaired surrogates (not UTF-8), at most ``threadline.limits`` ``max_key_bytes``
+long in UTF-8. Channels, versions, task_ids and task_paths are checked the same way.
 """
 
 from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from threadline.errors import ConfigError
+from threadline import limits
+from threadline.errors import ConfigError, KeyTooLongError
 
 
 class Key(NamedTuple):
@@ -31,14 +35,33 @@ def thread_id_of(value: Any) -> str:
         value = str(value)
     if not isinstance(value, str) or not value:
         raise ConfigError(f"thread_id must be a non-empty string, got {type(value).__name__} {value!r}")
-    _no_nul("thread_id", value)
-    return value
+    return text_key("thread_id", value)
 
 
-def _no_nul(name: str, value: str) -> None:
-    # Postgres TEXT cannot hold NUL; refuse it on every backend so they agree.
+def _shown(value: str) -> str:
+    return repr(value) if len(value) <= 80 else f"{value[:60]!r}… ({len(value)} characters)"
+
+
+def text_key(name: str, value: Any) -> str:
+    """``value`` when it is a string a key column can hold on every backend; ``name`` names it
+    in the error.
+
+    Raises:
+        ConfigError: not a string, a NUL character, or an unpaired surrogate (not UTF-8).
+        KeyTooLongError: longer than ``limits.current().max_key_bytes`` in UTF-8.
+    """
+    if not isinstance(value, str):
+        raise ConfigError(f"{name} must be a string, got {type(value).__name__} {value!r}")
     if "\x00" in value:
-        raise ConfigError(f"{name} must not contain NUL characters, got {value!r}")
+        raise ConfigError(f"{name} must not contain NUL characters, got {_shown(value)}")
+    try:
+        size = len(value.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise ConfigError(f"{name} is not valid UTF-8 (an unpaired surrogate character), got {_shown(value)}") from None
+    top = limits.current().max_key_bytes
+    if size > top:
+        raise KeyTooLongError(f"{name} is {size} bytes long, more than max_key_bytes={top} (threadline.limits): {_shown(value)}")
+    return value
 
 
 def checkpoint_ns_of(value: Any) -> str:
@@ -46,19 +69,15 @@ def checkpoint_ns_of(value: Any) -> str:
     Raises ConfigError for other types and NUL characters."""
     if value is None:
         return ""
-    if not isinstance(value, str):
-        raise ConfigError(f"checkpoint_ns must be a string, got {type(value).__name__} {value!r}")
-    _no_nul("checkpoint_ns", value)
-    return value
+    return text_key("checkpoint_ns", value)
 
 
 def checkpoint_id_of(value: Any, what: str = "checkpoint_id") -> str:
     """Validate a checkpoint_id given directly (``what`` names it in the error): a non-empty
-    string. Raises ConfigError otherwise, and for NUL characters."""
+    string. Raises ConfigError otherwise (``text_key``)."""
     if not isinstance(value, str) or not value:
         raise ConfigError(f"{what} must be a non-empty string, got {value!r}")
-    _no_nul(what, value)
-    return value
+    return text_key(what, value)
 
 
 def key_of(config: Any, *, require_thread: bool = True) -> Key:
@@ -84,7 +103,7 @@ def key_of(config: Any, *, require_thread: bool = True) -> Key:
     if cid is not None and not isinstance(cid, str):
         raise ConfigError(f"checkpoint_id must be a string, got {type(cid).__name__} {cid!r}")
     if cid:
-        _no_nul("checkpoint_id", cid)
+        text_key("checkpoint_id", cid)
     return Key(thread_id, ns, cid or None)  # type: ignore[arg-type]
 
 

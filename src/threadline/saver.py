@@ -31,6 +31,7 @@ from threadline.storage import ops
 from threadline.storage import rows as R
 from threadline.storage.dialect import Dialect
 from threadline.storage.ops import sweep as sweep_ops
+from threadline.errors import ConfigError
 from threadline.keys import key_of
 from threadline.sweeping import AsyncSweeping, Sweeping, SyncSweeping
 from threadline.ttl import TTL, thread_ttl_of
@@ -43,6 +44,8 @@ class _Listing:
     both methods deserialize each tuple only when it is yielded (``ops.load_tuples(lazy=True)``)."""
 
     def __init__(self, saver: EngineSaver, config: dict | None, filter: dict[str, Any] | None, before: dict | None, limit: int | None):
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)):
+            raise ConfigError(f"limit must be an integer or None, got {type(limit).__name__} {limit!r}")
         self.saver = saver
         self.where = ops.list_where(saver.dialect, config, filter, before)
         self.thread_id = _thread_of(config)
@@ -55,7 +58,7 @@ class _Listing:
         if self.done or not size:
             return None
         s = self.saver
-        return ops.list_page(s.dialect, s.serde, self.where, self.after, size, lazy=True)
+        return ops.list_page(s.dialect, s.serde, self.where, self.after, size, s.blob_codec, lazy=True)
 
     def take(self, result: tuple[list, tuple | None]) -> list:
         page, self.after = result
@@ -126,11 +129,11 @@ class EngineSaver(Sweeping, BaseCheckpointSaver[str]):
 
     def _adopt(self, thread_id: Any) -> None:
         if (check := self._adopt_op(thread_id)) is not None and self._run(check, write=False):
-            self._run(adopt.adopt_thread(self.dialect, self.serde, thread_id, self.blob_codec), write=True)
+            self._run(adopt.adopt_thread(self.dialect, thread_id, self.blob_codec), write=True)
 
     async def _aadopt(self, thread_id: Any) -> None:
         if (check := self._adopt_op(thread_id)) is not None and await self._arun(check, write=False):
-            await self._arun(adopt.adopt_thread(self.dialect, self.serde, thread_id, self.blob_codec), write=True)
+            await self._arun(adopt.adopt_thread(self.dialect, thread_id, self.blob_codec), write=True)
 
     # Backends implement one or both of these.
     def _run(self, op: ops.Op, *, write: bool) -> Any:
@@ -204,7 +207,7 @@ class EngineSaver(Sweeping, BaseCheckpointSaver[str]):
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         self._adopt(source_thread_id)
-        self._run(ops.copy_thread(self.dialect, source_thread_id, target_thread_id), write=True)
+        self._run(ops.copy_thread(self.dialect, source_thread_id, target_thread_id, self.blob_codec), write=True)
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         for tid in ops.thread_ids_of(thread_ids):
@@ -212,7 +215,7 @@ class EngineSaver(Sweeping, BaseCheckpointSaver[str]):
         self._run(ops.prune(self.dialect, thread_ids, strategy, self.blob_codec), write=True)
 
     def get_delta_channel_history(self, *, config: dict, channels: Sequence[str]) -> Mapping[str, DeltaChannelHistory]:
-        return self._run(ops.delta_channel_history(self.dialect, self.serde, config, channels), write=False)
+        return self._run(ops.delta_channel_history(self.dialect, self.serde, config, channels, self.blob_codec), write=False)
 
     def get_next_version(self, current: str | int | None, channel: None = None) -> str:
         return R.next_version(current)
@@ -264,7 +267,7 @@ class EngineSaver(Sweeping, BaseCheckpointSaver[str]):
 
     async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         await self._aadopt(source_thread_id)
-        await self._arun(ops.copy_thread(self.dialect, source_thread_id, target_thread_id), write=True)
+        await self._arun(ops.copy_thread(self.dialect, source_thread_id, target_thread_id, self.blob_codec), write=True)
 
     async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         for tid in ops.thread_ids_of(thread_ids):
@@ -274,7 +277,7 @@ class EngineSaver(Sweeping, BaseCheckpointSaver[str]):
     async def aget_delta_channel_history(
         self, *, config: dict, channels: Sequence[str]
     ) -> Mapping[str, DeltaChannelHistory]:
-        return await self._arun(ops.delta_channel_history(self.dialect, self.serde, config, channels), write=False)
+        return await self._arun(ops.delta_channel_history(self.dialect, self.serde, config, channels, self.blob_codec), write=False)
 
 
 class SyncShell(SyncSweeping, EngineSaver):

@@ -28,7 +28,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from threadline.storage import ops
 from threadline.storage.dialect import SQLITE
 from threadline.storage.runner import adrive, drive
-from threadline.errors import BackendError, NotADatabaseError, ThreadlineError
+from threadline.errors import BackendError, ConfigError, CorruptRowError, NotADatabaseError, ThreadlineError
 from threadline.saver import AsyncShell, SyncShell
 
 BUSY_TIMEOUT_MS = 30_000
@@ -68,6 +68,17 @@ def door_error(exc: sqlite3.Error, where: str) -> ThreadlineError:
     if "locked" in text or "busy" in text:
         return BackendError(f"{where} is locked by another process ({text}); retry when its write transaction ends")
     return BackendError(f"SQLite database {where}: {text}")
+
+
+def run_error(exc: sqlite3.Error, conn: Any) -> Exception:
+    """What a SQLite error during an operation means: a lock held by another process
+    (BackendError), text that is not UTF-8 (a damaged row: CorruptRowError), or itself."""
+    text = str(exc)
+    if "locked" in text or "busy" in text:
+        return door_error(exc, _name(conn))
+    if "Could not decode to UTF-8" in text:
+        return CorruptRowError(f"{_name(conn)}: a stored text column is not UTF-8 ({text})")
+    return exc
 
 
 def _begin(write: bool) -> str:
@@ -174,6 +185,10 @@ class SqliteSaver(SyncShell):
 
             try:
                 result = drive(op, cur, self.dialect, begin)
+            except sqlite3.OperationalError as exc:
+                if self.conn.in_transaction:
+                    self.conn.rollback()
+                raise run_error(exc, self.conn) from exc
             except BaseException:
                 if self.conn.in_transaction:
                     self.conn.rollback()
@@ -229,7 +244,9 @@ def describe(url: str) -> str:
 
 
 def _name(conn: Any) -> str:
-    """The file behind a connection, for messages."""
+    """The file behind a connection (or a name given as text), for messages."""
+    if isinstance(conn, str):
+        return conn
     try:
         for _, name, file in conn.execute("PRAGMA database_list").fetchall():
             if name == "main":
@@ -314,6 +331,10 @@ class AsyncSqliteSaver(AsyncShell):
 
         try:
             result = await adrive(op, cur, self.dialect, begin)
+        except sqlite3.OperationalError as exc:
+            if self.conn.in_transaction:
+                await self.conn.rollback()
+            raise run_error(exc, "the SQLite database") from exc
         except BaseException:
             if self.conn.in_transaction:
                 await self.conn.rollback()

@@ -16,7 +16,14 @@ stays readable:
 ``delta-dict:msgpack``         a dict that extends the value of ``base_version``: the added
                                and changed key/value pairs (see below)
 ``delta-…:msgpack+zstd``       the same, zstd-compressed
+``<any of the above>+sum``     sealed with a checksum bound to its row (``seal``)
+``<any of the above>+gcm``     encrypted with AES-256-GCM, bound to its row (``seal``)
 =============================  ==============================================================
+
+Every row written is sealed (``+sum``, or ``+gcm`` with a ``Keyring``), after delta
+encoding and compression; ``empty`` rows hold no bytes and are not. Rows written before
+sealing (no suffix) still load, strictly: a ``null`` holds no bytes, a ``msgpack`` value
+ends where its bytes end, a zstd frame states its size within ``threadline.limits``.
 
 Delta rows (seed 000 "方式 B"). A list or dict channel value whose serialized
 form extends the value its channel had in the parent checkpoint is stored as the
@@ -51,16 +58,17 @@ clearly smaller than the value.
 
 Deserialization is strict by default (``threadline.codec.serde``: no pickle; stored
 constructors only for LangGraph's safe types, explicitly allowed types, and data
-classes already imported by the process). A ``pickle`` tag is refused, never loaded. A
-tampered delta or compressed row can fail to load (``CorruptRowError``) but is
-only ever handed to the same strict serializer.
+classes already imported by the process; inspection and transfer decode with less).
+A ``pickle`` tag is refused, never loaded. A damaged or tampered row fails to load
+(``CorruptRowError``): it never loads as another value.
 
 The code is split by concept, each module depending only on those before it:
 ``tags`` (type tags, compression, decode of self-contained rows) ←
 ``containers`` (msgpack list/dict containers) ← ``deltas`` (list/dict deltas);
 ``fingerprinting`` (list item fingerprints, standalone); ``cache`` (the blob
-cache, on containers and deltas) ← ``policy`` (``BlobCodec``, ``PLAIN``). This package re-exports the
-names the rest of threadline uses, so ``codec.X`` works as before.
+cache, on containers and deltas); ``keyring`` (encryption keys) ← ``seal`` (row seals,
+checkpoint checksums) ← ``policy`` (``BlobCodec``, ``PLAIN``). This package re-exports
+the names the rest of threadline uses, so ``codec.X`` works as before.
 """
 
 from __future__ import annotations
@@ -69,20 +77,27 @@ from threadline.codec.cache import BlobCache, Entry, entry_of
 from threadline.codec.containers import LIST, Container, container, skip, split
 from threadline.codec.deltas import Resolved, is_delta, load, make_delta, resolve
 from threadline.codec.fingerprinting import fingerprints
+from threadline.codec.keyring import Keyring
 from threadline.codec.policy import PLAIN, BlobCodec
-from threadline.codec.tags import DELTA_DICT, DELTA_LIST, EMPTY, compress, decode, decompress, encode
+from threadline.codec.seal import GCM, SUM, Row, is_encrypted, is_sealed
+from threadline.codec.tags import DELTA_DICT, DELTA_LIST, EMPTY, check_size, compress, decode, decompress, encode
 
 __all__ = [
     "DELTA_DICT",
     "DELTA_LIST",
     "EMPTY",
+    "GCM",
     "LIST",
     "PLAIN",
     "BlobCache",
     "BlobCodec",
     "Container",
     "Entry",
+    "Keyring",
     "Resolved",
+    "Row",
+    "SUM",
+    "check_size",
     "compress",
     "container",
     "decode",
@@ -91,6 +106,8 @@ __all__ = [
     "entry_of",
     "fingerprints",
     "is_delta",
+    "is_encrypted",
+    "is_sealed",
     "load",
     "make_delta",
     "resolve",

@@ -1,7 +1,8 @@
-"""The codec a saver holds: ``BlobCodec`` (compression, delta and cache settings) and ``PLAIN``.
+"""The codec a saver holds: ``BlobCodec`` (compression, delta, cache and encryption settings) and ``PLAIN``.
 
 ``BlobCodec`` decides how each value is stored (``pack``, ``candidate``,
-``encode_list``, ``encode_blob``), using the pieces in the sibling modules.
+``encode_list``, ``encode_blob``) and seals it to its row (``seal``/``open``: a
+checksum, or AES-256-GCM with its ``keys``), using the pieces in the sibling modules.
 """
 
 from __future__ import annotations
@@ -16,7 +17,20 @@ from threadline.codec.cache import BlobCache, Entry
 from threadline.codec.containers import LIST, Container, _header, container, split
 from threadline.codec.deltas import make_delta
 from threadline.codec.fingerprinting import _FP_HEADER, fingerprints
-from threadline.codec.tags import COMPRESS_MIN_BYTES, DELTA_MAX_DEPTH, DELTA_MAX_RATIO, DELTA_MIN_BYTES, ZSTD_LEVEL, compress
+from threadline.codec.keyring import Keyring
+from threadline.codec.seal import Row, check_checkpoint, checkpoint_checksum, open_sealed, seal
+from threadline.codec.tags import (
+    COMPRESS_MIN_BYTES,
+    DELTA_MAX_DEPTH,
+    DELTA_MAX_RATIO,
+    DELTA_MIN_BYTES,
+    EMPTY,
+    ZSTD_LEVEL,
+    check_size,
+    compress,
+    decode,
+)
+from threadline.errors import CorruptRowError
 
 
 @dataclass
@@ -34,7 +48,9 @@ class BlobCodec:
     * ``cache`` — recently written and read values, so a put computes its delta
       without reading the base back (on a miss it reads it, in the same transaction);
     * ``fast_lists`` — serialize only the items appended to a list since the
-      parent's value, when item fingerprints show the rest unchanged (``encode_list``).
+      parent's value, when item fingerprints show the rest unchanged (``encode_list``);
+    * ``keys`` — a ``Keyring``: encrypt every stored value with AES-256-GCM and key
+      checkpoint checksums (None: values carry a checksum; see ``codec.seal``).
     """
 
     compress_min_bytes: int = COMPRESS_MIN_BYTES
@@ -44,6 +60,7 @@ class BlobCodec:
     delta_max_ratio: float = DELTA_MAX_RATIO
     cache: BlobCache | None = field(default_factory=BlobCache)
     fast_lists: bool = True
+    keys: Keyring | None = None
     _checks_left: int = field(default=3, repr=False)
 
     @property
@@ -53,6 +70,44 @@ class BlobCodec:
     def pack(self, tag: str, data: bytes) -> tuple[str, bytes]:
         """A self-contained value's stored ``(type, bytes)`` (compressed at or above the threshold)."""
         return compress(tag, data, min_bytes=self.compress_min_bytes, level=self.zstd_level)
+
+    def seal(self, row: Row, tag: str, data: bytes) -> tuple[str, bytes]:
+        """The stored ``(type, bytes)`` of packed bytes, sealed to ``row`` (``codec.seal``)."""
+        return seal(self.keys, row, tag, data)
+
+    def store(self, row: Row, tag: str, data: bytes) -> tuple[str, bytes]:
+        """A self-contained value's stored ``(type, bytes)``: packed, then sealed to ``row``."""
+        return self.seal(row, *self.pack(tag, data))
+
+    def open(self, row: Row, tag: str, data: Any) -> tuple[str, bytes | None]:
+        """A stored row's packed ``(type, bytes)``, its seal checked (``EMPTY`` rows hold no bytes).
+
+        Raises CorruptRowError (EncryptionError for a key problem) as ``seal.open_sealed``."""
+        if not isinstance(tag, str):
+            raise CorruptRowError(f"{row}: its type is not text ({type(tag).__name__})")
+        if tag == EMPTY:
+            if data is not None:
+                raise CorruptRowError(f"{row}: an {EMPTY!r} row holds bytes (the type was changed)")
+            return tag, None
+        return open_sealed(self.keys, row, tag, data)
+
+    def reseal(self, src: Row, dst: Row, tag: str, data: Any) -> tuple[str, bytes | None]:
+        """A stored row's ``(type, bytes)`` checked against ``src`` and sealed to ``dst`` instead
+        (copying a value to another thread), with this codec's keys."""
+        tag, data = self.open(src, tag, data)
+        return (tag, data) if tag == EMPTY else self.seal(dst, tag, data)  # type: ignore[arg-type]
+
+    def load(self, serde: SerializerProtocol, row: Row, tag: str, data: Any) -> Any:
+        """Open and decode a stored, self-contained value row (a pending write, pending sends)."""
+        return decode(serde, *self.open(row, tag, data), row)
+
+    def checkpoint_checksum(self, key: tuple, parent: str | None, doc: Any, meta: Any) -> str:
+        """The ``checksum`` column of a checkpoint row (``seal.checkpoint_checksum``)."""
+        return checkpoint_checksum(self.keys, key, parent, doc, meta)
+
+    def check_checkpoint(self, stored: str | None, key: tuple, parent: str | None, doc: Any, meta: Any) -> None:
+        """Raise CorruptRowError / EncryptionError unless the row's ``checksum`` matches (``seal.check_checkpoint``)."""
+        check_checkpoint(self.keys, stored, key, parent, doc, meta, str(Row("checkpoint", key)))
 
     def candidate(self, tag: str, data: bytes, value: Any = None) -> Container | None:
         """The container of a serialized value that may be stored as a delta, or None.

@@ -6,21 +6,30 @@ warning); in strict mode (``LANGGRAPH_STRICT_MSGPACK=true``) only its safe
 types plus what the compiled graph's state schema adds through
 ``with_allowlist`` — and LangGraph only adds those in strict mode.
 
-threadline's policy (``ThreadlineSerializer``) is strict, yet state schemas work
-in LangGraph's default mode too. A stored constructor is called only for:
+threadline decodes in one of three ways, by who reads:
 
-* LangGraph's safe types (messages, datetimes, ``Send``, …) and any type passed
-  explicitly (``allowed_types=``, or ``with_allowlist``, which LangGraph calls
-  with the state schema's types in its strict mode);
-* while no allowlist was given (LangGraph's default mode, where compile() passes
-  none): a class that is *already imported* in this process (its module is in
-  ``sys.modules``; nothing is imported on load) and is a data class — a pydantic
-  model, a dataclass, an ``Enum`` or a ``NamedTuple``, the kinds a state schema
-  is built from. ``ThreadlineSerializer(data_classes=False)`` turns this off.
+* **graph** (``ThreadlineSerializer()``, every saver's default): strict, yet state
+  schemas work in LangGraph's default mode too. A stored constructor is called only
+  for LangGraph's safe types (messages, datetimes, ``Send``, …), types passed
+  explicitly (``allowed_types=``, or ``with_allowlist``, which LangGraph calls with
+  the state schema's types in its strict mode), and — while no allowlist was given
+  (LangGraph's default mode, where compile() passes none) — a class that is *already
+  imported* in this process (nothing is imported on load) and is a data class: a
+  pydantic model, a dataclass, an ``Enum`` with members or a ``NamedTuple``, the kinds
+  a state schema is built from. The trade-off: such a class's own code (a
+  ``__post_init__``, a validator) runs on stored data, as with LangGraph's default
+  serializer; ``ThreadlineSerializer(data_classes=False)`` turns this off.
+* **inspection** (``inspecting(serde)``: the CLI, read models, fsck, export): only
+  LangGraph's fixed list of safe value types is rebuilt; no class of the application
+  and no data class, ever. A state type shows as its stored fields.
+* **transfer** (``transfer_serde()``: ``threadline import`` and adoption of official
+  databases): nothing is constructed at all. Every msgpack extension stays opaque
+  (``RawExt``) and is written back byte for byte, so the imported value is the
+  official one, decoded later by the graph under the graph policy.
 
 Anything else (``os.system``, ``subprocess.Popen``, arbitrary callables, classes
-from modules not yet imported) comes back as its raw stored data, never called.
-Pickle is never written nor loaded.
+from modules not yet imported, ``enum.Enum`` itself) comes back as its raw stored
+data, never called. Pickle is never written nor loaded.
 """
 
 from __future__ import annotations
@@ -31,14 +40,18 @@ import sys
 from collections.abc import Iterable
 from typing import Any
 
-from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer, _create_msgpack_ext_hook
+import ormsgpack
+from langgraph.checkpoint.serde.base import SerializerProtocol
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer, _create_msgpack_ext_hook, _msgpack_default, _option
 from pydantic import BaseModel
 
 
 def _is_data_class(obj: Any) -> bool:
-    if not isinstance(obj, type):
+    if not isinstance(obj, type) or obj is BaseModel:
         return False
-    if dataclasses.is_dataclass(obj) or issubclass(obj, (BaseModel, enum.Enum)):
+    if issubclass(obj, enum.Enum):
+        return bool(obj.__members__)  # calling a member-less Enum with two arguments creates a new class
+    if dataclasses.is_dataclass(obj) or issubclass(obj, BaseModel):
         return True
     return issubclass(obj, tuple) and hasattr(obj, "_fields")  # NamedTuple
 
@@ -85,3 +98,56 @@ class ThreadlineSerializer(JsonPlusSerializer):
 def default_serde() -> ThreadlineSerializer:
     """The serializer every threadline saver uses unless given another."""
     return ThreadlineSerializer()
+
+
+_INSPECT = ThreadlineSerializer(data_classes=False)
+
+
+def inspecting(serde: SerializerProtocol) -> SerializerProtocol:
+    """The serializer inspection paths decode with (CLI, read models, fsck): for a saver on
+    LangGraph's serializer (threadline's or the official one), LangGraph's safe types only;
+    any other serializer (one the application wrote) is used as given."""
+    return _INSPECT if isinstance(serde, JsonPlusSerializer) else serde
+
+
+class RawExt:
+    """A msgpack extension kept as stored (``code``, ``data``): never constructed, written back as is."""
+
+    __slots__ = ("code", "data")
+
+    def __init__(self, code: int, data: bytes) -> None:
+        self.code, self.data = code, bytes(data)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, RawExt) and (self.code, self.data) == (other.code, other.data)
+
+    def __hash__(self) -> int:
+        return hash((self.code, self.data))
+
+    def __repr__(self) -> str:
+        return f"RawExt({self.code}, {len(self.data)} bytes)"
+
+
+def _transfer_default(obj: Any) -> Any:
+    return ormsgpack.Ext(obj.code, obj.data) if isinstance(obj, RawExt) else _msgpack_default(obj)
+
+
+class _TransferSerializer(ThreadlineSerializer):
+    """``transfer_serde``: msgpack extensions decode to ``RawExt`` and encode back to the same bytes."""
+
+    def __init__(self) -> None:
+        super().__init__(data_classes=False)
+        self._unpack_ext_hook = RawExt
+
+    def _use_policy(self, data_classes: bool) -> None:
+        self._unpack_ext_hook = RawExt
+
+    def dumps_typed(self, obj: Any) -> tuple[str, bytes]:
+        if obj is None or isinstance(obj, (bytes, bytearray)):
+            return super().dumps_typed(obj)
+        return "msgpack", ormsgpack.packb(obj, default=_transfer_default, option=_option)
+
+
+def transfer_serde() -> ThreadlineSerializer:
+    """The serializer import and adoption copy values with: constructs nothing (see the module docstring)."""
+    return _TransferSerializer()

@@ -8,13 +8,17 @@ stored, non-delta ``(type, bytes)`` pair back to a value).
 
 from __future__ import annotations
 
+import os
 import threading
 from typing import Any
 
+import ormsgpack
 import zstandard
 from langgraph.checkpoint.serde.base import SerializerProtocol
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
-from threadline.errors import CorruptRowError
+from threadline import limits
+from threadline.errors import CorruptRowError, ValueTooLargeError
 
 EMPTY = "empty"
 ZSTD = "+zstd"
@@ -29,14 +33,23 @@ ZSTD_LEVEL = 3
 DELTA_MAX_DEPTH = 64  # K: a full snapshot at least every K deltas
 DELTA_MIN_BYTES = 256  # values smaller than this are always snapshots
 DELTA_MAX_RATIO = 0.5  # a delta larger than this fraction of its value is written as a snapshot
-MAX_DECOMPRESSED_BYTES = 1 << 31  # a tampered frame cannot make us allocate more
+
+
+def check_size(size: int, what: str = "value") -> None:
+    """ValueTooLargeError when a serialized value of ``size`` bytes exceeds ``max_value_bytes``."""
+    top = limits.current().max_value_bytes
+    if size > top:
+        raise ValueTooLargeError(f"{what} serializes to {size} bytes, more than max_value_bytes={top} (threadline.limits)")
 
 
 def encode(serde: SerializerProtocol, value: Any) -> tuple[str, bytes]:
-    """Serialize one value to the serializer's ``(type, bytes)``; refuses to produce a pickle."""
+    """Serialize one value to the serializer's ``(type, bytes)``; refuses to produce a pickle.
+
+    Raises ValueTooLargeError beyond ``threadline.limits`` ``max_value_bytes``."""
     tag, data = serde.dumps_typed(value)
     if tag in _REFUSED:
         raise TypeError(f"threadline does not store {tag!r} payloads; value of type {type(value).__name__} is not serializable")
+    check_size(len(data), f"a value of type {type(value).__name__}")
     return tag, data
 
 
@@ -73,23 +86,52 @@ def compress(tag: str, data: bytes, *, min_bytes: int = COMPRESS_MIN_BYTES, leve
     return tag + ZSTD, packed
 
 
-def decompress(tag: str, data: bytes | None, where: str) -> tuple[str, bytes]:
-    """Undo ``compress``: ``(tag without "+zstd", plain bytes)``. Plain rows pass through."""
+def decompress(tag: str, data: bytes | None, where: object) -> tuple[str, bytes]:
+    """Undo ``compress``: ``(tag without "+zstd", plain bytes)``. Plain rows pass through.
+
+    A frame must state its content size (``compress`` always writes it), at most
+    ``threadline.limits`` ``max_value_bytes``, checked before anything is allocated
+    (a decompression bomb), and be followed by nothing.
+    """
     raw = b"" if data is None else bytes(data)
     if not tag.endswith(ZSTD):
         return tag, raw
     try:
-        return tag[: -len(ZSTD)], _decompressor().decompress(raw, max_output_size=MAX_DECOMPRESSED_BYTES)
+        size = zstandard.get_frame_parameters(raw).content_size
+        if size >= zstandard.CONTENTSIZE_ERROR:
+            raise CorruptRowError(f"{where}: {tag!r} frame does not state its content size")
+        top = limits.current().max_value_bytes
+        if size > top:
+            raise CorruptRowError(
+                f"{where}: {tag!r} frame declares {size} bytes, more than the limit max_value_bytes={top} (threadline.limits)"
+            )
+        return tag[: -len(ZSTD)], _decompressor().decompress(raw, allow_extra_data=False)
     except zstandard.ZstdError as exc:
         raise CorruptRowError(f"{where}: {tag!r} payload is not a readable zstd frame ({exc})") from exc
 
 
-def decode(serde: SerializerProtocol, tag: str, data: bytes | None, where: str) -> Any:
-    """Deserialize a stored, self-contained ``(type, bytes)`` pair (compressed or not).
+# A per-process end marker: a msgpack value followed by it parses as a 2-item array
+# whose second item is the marker only when the value's bytes end exactly where it ends.
+_MARK = os.urandom(16)
+_END = ormsgpack.packb(_MARK)
+
+
+def _unpack_exact(serde: JsonPlusSerializer, raw: bytes, where: object) -> Any:
+    """``serde``'s msgpack decode, refusing bytes after the value (msgpack itself ignores them)."""
+    found = ormsgpack.unpackb(b"\x92" + raw + _END, ext_hook=serde._unpack_ext_hook, option=ormsgpack.OPT_NON_STR_KEYS)
+    if len(found) != 2 or found[1] != _MARK:
+        raise CorruptRowError(f"{where}: 'msgpack' payload has bytes after its value")
+    return found[0]
+
+
+def decode(serde: SerializerProtocol, tag: str, data: bytes | None, where: object) -> Any:
+    """Deserialize an opened (unsealed, ``codec.seal.open_sealed``), self-contained ``(type,
+    bytes)`` pair, compressed or not.
 
     ``where`` names the row (table and key) for the error message. Delta rows are
     not self-contained: read blobs through ``storage.ops`` (``fetch_blobs`` /
-    ``load_tuples``), which resolves them against their base.
+    ``load_tuples``), which resolves them against their base. Strict about the bytes:
+    a ``null`` holds none, a ``msgpack`` value ends where its bytes end.
 
     Raises:
         CorruptRowError: unknown, refused or delta tag, or bytes that cannot be read.
@@ -99,7 +141,13 @@ def decode(serde: SerializerProtocol, tag: str, data: bytes | None, where: str) 
     tag, raw = decompress(tag, data, where)
     if tag in _REFUSED:
         raise CorruptRowError(f"{where}: refusing to load a {tag!r} payload")
+    if tag == "null" and raw:
+        raise CorruptRowError(f"{where}: a 'null' payload holds {len(raw)} bytes")
     try:
+        if tag == "msgpack" and isinstance(serde, JsonPlusSerializer):
+            return _unpack_exact(serde, raw, where)
         return serde.loads_typed((tag, raw))
+    except CorruptRowError:
+        raise
     except Exception as exc:  # the serializer raises many types; all mean "unreadable row"
         raise CorruptRowError(f"{where}: cannot decode {tag!r} payload ({type(exc).__name__}: {exc})") from exc

@@ -21,6 +21,7 @@ Both rules are storage's (``threadline.storage.liveness``), the same that
 Errors: ``NotFoundError`` (unknown thread/checkpoint), ``UnsafeOperationError``
 (refused: the operation would break or overwrite something kept),
 ``ConfigError`` (malformed ids or options), ``CorruptRowError`` (unreadable row).
+``rekey`` re-seals a database under the saver's encryption key (``rekey``).
 
 The code is split by operation family, each module depending only on ``thread``
 (and ``retention`` on ``delete``): ``thread`` (the in-memory ``_Thread`` model
@@ -37,6 +38,7 @@ from threadline.lifecycle.branch import BranchResult, fork, fork_op, rollback, r
 from threadline.lifecycle.delete import DELETE_MODES, DeletePlan, delete_checkpoint, delete_checkpoint_op
 from threadline.lifecycle.fsck import REPAIRS, Finding, FsckReport, every_thread_id_op, fsck, fsck_thread_op
 from threadline.lifecycle.rebuild import RebuildResult, rebuild, recompute_values
+from threadline.lifecycle.rekey import RekeyReport, rekey, rekey_thread_op
 from threadline.lifecycle.retention import PruneReport, RetentionPolicy, prune, prune_thread_op
 
 __all__ = [
@@ -48,6 +50,7 @@ __all__ = [
     "PruneReport",
     "REPAIRS",
     "RebuildResult",
+    "RekeyReport",
     "RetentionPolicy",
     "delete_checkpoint",
     "delete_checkpoint_op",
@@ -60,6 +63,8 @@ __all__ = [
     "prune_thread_op",
     "recompute_values",
     "rebuild",
+    "rekey",
+    "rekey_thread_op",
     "rollback",
     "rollback_op",
 ]

@@ -19,6 +19,7 @@ from typing import Any
 from langgraph.checkpoint.base.id import uuid6
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
+from threadline import codec
 from threadline.storage import ops
 from threadline.storage import rows as R
 from threadline.storage.dialect import Dialect
@@ -91,7 +92,14 @@ def _branch_metadata(op: str, meta: Mapping[str, Any], tid: str, ns: str, cid: s
 
 
 def rollback_op(
-    d: Dialect, serde: SerializerProtocol, thread_id: Any, checkpoint_id: str, *, checkpoint_ns: str = "", now: float | None = None
+    d: Dialect,
+    serde: SerializerProtocol,
+    thread_id: Any,
+    checkpoint_id: str,
+    *,
+    checkpoint_ns: str = "",
+    now: float | None = None,
+    bc: codec.BlobCodec | None = None,
 ) -> Op[BranchResult]:
     """Make ``checkpoint_id``'s state the thread's head again, as a new branch (seed 000 §③).
 
@@ -109,27 +117,30 @@ def rollback_op(
     sibling of the target (parent = the target's parent), as LangGraph's own
     ``update_state(..., as_node="__copy__")`` does.
 
-    Raises NotFoundError when the thread or checkpoint does not exist.
+    Raises NotFoundError when the thread or checkpoint does not exist; CorruptRowError when
+    the target does not match its checksum. ``bc``: the saver's codec (its keys).
     """
     tid = thread_id_of(thread_id)
     ns = checkpoint_ns_of(checkpoint_ns)
     row = yield from checkpoint_row_op(d, tid, ns, checkpoint_id_of(checkpoint_id))
     head = yield from head_op(d, tid, ns)
-    return (yield from _write_branch(d, serde, "rollback", row, tid, ns, head, now))
+    return (yield from _write_branch(d, serde, "rollback", row, tid, ns, head, now, bc or codec.PLAIN))
 
 
 def _write_branch(
-    d: Dialect, serde: SerializerProtocol, op: str, row: tuple, to_tid: str, ns: str, head: str | None, now: float | None
+    d: Dialect, serde: SerializerProtocol, op: str, row: tuple, to_tid: str, ns: str, head: str | None, now: float | None,
+    bc: codec.BlobCodec,
 ) -> Op[BranchResult]:
     src_tid, cid = row[0], row[2]
     where = f"checkpoint ({src_tid!r}, {ns!r}, {cid!r})"
     doc = d.load_object(row[4], where)
     meta = d.load_json(row[5], where)
+    R.check_row(row, doc, meta, bc)
     meta = meta if isinstance(meta, dict) else {}
     now = time.time() if now is None else now
     step = meta.get("step", -1) if isinstance(meta.get("step", -1), int) else -1
     new_id = _new_checkpoint_id(head, step)
-    checkpoint = {**doc, "id": new_id, "ts": iso(now), "channel_values": {}}
+    checkpoint = {**R.resealed_sends(doc, (src_tid, ns, cid), (to_tid, ns, new_id), bc), "id": new_id, "ts": iso(now), "channel_values": {}}
     metadata = _branch_metadata(op, meta, src_tid, ns, cid)
     if op == "rollback":
         parent = row[3] if delta_channels(meta) else cid
@@ -138,13 +149,13 @@ def _write_branch(
     config = {"configurable": {"thread_id": to_tid, "checkpoint_ns": ns, "checkpoint_id": parent or ""}}
     if parent is None:
         config["configurable"].pop("checkpoint_id")
-    yield from ops.put(d, serde, config, checkpoint, metadata, {})
+    yield from ops.put(d, serde, config, checkpoint, metadata, {}, bc)
     return BranchResult(op, to_tid, ns, new_id, parent, src_tid, cid, head)
 
 
 def rollback(saver: Any, thread_id: Any, checkpoint_id: str, **kwargs: Any) -> BranchResult:
     """Sync ``rollback_op`` (one transaction)."""
-    return saver.run(rollback_op(saver.dialect, saver.serde, thread_id, checkpoint_id, **kwargs), write=True)
+    return saver.run(rollback_op(saver.dialect, saver.serde, thread_id, checkpoint_id, bc=saver.blob_codec, **kwargs), write=True)
 
 
 def fork_op(
@@ -156,11 +167,12 @@ def fork_op(
     *,
     checkpoint_ns: str = "",
     now: float | None = None,
+    bc: codec.BlobCodec | None = None,
 ) -> Op[BranchResult]:
     """Start a new thread ``to_thread`` from the state at ``checkpoint_id`` of ``thread_id``.
 
-    The new thread gets the blobs the checkpoint references (copied as stored,
-    with any delta bases, values never decoded) and ONE root checkpoint carrying
+    The new thread gets the blobs the checkpoint references (with any delta bases, each
+    checked and sealed again to the new thread, values never decoded) and ONE root checkpoint carrying
     that state (same ``channel_versions``/``versions_seen``, metadata
     ``source="fork"``, ``threadline_op="fork"``, ``forked_from``). Resuming the
     new thread runs the checkpoint's next tasks. The source thread is untouched.
@@ -185,22 +197,18 @@ def fork_op(
             f"fork: checkpoint {checkpoint_id!r} holds DeltaChannel state {delta_channels(meta)} that is rebuilt from its "
             "ancestors' writes; fork is not supported for it (use rollback, or copy_thread for the whole thread)"
         )
+    bc = bc or codec.PLAIN
     doc = d.load_object(row[4], "checkpoint")
-    wanted = R.blob_pairs(doc)
-    copied = 0
-    while wanted:
-        bases: set[tuple[str, str]] = set()
-        for part in ops.chunks(wanted, d.max_params // 2 - 4):
-            found = yield Q(d.copy_blob_versions(len(part)), [dst, tid, ns, *ops.flat(part)])
-            copied += len(found)
-            bases |= {(r[0], r[1]) for r in found if r[1] is not None}
-        wanted = sorted(bases)
-    result = yield from _write_branch(d, serde, "fork", row, dst, ns, None, now)
-    result.blobs_copied = copied
+    found = yield from ops.fetch_blob_rows(d, [(tid, ns, ch, v) for ch, v in R.blob_pairs(doc)])
+    copied = [(dst, *ops.reseal_blob(bc, tid, dst, (tid, *key[1:], v, *b))) for key, group in found.items() for v, b in group.items()]
+    if copied:
+        yield Q(d.INSERT_BLOB, copied, many=True)
+    result = yield from _write_branch(d, serde, "fork", row, dst, ns, None, now, bc)
+    result.blobs_copied = len(copied)
     yield from ops.restat(d, [dst])
     return result
 
 
 def fork(saver: Any, thread_id: Any, checkpoint_id: str, to_thread: Any, **kwargs: Any) -> BranchResult:
     """Sync ``fork_op`` (one transaction)."""
-    return saver.run(fork_op(saver.dialect, saver.serde, thread_id, checkpoint_id, to_thread, **kwargs), write=True)
+    return saver.run(fork_op(saver.dialect, saver.serde, thread_id, checkpoint_id, to_thread, bc=saver.blob_codec, **kwargs), write=True)

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from threadline import codec
 from threadline.storage import ops
 from threadline.storage.dialect import Dialect
 from threadline.storage.ops import Op, Q
@@ -99,9 +100,11 @@ def _plan(t: _Thread, doomed: set[tuple[str, str]], reparent: dict[tuple[str, st
     )
 
 
-def _execute_plan(d: Dialect, t: _Thread, plan: DeletePlan, reparent: Mapping[tuple[str, str], str | None]) -> Op[None]:
+def _execute_plan(
+    d: Dialect, t: _Thread, plan: DeletePlan, reparent: Mapping[tuple[str, str], str | None], bc: codec.BlobCodec | None = None
+) -> Op[None]:
     if reparent:
-        yield Q(d.SET_PARENT, [(parent, t.thread_id, ns, cid) for (ns, cid), parent in reparent.items()], many=True)
+        yield from ops.set_parents(d, t.thread_id, t.reparenting(reparent), bc)
     if plan.thread_deleted:
         yield from ops.delete_thread(d, t.thread_id)
     else:
@@ -117,6 +120,7 @@ def delete_checkpoint_op(
     checkpoint_ns: str = "",
     mode: str = "refuse",
     dry_run: bool = False,
+    bc: codec.BlobCodec | None = None,
 ) -> Op[DeletePlan]:
     """Delete one checkpoint (with its pending writes and the subgraph runs started from it).
 
@@ -131,6 +135,7 @@ def delete_checkpoint_op(
     Blobs only the deleted checkpoints referenced are garbage-collected. Raises
     UnsafeOperationError when a kept checkpoint rebuilds DeltaChannel state from
     a deleted one's writes. ``dry_run`` returns the plan without changing anything.
+    ``bc``: the saver's codec (its keys check and re-seal the re-parented rows).
     """
     if mode not in DELETE_MODES:
         raise ConfigError(f"mode must be one of {DELETE_MODES}, got {mode!r}")
@@ -160,10 +165,10 @@ def delete_checkpoint_op(
             reparent = {(ns, c): parent for c in kids}
     plan = _plan(t, doomed, reparent)
     if not dry_run:
-        yield from _execute_plan(d, t, plan, reparent)
+        yield from _execute_plan(d, t, plan, reparent, bc)
     return plan
 
 
 def delete_checkpoint(saver: Any, thread_id: Any, checkpoint_id: str, **kwargs: Any) -> DeletePlan:
     """Sync ``delete_checkpoint_op`` (one transaction)."""
-    return saver.run(delete_checkpoint_op(saver.dialect, thread_id, checkpoint_id, **kwargs), write=True)
+    return saver.run(delete_checkpoint_op(saver.dialect, thread_id, checkpoint_id, bc=saver.blob_codec, **kwargs), write=True)

@@ -1,9 +1,11 @@
 """Consistency checks (fsck) and their safe repairs.
 
-``fsck_thread_op`` checks one thread: unreadable checkpoint rows, dangling blob
-references and delta bases, broken parent links and cycles, orphan writes and
-orphan blobs, a stale ``threads`` index row and (``deep``) undecodable values;
-each problem is a ``Finding``. With ``repair`` it fixes the safe ones
+``fsck_thread_op`` checks one thread: unreadable checkpoint rows (malformed JSON
+or ``channel_versions``, a checksum that does not match), dangling blob references
+and delta bases, broken parent links and cycles, orphan writes and orphan blobs, a
+stale ``threads`` index row and (``deep``) every value: each blob (through its delta
+chain) and write is opened against its seal and decoded, with the inspection policy
+(nothing stored is constructed); each problem is a ``Finding``. With ``repair`` it fixes the safe ones
 (``REPAIRS``) and never the rest. ``fsck`` runs it over every thread id found in
 any table (``every_thread_id_op``), one transaction each, into a ``FsckReport``.
 """
@@ -19,6 +21,8 @@ from typing import Any
 
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
+from threadline import codec
+from threadline.codec.serde import inspecting
 from threadline.storage import ops
 from threadline.storage import rows as R
 from threadline.storage.dialect import Dialect
@@ -64,19 +68,25 @@ REPAIRS = {
 }
 
 
-def fsck_thread_op(d: Dialect, serde: SerializerProtocol, thread_id: str, *, repair: bool = False, deep: bool = False) -> Op[list[Finding]]:
-    """Check one thread (one transaction); with ``repair`` fix what is safe (see ``REPAIRS``)."""
+def fsck_thread_op(
+    d: Dialect, serde: SerializerProtocol, thread_id: str, *, repair: bool = False, deep: bool = False, bc: codec.BlobCodec | None = None
+) -> Op[list[Finding]]:
+    """Check one thread (one transaction); with ``repair`` fix what is safe (see ``REPAIRS``).
+    ``bc``: the saver's codec (its keys check checksums and seals)."""
     tid = thread_id
+    bc = bc or codec.PLAIN
     findings: list[Finding] = []
     # unreadable checkpoint rows first: everything else needs the docs
     raw = yield Q(d.THREAD_CHECKPOINTS, (tid,))
     bad: set[tuple[str, str]] = set()
-    for ns, cid, _, doc, meta in raw:
+    for ns, cid, parent, doc, meta, checksum in raw:
         try:
-            d.load_object(doc, f"checkpoint ({tid!r}, {ns!r}, {cid!r})")
+            parsed = d.load_object(doc, f"checkpoint ({tid!r}, {ns!r}, {cid!r})")
             m = d.load_json(meta, f"metadata of checkpoint ({tid!r}, {ns!r}, {cid!r})")
             if not isinstance(m, dict):
                 raise CorruptRowError(f"metadata of checkpoint ({tid!r}, {ns!r}, {cid!r}) is not a JSON object")
+            R.blob_pairs(parsed)
+            bc.check_checkpoint(checksum, (tid, ns, cid), parent, parsed, m)
         except CorruptRowError as exc:
             bad.add((ns, cid))
             findings.append(Finding("unreadable_checkpoint", tid, ns, cid, str(exc), False))
@@ -97,8 +107,9 @@ def fsck_thread_op(d: Dialect, serde: SerializerProtocol, thread_id: str, *, rep
     broken: list[tuple[str, str]] = []
     for (ns, cid), r in sorted(t.rows.items()):
         if r[0] and (ns, r[0]) not in t.rows:
-            broken.append((ns, cid))
-            findings.append(Finding("broken_parent", tid, ns, cid, f"parent {r[0]!r} does not exist", True))
+            if (ns, cid) not in bad:  # an unreadable row is never re-sealed
+                broken.append((ns, cid))
+            findings.append(Finding("broken_parent", tid, ns, cid, f"parent {r[0]!r} does not exist", (ns, cid) not in bad))
     for (ns, cid) in sorted(t.rows):
         seen, cur = set(), cid
         while cur and (ns, cur) in t.rows:
@@ -139,14 +150,14 @@ def fsck_thread_op(d: Dialect, serde: SerializerProtocol, thread_id: str, *, rep
         for ns, cid in sorted(k for k in t.rows if k not in bad):
             found = yield Q(d.CHECKPOINT, (tid, ns, cid))
             try:
-                yield from ops.load_tuples(d, serde, found)
+                yield from ops.load_tuples(d, serde, found, bc)
             except CorruptRowError as exc:
                 findings.append(Finding("unreadable_value", tid, ns, cid, str(exc), False))
     if repair:
         if orphan_writes:
             yield Q(d.DELETE_WRITES, [(tid, ns, cid) for ns, cid in orphan_writes], many=True)
         if broken:
-            yield Q(d.SET_PARENT, [(None, tid, ns, cid) for ns, cid in broken], many=True)
+            yield from ops.set_parents(d, tid, t.reparenting({k: None for k in broken}), bc)
         if orphan_blobs:
             yield from ops.gc_blobs(d, tid)
         if any(f.kind == "thread_index" for f in findings) or orphan_writes or orphan_blobs:
@@ -217,8 +228,9 @@ def fsck(
     """
     ids = [thread_id_of(t) for t in thread_ids] if thread_ids is not None else saver.run(every_thread_id_op(saver.dialect))
     findings: list[Finding] = []
+    serde = inspecting(saver.serde)
     for i, tid in enumerate(ids):
-        findings += saver.run(fsck_thread_op(saver.dialect, saver.serde, tid, repair=repair, deep=deep), write=repair)
+        findings += saver.run(fsck_thread_op(saver.dialect, serde, tid, repair=repair, deep=deep, bc=saver.blob_codec), write=repair)
         if progress:
             progress(i + 1, len(ids), tid)
     return FsckReport(len(ids), findings, repair, deep)

@@ -137,8 +137,7 @@ def rebuild(
     versions = doc.get("channel_versions") or {}
     present = saver.run(_present_blobs_op(saver.dialect, tid, ns, versions))
     missing = sorted(ch for ch in versions if ch not in present)
-    stored_rows = [row[:6]]
-    stored = saver.run(load_channels_op(saver.dialect, saver.serde, stored_rows, [ch for ch in versions if ch in present]))[0]
+    stored = saver.run(load_channels_op(saver.dialect, saver.serde, [row], [ch for ch in versions if ch in present], saver.blob_codec))[0]
     matches, differs = [], {}
     for ch in sorted(versions):
         if ch in missing:
@@ -157,11 +156,12 @@ def rebuild(
     if apply and missing:
         rows = []
         for ch in missing:
+            version = R.version_key(versions[ch])
             if ch in recomputed:
-                tag, data = codec.encode(saver.serde, recomputed[ch])
+                tag, data = saver.blob_codec.store(R.blob_row_ref(tid, ns, ch, version), *codec.encode(saver.serde, recomputed[ch]))
             else:
                 tag, data = codec.EMPTY, None
-            rows.append((tid, ns, ch, R.version_key(versions[ch]), tag, data, None))
+            rows.append((tid, ns, ch, version, tag, data, None))
         saver.run(_insert_blobs_op(saver.dialect, tid, rows), write=True)
         result.restored = missing
     return result

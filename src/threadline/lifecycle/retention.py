@@ -105,9 +105,10 @@ def _doomed(t: _Thread, policy: RetentionPolicy, now: float) -> set[tuple[str, s
 
 
 def prune_thread_op(
-    d: Dialect, thread_id: Any, policy: RetentionPolicy, *, dry_run: bool = False, now: float | None = None
+    d: Dialect, thread_id: Any, policy: RetentionPolicy, *, dry_run: bool = False, now: float | None = None, bc: Any = None
 ) -> Op[DeletePlan]:
-    """Apply a retention policy to one thread (one transaction): plan, check, delete, GC, restat."""
+    """Apply a retention policy to one thread (one transaction): plan, check, delete, GC, restat.
+    ``bc``: the saver's codec (its keys check and re-seal re-parented rows)."""
     tid = thread_id_of(thread_id)
     now = time.time() if now is None else now
     if not dry_run:
@@ -154,7 +155,7 @@ def prune_thread_op(
             reparent[(ns, cid)] = None
             plan.reparented[cid] = None
     if not dry_run:
-        yield from _execute_plan(d, t, plan, reparent)
+        yield from _execute_plan(d, t, plan, reparent, bc)
     return plan
 
 
@@ -214,7 +215,7 @@ def prune(
     before = None if dry_run else saver.run(disk_bytes_op(saver.dialect))
     plans = []
     for i, tid in enumerate(ids):
-        plan = saver.run(prune_thread_op(saver.dialect, tid, policy, dry_run=dry_run, now=now), write=not dry_run)
+        plan = saver.run(prune_thread_op(saver.dialect, tid, policy, dry_run=dry_run, now=now, bc=saver.blob_codec), write=not dry_run)
         if plan.checkpoints:
             plans.append(plan)
         if progress:

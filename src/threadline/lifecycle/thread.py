@@ -29,7 +29,7 @@ class _Thread:
     """Everything about one thread's checkpoints except values (for planning)."""
 
     thread_id: str
-    rows: dict[tuple[str, str], tuple]  # (ns, cid) -> (parent, step, source, created_at, doc, meta, ck_bytes)
+    rows: dict[tuple[str, str], tuple]  # (ns, cid) -> (parent, step, source, created_at, doc, meta, ck_bytes, checksum)
     nonempty: set[tuple[str, str, str]]  # (ns, channel, version) blobs holding a value
     blob_sizes: dict[tuple[str, str, str], tuple[int, str | None]]  # (ns, ch, v) -> (bytes, base_version)
     write_bytes: dict[tuple[str, str], int]  # (ns, cid) -> stored bytes of its writes
@@ -65,6 +65,10 @@ class _Thread:
         row = self.rows[(ns, cid)]
         return self.lineage.needs(ns, row[0], row[5])
 
+    def reparenting(self, changes: Mapping[tuple[str, str], str | None]) -> list[tuple]:
+        """``ops.set_parents`` input: (checkpoint_ns, checkpoint_id) → new parent, with each row as stored."""
+        return [(ns, cid, new, self.rows[(ns, cid)][0], *self.rows[(ns, cid)][4:6], self.rows[(ns, cid)][7]) for (ns, cid), new in changes.items()]
+
     def live_blobs(self, kept: Iterable[tuple[str, str]]) -> set[tuple[str, str, str]]:
         """The blobs the ``kept`` checkpoints need (``liveness.live_blobs``)."""
         return live_blobs(
@@ -84,7 +88,7 @@ def _load_thread_op(d: Dialect, tid: str, unreadable: Collection[tuple[str, str]
         else:
             where = f"checkpoint ({tid!r}, {r[0]!r}, {r[1]!r})"
             doc, meta = d.load_object(r[6], where), d.load_json(r[7], where)
-        rows[(r[0], r[1])] = (r[2], r[3], r[4], float(r[5]), doc, meta if isinstance(meta, dict) else {}, int(r[8]))
+        rows[(r[0], r[1])] = (r[2], r[3], r[4], float(r[5]), doc, meta if isinstance(meta, dict) else {}, int(r[8]), r[9])
     blobs = yield Q(d.thread_blob_sizes(), (tid,))
     nonempty = {(b[0], b[1], b[2]) for b in blobs if b[3] != codec.EMPTY}
     sizes = {(b[0], b[1], b[2]): (int(b[5]), b[4]) for b in blobs}

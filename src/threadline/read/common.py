@@ -14,6 +14,7 @@ from typing import Any
 
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
+from threadline import codec
 from threadline.storage import ops
 from threadline.storage import rows as R
 from threadline.storage.dialect import Dialect
@@ -133,9 +134,15 @@ def checkpoint_row_op(d: Dialect, thread_id: str, checkpoint_ns: str, checkpoint
 
 
 def load_channels_op(
-    d: Dialect, serde: SerializerProtocol, rows: Sequence[Sequence[Any]], channels: Mapping[int, Iterable[str]] | Iterable[str] | None
+    d: Dialect,
+    serde: SerializerProtocol,
+    rows: Sequence[Sequence[Any]],
+    channels: Mapping[int, Iterable[str]] | Iterable[str] | None,
+    bc: codec.BlobCodec | None = None,
 ) -> Op[list[dict[str, Any]]]:
-    """Decode only some channel values of checkpoint rows (``rows.CHECKPOINT_COLUMNS`` order).
+    """Decode only some channel values of checkpoint rows (``rows.CHECKPOINT_COLUMNS`` or
+    ``CHECKPOINT_ROW``), each row checked against its checksum and every value against its
+    seal with ``bc``'s keys (CorruptRowError / EncryptionError).
 
     ``channels`` is either one iterable of channel names for every row, or a
     mapping row index → channel names (None: every channel). Returns, per row,
@@ -144,16 +151,20 @@ def load_channels_op(
     (``ops.fetch_blobs``: delta chains, compression) and decoded by
     ``rows.channel_values``, in one round trip per chunk of blobs.
     """
+    bc = bc or codec.PLAIN
     wanted: list[list[tuple[str, str]]] = []
     for i, row in enumerate(rows):
-        versions = d.load_object(row[4], f"checkpoint ({row[0]!r}, {row[1]!r}, {row[2]!r})").get("channel_versions") or {}
+        where = f"checkpoint ({row[0]!r}, {row[1]!r}, {row[2]!r})"
+        doc = d.load_object(row[4], where)
+        R.check_row(row, doc, d.load_json(row[5], where), bc)
+        versions = doc.get("channel_versions") or {}
         if channels is not None:
             names = set(channels.get(i, ())) if isinstance(channels, Mapping) else set(channels)
             versions = {ch: v for ch, v in versions.items() if ch in names}
         wanted.append(R.blob_pairs({"channel_versions": versions}))
     keys = sorted({(row[0], row[1], ch, v) for row, pairs in zip(rows, wanted) for ch, v in pairs})
-    blobs = (yield from ops.fetch_blobs(d, keys)) if keys else {}
-    return [R.channel_values(serde, blobs, row[0], row[1], pairs) for row, pairs in zip(rows, wanted)]
+    blobs = (yield from ops.fetch_blobs(d, keys, bc=bc)) if keys else {}
+    return [R.channel_values(serde, blobs, row[0], row[1], pairs, row[2]) for row, pairs in zip(rows, wanted)]
 
 
 def parse_duration(text: str | float | int) -> float:

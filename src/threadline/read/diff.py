@@ -12,6 +12,8 @@ from typing import Any
 
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
+from threadline import codec
+from threadline.codec.serde import inspecting
 from threadline.storage.dialect import Dialect
 from threadline.storage.ops import Op
 from threadline.read.common import checkpoint_row_op, is_internal_channel, jsonable, load_channels_op
@@ -121,6 +123,7 @@ def diff_op(
     checkpoint_ns: str = "",
     include_internal: bool = False,
     thread_b: Any = None,
+    bc: codec.BlobCodec | None = None,
 ) -> Op[StateDiff]:
     """Diff the stored states of two checkpoints (``b`` may be in ``thread_b``, default the same thread).
 
@@ -140,10 +143,10 @@ def diff_op(
     same_blob = tid == tid_b
     changed = sorted(ch for ch in set(va) | set(vb) if keep(ch) and not (same_blob and va.get(ch) == vb.get(ch)))
     unchanged = sorted(ch for ch in set(va) & set(vb) if keep(ch) and same_blob and va[ch] == vb[ch])
-    values_a, values_b = yield from load_channels_op(d, serde, [row_a[:6], row_b[:6]], changed)
+    values_a, values_b = yield from load_channels_op(d, serde, [row_a, row_b], changed, bc)
     return StateDiff(tid, ns, row_a[2], row_b[2], diff_values(values_a, values_b), unchanged)
 
 
 def diff(saver: Any, thread_id: Any, a: str, b: str, **kwargs: Any) -> StateDiff:
     """Sync ``diff_op``."""
-    return saver.run(diff_op(saver.dialect, saver.serde, thread_id, a, b, **kwargs))
+    return saver.run(diff_op(saver.dialect, inspecting(saver.serde), thread_id, a, b, bc=saver.blob_codec, **kwargs))

@@ -11,6 +11,8 @@ from typing import Any
 
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
+from threadline import codec
+from threadline.codec.serde import inspecting
 from threadline.storage import ops
 from threadline.storage import rows as R
 from threadline.storage.dialect import Dialect
@@ -51,6 +53,7 @@ def latest_op(
     *,
     checkpoint_ns: str = "",
     limit: int | None = None,
+    bc: codec.BlobCodec | None = None,
 ) -> Op[list[LatestValue]]:
     """The value of ``channel`` at the head checkpoint of each thread (seed 000 "取最新 checkpoint 的特定 channel").
 
@@ -80,7 +83,7 @@ def latest_op(
         ids = sorted({thread_id_of(t) for t in thread_ids})
         for part in ops.chunks(ids, d.max_params - 2):
             rows += (yield Q(head_sql + f" AND c.thread_id IN ({placeholders(len(part))}) ORDER BY c.thread_id", [ns, *part]))
-    values = yield from load_channels_op(d, serde, [r[:6] for r in rows], [channel])
+    values = yield from load_channels_op(d, serde, rows, [channel], bc)
     out = []
     for r, vals in zip(rows, values):
         versions = d.load_object(r[4], f"checkpoint ({r[0]!r}, {r[1]!r}, {r[2]!r})").get("channel_versions") or {}
@@ -90,4 +93,4 @@ def latest_op(
 
 def latest_values(saver: Any, channel: str, thread_ids: Sequence[Any] | None = None, **kwargs: Any) -> list[LatestValue]:
     """Sync ``latest_op``."""
-    return saver.run(latest_op(saver.dialect, saver.serde, channel, thread_ids, **kwargs))
+    return saver.run(latest_op(saver.dialect, inspecting(saver.serde), channel, thread_ids, bc=saver.blob_codec, **kwargs))

@@ -15,6 +15,8 @@ from typing import Any
 from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
+from threadline import codec
+from threadline.codec.serde import inspecting
 from threadline.storage import ops
 from threadline.storage.dialect import Dialect
 from threadline.storage.ops import Op, Q
@@ -168,7 +170,13 @@ def _writes_meta_op(d: Dialect, tid: str, ns: str, cid: str) -> Op[dict[tuple[st
 
 
 def stored_state_op(
-    d: Dialect, serde: SerializerProtocol, thread_id: Any, checkpoint_id: str | None = None, *, checkpoint_ns: str = ""
+    d: Dialect,
+    serde: SerializerProtocol,
+    thread_id: Any,
+    checkpoint_id: str | None = None,
+    *,
+    checkpoint_ns: str = "",
+    bc: codec.BlobCodec | None = None,
 ) -> Op[tuple[StateView, CheckpointTuple]]:
     """The state at a checkpoint (head when ``checkpoint_id`` is None) derived from storage alone.
 
@@ -182,7 +190,7 @@ def stored_state_op(
     ns = checkpoint_ns_of(checkpoint_ns)
     row = yield from checkpoint_row_op(d, tid, ns, checkpoint_id)
     head = yield from head_op(d, tid, ns)
-    tup = (yield from ops.load_tuples(d, serde, [row[:6]]))[0]
+    tup = (yield from ops.load_tuples(d, serde, [row], bc))[0]
     meta_by_key = yield from _writes_meta_op(d, tid, ns, row[2])
     live = checkpoint_id is None
     # Pair each decoded pending write with its row: within one task_id both are in idx order.
@@ -255,7 +263,9 @@ def state_at(
 
     Raises NotFoundError for an unknown thread or checkpoint.
     """
-    view, tup = saver.run(stored_state_op(saver.dialect, saver.serde, thread_id, checkpoint_id, checkpoint_ns=checkpoint_ns))
+    view, tup = saver.run(
+        stored_state_op(saver.dialect, inspecting(saver.serde), thread_id, checkpoint_id, checkpoint_ns=checkpoint_ns, bc=saver.blob_codec)
+    )
     if graph is None:
         return view
     g = bind_graph(graph, saver)

@@ -12,7 +12,6 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from threadline.storage import ops
 from threadline.storage.dialect import Dialect
 from threadline.storage.ops import Op, Q
 from threadline.errors import NotFoundError
@@ -175,11 +174,9 @@ def history_op(d: Dialect, thread_id: Any, *, checkpoint_ns: str | None = "", in
     if head:
         nodes[root_ns][head].is_head = True
         cur: str | None = head
-        guard = 0
-        while cur and cur in nodes[root_ns] and guard < ops.MAX_CHAIN_DEPTH:
+        while cur and cur in nodes[root_ns] and not nodes[root_ns][cur].on_head_path:  # a parent cycle stops it
             nodes[root_ns][cur].on_head_path = True
             cur = nodes[root_ns][cur].parent_checkpoint_id
-            guard += 1
     if include_subgraphs:
         for space, by_id in nodes.items():
             if not space:

@@ -12,8 +12,9 @@ transaction, verifies every imported checkpoint against the official rows, and m
 the thread's marker in ``threadline_adopted``. The official rows are never changed.
 
 The same reading serves ``threadline import`` (``threadline.transfer.official.import_langgraph``).
-Every stored value is decoded with the saver's serializer and threadline's load
-policy (``threadline.codec.serde``), never with the official saver's.
+Every stored value is copied through ``codec.serde.transfer_serde``: nothing named by
+a stored row is constructed (never the official saver's serializer), and each value is
+written back byte for byte, to be decoded later by the graph under the saver's policy.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from langgraph.checkpoint.serde.types import TASKS
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from threadline import codec
+from threadline.codec.serde import transfer_serde
 from threadline.storage import ops
 from threadline.storage import rows as R
 from threadline.storage.dialect import Dialect
@@ -170,17 +172,17 @@ def store_op(
             yield Q(d.SET_CREATED_AT, (created, thread_id, rec.checkpoint_ns, rec.checkpoint_id))
             n_ck += 1
         key = key_of(config_of(thread_id, rec.checkpoint_ns, rec.checkpoint_id))
-        rows = []
-        for task_id, idx, channel, task_path, value in rec.writes:
-            _, (row,) = R.write_rows(serde, key, [(channel, value)], task_id, task_path, created, bc or codec.PLAIN)
-            rows.append((*row[:4], idx, *row[5:]))
+        rows = [R.write_row(serde, key, channel, value, task_id, idx, task_path, created, bc or codec.PLAIN)
+                for task_id, idx, channel, task_path, value in rec.writes]
         if rows:
             yield Q(d.insert_writes(replace=False), rows, many=True)
             n_w += len(rows)
     return n_ck, n_w
 
 
-def verify_op(d: Dialect, serde: SerializerProtocol, thread_id: str, records: Sequence[Record]) -> Op[list[str]]:
+def verify_op(
+    d: Dialect, serde: SerializerProtocol, thread_id: str, records: Sequence[Record], bc: codec.BlobCodec | None = None
+) -> Op[list[str]]:
     """Differences between the official records and what threadline now returns for them:
     parent, checkpoint (values, versions, versions_seen, …), metadata and pending writes,
     as the official saver returns them (LangGraph < v4 pending sends included). Empty: identical."""
@@ -191,7 +193,7 @@ def verify_op(d: Dialect, serde: SerializerProtocol, thread_id: str, records: Se
     for part in ops.chunks([(thread_id, r.checkpoint_ns, r.checkpoint_id) for r in wanted], d.max_params // 3):
         found += yield Q(d.checkpoints_by_keys(len(part)), ops.flat(part))
     got = {(t.config["configurable"]["checkpoint_ns"], t.config["configurable"]["checkpoint_id"]): t
-           for t in (yield from ops.load_tuples(d, serde, found))}
+           for t in (yield from ops.load_tuples(d, serde, found, bc))}
     out = []
     for r in wanted:
         t = got.get((r.checkpoint_ns, r.checkpoint_id))
@@ -209,9 +211,10 @@ def verify_op(d: Dialect, serde: SerializerProtocol, thread_id: str, records: Se
     return out
 
 
-def adopt_thread(d: Dialect, serde: SerializerProtocol, thread_id: Any, bc: codec.BlobCodec | None = None) -> Op[int]:
+def adopt_thread(d: Dialect, thread_id: Any, bc: codec.BlobCodec | None = None) -> Op[int]:
     """Import the thread's official checkpoints newer than its marker, verify them and move
-    the marker, in the caller's one transaction. Returns the checkpoints adopted.
+    the marker, in the caller's one transaction. Returns the checkpoints adopted. Values are
+    copied through ``transfer_serde`` (nothing stored is constructed).
 
     Raises AdoptionError (nothing stored: the transaction rolls back) when a stored
     checkpoint does not read back as the official one; CorruptRowError for an official
@@ -220,9 +223,10 @@ def adopt_thread(d: Dialect, serde: SerializerProtocol, thread_id: Any, bc: code
     latest, adopted = yield from latest_official_op(d, tid)
     if latest is None or (adopted is not None and latest <= adopted):
         return 0  # another worker adopted it first
+    serde = transfer_serde()
     records = yield from read_thread_op(d, serde, tid, adopted or "")
     n, _ = yield from store_op(d, serde, tid, records, bc)
-    problems = yield from verify_op(d, serde, tid, records)
+    problems = yield from verify_op(d, serde, tid, records, bc)
     if problems:
         raise AdoptionError(
             f"thread {tid!r} could not be adopted from the official saver's tables: {'; '.join(problems[:3])}. "

@@ -4,11 +4,14 @@ Row shapes (in column order):
 
 * checkpoint row: thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id,
   checkpoint (JSON without ``channel_values``), metadata (JSON), step, source,
-  run_id, created_at (seconds since the epoch, UTC)
+  run_id, created_at (seconds since the epoch, UTC), checksum (``codec.seal``: key,
+  parent, checkpoint and metadata)
 * blob row: thread_id, checkpoint_ns, channel, version, type, blob, base_version
   (``type`` is a ``codec`` tag; a delta row names its base in ``base_version``)
 * write row: thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel,
   task_path, type, blob, created_at
+
+Every value is sealed to its row (``codec.Row``: ``blob_row_ref``, ``write_row_ref``).
 """
 
 from __future__ import annotations
@@ -32,14 +35,15 @@ from langgraph.checkpoint.serde.types import TASKS
 
 from threadline import codec
 from threadline.errors import CorruptRowError
-from threadline.keys import Key, config_of
+from threadline.keys import Key, config_of, text_key
 
-CHECKPOINT_COLUMNS = "thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata"
-# A checkpoint row as operations read it: CHECKPOINT_COLUMNS (what ``to_tuple`` takes), then step, source, created_at.
-CHECKPOINT_ROW = f"{CHECKPOINT_COLUMNS}, step, source, created_at"
+# What ``to_tuple`` takes; the checksum is always the LAST column of a checkpoint row read for values.
+CHECKPOINT_COLUMNS = "thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata, checksum"
+# A checkpoint row as operations read it: the first six CHECKPOINT_COLUMNS, step, source, created_at, checksum.
+CHECKPOINT_ROW = "thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata, step, source, created_at, checksum"
 BLOB_COLUMNS = "thread_id, checkpoint_ns, channel, version, type, blob, base_version"
 WRITE_COLUMNS = "thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, task_path, type, blob"
-_SENDS = "__pending_sends__"
+SENDS = "__pending_sends__"
 
 
 def version_key(version: Any) -> str:
@@ -47,21 +51,39 @@ def version_key(version: Any) -> str:
     return version if isinstance(version, str) else repr(version) if isinstance(version, float) else str(version)
 
 
-def checkpoint_doc(serde: SerializerProtocol, checkpoint: Checkpoint) -> dict[str, Any]:
+def blob_row_ref(thread_id: str, checkpoint_ns: str, channel: str, version: str, base_version: str | None = None) -> codec.Row:
+    """The blob row a value is sealed to: its key and base_version."""
+    return codec.Row("blob", (thread_id, checkpoint_ns, channel, version), (base_version,))
+
+
+def write_row_ref(thread_id: str, checkpoint_ns: str, checkpoint_id: str, task_id: str, idx: int, channel: str) -> codec.Row:
+    """The write row a pending write is sealed to: its key and channel."""
+    return codec.Row("write", (thread_id, checkpoint_ns, checkpoint_id, task_id, idx), (channel,))
+
+
+def sends_ref(thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> codec.Row:
+    """What a LangGraph < v4 checkpoint's stored ``pending_sends`` are sealed to."""
+    return codec.Row("checkpoint", (thread_id, checkpoint_ns, checkpoint_id), ("pending_sends",))
+
+
+def checkpoint_doc(serde: SerializerProtocol, checkpoint: Checkpoint, key: Key | None = None, bc: codec.BlobCodec = codec.PLAIN) -> dict[str, Any]:
     """The checkpoint as stored: everything but ``channel_values``.
 
     ``pending_sends`` (only in checkpoints written before LangGraph v4) may hold
-    arbitrary objects, so they go through the serializer, base64-wrapped; an empty
-    list is kept as ``[]`` so the checkpoint reads back with exactly the keys it had.
+    arbitrary objects, so they go through the serializer, sealed to the checkpoint
+    (``key``), base64-wrapped; an empty list is kept as ``[]`` so the checkpoint reads
+    back with exactly the keys it had.
     """
     doc = {k: v for k, v in checkpoint.items() if k not in ("channel_values", "pending_sends")}
     if "pending_sends" in checkpoint:
         sends = checkpoint["pending_sends"] or []
         if sends:
-            tag, data = codec.encode(serde, list(sends))
-            doc[_SENDS] = [tag, base64.b64encode(data).decode()]
+            assert key is not None
+            row = sends_ref(key.thread_id, key.checkpoint_ns, checkpoint["id"])
+            tag, data = bc.store(row, *codec.encode(serde, list(sends)))
+            doc[SENDS] = [tag, base64.b64encode(data).decode()]
         else:
-            doc[_SENDS] = []
+            doc[SENDS] = []
     return doc
 
 
@@ -91,14 +113,35 @@ class BlobRow:
         return self.params[6] is not None
 
 
+def resealed_sends(doc: dict[str, Any], src: tuple[str, str, str], dst: tuple[str, str, str], bc: codec.BlobCodec) -> dict[str, Any]:
+    """A stored checkpoint doc copied from checkpoint ``src`` to ``dst`` (thread_id, checkpoint_ns,
+    checkpoint_id): its stored ``pending_sends``, if any, checked and sealed to the new checkpoint."""
+    sends = doc.get(SENDS)
+    if not sends:
+        return dict(doc)
+    try:
+        tag, data = bc.reseal(sends_ref(*src), sends_ref(*dst), sends[0], base64.b64decode(sends[1]))
+    except (TypeError, ValueError, IndexError, AttributeError) as exc:
+        raise CorruptRowError(f"checkpoint {src!r}: malformed pending_sends") from exc
+    return {**doc, SENDS: [tag, base64.b64encode(data or b"").decode()]}
+
+
 def put_docs(
-    serde: SerializerProtocol, config: dict, checkpoint: Checkpoint, metadata: CheckpointMetadata
+    serde: SerializerProtocol, config: dict, checkpoint: Checkpoint, metadata: CheckpointMetadata, key: Key, bc: codec.BlobCodec
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """The stored checkpoint doc (without ``channel_values``) and metadata doc of a ``put``.
 
     Metadata is LangGraph's ``get_checkpoint_metadata`` (the config's extra keys added),
     every key kept as the official SqliteSaver keeps it, ``writes`` included."""
-    return checkpoint_doc(serde, checkpoint), get_checkpoint_metadata(config, metadata)
+    return checkpoint_doc(serde, checkpoint, key, bc), get_checkpoint_metadata(config, metadata)
+
+
+def put_keys(checkpoint: Checkpoint, new_versions: ChannelVersions) -> None:
+    """ConfigError (``keys.text_key``) for a checkpoint id, channel or version no key column can hold."""
+    text_key("checkpoint id", checkpoint["id"])
+    for channel, version in new_versions.items():
+        text_key("channel", channel)
+        text_key(f"version of channel {channel!r}", version_key(version))
 
 
 def delta_channels(checkpoint: Checkpoint, new_versions: ChannelVersions) -> list[tuple[str, str]]:
@@ -134,6 +177,7 @@ def serialize_values(
         base = bases.get(channel) if bases else None
         fast = bc.encode_list(serde, value, base[1]) if base is not None and type(value) is list else None
         if fast is not None:
+            codec.check_size(len(fast[0]), f"channel {channel!r}")
             out.append(Value(channel, version_key(version), "msgpack", fast[0], fast[1]))
         else:
             tag, data = encoded[channel] if encoded and channel in encoded else codec.encode(serde, value)
@@ -156,6 +200,8 @@ def blob_rows(
             continue
         base = (bases or {}).get(v.channel)
         tag, data, is_delta, value = bc.encode_blob(v.tag, v.data, v.container, base[1] if base else None)  # type: ignore[arg-type]
+        base_version = base[0] if is_delta and base else None
+        tag, data = bc.seal(blob_row_ref(key.thread_id, key.checkpoint_ns, v.channel, v.version, base_version), tag, data)
         if is_delta:
             assert base is not None
             rows.append(
@@ -172,7 +218,8 @@ def blob_rows(
 
 def snapshot_row(serde_value: Value, key: Key, bc: codec.BlobCodec = codec.PLAIN) -> tuple:
     """The snapshot row of a value (when its delta could not be written)."""
-    tag, data = bc.pack(serde_value.tag, serde_value.data)  # type: ignore[arg-type]
+    row = blob_row_ref(key.thread_id, key.checkpoint_ns, serde_value.channel, serde_value.version)
+    tag, data = bc.store(row, serde_value.tag, serde_value.data)  # type: ignore[arg-type]
     return (key.thread_id, key.checkpoint_ns, serde_value.channel, serde_value.version, tag, data, None)
 
 
@@ -183,6 +230,17 @@ def extracted_columns(meta: Mapping[str, Any]) -> tuple[int | None, str | None, 
     source = meta.get("source")
     run_id = meta.get("run_id")
     return step, source if isinstance(source, str) else None, None if run_id is None else str(run_id)
+
+
+def write_row(
+    serde: SerializerProtocol, key: Key, channel: str, value: Any, task_id: str, idx: int, task_path: str, now: float, bc: codec.BlobCodec
+) -> tuple:
+    """One write row (``WRITE_COLUMNS``, created_at): the value packed and sealed to the row.
+    ConfigError for a channel, task_id or task_path no key column can hold."""
+    text_key("channel", channel)
+    row = write_row_ref(key.thread_id, key.checkpoint_ns, key.checkpoint_id, task_id, idx, channel)  # type: ignore[arg-type]
+    tag, data = bc.store(row, *codec.encode(serde, value))
+    return (key.thread_id, key.checkpoint_ns, key.checkpoint_id, task_id, idx, channel, task_path, tag, data, now)
 
 
 def write_rows(
@@ -198,13 +256,14 @@ def write_rows(
 
     Special channels (``__error__``, ``__interrupt__``, ``__scheduled__``, ``__resume__``)
     take LangGraph's negative ``WRITES_IDX_MAP`` index; others their list position.
-    Values at or above the codec's threshold are zstd-compressed (``<tag>+zstd``).
+    Values at or above the codec's threshold are zstd-compressed (``<tag>+zstd``); every
+    value is sealed to its row. ConfigError for a task_id, task_path or channel no key
+    column can hold.
     """
-    rows = []
-    for i, (channel, value) in enumerate(writes):
-        tag, data = bc.pack(*codec.encode(serde, value))
-        idx = WRITES_IDX_MAP.get(channel, i)
-        rows.append((key.thread_id, key.checkpoint_ns, key.checkpoint_id, task_id, idx, channel, task_path, tag, data, now))
+    text_key("task_id", task_id)
+    text_key("task_path", task_path)
+    rows = [write_row(serde, key, channel, value, task_id, WRITES_IDX_MAP.get(channel, i), task_path, now, bc)
+            for i, (channel, value) in enumerate(writes)]
     replace = bool(writes) and all(w[0] in WRITES_IDX_MAP for w in writes)
     return replace, rows
 
@@ -245,16 +304,37 @@ def channel_values(
     thread_id: str,
     checkpoint_ns: str,
     pairs: Iterable[tuple[str, str]],
+    checkpoint_id: str | None = None,
 ) -> dict[str, Any]:
     """The decoded values of a checkpoint's (channel, version key) ``pairs`` from ``blobs``
-    (``ops.fetch_blobs`` output); a channel whose blob is missing or empty has no value."""
+    (``ops.fetch_blobs`` output); an empty channel has no value.
+
+    Raises CorruptRowError when a blob the checkpoint names is missing: the checkpoint
+    would otherwise load without that channel, and a graph resumed from it would
+    silently start that channel over."""
     values: dict[str, Any] = {}
     for channel, version in pairs:
         found = blobs.get((thread_id, checkpoint_ns, channel, version))
-        if found is None or found[0] == codec.EMPTY:
+        if found is None:
+            raise CorruptRowError(
+                f"checkpoint ({thread_id!r}, {checkpoint_ns!r}, {checkpoint_id!r}) names blob ({channel!r}, {version!r}), "
+                "which is not stored; `threadline fsck` reports it, `threadline rebuild --apply` can recover it"
+            )
+        if found[0] == codec.EMPTY:
             continue
-        values[channel] = codec.load(serde, found, f"blob ({thread_id!r}, {checkpoint_ns!r}, {channel!r}, {version!r})")
+        values[channel] = codec.load(serde, found, blob_row_ref(thread_id, checkpoint_ns, channel, version))
     return values
+
+
+def load_write(serde: SerializerProtocol, w: Sequence[Any], bc: codec.BlobCodec = codec.PLAIN) -> Any:
+    """The value of a write row (``WRITE_COLUMNS``), its seal checked."""
+    return bc.load(serde, write_row_ref(w[0], w[1], w[2], w[3], w[4], w[5]), w[7], w[8])
+
+
+def check_row(row: Sequence[Any], doc: Any, metadata: Any, bc: codec.BlobCodec = codec.PLAIN) -> None:
+    """CorruptRowError (EncryptionError) unless a checkpoint row (``CHECKPOINT_COLUMNS`` or
+    ``CHECKPOINT_ROW``: its checksum last) matches its checksum; ``doc`` and ``metadata`` parsed."""
+    bc.check_checkpoint(row[-1], (row[0], row[1], row[2]), row[3], doc, metadata)
 
 
 def to_tuple(
@@ -265,39 +345,35 @@ def to_tuple(
     blobs: Mapping[tuple[str, str, str, str], codec.Resolved],
     writes: Iterable[Sequence[Any]],
     parent_sends: Sequence[Sequence[Any]] = (),
+    bc: codec.BlobCodec = codec.PLAIN,
 ) -> CheckpointTuple:
     """Assemble a CheckpointTuple from its checkpoint row, its blobs and its writes.
 
+    ``row`` is ``CHECKPOINT_COLUMNS`` (or ``CHECKPOINT_ROW``), checked against its checksum;
     ``blobs`` maps (thread_id, checkpoint_ns, channel, version) → the value as
     ``codec.resolve`` reconstructs it; ``writes`` are write rows (``WRITE_COLUMNS``)
     already in ``writes_sort_key`` order; ``parent_sends``, for a checkpoint of
     LangGraph < v4 (``needs_parent_sends``), the parent's TASKS write rows in the order
-    of the official PostgresSaver (task_path, task_id, idx).
+    of the official PostgresSaver (task_path, task_id, idx). ``bc`` opens sealed values.
     """
     thread_id, ns, cid, parent = row[0], row[1], row[2], row[3]
-    values = channel_values(serde, blobs, thread_id, ns, blob_pairs(doc))
-    checkpoint = {k: v for k, v in doc.items() if k != _SENDS}
+    check_row(row, doc, metadata, bc)
+    values = channel_values(serde, blobs, thread_id, ns, blob_pairs(doc), cid)
+    checkpoint = {k: v for k, v in doc.items() if k != SENDS}
     checkpoint["channel_values"] = values
-    if _SENDS in doc:
-        sends = doc[_SENDS]
+    if SENDS in doc:
+        sends = doc[SENDS]
         try:
-            checkpoint["pending_sends"] = (
-                codec.decode(serde, sends[0], base64.b64decode(sends[1]), f"checkpoint {cid!r} pending_sends") if sends else []
-            )
-        except (TypeError, ValueError, IndexError) as exc:
+            checkpoint["pending_sends"] = bc.load(serde, sends_ref(thread_id, ns, cid), sends[0], base64.b64decode(sends[1])) if sends else []
+        except (TypeError, ValueError, IndexError, AttributeError) as exc:
             raise CorruptRowError(f"checkpoint ({thread_id!r}, {ns!r}, {cid!r}): malformed pending_sends") from exc
     if parent_sends:
         # LangGraph < v4 kept a step's Send packets as the parent's TASKS writes; like the
         # official PostgresSaver, hand them to the checkpoint as the TASKS channel.
         versions = checkpoint.setdefault("channel_versions", {})
-        values[TASKS] = [
-            codec.decode(serde, w[7], w[8], f"write ({thread_id!r}, {ns!r}, {parent!r}, {w[3]!r}, {w[4]})") for w in parent_sends
-        ]
+        values[TASKS] = [load_write(serde, w, bc) for w in parent_sends]
         versions[TASKS] = max(versions.values()) if versions else next_version(None)
-    pending = [
-        (w[3], w[5], codec.decode(serde, w[7], w[8], f"write ({thread_id!r}, {ns!r}, {cid!r}, {w[3]!r}, {w[4]})"))
-        for w in writes
-    ]
+    pending = [(w[3], w[5], load_write(serde, w, bc)) for w in writes]
     return CheckpointTuple(
         config=config_of(thread_id, ns, cid),
         checkpoint=checkpoint,  # type: ignore[arg-type]

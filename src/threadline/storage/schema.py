@@ -110,6 +110,14 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
             )""",
         ],
     ),
+    (
+        4,
+        [
+            # A checkpoint row's checksum (threadline.codec.seal): its key, parent, checkpoint and
+            # metadata, checked on load. NULL for rows written before it (they still load).
+            "ALTER TABLE threadline_checkpoints ADD COLUMN checksum {text}",
+        ],
+    ),
 ]
 
 LATEST_VERSION = max(v for v, _ in MIGRATIONS)

@@ -17,6 +17,7 @@ from typing import Any
 
 from threadline.errors import NotADatabaseError
 from threadline.backends.readonly import open_readonly
+from threadline.codec.serde import transfer_serde
 from threadline.errors import ConfigError, ThreadlineError
 from threadline.keys import thread_id_of
 from threadline.storage import adopt, ops
@@ -87,7 +88,7 @@ def check_source(url: str) -> None:
 
 
 def import_thread_op(
-    d: Dialect, serde: Any, thread_id: str, records: Sequence[Any], *, replace: bool = False, verify: bool = True
+    d: Dialect, serde: Any, thread_id: str, records: Sequence[Any], *, replace: bool = False, verify: bool = True, bc: Any = None
 ) -> Op[tuple[int, int, list[str]]]:
     """Store one source thread's records (``adopt.read_thread_op``) in one transaction:
     (checkpoints, writes, mismatches). With ``verify``, a thread that does not read back
@@ -99,8 +100,8 @@ def import_thread_op(
         if not replace:
             raise ThreadlineError(f"thread {thread_id!r} already exists in the target database (pass replace=True, CLI --replace)")
         yield from ops.delete_thread(d, thread_id)
-    n_ck, n_w = yield from adopt.store_op(d, serde, thread_id, records)
-    problems = (yield from adopt.verify_op(d, serde, thread_id, records)) if verify else []
+    n_ck, n_w = yield from adopt.store_op(d, serde, thread_id, records, bc)
+    problems = (yield from adopt.verify_op(d, serde, thread_id, records, bc)) if verify else []
     if problems:
         raise _Mismatch(problems)
     if records:
@@ -141,9 +142,10 @@ def import_langgraph(
     ``source``: a file path / ``sqlite:///path`` written by
     ``langgraph.checkpoint.sqlite.SqliteSaver``, or a ``postgresql://`` URL of
     ``langgraph.checkpoint.postgres.PostgresSaver`` tables; it is opened read-only and
-    never changed. Values are decoded with ``saver``'s serializer and threadline's load
-    policy (never the official saver's: no stored constructor runs) and re-encoded by
-    threadline's codec; blobs are stored once per (channel, version). With ``verify``
+    never changed. Values are copied through ``transfer_serde`` (never the official saver's
+    serializer: nothing a stored row names is constructed; each value is written back byte
+    for byte) and stored by ``saver``'s codec (deltas, compression, seal or encryption);
+    blobs are stored once per (channel, version). With ``verify``
     every imported checkpoint must read back as the source rows (values, versions,
     metadata, parent, pending writes) or that thread is not stored and is reported with
     its mismatches; with ``graph`` its ``get_state_history`` is checked too. An existing
@@ -151,14 +153,15 @@ def import_langgraph(
     not such a database.
     """
     report = ImportReport(source, [])
+    serde = transfer_serde()
     with _official_source(source) as src:
         d = src.dialect
         ids = [thread_id_of(t) for t in thread_ids] if thread_ids is not None else src.peek(adopt.official_thread_ids_op(d))
         for i, tid in enumerate(ids):
-            records = src.peek(adopt.read_thread_op(d, saver.serde, tid))
+            records = src.peek(adopt.read_thread_op(d, serde, tid))
             try:
                 n_ck, n_w, _ = saver.run(
-                    import_thread_op(saver.dialect, saver.serde, tid, records, replace=replace, verify=verify), write=True
+                    import_thread_op(saver.dialect, serde, tid, records, replace=replace, verify=verify, bc=saver.blob_codec), write=True
                 )
                 item = ThreadImport(tid, n_ck, n_w, None)
                 if verify:

@@ -14,7 +14,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from threadline.errors import CorruptRowError, FilterError
+from threadline import limits
+from threadline.errors import CorruptRowError, FilterError, FilterTooLargeError
 from threadline.storage.dialect.statements import Statements
 from threadline.storage.schema import MIGRATIONS
 
@@ -24,11 +25,15 @@ def dumps_json(obj: Any, *, sort_keys: bool = True) -> str:
     keeps its own key order, which the official SQLite saver's object filters compare).
 
     Raises ValueError for what a JSON column cannot hold on every backend: NaN or
-    Infinity, and NUL characters (Postgres JSONB refuses them).
+    Infinity, NUL characters (Postgres JSONB refuses them) and unpaired surrogates (not UTF-8).
     """
     text = json.dumps(obj, sort_keys=sort_keys, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
     if "\\u0000" in text:
         raise ValueError("NUL character in a JSON value")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("unpaired surrogate character in a JSON value (not UTF-8)") from None
     return text
 
 
@@ -37,6 +42,10 @@ def _check_storable(obj: Any, path: str = "$") -> None:
     if isinstance(obj, str):
         if "\x00" in obj:
             raise ValueError(f"{path}: NUL character in {obj!r}")
+        try:
+            obj.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValueError(f"{path}: unpaired surrogate character in {obj!r} (not UTF-8)") from None
     elif isinstance(obj, bool) or obj is None:
         pass
     elif isinstance(obj, int):
@@ -56,9 +65,13 @@ def _check_storable(obj: Any, path: str = "$") -> None:
 
 def check_filter(filter: Any) -> None:
     """FilterError unless ``filter`` is a mapping of string keys to values a JSON column can
-    hold on every backend (no NUL, NaN/Infinity or integers beyond 64 bits)."""
+    hold on every backend (no NUL, unpaired surrogates, NaN/Infinity or integers beyond 64
+    bits); FilterTooLargeError beyond ``threadline.limits`` ``max_filter_keys`` / ``max_filter_bytes``."""
     if not isinstance(filter, Mapping):
         raise FilterError(f"filter must be a mapping of metadata key to value, got {type(filter).__name__}")
+    top = limits.current()
+    if len(filter) > top.max_filter_keys:
+        raise FilterTooLargeError(f"metadata filter has {len(filter)} keys, more than max_filter_keys={top.max_filter_keys} (threadline.limits)")
     for key, value in filter.items():
         if not isinstance(key, str):
             raise FilterError(f"metadata filter keys must be strings, got {type(key).__name__} {key!r}")
@@ -66,6 +79,12 @@ def check_filter(filter: Any) -> None:
             _check_storable({key: value})
         except ValueError as exc:
             raise FilterError(f"metadata filter value for {key!r} cannot be matched: {exc}") from exc
+    try:
+        size = len(json.dumps(dict(filter), ensure_ascii=False, default=str).encode("utf-8"))
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise FilterError(f"metadata filter cannot be matched: {exc}") from exc
+    if size > top.max_filter_bytes:
+        raise FilterTooLargeError(f"metadata filter is {size} bytes of JSON, more than max_filter_bytes={top.max_filter_bytes} (threadline.limits)")
 
 
 class Dialect(Statements):
@@ -155,7 +174,7 @@ class Dialect(Statements):
         ``where`` when it is not JSON."""
         try:
             return json.loads(value) if isinstance(value, (str, bytes)) else value
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             raise CorruptRowError(f"{where}: stored JSON is unreadable ({exc})") from exc
 
     def load_object(self, value: Any, where: str) -> dict:

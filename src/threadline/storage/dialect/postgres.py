@@ -26,9 +26,9 @@ def _put_statement(blobs: int) -> str:
     # is stored as written when this statement inserted it (``b``) or it was already there.
     parts = [
         "r(thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata, step, source, run_id, created_at, "
-        "expected, bytes) AS (VALUES (CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS JSONB), "
-        "CAST(? AS JSONB), CAST(? AS BIGINT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS DOUBLE PRECISION), CAST(? AS BIGINT), "
-        "CAST(? AS BIGINT)))",
+        "checksum, expected, bytes) AS (VALUES (CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS JSONB), "
+        "CAST(? AS JSONB), CAST(? AS BIGINT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS DOUBLE PRECISION), CAST(? AS TEXT), "
+        "CAST(? AS BIGINT), CAST(? AS BIGINT)))",
     ]
     stored = "0"
     if blobs:
@@ -57,10 +57,15 @@ def _put_statement(blobs: int) -> str:
         "e AS (SELECT 1 FROM threadline_checkpoints x JOIN r ON x.thread_id = r.thread_id AND x.checkpoint_ns = r.checkpoint_ns "
         "AND x.checkpoint_id = r.checkpoint_id)",
         "c AS (INSERT INTO threadline_checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, "
-        "metadata, step, source, run_id, created_at) SELECT r.thread_id, r.checkpoint_ns, r.checkpoint_id, r.parent_checkpoint_id, "
-        "r.checkpoint, r.metadata, r.step, r.source, r.run_id, r.created_at FROM r, n WHERE n.stored = r.expected "
+        "metadata, step, source, run_id, created_at, checksum) SELECT r.thread_id, r.checkpoint_ns, r.checkpoint_id, "
+        "r.parent_checkpoint_id, r.checkpoint, r.metadata, r.step, r.source, r.run_id, r.created_at, r.checksum FROM r, n "
+        "WHERE n.stored = r.expected "
         "ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET checkpoint = excluded.checkpoint, "
-        "metadata = excluded.metadata, step = excluded.step, source = excluded.source, run_id = excluded.run_id RETURNING 1)",
+        "metadata = excluded.metadata, step = excluded.step, source = excluded.source, run_id = excluded.run_id, "
+        # the row keeps its parent: the new checksum holds only when that parent is the one given
+        # (else ``put`` seals the row again with the kept parent; until then it loads unchecked)
+        "checksum = CASE WHEN threadline_checkpoints.parent_checkpoint_id IS NOT DISTINCT FROM excluded.parent_checkpoint_id "
+        "THEN excluded.checksum END RETURNING 1)",
         "t AS (INSERT INTO threadline_threads (thread_id, created_at, updated_at, checkpoint_count, bytes) "
         "SELECT r.thread_id, r.created_at, r.created_at, (SELECT COUNT(*) FROM c) - (SELECT COUNT(*) FROM e), r.bytes "
         "FROM r WHERE EXISTS (SELECT 1 FROM c) ON CONFLICT (thread_id) DO UPDATE SET updated_at = excluded.updated_at, "
@@ -124,7 +129,7 @@ class PostgresDialect(Dialect):
         and the thread index row — the checkpoint and thread rows only when the expected
         number of checked blob rows are stored as written. (thread_id, checkpoint_ns,
         checkpoint_id, parent_checkpoint_id, checkpoint, metadata, step, source, run_id,
-        created_at, expected, bytes added to the thread, then ``blobs`` × (the INSERT_BLOB
+        created_at, checksum, expected, bytes added to the thread, then ``blobs`` × (the INSERT_BLOB
         parameters, the type and stored size the base row must have, NULL for a snapshot, and
         whether the row is checked)) → how many checked rows are stored, whether the
         checkpoint row was written (1 or 0), whether it existed before (1 or 0)"""

@@ -24,7 +24,7 @@ _INSERT_BLOBS = f"INSERT INTO threadline_blobs ({BLOB_COLUMNS}) "
 _INSERT_WRITES = f"INSERT INTO threadline_writes ({WRITE_COLUMNS}, created_at) "
 _INSERT_CHECKPOINTS = (
     "INSERT INTO threadline_checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata, "
-    "step, source, run_id, created_at) "
+    "step, source, run_id, created_at, checksum) "
 )
 
 
@@ -78,31 +78,42 @@ class Statements:
     )
     # (thread_id, checkpoint_ns, checkpoint_id) → checkpoint
     CHECKPOINT_DOC = f"SELECT checkpoint FROM threadline_checkpoints {WHERE_CHECKPOINT}"
+    # (thread_id, checkpoint_ns, checkpoint_id) → parent_checkpoint_id
+    CHECKPOINT_PARENT = f"SELECT parent_checkpoint_id FROM threadline_checkpoints {WHERE_CHECKPOINT}"
     # (thread_id) → checkpoint_ns, checkpoint
     THREAD_DOCS = "SELECT checkpoint_ns, checkpoint FROM threadline_checkpoints WHERE thread_id = ?"
-    # (thread_id) → checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata
+    # (thread_id) → checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata, checksum
     THREAD_CHECKPOINTS = (
-        "SELECT checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata FROM threadline_checkpoints WHERE thread_id = ?"
+        "SELECT checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata, checksum FROM threadline_checkpoints "
+        "WHERE thread_id = ?"
     )
+    # (thread_id) → CHECKPOINT_ROW plus run_id of every checkpoint of a thread
+    THREAD_CHECKPOINT_ROWS = f"SELECT {CHECKPOINT_ROW}, run_id FROM threadline_checkpoints WHERE thread_id = ?"
     # (thread_id) → one row when the thread has a checkpoint, none otherwise
     HAS_CHECKPOINTS = "SELECT 1 FROM threadline_checkpoints WHERE thread_id = ? LIMIT 1"
-    # (parent_checkpoint_id, thread_id, checkpoint_ns, checkpoint_id)
-    SET_PARENT = f"UPDATE threadline_checkpoints SET parent_checkpoint_id = ? {WHERE_CHECKPOINT}"
+    # (parent_checkpoint_id, checksum, thread_id, checkpoint_ns, checkpoint_id)
+    SET_PARENT = f"UPDATE threadline_checkpoints SET parent_checkpoint_id = ?, checksum = ? {WHERE_CHECKPOINT}"
+    # (checksum, thread_id, checkpoint_ns, checkpoint_id)
+    SET_CHECKSUM = f"UPDATE threadline_checkpoints SET checksum = ? {WHERE_CHECKPOINT}"
+    # (checkpoint, checksum, thread_id, checkpoint_ns, checkpoint_id)
+    SET_CHECKPOINT_DOC = f"UPDATE threadline_checkpoints SET checkpoint = ?, checksum = ? {WHERE_CHECKPOINT}"
     # (created_at, thread_id, checkpoint_ns, checkpoint_id)
     SET_CREATED_AT = f"UPDATE threadline_checkpoints SET created_at = ? {WHERE_CHECKPOINT}"
     # (thread_id, checkpoint_ns, checkpoint_id)
     DELETE_CHECKPOINT = f"DELETE FROM threadline_checkpoints {WHERE_CHECKPOINT}"
-    # (thread_id, checkpoint_ns, checkpoint_id, thread_id, checkpoint_ns, max depth) → checkpoint_id,
-    # parent_checkpoint_id, checkpoint of every ancestor, nearest first
+    # (thread_id, checkpoint_ns, checkpoint_id, then thread_id, checkpoint_ns twice) → checkpoint_id,
+    # parent_checkpoint_id, checkpoint, metadata, checksum of the checkpoint and of every ancestor, in no
+    # order. UNION keeps each (checkpoint_id, parent) once, so a parent cycle (a damaged row) ends the
+    # recursion where it loops instead of walking on.
     ANCESTORS = (
-        "WITH RECURSIVE chain(checkpoint_id, parent_checkpoint_id, checkpoint, depth) AS ("
-        " SELECT checkpoint_id, parent_checkpoint_id, checkpoint, 0 FROM threadline_checkpoints"
+        "WITH RECURSIVE chain(checkpoint_id, parent_checkpoint_id) AS ("
+        " SELECT checkpoint_id, parent_checkpoint_id FROM threadline_checkpoints"
         " WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?"
-        " UNION ALL"
-        " SELECT c.checkpoint_id, c.parent_checkpoint_id, c.checkpoint, chain.depth + 1 FROM threadline_checkpoints c"
+        " UNION"
+        " SELECT c.checkpoint_id, c.parent_checkpoint_id FROM threadline_checkpoints c"
         " JOIN chain ON c.thread_id = ? AND c.checkpoint_ns = ? AND c.checkpoint_id = chain.parent_checkpoint_id"
-        " WHERE chain.depth < ?"
-        ") SELECT checkpoint_id, parent_checkpoint_id, checkpoint FROM chain WHERE depth > 0 ORDER BY depth"
+        ") SELECT c.checkpoint_id, c.parent_checkpoint_id, c.checkpoint, c.metadata, c.checksum FROM chain"
+        " JOIN threadline_checkpoints c ON c.thread_id = ? AND c.checkpoint_ns = ? AND c.checkpoint_id = chain.checkpoint_id"
     )
 
     def checkpoint_size(self) -> str:
@@ -113,18 +124,21 @@ class Statements:
         """Insert-or-ignore of a checkpoint row, returning its checkpoint_id and how many of
         ``checked`` blob rows are stored as written (``count_stored``; 0 when none).
         (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata, step, source,
-        run_id, created_at, then the ``count_stored`` parameters) → checkpoint_id, count"""
+        run_id, created_at, checksum, then the ``count_stored`` parameters) → checkpoint_id, count"""
         count = self.count_stored(checked) if checked else "0"
         return (
-            _INSERT_CHECKPOINTS + "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+            _INSERT_CHECKPOINTS + "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
             f"ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO NOTHING RETURNING checkpoint_id, {count}"
         )
 
     def reput_checkpoint(self) -> str:
         """A checkpoint put again: ([parent_checkpoint_id when ``reput_sets_parent``,] checkpoint, metadata,
-        step, source, run_id, thread_id, checkpoint_ns, checkpoint_id)"""
+        step, source, run_id, checksum, thread_id, checkpoint_ns, checkpoint_id)"""
         parent = "parent_checkpoint_id = ?, " if self.reput_sets_parent else ""
-        return f"UPDATE threadline_checkpoints SET {parent}checkpoint = ?, metadata = ?, step = ?, source = ?, run_id = ? {WHERE_CHECKPOINT}"
+        return (
+            f"UPDATE threadline_checkpoints SET {parent}checkpoint = ?, metadata = ?, step = ?, source = ?, run_id = ?, checksum = ? "
+            f"{WHERE_CHECKPOINT}"
+        )
 
     def checkpoints_by_keys(self, count: int) -> str:
         """(``count`` checkpoint keys, flattened) → CHECKPOINT_COLUMNS"""
@@ -146,21 +160,20 @@ class Statements:
 
     def thread_checkpoint_sizes(self) -> str:
         """(thread_id) → checkpoint_ns, checkpoint_id, parent_checkpoint_id, step, source, created_at,
-        checkpoint, metadata, stored bytes"""
+        checkpoint, metadata, stored bytes, checksum"""
         return (
             "SELECT checkpoint_ns, checkpoint_id, parent_checkpoint_id, step, source, created_at, checkpoint, metadata, "
-            f"{self.checkpoint_size()} FROM threadline_checkpoints WHERE thread_id = ?"
+            f"{self.checkpoint_size()}, checksum FROM threadline_checkpoints WHERE thread_id = ?"
         )
 
     # --- blobs ------------------------------------------------------------------------
 
     # (thread_id, checkpoint_ns, channel, version, type, blob, base_version): insert-or-ignore (blobs are immutable)
     INSERT_BLOB = _INSERT_BLOBS + "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING"
-    # (target thread_id, source thread_id): every blob of a thread copied to another
-    COPY_BLOBS = (
-        _INSERT_BLOBS + "SELECT ?, checkpoint_ns, channel, version, type, blob, base_version FROM threadline_blobs "
-        "WHERE thread_id = ? ON CONFLICT DO NOTHING"
-    )
+    # (thread_id) → BLOB_COLUMNS of every blob of a thread
+    THREAD_BLOBS = f"SELECT {BLOB_COLUMNS} FROM threadline_blobs WHERE thread_id = ?"
+    # (type, blob, thread_id, checkpoint_ns, channel, version): a value re-sealed in place (``rekey``)
+    SET_BLOB_VALUE = "UPDATE threadline_blobs SET type = ?, blob = ? WHERE thread_id = ? AND checkpoint_ns = ? AND channel = ? AND version = ?"
     # (thread_id, checkpoint_ns, channel, version)
     DELETE_BLOB = "DELETE FROM threadline_blobs WHERE thread_id = ? AND checkpoint_ns = ? AND channel = ? AND version = ?"
     # (thread_id) → checkpoint_ns, channel, version, base_version
@@ -179,15 +192,6 @@ class Statements:
             "AND b.channel = v.column3 AND b.version = v.column7 AND b.type = v.column8 "
             f"AND {self.bytes_of('b.blob', 'blob')} = CAST(v.column9 AS {self.types['int']})) "
             "ON CONFLICT DO NOTHING"
-        )
-
-    def copy_blob_versions(self, count: int) -> str:
-        """(target thread_id, source thread_id, checkpoint_ns, ``count`` (channel, version) pairs) →
-        channel, base_version of each blob copied"""
-        return (
-            _INSERT_BLOBS + "SELECT ?, checkpoint_ns, channel, version, type, blob, base_version FROM threadline_blobs "
-            f"WHERE thread_id = ? AND checkpoint_ns = ? AND (channel, version) IN ({values_list(2, count)}) "
-            "ON CONFLICT DO NOTHING RETURNING channel, base_version"
         )
 
     def count_stored(self, count: int) -> str:
@@ -238,11 +242,13 @@ class Statements:
 
     # (thread_id, checkpoint_ns, checkpoint_id)
     DELETE_WRITES = f"DELETE FROM threadline_writes {WHERE_CHECKPOINT}"
-    # (target thread_id, source thread_id): every write of a thread copied to another
-    COPY_WRITES = (
-        _INSERT_WRITES + "SELECT ?, checkpoint_ns, checkpoint_id, task_id, idx, channel, task_path, type, blob, created_at "
-        "FROM threadline_writes WHERE thread_id = ? ON CONFLICT DO NOTHING"
+    # (type, blob, thread_id, checkpoint_ns, checkpoint_id, task_id, idx): a value re-sealed in place (``rekey``)
+    SET_WRITE_VALUE = (
+        "UPDATE threadline_writes SET type = ?, blob = ? "
+        "WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ? AND task_id = ? AND idx = ?"
     )
+    # (thread_id) → WRITE_COLUMNS, created_at of every write of a thread
+    THREAD_WRITES = f"SELECT {WRITE_COLUMNS}, created_at FROM threadline_writes WHERE thread_id = ?"
     # (thread_id, channel) → checkpoint_ns, checkpoint_id of the checkpoints with writes to that channel
     CHECKPOINTS_WRITING = "SELECT DISTINCT checkpoint_ns, checkpoint_id FROM threadline_writes WHERE thread_id = ? AND channel = ?"
 
@@ -326,11 +332,9 @@ class Statements:
 
     # --- copying a thread -------------------------------------------------------------
 
-    # (target thread_id, source thread_id)
-    COPY_CHECKPOINTS = (
-        _INSERT_CHECKPOINTS + "SELECT ?, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata, step, source, run_id, "
-        "created_at FROM threadline_checkpoints WHERE thread_id = ? ON CONFLICT DO NOTHING"
-    )
+    # (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata, step, source, run_id,
+    # created_at, checksum): insert-or-ignore of a whole checkpoint row
+    INSERT_CHECKPOINT_ROW = _INSERT_CHECKPOINTS + "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING"
     # (thread_id, created_at, updated_at, thread_id): the index row of a thread that has checkpoints, unless one exists
     ENSURE_COPIED_THREAD = (
         "INSERT INTO threadline_threads (thread_id, created_at, updated_at, checkpoint_count, bytes) "

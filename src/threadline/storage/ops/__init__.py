@@ -7,7 +7,7 @@ a sqlite3, aiosqlite or psycopg connection inside one transaction per operation,
 so the logic below is shared by every backend, sync and async.
 """
 
-from threadline.storage.ops.base import MAX_CHAIN_DEPTH, PAGE_SIZE, Op, Q, T, chunks, flat
+from threadline.storage.ops.base import PAGE_SIZE, Op, Q, T, chunks, flat
 from threadline.storage.ops.delta_history import delta_channel_history
 from threadline.storage.ops.maintain import (
     DELTA_KEYS,
@@ -18,16 +18,17 @@ from threadline.storage.ops.maintain import (
     delete_thread,
     gc_blobs,
     prune,
+    reseal_blob,
     restat,
+    set_parents,
     thread_ids_of,
 )
-from threadline.storage.ops.read import fetch_blob_rows, fetch_blobs, get_tuple, list_page, list_where, load_tuples
+from threadline.storage.ops.read import fetch_blob_rows, fetch_blobs, get_tuple, list_page, list_where, load_tuples, open_blob_rows
 from threadline.storage.ops.schema import SchemaState, schema_state, setup
 from threadline.storage.ops.write import put, put_writes
 
 __all__ = [
     "DELTA_KEYS",
-    "MAX_CHAIN_DEPTH",
     "PAGE_SIZE",
     "PRUNE_STRATEGIES",
     "Op",
@@ -48,11 +49,14 @@ __all__ = [
     "list_page",
     "list_where",
     "load_tuples",
+    "open_blob_rows",
     "prune",
     "put",
     "put_writes",
+    "reseal_blob",
     "restat",
     "schema_state",
+    "set_parents",
     "setup",
     "thread_ids_of",
 ]

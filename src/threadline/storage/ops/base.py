@@ -1,6 +1,5 @@
 """The vocabulary every operation shares: ``Q`` (one statement), ``Op`` (a sans-IO
-generator of them), the page size and chain-depth constants, and chunking of
-parameter lists (``chunks``, ``flat``).
+generator of them), the page size, and chunking of parameter lists (``chunks``, ``flat``).
 """
 
 from __future__ import annotations
@@ -37,7 +36,6 @@ class Q:
 Op = Generator[Q, list, T]
 
 PAGE_SIZE = 100
-MAX_CHAIN_DEPTH = 1_000_000  # guards the recursive parent walk against a corrupted cycle
 
 
 def chunks(items: Sequence[T], size: int) -> Iterable[Sequence[T]]:

@@ -16,13 +16,34 @@ from threadline import codec
 from threadline.storage import rows as R
 from threadline.storage.dialect import Dialect
 from threadline.storage.liveness import Lineage
-from threadline.storage.ops.base import MAX_CHAIN_DEPTH, Op, Q, chunks, flat
+from threadline.storage.ops.base import Op, Q, chunks, flat
 from threadline.storage.ops.read import fetch_blobs
-from threadline.keys import key_of
+from threadline.errors import CorruptRowError
+from threadline.keys import key_of, text_key
+
+
+def _ancestors(d: Dialect, bc: codec.BlobCodec, tid: str, ns: str, cid: str, found: Sequence[Sequence[Any]]) -> list[tuple]:
+    """``ANCESTORS`` rows in parent order, nearest first, each checked against its checksum:
+    (checkpoint_id, parent_checkpoint_id, channel_versions). CorruptRowError for a parent cycle."""
+    by_id = {r[0]: r for r in found}
+    chain: list[tuple] = []
+    seen = {cid}
+    cur = by_id[cid][1] if cid in by_id else None
+    while cur and cur in by_id:
+        if cur in seen:
+            raise CorruptRowError(f"checkpoint ({tid!r}, {ns!r}, {cid!r}): its parent chain has a cycle at {cur!r}")
+        seen.add(cur)
+        row = by_id[cur]
+        where = f"checkpoint ({tid!r}, {ns!r}, {cur!r})"
+        doc, meta = d.load_object(row[2], where), d.load_json(row[3], where)
+        bc.check_checkpoint(row[4], (tid, ns, cur), row[1], doc, meta)
+        chain.append((cur, row[1], doc.get("channel_versions") or {}))
+        cur = row[1]
+    return chain
 
 
 def delta_channel_history(
-    d: Dialect, serde: SerializerProtocol, config: Any, channels: Sequence[str]
+    d: Dialect, serde: SerializerProtocol, config: Any, channels: Sequence[str], bc: codec.BlobCodec | None = None
 ) -> Op[dict[str, DeltaChannelHistory]]:
     """Per channel: the writes on the parent chain of a checkpoint since the nearest stored value, and that value.
 
@@ -30,9 +51,11 @@ def delta_channel_history(
     in four queries instead of one ``get_tuple`` per ancestor: the ancestor chain
     by a recursive CTE, which ancestors store a value, the writes, the seeds. Which
     ancestors' writes count is ``liveness.Lineage.walk``, the rule prune and the
-    lifecycle keep them by.
+    lifecycle keep them by. Every row read is checked against its checksum or seal (``bc``'s
+    keys); a parent cycle raises CorruptRowError.
     """
-    channels = list(channels)
+    bc = bc or codec.PLAIN
+    channels = [text_key("channel", ch) for ch in channels]
     result: dict[str, DeltaChannelHistory] = {ch: {"writes": []} for ch in channels}
     if not channels:
         return result
@@ -44,11 +67,9 @@ def delta_channel_history(
         if not latest:
             return result
         cid = latest[0][0]
-    chain = yield Q(d.ANCESTORS, (key.thread_id, ns, cid, key.thread_id, ns, MAX_CHAIN_DEPTH))
-    versions = {
-        (ns, row[0]): d.load_json(row[2], f"checkpoint ({key.thread_id!r}, {ns!r}, {row[0]!r})").get("channel_versions") or {}
-        for row in chain
-    }
+    found = yield Q(d.ANCESTORS, (key.thread_id, ns, cid, key.thread_id, ns, key.thread_id, ns))
+    chain = _ancestors(d, bc, key.thread_id, ns, cid, found)
+    versions = {(ns, row[0]): row[2] for row in chain}
     pairs = sorted({(ch, R.version_key(v[ch])) for v in versions.values() for ch in channels if ch in v})
     stored: set[tuple[str, str, str]] = set()
     for part in chunks(pairs, d.max_params // 4 - 1):
@@ -68,10 +89,10 @@ def delta_channel_history(
     writes.sort(key=lambda w: (-position[w[0]], w[5], w[1], w[6]))
     for w in writes:
         if position[w[0]] < span[w[2]]:
-            value = codec.decode(serde, w[3], w[4], f"write ({key.thread_id!r}, {ns!r}, {w[0]!r}, {w[1]!r}, {w[6]})")
+            value = bc.load(serde, R.write_row_ref(key.thread_id, ns, w[0], w[1], w[6], w[2]), w[3], w[4])
             result[w[2]]["writes"].append((w[1], w[2], value))
     if seed:
-        found = yield from fetch_blobs(d, [(key.thread_id, ns, ch, v) for ch, v in seed.items()])
-        for (_, _, ch, v), resolved in found.items():
-            result[ch]["seed"] = codec.load(serde, resolved, f"blob ({key.thread_id!r}, {ns!r}, {ch!r}, {v!r})")
+        seeds = yield from fetch_blobs(d, [(key.thread_id, ns, ch, v) for ch, v in seed.items()], bc=bc)
+        for (_, _, ch, v), resolved in seeds.items():
+            result[ch]["seed"] = codec.load(serde, resolved, R.blob_row_ref(key.thread_id, ns, ch, v))
     return result

@@ -15,7 +15,7 @@ from langgraph.checkpoint.serde.types import TASKS
 
 from threadline import codec
 from threadline.storage import rows as R
-from threadline.storage.dialect import Dialect
+from threadline.storage.dialect import Dialect, dumps_json
 from threadline.storage.liveness import Lineage, live_blobs
 from threadline.storage.ops.base import Op, Q, chunks
 from threadline.errors import ConfigError
@@ -86,25 +86,89 @@ def delete_checkpoints(d: Dialect, keys: Sequence[tuple[str, str, str]], bc: cod
     yield from restat(d, threads)
 
 
+def set_parents(d: Dialect, tid: str, changes: Iterable[tuple], bc: codec.BlobCodec | None = None) -> Op[None]:
+    """Give checkpoints of ``tid`` a new parent: ``changes`` are (checkpoint_ns, checkpoint_id,
+    new parent or None, then the row as stored: parent, checkpoint, metadata (parsed), checksum).
+    Each row is checked against its checksum first (a damaged row is never re-sealed as if
+    it were sound: CorruptRowError) and gets the checksum of its new parent."""
+    bc = bc or codec.PLAIN
+    params = []
+    for ns, cid, new_parent, parent, doc, meta, checksum in changes:
+        bc.check_checkpoint(checksum, (tid, ns, cid), parent, doc, meta)
+        params.append((new_parent, bc.checkpoint_checksum((tid, ns, cid), new_parent, doc, meta), tid, ns, cid))
+    if params:
+        yield Q(d.SET_PARENT, params, many=True)
+
+
+def _parsed(d: Dialect, tid: str, row: Sequence[Any]) -> tuple:
+    """A ``THREAD_CHECKPOINTS`` row with its checkpoint and metadata parsed: (ns, cid, parent, doc, meta, checksum)."""
+    where = f"checkpoint ({tid!r}, {row[0]!r}, {row[1]!r})"
+    return (row[0], row[1], row[2], d.load_object(row[3], where), d.load_json(row[4], where), row[5])
+
+
 def delete_for_runs(d: Dialect, run_ids: Any, bc: codec.BlobCodec | None = None) -> Op[None]:
-    """Delete the checkpoints (and their writes) whose metadata ``run_id`` is one of ``run_ids``."""
+    """Delete the checkpoints (and their writes) whose metadata ``run_id`` is one of ``run_ids``.
+
+    A kept checkpoint whose parent goes is re-parented onto its nearest kept ancestor (a
+    root when there is none), so no parent link points at a deleted checkpoint."""
     ids = thread_ids_of(run_ids, "run_ids")
     keys: list[tuple] = []
     for part in chunks(ids, d.max_params):
         keys += (yield Q(d.checkpoints_of_runs(len(part)), part))
-    yield from delete_checkpoints(d, [tuple(k) for k in keys], bc)
+    doomed = {tuple(k) for k in keys}
+    for tid in sorted({k[0] for k in doomed}):
+        rows = {(r[0], r[1]): _parsed(d, tid, r) for r in (yield Q(d.THREAD_CHECKPOINTS, (tid,)))}
+        changes = []
+        for (ns, cid), row in sorted(rows.items()):
+            if (tid, ns, cid) in doomed or not row[2] or (tid, ns, row[2]) not in doomed:
+                continue
+            up, seen = row[2], set()
+            while up and (tid, ns, up) in doomed and up not in seen and (ns, up) in rows:
+                seen.add(up)
+                up = rows[(ns, up)][2]
+            new = up if up and (ns, up) in rows and (tid, ns, up) not in doomed else None
+            changes.append((ns, cid, new, *row[2:]))
+        yield from set_parents(d, tid, changes, bc)
+    yield from delete_checkpoints(d, sorted(doomed), bc)
 
 
-def copy_thread(d: Dialect, source: Any, target: Any) -> Op[None]:
-    """Copy every checkpoint, blob and write of ``source`` into ``target`` (existing rows of target are kept)."""
+def copy_thread(d: Dialect, source: Any, target: Any, bc: codec.BlobCodec | None = None) -> Op[None]:
+    """Copy every checkpoint, blob and write of ``source`` into ``target`` (existing rows of target are kept).
+
+    Every row is checked against its seal and sealed again to its new row: a value is
+    bound to its thread (``codec.seal``), so rows are never copied as they are.
+    Raises CorruptRowError for a source row that does not match its seal."""
+    bc = bc or codec.PLAIN
     src, dst = thread_id_of(source), thread_id_of(target)
     if src == dst:
         raise ConfigError(f"copy_thread: source and target are the same thread {src!r}")
-    for statement in (d.COPY_CHECKPOINTS, d.COPY_BLOBS, d.COPY_WRITES):
-        yield Q(statement, (dst, src))
+    cks = []
+    for r in (yield Q(d.THREAD_CHECKPOINT_ROWS, (src,))):
+        where = f"checkpoint ({src!r}, {r[1]!r}, {r[2]!r})"
+        doc, meta = d.load_object(r[4], where), d.load_json(r[5], where)
+        R.check_row(r[:10], doc, meta, bc)
+        checksum = bc.checkpoint_checksum((dst, r[1], r[2]), r[3], doc, meta)
+        cks.append((dst, r[1], r[2], r[3], dumps_json(doc), dumps_json(meta, sort_keys=False), r[6], r[7], r[10], r[8], checksum))
+    if cks:
+        yield Q(d.INSERT_CHECKPOINT_ROW, cks, many=True)
+    blobs = [(dst, *reseal_blob(bc, src, dst, b)) for b in (yield Q(d.THREAD_BLOBS, (src,)))]
+    if blobs:
+        yield Q(d.INSERT_BLOB, blobs, many=True)
+    writes = []
+    for w in (yield Q(d.THREAD_WRITES, (src,))):
+        tag, data = bc.reseal(R.write_row_ref(src, *w[1:6]), R.write_row_ref(dst, *w[1:6]), w[7], w[8])
+        writes.append((dst, *w[1:7], tag, data, w[9]))
+    if writes:
+        yield Q(d.insert_writes(False), writes, many=True)
     now = time.time()
     yield Q(d.ENSURE_COPIED_THREAD, (dst, now, now, dst))
     yield from restat(d, [dst])
+
+
+def reseal_blob(bc: codec.BlobCodec, src: str, dst: str, b: Sequence[Any]) -> tuple:
+    """A blob row (``BLOB_COLUMNS``) of thread ``src`` sealed for thread ``dst``: its columns after thread_id."""
+    tag, data = bc.reseal(R.blob_row_ref(src, *b[1:4], b[6]), R.blob_row_ref(dst, *b[1:4], b[6]), b[4], b[5])
+    return (*b[1:4], tag, data, b[6])
 
 
 PRUNE_STRATEGIES = ("keep_latest", "delete")
@@ -134,7 +198,7 @@ def prune(d: Dialect, thread_ids: Any, strategy: str, bc: codec.BlobCodec | None
             yield from delete_thread(d, tid, bc)
         return
     doomed: list[tuple] = []
-    orphaned: list[tuple] = []
+    orphaned: dict[str, list[tuple]] = {}
     for tid in tids:
         found = yield Q(d.THREAD_CHECKPOINTS, (tid,))
         if not found:
@@ -148,9 +212,11 @@ def prune(d: Dialect, thread_ids: Any, strategy: str, bc: codec.BlobCodec | None
             raise NotImplementedError(f"keep_latest can't prune threads that use a DeltaChannel: {tid}")
         kept = _keep_latest(d, tid, found, nonempty, with_sends)
         doomed += [(tid, r[0], r[1]) for r in found if (r[0], r[1]) not in kept]
-        orphaned += [(tid, r[0], r[1]) for r in found if (r[0], r[1]) in kept and r[2] and (r[0], r[2]) not in kept]
-    if orphaned:
-        yield Q(d.SET_PARENT, [(None, *k) for k in orphaned], many=True)
+        orphaned[tid] = [
+            (r[0], r[1], None, *_parsed(d, tid, r)[2:]) for r in found if (r[0], r[1]) in kept and r[2] and (r[0], r[2]) not in kept
+        ]
+    for tid, rows in orphaned.items():
+        yield from set_parents(d, tid, rows, bc)
     yield from delete_checkpoints(d, doomed, bc)
 
 

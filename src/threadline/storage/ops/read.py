@@ -41,29 +41,44 @@ def fetch_blob_rows(d: Dialect, keys: Sequence[tuple[str, str, str, str]]) -> Op
     return out
 
 
+def open_blob_rows(group: Mapping[str, tuple], key: tuple[str, str, str], bc: codec.BlobCodec) -> dict[str, tuple]:
+    """One channel's ``fetch_blob_rows`` group with every row's seal checked and opened:
+    version → (packed type, bytes, base_version), the input of ``codec.resolve``."""
+    out = {}
+    for version, (tag, data, base) in group.items():
+        out[version] = (*bc.open(R.blob_row_ref(*key, version, base), tag, data), base)
+    return out
+
+
 def fetch_blobs(
-    d: Dialect, keys: Sequence[tuple[str, str, str, str]], *, rows: Mapping | None = None
+    d: Dialect, keys: Sequence[tuple[str, str, str, str]], *, rows: Mapping | None = None, bc: codec.BlobCodec | None = None
 ) -> Op[dict[tuple[str, str, str, str], codec.Resolved]]:
     """Stored values of blob ``keys`` (thread_id, checkpoint_ns, channel, version),
-    reconstructed through their delta chains and decompressed: key → ``codec.Resolved``
-    (decode it with ``codec.load``; its tag is ``codec.EMPTY`` for an empty channel).
-    Keys with no row are absent. ``rows``: already fetched ``fetch_blob_rows`` output.
+    their seals checked with ``bc``'s keys, reconstructed through their delta chains and
+    decompressed: key → ``codec.Resolved`` (decode it with ``codec.load``; its tag is
+    ``codec.EMPTY`` for an empty channel). Keys with no row are absent. ``rows``: already
+    fetched ``fetch_blob_rows`` output.
 
     This is how anything outside ``load_tuples`` must read ``blobs``: a row's bytes
     alone are not its value when its type is a delta (``codec.is_delta``).
 
     Raises:
-        CorruptRowError: a delta whose base is missing or does not reproduce it.
+        CorruptRowError: a seal that does not match, a delta whose base is missing or does
+            not reproduce it (EncryptionError: a key problem).
     """
+    bc = bc or codec.PLAIN
     if rows is None:
         rows = yield from fetch_blob_rows(d, keys)
     out: dict[tuple, codec.Resolved] = {}
     memos: dict[tuple, dict] = defaultdict(dict)
+    opened: dict[tuple, dict] = {}
     for key in sorted(set(keys)):  # ascending versions reuse the memo along a chain
         group = rows.get(key[:3])
         if not group or key[3] not in group:
             continue
-        out[key] = codec.resolve(group, key[3], f"blob ({key[0]!r}, {key[1]!r}, {key[2]!r})", memos[key[:3]])
+        if key[:3] not in opened:
+            opened[key[:3]] = open_blob_rows(group, key[:3], bc)
+        out[key] = codec.resolve(opened[key[:3]], key[3], f"blob ({key[0]!r}, {key[1]!r}, {key[2]!r})", memos[key[:3]])
     return out
 
 
@@ -75,7 +90,8 @@ def load_tuples(
     *,
     lazy: bool = False,
 ) -> Op[list[Any]]:
-    """Fetch the blobs and writes of checkpoint rows (``R.CHECKPOINT_COLUMNS``) and build tuples.
+    """Fetch the blobs and writes of checkpoint rows (``R.CHECKPOINT_COLUMNS`` or ``R.CHECKPOINT_ROW``)
+    and build tuples, every row checked against its checksum or seal with ``bc``'s keys.
 
     With a saver's ``bc``, values its cache holds are not read again (a blob version
     is immutable, and a cached one was checked against its row when written or read);
@@ -91,6 +107,7 @@ def load_tuples(
     """
     if not ck_rows:
         return []
+    bc_ = bc or codec.PLAIN
     docs = []
     for row in ck_rows:
         where = f"checkpoint ({row[0]!r}, {row[1]!r}, {row[2]!r})"
@@ -107,7 +124,7 @@ def load_tuples(
                 blobs[k] = ("msgpack", None, entry.value)
         wanted = [k for k in wanted if k not in blobs]
     rows = yield from fetch_blob_rows(d, wanted)
-    blobs.update((yield from fetch_blobs(d, wanted, rows=rows)))
+    blobs.update((yield from fetch_blobs(d, wanted, rows=rows, bc=bc_)))
     keys = sorted({(r[0], r[1], r[2]) for r in ck_rows})
     writes: dict[tuple, list] = defaultdict(list)
     for part in chunks(keys, d.max_params // 3):
@@ -125,7 +142,7 @@ def load_tuples(
 
     def parts(row: Sequence[Any], doc: dict, meta: dict) -> tuple:
         parent_sends = sends.get((row[0], row[3]), ())
-        return (serde, row, doc, meta, blobs, writes.get((row[0], row[1], row[2]), ()), parent_sends)
+        return (serde, row, doc, meta, blobs, writes.get((row[0], row[1], row[2]), ()), parent_sends, bc_)
 
     if lazy:
         return [partial(R.to_tuple, *parts(row, doc, meta)) for row, doc, meta in docs]

@@ -7,6 +7,7 @@ through ``read.fetch_blob_rows`` / ``read.fetch_blobs``.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -59,7 +60,7 @@ def _delta_bases(
         wanted = [(key.thread_id, key.checkpoint_ns, ch, bv) for ch, bv in missing.items()]
         rows = yield from fetch_blob_rows(d, wanted)
         try:
-            resolved = yield from fetch_blobs(d, wanted, rows=rows)
+            resolved = yield from fetch_blobs(d, wanted, rows=rows, bc=bc)
         except CorruptRowError:
             resolved = {}  # an unreadable base: the new value is stored as a snapshot
         for k, r in resolved.items():
@@ -84,7 +85,9 @@ def _base_versions(pairs: Sequence[tuple[str, str]], blob_rows: Sequence[R.BlobR
     }
 
 
-def _put_statements(d: Dialect, key: Key, blob_rows: list[R.BlobRow], checked: list[R.BlobRow], row: tuple, size: int) -> Op[int]:
+def _put_statements(
+    d: Dialect, bc: codec.BlobCodec, key: Key, blob_rows: list[R.BlobRow], checked: list[R.BlobRow], row: tuple, size: int
+) -> Op[int]:
     """``put``'s writes as several statements (a backend without ``Dialect.put_statement``):
     the blobs, the checkpoint row (inserted, or updated when put again) and the thread index.
     Returns how many ``checked`` rows are stored as written."""
@@ -99,10 +102,24 @@ def _put_statements(d: Dialect, key: Key, blob_rows: list[R.BlobRow], checked: l
         stored = inserted[0][1]
     else:
         parent = (key.checkpoint_id,) if d.reput_sets_parent else ()
-        yield Q(d.reput_checkpoint(), (*parent, *row[4:9], *row[:3]))
+        checksum = row[10]
+        if not d.reput_sets_parent:  # the row keeps its parent: the checksum covers that one
+            kept = yield Q(d.CHECKPOINT_PARENT, row[:3])
+            checksum = bc.checkpoint_checksum(row[:3], kept[0][0] if kept else None, json.loads(row[4]), json.loads(row[5]))
+        yield Q(d.reput_checkpoint(), (*parent, *row[4:9], checksum, *row[:3]))
         stored = (yield Q(f"SELECT {d.count_stored(len(checked))}", count_params))[0][0] if checked else 0
     yield Q(d.UPSERT_THREAD, (key.thread_id, row[9], row[9], 1 if inserted else 0, size))
     return stored
+
+
+def _reseal(d: Dialect, bc: codec.BlobCodec, ck_key: tuple, given: str | None, doc_json: str, meta_json: str) -> Op[None]:
+    """A checkpoint put again keeps its parent (``put_statement``): seal the row with the parent
+    it kept when that is not the one given (the statement left its checksum NULL then)."""
+    kept = yield Q(d.CHECKPOINT_PARENT, ck_key)
+    parent = kept[0][0] if kept else None
+    if kept and parent != given:
+        checksum = bc.checkpoint_checksum(ck_key, parent, json.loads(doc_json), json.loads(meta_json))
+        yield Q(d.SET_CHECKSUM, (checksum, *ck_key), single=True)
 
 
 def put(
@@ -120,18 +137,22 @@ def put(
     With a saver's ``bc`` (``codec.BlobCodec``), a list/dict value that extends the
     channel's value in the parent checkpoint (``config``'s checkpoint_id) is stored
     as a delta on it (see ``codec``); every value at or above the size threshold is
-    compressed. Without one (``codec.PLAIN``): compressed snapshots.
+    compressed. Without one (``codec.PLAIN``): compressed snapshots. Every value is
+    sealed to its row and the checkpoint row gets its checksum (``codec.seal``).
     """
     bc = bc or codec.PLAIN
     key = key_of(config)
     if not isinstance(checkpoint, dict) or not isinstance(checkpoint.get("id"), str):
         raise ConfigError("checkpoint must be a Checkpoint dict with a string 'id'")
+    R.put_keys(checkpoint, new_versions)
     now = time.time()
-    doc, meta = R.put_docs(serde, config, checkpoint, metadata)
+    doc, meta = R.put_docs(serde, config, checkpoint, metadata, key, bc)
     try:
         doc_json, meta_json = dumps_json(doc), dumps_json(meta, sort_keys=False)
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"checkpoint {checkpoint['id']!r}: metadata or versions are not JSON-serializable ({exc})") from exc
+    ck_key = (key.thread_id, key.checkpoint_ns, checkpoint["id"])
+    checksum = bc.checkpoint_checksum(ck_key, key.checkpoint_id, json.loads(doc_json), json.loads(meta_json))
     step, source, run_id = R.extracted_columns(meta)
     encoded: dict[str, tuple[str, bytes]] = {}
 
@@ -146,16 +167,18 @@ def put(
     # The rows the cache will remember (deltas and list/dict snapshots) are checked in the
     # statement that writes the checkpoint row, so this costs no extra round trip.
     checked = [r for r in blob_rows if r.value is not None] if bc.cache is not None else []
-    row = (key.thread_id, key.checkpoint_ns, checkpoint["id"], key.checkpoint_id, doc_json, meta_json, step, source, run_id, now)
+    row = (key.thread_id, key.checkpoint_ns, checkpoint["id"], key.checkpoint_id, doc_json, meta_json, step, source, run_id, now, checksum)
     one = d.put_statement(len(blob_rows))
     if one is not None:
         # blobs, checkpoint and thread index in one round trip; the checkpoint and thread rows
         # are written only when every checked row is stored as written (else below)
         is_checked = [r.value is not None and bc.cache is not None for r in blob_rows]
         blob_params = flat((*r.params, *r.guard, c) for r, c in zip(blob_rows, is_checked))
-        stored = (yield Q(one, [*row, len(checked), size, *blob_params], single=True))[0][0]
+        stored, _, existed = (yield Q(one, [*row, len(checked), size, *blob_params], single=True))[0]
+        if existed and not d.reput_sets_parent:
+            yield from _reseal(d, bc, ck_key, key.checkpoint_id, doc_json, meta_json)
     else:
-        stored = yield from _put_statements(d, key, blob_rows, checked, row, size)
+        stored = yield from _put_statements(d, bc, key, blob_rows, checked, row, size)
     if checked and stored != len(checked):
         # Rare: a delta's base row changed since it was cached, or a key was already stored
         # with other bytes. Find out which rows are not stored as written.

@@ -1,0 +1,251 @@
+"""Sealing stored bytes to their row: a checksum, or AES-256-GCM encryption; checkpoint checksums.
+
+Every value row (blob, pending write) is sealed last, after delta encoding and
+compression, so deltas and zstd keep their savings. A sealed row's type tag is the
+inner tag plus ``+sum`` or ``+gcm``; its bytes are an envelope::
+
+    +sum   C1 01 | BLAKE2b-64 (8 bytes) of the associated data and the payload | payload
+    +gcm   C1 02 | key id (4 bytes) | nonce (12 bytes) | AES-256-GCM(payload) with its 16-byte tag
+
+The associated data (``Row.ad``) is the table, the row's key, what else of the row
+must not change (a blob's ``base_version``, a write's ``channel``) and the inner tag,
+so a value moved to another row, re-tagged or cut short fails to open. 0xC1 is the
+one byte no msgpack value, UTF-8 text, zstd frame or delta header starts with: a
+sealed envelope under an unsealed (legacy) tag is recognised and refused.
+
+Rows written before sealing existed (no suffix) still load; ``Keyring(require=True)``
+refuses them, and ``+sum`` rows, when encryption is required.
+
+A checkpoint row is checked as a whole: its key, parent and the canonical form of its
+checkpoint and metadata JSON (``canonical``: the same on SQLite's text and Postgres's
+JSONB) hash into the ``checksum`` column: ``b2:`` + BLAKE2b-64, or, with a keyring,
+``hm:<key id>:`` + HMAC-SHA-256 (128 bits) under a key derived from the write key,
+which also makes the checkpoint row tamper-evident.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import os
+import struct
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from cryptography.exceptions import InvalidTag
+
+from threadline.codec.keyring import KEY_ID_BYTES, Keyring
+from threadline.errors import CorruptRowError, EncryptionError
+
+SUM = "+sum"
+GCM = "+gcm"
+MAGIC = 0xC1
+_SUM_HEAD = bytes((MAGIC, 1))
+_GCM_HEAD = bytes((MAGIC, 2))
+_DIGEST = 8
+_NONCE = 12
+_GCM_MIN = 2 + KEY_ID_BYTES + _NONCE + 16
+_encode_str = json.encoder.encode_basestring  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """A stored row, for error messages (``str``) and as the data its seal binds (``ad``).
+
+    ``table``: ``blob``, ``write`` or ``checkpoint``; ``key``: its key columns; ``bound``:
+    other columns the seal covers (a blob's base_version, a write's channel)."""
+
+    table: str
+    key: tuple
+    bound: tuple = ()
+
+    def __str__(self) -> str:
+        return f"{self.table} ({', '.join(repr(k) for k in self.key)})"
+
+    def ad(self, tag: str) -> bytes:
+        out = bytearray(b"threadline/1\x00")
+        for part in (self.table, *self.key, *self.bound, tag):
+            if part is None:
+                out += b"\x00"
+            else:
+                raw = str(part).encode("utf-8", "surrogatepass")
+                out += b"\x01" + struct.pack("<I", len(raw)) + raw
+        return bytes(out)
+
+
+def _digest(ad: bytes, payload: bytes | memoryview) -> bytes:
+    h = hashlib.blake2b(ad, digest_size=_DIGEST)
+    h.update(payload)
+    return h.digest()
+
+
+def seal(keys: Keyring | None, row: Row, tag: str, data: bytes) -> tuple[str, bytes]:
+    """``(tag + "+gcm", envelope)`` with a keyring that writes, else ``(tag + "+sum", envelope)``.
+    Raises EncryptionError for a read-only keyring that requires encryption."""
+    writer = keys.writer if keys is not None else None
+    if writer is None:
+        if keys is not None and keys.require:
+            raise EncryptionError("this keyring requires encryption but holds no write key (write=False): nothing was stored")
+        return tag + SUM, b"".join((_SUM_HEAD, _digest(row.ad(tag), data), data))
+    kid, cipher = writer
+    nonce = os.urandom(_NONCE)
+    return tag + GCM, b"".join((_GCM_HEAD, kid, nonce, cipher.encrypt(nonce, bytes(data), row.ad(tag))))
+
+
+def open_sealed(keys: Keyring | None, row: Row, tag: str, data: Any) -> tuple[str, bytes]:
+    """The inner ``(tag, payload)`` of a stored value row, checked against ``row``.
+
+    Legacy rows (no seal suffix) pass through unchanged unless ``keys.require``.
+
+    Raises:
+        CorruptRowError: the bytes do not match their seal, were cut short or moved
+            from another row, or a sealed envelope sits under an unsealed tag.
+        EncryptionError: encrypted with a key this keyring does not hold (or no
+            keyring), or a plaintext row where encryption is required.
+    """
+    if data is None:
+        raise CorruptRowError(f"{row}: {tag!r} row has no bytes")
+    raw = data if isinstance(data, bytes) else bytes(data)
+    if tag.endswith(GCM):
+        inner = tag[: -len(GCM)]
+        if len(raw) < _GCM_MIN or raw[:2] != _GCM_HEAD:
+            raise CorruptRowError(f"{row}: {tag!r} bytes are not an encrypted envelope (damaged or cut short)")
+        kid = raw[2 : 2 + KEY_ID_BYTES]
+        ciphers = keys.ciphers(kid) if keys is not None else []
+        if not ciphers:
+            held = f"this saver holds keys {keys.key_ids}" if keys is not None else "this saver has no encryption keys"
+            raise EncryptionError(
+                f"{row}: encrypted with key {kid.hex()}, which {held}; add that key to the keyring "
+                "(THREADLINE_ENCRYPTION_KEY / _OLD_KEYS / _KEY_FILE, or Keyring([...]))"
+            )
+        nonce = raw[2 + KEY_ID_BYTES : 2 + KEY_ID_BYTES + _NONCE]
+        body = raw[2 + KEY_ID_BYTES + _NONCE :]
+        for cipher in ciphers:
+            try:
+                return inner, cipher.decrypt(nonce, body, row.ad(inner))
+            except InvalidTag:
+                continue
+        raise CorruptRowError(f"{row}: encrypted value does not authenticate (damaged, cut short, re-tagged or moved from another row)")
+    if keys is not None and keys.require:
+        raise EncryptionError(f"{row}: stored unencrypted ({tag!r}) but this keyring requires encryption; run `threadline rekey`")
+    if tag.endswith(SUM):
+        inner = tag[: -len(SUM)]
+        if len(raw) < 2 + _DIGEST or raw[:2] != _SUM_HEAD:
+            raise CorruptRowError(f"{row}: {tag!r} bytes are not a checksummed envelope (damaged or cut short)")
+        payload = memoryview(raw)[2 + _DIGEST :]
+        if not hmac.compare_digest(raw[2 : 2 + _DIGEST], _digest(row.ad(inner), payload)):
+            raise CorruptRowError(f"{row}: checksum mismatch (the bytes were damaged, cut short, re-tagged or moved from another row)")
+        return inner, bytes(payload)
+    if raw[:2] in (_SUM_HEAD, _GCM_HEAD):
+        # no unsealed row starts so (not msgpack, UTF-8, zstd nor a delta header), bar a raw
+        # ``bytes`` value, 1 in 32,768 of them: refusing that beats loading a re-tagged envelope
+        raise CorruptRowError(f"{row}: sealed bytes under the unsealed type {tag!r} (the type was changed)")
+    return tag, raw
+
+
+def is_sealed(tag: str) -> bool:
+    return tag.endswith((SUM, GCM))
+
+
+def is_encrypted(tag: str) -> bool:
+    return tag.endswith(GCM)
+
+
+# --- checkpoint rows ------------------------------------------------------------------------------
+
+
+def canonical(obj: Any) -> bytes:
+    """An injective encoding of parsed JSON that is the same whether it was read back from
+    SQLite's text or Postgres's JSONB: keys sorted; numbers as Postgres's ``numeric`` keeps them
+    (an integral float written in exponent form reads back from JSONB as an integer, so such
+    floats and integers of 16 or more digits are both written as a normalized decimal)."""
+    out: list[str] = []
+    _canon(obj, out.append)
+    return "".join(out).encode("utf-8", "surrogatepass")
+
+
+def _canon(x: Any, put: Any) -> None:
+    if isinstance(x, str):
+        put(_encode_str(x))
+    elif x is None or isinstance(x, bool):
+        put("n" if x is None else "t" if x else "f")
+    elif isinstance(x, int):
+        put(f"i{x}" if -(10**15) < x < 10**15 else f"i{Decimal(x).normalize():E}")
+    elif isinstance(x, float):
+        if x != x or x in (float("inf"), float("-inf")):
+            raise CorruptRowError(f"{x} is not a JSON number")
+        if x == int(x) and abs(x) >= 1e16:
+            put(f"i{Decimal(repr(x)).normalize():E}")
+        else:
+            put(f"f{abs(x) if x == 0 else x!r}")
+    elif isinstance(x, dict):
+        put("{")
+        for k in sorted(x):
+            put(_encode_str(str(k)))
+            put(":")
+            _canon(x[k], put)
+            put(",")
+        put("}")
+    elif isinstance(x, (list, tuple)):
+        put("[")
+        for v in x:
+            _canon(v, put)
+            put(",")
+        put("]")
+    else:
+        raise CorruptRowError(f"not JSON data: {type(x).__name__}")
+
+
+def _content(key: tuple, parent: str | None, doc: Any, meta: Any) -> bytes:
+    try:
+        return canonical([list(key), parent, doc, meta])
+    except RecursionError:
+        raise CorruptRowError(f"checkpoint {key!r}: checkpoint or metadata is nested too deeply") from None
+
+
+def checkpoint_checksum(keys: Keyring | None, key: tuple, parent: str | None, doc: Any, meta: Any) -> str:
+    """The ``checksum`` column of a checkpoint row: key (thread_id, checkpoint_ns, checkpoint_id),
+    parent_checkpoint_id, and the checkpoint and metadata as they read back (parsed JSON)."""
+    content = _content(key, parent, doc, meta)
+    mac = keys.mac_key() if keys is not None else None
+    if mac is None and keys is not None and keys.require:
+        raise EncryptionError("this keyring requires encryption but holds no write key (write=False): nothing was stored")
+    if mac is None:
+        return "b2:" + hashlib.blake2b(content, digest_size=_DIGEST).hexdigest()
+    return f"hm:{mac[0].hex()}:" + hmac.new(mac[1], content, hashlib.sha256).hexdigest()[:32]
+
+
+def check_checkpoint(
+    keys: Keyring | None, stored: str | None, key: tuple, parent: str | None, doc: Any, meta: Any, where: str
+) -> None:
+    """Raise unless ``stored`` (the row's ``checksum``) matches its content (``checkpoint_checksum``).
+
+    A row without one (written before checksums) passes unless the keyring requires encryption.
+
+    Raises:
+        CorruptRowError: a mismatch: the row was damaged or changed behind threadline's back.
+        EncryptionError: no keyed checksum where required, or one under a key not held.
+    """
+    if stored is not None and not isinstance(stored, str):
+        raise CorruptRowError(f"{where}: its checksum is not text ({type(stored).__name__})")
+    if stored is None or stored.startswith("b2:"):
+        if keys is not None and keys.require:
+            raise EncryptionError(f"{where}: has no keyed checksum but this keyring requires encryption; run `threadline rekey`")
+        if stored is None:
+            return
+        expected = "b2:" + hashlib.blake2b(_content(key, parent, doc, meta), digest_size=_DIGEST).hexdigest()
+    elif stored.startswith("hm:") and len(stored) == 3 + 2 * KEY_ID_BYTES + 1 + 32:
+        try:
+            kid = bytes.fromhex(stored[3 : 3 + 2 * KEY_ID_BYTES])
+        except ValueError:
+            raise CorruptRowError(f"{where}: malformed checksum {stored!r}") from None
+        mac = keys.mac_key(kid) if keys is not None else None
+        if mac is None:
+            raise EncryptionError(f"{where}: its checksum is keyed with key {kid.hex()}, which this saver does not hold")
+        expected = stored[: 3 + 2 * KEY_ID_BYTES + 1] + hmac.new(mac[1], _content(key, parent, doc, meta), hashlib.sha256).hexdigest()[:32]
+    else:
+        raise CorruptRowError(f"{where}: malformed checksum {stored!r}")
+    if not hmac.compare_digest(stored.encode("utf-8", "surrogatepass"), expected.encode()):
+        raise CorruptRowError(f"{where}: checksum mismatch (the checkpoint row was damaged or changed behind threadline's back)")
