@@ -148,6 +148,17 @@ def test_an_empty_file_stays_empty(tmp_path):
     assert empty.stat().st_size == 0 and sorted(p.name for p in tmp_path.iterdir()) == ["empty.db"]
 
 
+def test_an_older_schema_is_migrated_only_when_asked(tmp_path):
+    path = tmp_path / "old.db"
+    shutil.copy(ROOT / "tests" / "fixtures" / "foundation.db", path)  # the first release's table layout
+    before = sqlite_digest(path)
+    one_line_error(cli("threads", "--db", str(path)), 2, "older threadline release", f"threadline setup --db {path}")
+    assert sqlite_digest(path) == before
+    proc = cli("setup", "--db", str(path))
+    assert proc.returncode == 0 and "schema version" in proc.stdout
+    assert json.loads(cli("threads", "--json", "--db", str(path)).stdout)["total"] > 0
+
+
 def test_postgres_reads_never_write(tmp_path):
     with database("postgres", tmp_path) as url:
         empty = pg_digest(url)

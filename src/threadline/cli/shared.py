@@ -41,7 +41,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from threadline.backends import open_saver
 from threadline.backends.readonly import NotADatabaseError, open_reader, open_readonly, require_threadline
 from threadline.cli import app, default_db
-from threadline.errors import BackendError, ConfigError, FilterError, NotFoundError, SchemaError, ThreadlineError
+from threadline.errors import ConfigError, FilterError, NotFoundError, SchemaError, ThreadlineError
 from threadline.read.names import AmbiguousNameError
 
 out = Console(highlight=False)
