@@ -103,6 +103,10 @@ def test_an_official_saver_database_points_to_import(tmp_path):
     target = tmp_path / "threadline.db"
     assert cli("import", str(path), "--db", str(target)).returncode == 0
     assert json.loads(cli("threads", "--json", "--db", str(target)).stdout)["total"] == 1
+    one_line_error(cli("import", str(path), "--db", str(tmp_path / "t2.db"), "--thread", "nope"), 2, "unknown thread 'nope'")
+    assert not (tmp_path / "t2.db").exists()
+    report = json.loads(cli("import", str(path), "--db", str(tmp_path / "t2.db"), "--thread", "t*", "--json").stdout)
+    assert [t["thread_id"] for t in report["threads"]] == ["t1"]
 
 
 def _unshare_works() -> bool:
