@@ -7,9 +7,7 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import uuid
-from pathlib import Path
 
 import pytest
 

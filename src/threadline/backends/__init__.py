@@ -25,9 +25,10 @@ from threadline.codec import BlobCodec, Keyring
 from threadline.saver import EngineSaver
 
 
-def _codec(codec: BlobCodec | None) -> BlobCodec:
+def env_codec(codec: BlobCodec | None = None) -> BlobCodec:
     """``codec``, or the default one with the environment's keys (``Keyring.from_env``)."""
     return codec if codec is not None else BlobCodec(keys=Keyring.from_env())
+
 
 
 @contextmanager
@@ -37,7 +38,7 @@ def open_saver(url: str, *, codec: BlobCodec | None = None, **options: Any) -> I
     ``codec``: its ``BlobCodec``; by default one with the environment's encryption keys, if
     any (see the module docstring). ``options`` go to its ``from_conn_string`` (e.g. ``ttl=``,
     ``retention=``). Raises ConfigError for a malformed key."""
-    bc = _codec(codec)
+    bc = env_codec(codec)
     with entry_of(url).get("saver").from_conn_string(url, **options) as saver:
         saver.blob_codec = bc
         yield saver
@@ -47,7 +48,7 @@ def open_saver(url: str, *, codec: BlobCodec | None = None, **options: Any) -> I
 async def aopen_saver(url: str, *, codec: BlobCodec | None = None, **options: Any) -> AsyncIterator[EngineSaver]:
     """Open an async saver for ``url`` (tables set up), closing it on exit; ``codec`` and
     ``options`` as ``open_saver``."""
-    bc = _codec(codec)
+    bc = env_codec(codec)
     async with entry_of(url).get("async_saver").from_conn_string(url, **options) as saver:
         saver.blob_codec = bc
         yield saver

@@ -33,13 +33,14 @@ def open_readonly(url: str, *, serde: Any = None) -> Iterator[tuple[EngineSaver,
     Nothing is checked beyond opening: the caller decides what the ``SchemaState`` allows.
     Raises NotADatabaseError for a missing file or one that is not SQLite, BackendError
     when a server cannot be reached."""
-    from threadline.backends import entry_of
+    from threadline.backends import entry_of, env_codec
 
     try:
         entry = entry_of(url)
     except BackendError as exc:
         raise NotADatabaseError(str(exc)) from None
     with entry.get("read_only")(url, serde=serde) as opened:
+        opened[0].blob_codec = env_codec(None)  # the environment's keys, as open_saver
         yield opened
 
 

@@ -33,7 +33,7 @@ def _render(report: lifecycle.RekeyReport, **_: Any) -> None:
         out.print(f"[red]… {len(report.unreadable) - 20} more unreadable rows[/red]")
 
 
-@command("rekey", render=_render, problems=lambda report: not report.ok)
+@command("rekey", render=_render, opens="write", problems=lambda report: not report.ok)
 def rekey(
     saver: Any,
     thread: list[str] = O.Threads,

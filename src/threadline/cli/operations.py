@@ -40,7 +40,7 @@ def _swept(report: Any, **_: Any) -> None:
         out.print(f"[red]error[/red] {escape(e)}")
 
 
-@command("sweep", render=_swept, problems=lambda report: bool(report.errors))
+@command("sweep", render=_swept, opens="write", problems=lambda report: bool(report.errors))
 def sweep(
     saver: Any,
     ttl: str = O.duration("--ttl", "Expire whole threads idle longer than this (e.g. 30d); a thread's own ttl_minutes wins."),
@@ -55,7 +55,7 @@ def sweep(
     return saver.sweep()
 
 
-@command("vacuum", render=lambda r, **_: (_space(r), out.print(f"[dim]{'; '.join(r.statements)}[/dim]") if r.statements else None))
+@command("vacuum", opens="write", render=lambda r, **_: (_space(r), out.print(f"[dim]{'; '.join(r.statements)}[/dim]") if r.statements else None))
 def vacuum(
     saver: Any,
     full: bool = typer.Option(False, "--full", help="Rewrite the tables compactly (locks them meanwhile; converts an old SQLite file)."),
@@ -64,7 +64,7 @@ def vacuum(
     return V.vacuum(saver, full=full)
 
 
-@command("partition", render=lambda r, **_: out.print(
+@command("partition", opens="write", render=lambda r, **_: out.print(
     f"partitioned by month: {', '.join(f'{n} {t} rows moved' for t, n in r.rows.items()) or 'already'}; "
     f"{len(r.created)} partition(s) created"))
 def partition(

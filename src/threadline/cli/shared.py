@@ -64,13 +64,14 @@ def fail(message: str, code: int = 1) -> None:
 
 def explain(exc: BaseException) -> tuple[str, int]:
     """One line and an exit code for an error: 2 for bad input, 1 for everything else."""
+    text = " ".join(str(exc).split())
     if isinstance(exc, _INPUT_ERRORS):
-        return str(exc), 2
+        return text, 2
     if isinstance(exc, (ThreadlineError, OSError)):
-        return str(exc), 1
+        return text, 1
     if isinstance(exc, (sqlite3.Error, psycopg.Error)):
-        return f"database error: {' '.join(str(exc).split())}", 1
-    return f"unexpected {type(exc).__name__}: {exc} (run again with --debug for the traceback)", 1
+        return f"database error: {text}", 1
+    return f"unexpected {type(exc).__name__}: {text} (run again with --debug for the traceback)", 1
 
 
 def jsonable(result: Any) -> Any:
