@@ -15,7 +15,7 @@ from threadline import SqliteSaver, lifecycle, read
 from threadline.demo import THREAD_ID
 from threadline.web import UIConfig
 from threadline.web.pages import parse_metadata
-from threadline.web.queries import glob_condition
+from threadline.storage.dialect import POSTGRES, SQLITE
 
 import lifecycle_graphs as lg
 import web_helpers as wh
@@ -108,10 +108,10 @@ def test_threads_search_sort_paging_and_status(mixed_path: str) -> None:
 
 
 def test_glob_and_metadata_parsing() -> None:
-    assert glob_condition("sqlite", "user-*") == ("thread_id GLOB ?", "user-*")
-    assert glob_condition("sqlite", "a[1]") == ("thread_id GLOB ?", "a[[]1]*")
-    assert glob_condition("postgres", "u_1%?") == ("thread_id LIKE ? ESCAPE '\\'", "u\\_1\\%_")
-    assert glob_condition("postgres", "abc") == ("thread_id LIKE ? ESCAPE '\\'", "abc%")
+    assert SQLITE.thread_glob("user-*") == ("thread_id GLOB ?", "user-*")
+    assert SQLITE.thread_glob("a[1]") == ("thread_id GLOB ?", "a[[]1]*")
+    assert POSTGRES.thread_glob("u_1%?") == ("thread_id LIKE ? ESCAPE '\\'", "u\\_1\\%_")
+    assert POSTGRES.thread_glob("abc") == ("thread_id LIKE ? ESCAPE '\\'", "abc%")
     assert parse_metadata("source=loop, step=3, ok=true") == {"source": "loop", "step": 3, "ok": True}
     assert parse_metadata('{"user": {"id": 1}}') == {"user": {"id": 1}}
     with pytest.raises(ValueError, match="key=value"):

@@ -66,7 +66,7 @@ def _listing(request: Request) -> dict[str, Any]:
         page = yield from queries.search_threads_op(saver.dialect, pattern=q, metadata=metadata, order=sort, limit=limit, offset=offset)
         statuses = {}
         for t in page.threads:
-            statuses[t.thread_id] = yield from queries.thread_status_op(saver.dialect, saver.serde, t.thread_id, t.head_checkpoint_id)
+            statuses[t.thread_id] = yield from queries.thread_status_op(saver.dialect, saver.serde, t.thread_id, t.head_checkpoint_id, saver.blob_codec)
         return page, statuses
 
     page, statuses = saver.run(op())
@@ -100,7 +100,7 @@ def thread_page(request: Request) -> Response:
     ns = param(request, "ns", "") or ""
     info = _thread_info(saver, tid)
     namespaces = saver.run(queries.namespaces_op(saver.dialect, tid))
-    status = saver.run(queries.thread_status_op(saver.dialect, saver.serde, tid, info.head_checkpoint_id))
+    status = saver.run(queries.thread_status_op(saver.dialect, saver.serde, tid, info.head_checkpoint_id, saver.blob_codec))
     return render(request, "thread.html", {"info": info, "ns": ns, "namespaces": namespaces, "status": status})
 
 
@@ -109,7 +109,7 @@ def thread_header(request: Request) -> Response:
     saver = saver_of(request)
     tid = param(request, "thread_id", required=True)
     info = _thread_info(saver, tid)
-    status = saver.run(queries.thread_status_op(saver.dialect, saver.serde, tid, info.head_checkpoint_id))
+    status = saver.run(queries.thread_status_op(saver.dialect, saver.serde, tid, info.head_checkpoint_id, saver.blob_codec))
     return render(request, "_thread_header.html", {"info": info, "status": status})
 
 

@@ -63,21 +63,6 @@ class SearchPage:
         return max(0, self.offset - self.limit) if self.offset > 0 else None
 
 
-def glob_condition(dialect_name: str, pattern: str) -> tuple[str, str]:
-    """SQL condition on ``thread_id`` and its parameter for a glob (``*`` any run, ``?`` one character).
-
-    A pattern without a wildcard matches as a prefix. Matching is case-sensitive on
-    both backends: SQLite's ``GLOB`` (``[`` escaped, it is not a wildcard here) and
-    Postgres' ``LIKE`` with the pattern translated (``%``, ``_`` and ``\\`` escaped).
-    """
-    if "*" not in pattern and "?" not in pattern:
-        pattern += "*"
-    if dialect_name == "postgres":
-        like = pattern.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_").replace("*", "%").replace("?", "_")
-        return "thread_id LIKE ? ESCAPE '\\'", like
-    return "thread_id GLOB ?", pattern.replace("[", "[[]")
-
-
 def search_threads_op(
     d: Any,
     *,
@@ -99,7 +84,7 @@ def search_threads_op(
     clauses: list[str] = []
     params: list[Any] = []
     if pattern:
-        cond, param = glob_condition(d.name, pattern)
+        cond, param = d.thread_glob(pattern)
         clauses.append(cond)
         params.append(param)
     if metadata:
@@ -146,7 +131,7 @@ class Status:
     errors: list[Any] = field(default_factory=list)
 
 
-def thread_status_op(d: Any, serde: Any, thread_id: str, head: str | None) -> Op[Status]:
+def thread_status_op(d: Any, serde: Any, thread_id: str, head: str | None, bc: Any = None) -> Op[Status]:
     """The status of ``thread_id`` at its head checkpoint ``head`` (root namespace).
 
     A head without pending writes needs only its trigger channels decoded
@@ -161,10 +146,10 @@ def thread_status_op(d: Any, serde: Any, thread_id: str, head: str | None) -> Op
         row = yield from checkpoint_row_op(d, thread_id, "", head)
         doc = d.load_object(row[4], f"checkpoint ({thread_id!r}, '', {head!r})")
         triggers = [ch for ch in doc.get("channel_versions") or {} if ch == "__start__" or ch.startswith(("branch:to:", "join:", "__pregel_tasks"))]
-        values = (yield from load_channels_op(d, serde, [row[:6]], triggers))[0]
+        values = (yield from load_channels_op(d, serde, [row], triggers, bc))[0]
         nxt = next_nodes({**doc, "channel_values": values})
         return Status("running" if nxt else "done", nxt)
-    view, _ = yield from stored_state_op(d, serde, thread_id)
+    view, _ = yield from stored_state_op(d, serde, thread_id, bc=bc)
     errors = [w.value for w in view.pending_writes if w.channel == ERROR]
     if view.interrupts:
         return Status("interrupted", view.next, [i["value"] for i in view.interrupts], errors)
@@ -198,7 +183,7 @@ def tree_op(d: Any, thread_id: str, checkpoint_ns: str = "") -> Op[list[TreeRow]
     ``parents`` metadata of each run's first checkpoint). Raises NotFoundError when the
     namespace has no checkpoint.
     """
-    seen = "checkpoint->'versions_seen'" if d.name == "postgres" else "json_extract(checkpoint, '$.versions_seen')"
+    seen = d.json_field("checkpoint", "versions_seen")
     found = yield Q(
         f"SELECT checkpoint_id, parent_checkpoint_id, step, source, {seen} FROM threadline_checkpoints "
         "WHERE thread_id = ? AND checkpoint_ns = ? ORDER BY checkpoint_id",
@@ -206,7 +191,7 @@ def tree_op(d: Any, thread_id: str, checkpoint_ns: str = "") -> Op[list[TreeRow]
     )
     if not found:
         raise NotFoundError(f"thread {thread_id!r} has no checkpoint" + (f" in checkpoint_ns {checkpoint_ns!r}" if checkpoint_ns else ""))
-    rows = {r[0]: TreeRow(r[0], r[1], r[2], r[3], d.load_json(r[4]) if r[4] is not None else {}) for r in found}
+    rows = {r[0]: TreeRow(r[0], r[1], r[2], r[3], d.load_json(r[4], f"checkpoint ({thread_id!r}, {checkpoint_ns!r}, {r[0]!r})") if r[4] is not None else {}) for r in found}
     stops = yield Q(
         "SELECT DISTINCT checkpoint_id, channel FROM threadline_writes WHERE thread_id = ? AND checkpoint_ns = ? AND channel IN (?, ?)",
         (thread_id, checkpoint_ns, INTERRUPT, ERROR),
@@ -280,8 +265,7 @@ def storage_timeline_op(d: Any, thread_id: str | None = None) -> Op[dict[str, An
         return {"bucket_seconds": None, "points": []}
     width = _bucket_width(float(hi) - float(lo))
     ck_size = f"{d.bytes_of('checkpoint', 'json')} + {d.bytes_of('metadata', 'json')}"
-    # floor(created_at / width): Postgres casts round, SQLite casts truncate (times are positive)
-    bucket = "CAST(FLOOR(created_at / ?) AS BIGINT)" if d.name == "postgres" else "CAST(created_at / ? AS INTEGER)"
+    bucket = d.floor_div("created_at")
     points: dict[int, dict[str, Any]] = {}
     for table, size, count_key, bytes_key in (
         ("checkpoints", ck_size, "checkpoints", "checkpoint_bytes"),

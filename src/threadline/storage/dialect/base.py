@@ -188,6 +188,20 @@ class Dialect(Statements):
         """SQL for the stored size in bytes of a column (kind: 'json' or 'blob')."""
         raise NotImplementedError
 
+    def thread_glob(self, pattern: str) -> tuple[str, str]:
+        """SQL condition on ``thread_id`` and its one parameter for a glob (``*`` any run, ``?``
+        one character; a pattern without a wildcard matches as a prefix), case-sensitive."""
+        raise NotImplementedError
+
+    def floor_div(self, expr: str) -> str:
+        """SQL for ``floor(expr / ?)`` as an integer, for a positive ``expr`` (one parameter)."""
+        raise NotImplementedError
+
+    def json_field(self, column: str, key: str) -> str:
+        """SQL for the JSON value at top-level ``key`` (a literal identifier, never user input) of
+        a JSON ``column``, as the driver returns JSON (read back with ``load_json``)."""
+        raise NotImplementedError
+
     def metadata_filter(self, filter: Any) -> tuple[str, list[Any]]:
         """SQL condition on table alias ``c`` and its parameters for ``list(filter=…)``, matching
         metadata as this backend's official saver does. FilterError for an unusable filter."""

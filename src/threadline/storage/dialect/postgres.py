@@ -154,6 +154,18 @@ class PostgresDialect(Dialect):
             return f"COALESCE(octet_length({column}::text), 0)"
         return f"COALESCE(octet_length({column}), 0)"
 
+    def thread_glob(self, pattern: str) -> tuple[str, str]:
+        if "*" not in pattern and "?" not in pattern:
+            pattern += "*"
+        like = pattern.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_").replace("*", "%").replace("?", "_")
+        return "thread_id LIKE ? ESCAPE '\\'", like
+
+    def floor_div(self, expr: str) -> str:
+        return f"CAST(FLOOR({expr} / ?) AS BIGINT)"  # a cast alone rounds
+
+    def json_field(self, column: str, key: str) -> str:
+        return f"{column}->'{key}'"
+
     def metadata_filter(self, filter: Any) -> tuple[str, list[Any]]:
         """``metadata @> filter`` (served by the GIN index), as the official PostgresSaver
         matches it: JSON containment, so a key must be present (``None`` matches only a

@@ -60,6 +60,17 @@ class SqliteDialect(Dialect):
     def bytes_of(self, column: str, kind: str) -> str:
         return f"COALESCE(length(CAST({column} AS BLOB)), 0)"
 
+    def thread_glob(self, pattern: str) -> tuple[str, str]:
+        if "*" not in pattern and "?" not in pattern:
+            pattern += "*"
+        return "thread_id GLOB ?", pattern.replace("[", "[[]")  # "[" is no wildcard here
+
+    def floor_div(self, expr: str) -> str:
+        return f"CAST({expr} / ? AS INTEGER)"  # truncates, which is floor for a positive value
+
+    def json_field(self, column: str, key: str) -> str:
+        return f"json_extract({column}, '$.{key}')"
+
     def metadata_filter(self, filter: Any) -> tuple[str, list[Any]]:
         """As the official SqliteSaver matches it: per key, ``json_extract(metadata, path)``
         compared with the value — ``None`` matches a missing key or a JSON null, a dotted key
