@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 
 import pytest
+
+from threadline.errors import NotADatabaseError
 from typer.testing import CliRunner
 
 from lifecycle_graphs import build_graph, cfg
@@ -70,7 +72,7 @@ def test_restore_refuses_what_is_not_an_archive(tmp_path):
     with open_saver(str(tmp_path / "t.db")) as saver:
         with pytest.raises(ConfigError, match="not a threadline"):
             B.restore(saver, str(other))
-        with pytest.raises(ConfigError, match="does not exist"):
+        with pytest.raises(NotADatabaseError, match="does not exist"):
             B.restore(saver, str(tmp_path / "missing.db"))
 
 

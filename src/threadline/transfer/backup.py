@@ -228,7 +228,7 @@ def backup(saver: Any, to: str, *, overwrite: bool = False) -> BackupReport:
         method = "rows"
     from threadline.backends.sqlite import open_read_only
 
-    with open_read_only(to, "the backup") as archive:
+    with open_read_only(to) as (archive, _):
         rows = archive.peek(_counts_op(archive.dialect))
     return BackupReport(to, os.path.getsize(to), method, rows["threads"], rows)
 
@@ -256,7 +256,7 @@ def restore(
     from threadline.backends.sqlite import open_read_only
 
     report = RestoreReport(path, [], verify)
-    with open_read_only(path, "the archive") as archive:
+    with open_read_only(path) as (archive, _):
         a = archive.dialect
         state = archive.peek(ops.schema_state(a))
         if not state.is_threadline:
