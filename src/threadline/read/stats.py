@@ -7,7 +7,7 @@ stored blobs). Reads sizes only; the largest threads come from the threads listi
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from threadline.storage.dialect import Dialect
@@ -26,6 +26,9 @@ class Stats:
     ``dedup_ratio``: references ÷ blob rows; ``logical_blob_bytes``: the bytes a
     full copy per checkpoint would store; ``bytes_dedup_ratio``: that ÷ stored blob
     bytes. ``top_threads``: the largest threads from the ``threads`` index.
+    ``others``: rows of the Store and the Cache in the same database (``store_items``,
+    ``cache_entries``) where their tables exist, filled in by the caller
+    (``threadline.store.reader.counts_op``).
     """
 
     tables: dict[str, dict[str, int]]
@@ -37,6 +40,7 @@ class Stats:
     top_threads: list[ThreadInfo]
     namespaces: int
     sources: dict[str, int]
+    others: dict[str, int] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -49,6 +53,7 @@ class Stats:
             "bytes_dedup_ratio": self.bytes_dedup_ratio,
             "sources": self.sources,
             "top_threads": [t.to_json() for t in self.top_threads],
+            **self.others,
         }
 
 
