@@ -26,7 +26,7 @@ from threadline.cli.render.format import table
 from threadline.cli.shared import Db, Debug, Json, emit, err, explain, fail, out
 from threadline.errors import NotFoundError
 from threadline.store import open_store
-from threadline.store.reader import open_store_reader
+from threadline.store.reader import dotted, namespace, open_store_reader
 
 store_app = typer.Typer(name="store", help="The LangGraph Store in the database: namespaces and items.",
                         no_args_is_help=True, rich_markup_mode=None)
@@ -36,23 +36,6 @@ NAMESPACE_HELP = "Namespace: its labels joined with dots, e.g. users.123."
 Namespace = typer.Argument(..., metavar="NAMESPACE", help=NAMESPACE_HELP, show_default=False)
 Key = typer.Argument(..., metavar="KEY", help="The item's key.", show_default=False)
 PAGE = 1000  # items per read while --query scans
-
-
-def namespace(text: str, *, root: bool = False) -> tuple[str, ...]:
-    """``users.123`` → ``("users", "123")``; ``""`` is the root only where ``root`` allows it.
-    ValueError for an empty label."""
-    if not text:
-        if root:
-            return ()
-        raise ValueError("NAMESPACE is empty: give its labels joined with dots, e.g. users.123")
-    labels = tuple(text.split("."))
-    if "" in labels:
-        raise ValueError(f"namespace {text!r} has an empty label: write its labels joined with single dots, e.g. users.123")
-    return labels
-
-
-def dotted(ns: tuple[str, ...] | list[str]) -> str:
-    return ".".join(ns)
 
 
 def store_command(name: str, *, render: Callable[..., None], writes: bool = False) -> Callable[[Callable[..., Any]], Any]:

@@ -1,5 +1,6 @@
-"""Looking at a Store without changing the database: ``open_store_reader(url)`` and
-``counts_op`` (store items and cache entries, for ``stats``).
+"""Looking at a Store without changing the database: ``open_store_reader(url)``,
+``counts_op`` (store items and cache entries, for ``stats``), and namespaces as text
+(``namespace``/``dotted``: labels joined with dots, as the CLI and the browser show them).
 
 Both work on whatever the database holds: nothing is created or migrated, and a
 database without the Store's tables is reported, not set up.
@@ -18,6 +19,23 @@ from threadline.store.base import SyncStore
 from threadline.store.sql import CACHE, STORE, VECTORS
 
 NO_STORE = "no threadline store in this database"
+
+
+def namespace(text: str, *, root: bool = False) -> tuple[str, ...]:
+    """``users.123`` → ``("users", "123")``; ``""`` is the root only where ``root`` allows it.
+    ValueError for an empty label."""
+    if not text:
+        if root:
+            return ()
+        raise ValueError("the namespace is empty: give its labels joined with dots, e.g. users.123")
+    labels = tuple(text.split("."))
+    if "" in labels:
+        raise ValueError(f"namespace {text!r} has an empty label: write its labels joined with single dots, e.g. users.123")
+    return labels
+
+
+def dotted(ns: tuple[str, ...] | list[str]) -> str:
+    return ".".join(ns)
 
 
 @contextmanager
