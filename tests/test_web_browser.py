@@ -186,6 +186,32 @@ def test_demo_in_chromium(browser: Any, tmp_path: Path) -> None:
     walk_through(browser, UIConfig(db=path, graph="threadline.demo:build_graph", poll_seconds=0.3), "sqlite", write)
 
 
+def test_store_page_in_chromium(browser: Any, tmp_path: Path) -> None:
+    from threadline.store import SqliteStore
+
+    path = wh.demo_db(str(tmp_path / "demo.db"))
+    with SqliteStore.from_conn_string(path) as store:
+        store.put(("users", "123"), "prefs", {"theme": "dark", "deep": {"colour": "teal"}})
+        store.put(("docs",), "readme", {"text": "hello"})
+    with wh.running(UIConfig(db=path)) as url:
+        tab = Tab(browser, url, "store")
+        page = tab.page
+        page.locator("header nav a", has_text="Store").click()
+        page.wait_for_selector("#store-namespaces")
+        assert page.locator("#store-namespaces a").all_inner_texts() == ["docs", "users.123"]
+        page.locator("#store-namespaces a", has_text="users.123").click()
+        page.wait_for_selector("tr[data-key='prefs']")
+        assert page.locator("tr[data-key]").count() == 1 and not page.get_by_text("teal").is_visible()
+        page.locator("tr[data-key='prefs'] details.j > summary").first.click()
+        page.locator("tr[data-key='prefs'] details.j details.j > summary").first.click()
+        assert page.get_by_text("teal").is_visible()
+        page.fill("input[name='ns']", "docs")
+        page.locator("form.search button").click()
+        page.wait_for_selector("tr[data-key='readme']")
+        tab.shot("store")
+        tab.close()
+
+
 def test_edit_and_branch_in_chromium(browser: Any, tmp_path: Path) -> None:
     path = wh.demo_db(str(tmp_path / "demo.db"))
     with wh.running(UIConfig(db=path, graph="threadline.demo:build_graph")) as url:

@@ -13,6 +13,7 @@ from threadline.cli import options as O
 from threadline.cli.render import reads as R
 from threadline.cli.shared import command
 from threadline.read import names
+from threadline.store.reader import counts_op
 
 ORDERS = ("updated", "created", "bytes", "thread_id")
 
@@ -122,5 +123,7 @@ def latest(
 
 @command("stats", render=R.stats)
 def stats(saver: Any, top: int = typer.Option(10, "--top", min=0, metavar="N", help="List the N largest threads.")) -> read.Stats:
-    """Rows and bytes per table, the dedup ratio, the largest threads."""
-    return read.stats(saver, top=top)
+    """Rows and bytes per table, store items and cache entries, the dedup ratio, the largest threads."""
+    result = read.stats(saver, top=top)
+    result.others = saver.run(counts_op(saver.dialect))
+    return result

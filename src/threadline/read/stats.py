@@ -31,6 +31,9 @@ class Stats:
     ``dedup_ratio``: references ÷ blob rows; ``logical_blob_bytes``: the bytes a
     full copy per checkpoint would store; ``bytes_dedup_ratio``: that ÷ stored blob
     bytes. ``top_threads``: the largest threads from the ``threads`` index.
+    ``others``: rows of the Store and the Cache in the same database (``store_items``,
+    ``cache_entries``) where their tables exist, filled in by the caller
+    (``threadline.store.reader.counts_op``).
     """
 
     tables: dict[str, dict[str, int]]
@@ -48,6 +51,7 @@ class Stats:
     checkpoints_per_hour: list[dict[str, Any]] = field(default_factory=list)
     avg_checkpoint_bytes: float | None = None
     state_size_histogram: list[dict[str, Any]] = field(default_factory=list)
+    others: dict[str, int] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -63,6 +67,7 @@ class Stats:
             "avg_checkpoint_bytes": self.avg_checkpoint_bytes,
             "state_size_histogram": self.state_size_histogram,
             "top_threads": [t.to_json() for t in self.top_threads],
+            **self.others,
         }
 
 

@@ -1,5 +1,5 @@
 """The read-only pages and JSON endpoints: threads, a thread's branch graph, a checkpoint,
-a diff, statistics, and the change markers pages poll for live updates."""
+a diff, statistics, the Store, and the change markers pages poll for live updates."""
 
 from __future__ import annotations
 
@@ -13,7 +13,9 @@ from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from threadline import read
+from threadline.errors import NotADatabaseError
 from threadline.read import checkpoint_row_op, head_op
+from threadline.store.reader import dotted, namespace, open_store_reader
 from threadline.web import queries
 from threadline.web.layout import lay_out
 from threadline.web.render import split_channels, to_json_text, url
@@ -221,6 +223,25 @@ def stats_page(request: Request) -> Response:
     return render(request, "stats.html", {"thread_id": tid, "stats": st, "tasks": tasks, "charts": charts})
 
 
+def store_page(request: Request) -> Response:
+    """The Store's namespaces and the items under the namespace prefix ``ns`` (dotted), newest
+    first. Read through its own read-only connection: nothing is created, TTLs are not restarted."""
+    prefix = (param(request, "ns", "") or "").strip()
+    offset = int_param(request, "offset", 0)
+    labels = namespace(prefix, root=True)
+    context: dict[str, Any] = {"ns": prefix, "offset": offset, "page_size": PAGE_SIZE}
+    try:
+        with open_store_reader(request.app.state.config.db) as store:
+            namespaces = store.list_namespaces(prefix=labels or None, limit=1000)
+            items = store.search(labels, limit=PAGE_SIZE + 1, offset=offset, refresh_ttl=False)
+    except NotADatabaseError as exc:
+        return render(request, "store.html", {**context, "missing": str(exc), "namespaces": [], "items": []})
+    rows = [{"namespace": dotted(i.namespace), "key": i.key, "value": i.value,
+             "created_at": i.created_at.isoformat(), "updated_at": i.updated_at.isoformat()} for i in items[:PAGE_SIZE]]
+    return render(request, "store.html", {**context, "missing": None, "namespaces": [dotted(n) for n in namespaces],
+                                          "items": rows, "more": len(items) > PAGE_SIZE})
+
+
 ROUTES = [
     Route("/", threads_page),
     Route("/rows", threads_rows),
@@ -230,6 +251,7 @@ ROUTES = [
     Route("/panel", panel),
     Route("/diff", diff_page),
     Route("/stats", stats_page),
+    Route("/store", store_page),
     Route("/api/graph", api_graph),
     Route("/api/changes", api_changes),
 ]

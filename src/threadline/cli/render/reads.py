@@ -231,6 +231,8 @@ def stats(s: Any, **_: Any) -> None:
     for name, row in s.tables.items():
         t.add_row(name, str(row["rows"]), size(row["bytes"]))
     t.add_row("threads", str(s.threads), "")
+    for name, rows in s.others.items():
+        t.add_row(name.replace("_", " "), str(rows), "")
     out.print(t)
     out.print(f"checkpoints reference {s.references} (channel, version) pairs stored as {s.tables['blobs']['rows']} blob rows: "
               f"dedup ratio {s.dedup_ratio}×; a full copy per checkpoint would store {size(s.logical_blob_bytes)} "
