@@ -265,7 +265,7 @@ def test_cli_reads_an_encrypted_database_with_keys_from_the_environment(db: tupl
     assert json.loads(cli("fsck", "--deep", "--db", b.url, "--json", env=env).stdout)["ok"]
     cli("rollback", "t-research", facts["fork_point"], "--db", b.url, env=env)
     cli("fork", "t-answer", head["checkpoint_id"], "--to", "t-cli-fork", "--db", b.url, env=env)
-    cli("prune", "--keep-last", "3", "--db", b.url, env=env)
+    cli("prune", "--keep-last", "3", "--yes", "--db", b.url, env=env)
     cli("export", "--to", str(tmp_path / "parquet"), "--db", b.url, env=env)
     every_value_encrypted(b)
     failed = cli("show", "t-answer", "--db", b.url, env={}, code=1)
