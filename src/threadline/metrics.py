@@ -135,7 +135,9 @@ def _counting(op: Any, counter: Any, system: str) -> Any:
             q = op.send(rows) if rows is not None else next(op)
         except StopIteration as stop:
             return stop.value
-        hit = _INSERT.match(q.sql)
+        for table, size in q.stores:
+            counter.add(size, {"threadline.table": table, "db.system": system})
+        hit = None if q.stores else _INSERT.match(q.sql)
         if hit:
             counter.add(_size(q.params), {"threadline.table": hit.group(1), "db.system": system})
         rows = yield q

@@ -24,6 +24,8 @@ class Q:
     ``read=True`` marks a plain read (no locks): where the dialect allows
     (``Dialect.reads_outside_transaction``), reads before an operation's first other
     statement run on their own, and the transaction starts with that statement.
+    ``stores``: (table, bytes of values) a statement that writes several tables at once
+    stores, for metrics (a plain ``INSERT INTO threadline_<table>`` needs none).
     """
 
     sql: str
@@ -31,6 +33,7 @@ class Q:
     many: bool = False
     single: bool = False
     read: bool = False
+    stores: tuple[tuple[str, int], ...] = ()
 
 
 Op = Generator[Q, list, T]

@@ -174,7 +174,8 @@ def put(
         # are written only when every checked row is stored as written (else below)
         is_checked = [r.value is not None and bc.cache is not None for r in blob_rows]
         blob_params = flat((*r.params, *r.guard, c) for r, c in zip(blob_rows, is_checked))
-        stored, _, existed = (yield Q(one, [*row, len(checked), size, *blob_params], single=True))[0]
+        stores = (("checkpoints", len(doc_json) + len(meta_json)), ("blobs", size))
+        stored, _, existed = (yield Q(one, [*row, len(checked), size, *blob_params], single=True, stores=stores))[0]
         if existed and not d.reput_sets_parent:
             yield from _reseal(d, bc, ck_key, key.checkpoint_id, doc_json, meta_json)
     else:
