@@ -268,6 +268,9 @@ def test_cli_reads_an_encrypted_database_with_keys_from_the_environment(db: tupl
     cli("prune", "--keep-last", "3", "--yes", "--db", b.url, env=env)
     cli("export", "--to", str(tmp_path / "parquet"), "--db", b.url, env=env)
     every_value_encrypted(b)
+    by_option = json.loads(cli("--key-file", str(keyfile), "show", "t-answer", "--db", b.url, "--json",
+                               env={"THREADLINE_ENCRYPTION_REQUIRED": "true"}).stdout)
+    assert by_option["values"]["messages"] == head["values"]["messages"]
     failed = cli("show", "t-answer", "--db", b.url, env={}, code=1)
     assert kid(K1) in failed.output and "Traceback" not in failed.output
 

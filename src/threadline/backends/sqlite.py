@@ -37,6 +37,7 @@ WAL = "PRAGMA journal_mode=WAL"  # readers never block the writer
 # Takes effect only in a new, empty file, and must come before WAL; older files are
 # converted by `threadline vacuum --full`.
 AUTO_VACUUM = "PRAGMA auto_vacuum=INCREMENTAL"
+PAGE_COUNT = "PRAGMA page_count"
 PRAGMAS = (
     AUTO_VACUUM,
     WAL,
@@ -150,7 +151,10 @@ class SqliteSaver(SyncShell):
         with self.lock:
             try:
                 if not self.conn.in_transaction:
-                    self.conn.execute(AUTO_VACUUM)  # properties of the file (WAL as the official saver sets it)
+                    # properties of the file (WAL as the official saver sets it); auto-vacuum only
+                    # on a new file (an existing one converts with `threadline vacuum --full`)
+                    if self.conn.execute(PAGE_COUNT).fetchone()[0] == 0:
+                        self.conn.execute(AUTO_VACUUM)
                     self.conn.execute(WAL)
                 super().setup()
             except sqlite3.Error as exc:
@@ -310,7 +314,9 @@ class AsyncSqliteSaver(AsyncShell):
         async with self.lock:
             try:
                 if not self.conn.in_transaction:
-                    await self.conn.execute(AUTO_VACUUM)
+                    async with self.conn.execute(PAGE_COUNT) as cur:
+                        if (await cur.fetchone())[0] == 0:
+                            await self.conn.execute(AUTO_VACUUM)
                     await self.conn.execute(WAL)
                 await super().setup()
             except sqlite3.Error as exc:

@@ -17,6 +17,7 @@ from importlib.metadata import PackageNotFoundError, version
 import typer
 
 DEMO_DB = "threadline-demo.db"
+KEY_FILE_VAR = "THREADLINE_ENCRYPTION_KEY_FILE"
 
 app = typer.Typer(
     name="threadline",
@@ -38,13 +39,24 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _group(
+    ctx: typer.Context,
     show_version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Show the version and exit."),
+    key_file: str = typer.Option(
+        None, "--key-file", metavar="FILE", show_default=False,
+        help="Encryption keys, one per line, the first for writing (default $THREADLINE_ENCRYPTION_KEY_FILE).",
+    ),
 ) -> None:
     """Durable, branchable, inspectable state for LangGraph agents.
 
     Read commands open the database read-only; commands that change it need --db or
     $THREADLINE_DB. Exit codes: 0 done, 1 problems found or refused, 2 usage or input error.
+    An encrypted database is read with --key-file or the THREADLINE_ENCRYPTION_* variables.
     """
+    if key_file is not None:
+        # every command opens its database through the library, which reads its keys from here
+        before = os.environ.get(KEY_FILE_VAR)
+        os.environ[KEY_FILE_VAR] = key_file
+        ctx.call_on_close(lambda: os.environ.pop(KEY_FILE_VAR) if before is None else os.environ.update({KEY_FILE_VAR: before}))
 
 
 def default_db() -> str:
