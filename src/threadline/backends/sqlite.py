@@ -39,7 +39,6 @@ WAL = "PRAGMA journal_mode=WAL"  # readers never block the writer
 AUTO_VACUUM = "PRAGMA auto_vacuum=INCREMENTAL"
 PAGE_COUNT = "PRAGMA page_count"
 PRAGMAS = (
-    AUTO_VACUUM,
     WAL,
     "PRAGMA synchronous=NORMAL",  # durable across process crashes; WAL's recommended setting
     f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}",
@@ -89,6 +88,8 @@ def _begin(write: bool) -> str:
 def _connect(path: str) -> sqlite3.Connection:
     conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
     try:
+        if conn.execute(PAGE_COUNT).fetchone()[0] == 0:  # a new file: before WAL writes its header
+            conn.execute(AUTO_VACUUM)
         for pragma in PRAGMAS:
             conn.execute(pragma)
     except sqlite3.Error:
@@ -299,6 +300,9 @@ class AsyncSqliteSaver(AsyncShell):
         except sqlite3.Error as exc:
             raise door_error(exc, path) from exc
         try:
+            async with conn.execute(PAGE_COUNT) as cur:
+                if (await cur.fetchone())[0] == 0:  # a new file: before WAL writes its header
+                    await conn.execute(AUTO_VACUUM)
             for pragma in PRAGMAS:
                 await conn.execute(pragma)
             saver = cls(conn, serde=serde, adopt=adopt, ttl=ttl, retention=retention)

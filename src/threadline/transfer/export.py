@@ -64,7 +64,7 @@ def _json_value(serde: Any, resolved: Any, where: str) -> str | None:
     return dumps_json(jsonable(codec.load(serde, resolved, where)), sort_keys=False)
 
 
-def export_rows_op(d: Dialect, thread_id: str, serde: Any = None) -> Op[dict[str, list[dict[str, Any]]]]:
+def export_rows_op(d: Dialect, thread_id: str, serde: Any = None, bc: Any = None) -> Op[dict[str, list[dict[str, Any]]]]:
     """One thread's rows for the Parquet export: sizes only, or with ``serde`` the decoded
     value of every blob and write too (``value``)."""
     cks = yield Q(
@@ -105,15 +105,15 @@ def export_rows_op(d: Dialect, thread_id: str, serde: Any = None) -> Op[dict[str
             "bytes": int(w[8]), "created_at": float(w[9]), "dt": _dt_of(w[9]),
         }
         if serde:
-            where = f"write ({w[0]!r}, {w[1]!r}, {w[2]!r}, {w[3]!r}, {w[4]})"
-            row["value"] = dumps_json(jsonable(codec.decode(serde, w[7], w[10], where)), sort_keys=False)
+            value = (bc or codec.PLAIN).load(serde, R.write_row_ref(w[0], w[1], w[2], w[3], w[4], w[5]), w[7], w[10])
+            row["value"] = dumps_json(jsonable(value), sort_keys=False)
         out["writes"].append(row)
     blobs = yield Q(
         f"SELECT thread_id, checkpoint_ns, channel, version, type, {d.bytes_of('blob', 'blob')}, base_version FROM threadline_blobs "
         "WHERE thread_id = ? ORDER BY checkpoint_ns, channel, version",
         (thread_id,),
     )
-    values = (yield from ops.fetch_blobs(d, [tuple(b[:4]) for b in blobs])) if serde else {}
+    values = (yield from ops.fetch_blobs(d, [tuple(b[:4]) for b in blobs], bc=bc)) if serde else {}
     for b in blobs:
         ref = first_ref.get((b[1], b[2], b[3]))
         row = {
@@ -232,7 +232,7 @@ def export_parquet(
         batch += 1
 
     for i, tid in enumerate(ids):
-        got = saver.run(export_rows_op(saver.dialect, tid, saver.serde if values else None))
+        got = saver.run(export_rows_op(saver.dialect, tid, saver.serde if values else None, saver.blob_codec))
         for t in TABLES:
             pending[t] += got[t]
             rows[t] += len(got[t])
