@@ -114,7 +114,7 @@ def test_cli_backup_restore_bundle_vacuum_sweep(db, tmp_path):
     assert js("backup", "--to", archive, "--db", source.url)["threads"] == 3
     restored = js("restore", archive, "--db", target)
     assert restored["ok"] and len(restored["threads"]) == 3
-    assert runner.invoke(app, ["restore", archive, "--db", target]).exit_code == 1  # threads exist
+    assert runner.invoke(app, ["restore", archive, "--db", target]).exit_code == 2  # threads exist: an input error
     assert js("bundle-export", "t-research", "--to", bundle_file, "--redact", "notes", "--db", source.url)["redacted"] == ["__start__", "notes"]
     assert js("bundle-import", bundle_file, "--replace", "--db", target)["ok"]
     swept = js("sweep", "--keep-last", "2", "--db", target)

@@ -99,7 +99,7 @@ def test_fork_delete_and_prune(demo_copy: str) -> None:
         assert c.get("/confirm/prune", params={"keep_last": "0"}).status_code == 400
     with SqliteSaver.from_conn_string(demo_copy) as saver:
         root = [n for n in read.thread_history(saver, THREAD_ID).ordered()]
-        assert len(root) == 3
+        assert len(root) == 6  # keep_last: the newest 3 of each of the demo thread's two branches
 
 
 def test_edit_and_branch_applies_the_graphs_reducers(demo_copy: str) -> None:

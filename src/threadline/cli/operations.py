@@ -44,7 +44,7 @@ def _swept(report: Any, **_: Any) -> None:
 def sweep(
     saver: Any,
     ttl: str = O.duration("--ttl", "Expire whole threads idle longer than this (e.g. 30d); a thread's own ttl_minutes wins."),
-    keep_last: int = typer.Option(None, "--keep-last", min=1, help="Keep the newest N checkpoints of each branch."),
+    keep_last: int = typer.Option(None, "--keep-last", min=1, metavar="N", help="Keep the newest N checkpoints of each branch."),
     older_than: str = O.duration("--older-than", "Delete checkpoints older than this; heads and what they need stay."),
     idle: str = O.duration("--idle", "Delete whole threads not updated for this long."),
 ) -> Any:
@@ -69,7 +69,7 @@ def vacuum(
     f"{len(r.created)} partition(s) created"))
 def partition(
     saver: Any,
-    months_ahead: int = typer.Option(P.MONTHS_AHEAD, "--months-ahead", min=1, help="Months to create partitions for ahead of now."),
+    months_ahead: int = typer.Option(P.MONTHS_AHEAD, "--months-ahead", min=1, metavar="N", help="Months to create partitions for ahead of now."),
 ) -> P.PartitionReport:
     """Postgres: partition checkpoints and writes by month, so the sweeper drops emptied months (locks both tables meanwhile)."""
     return P.partition(saver, months_ahead=months_ahead)
@@ -83,7 +83,7 @@ def _backed_up(r: Any, **_: Any) -> None:
 @command("backup", render=_backed_up)
 def backup(
     saver: Any,
-    to: str = typer.Option(..., "--to", help="The backup file to write (a threadline SQLite database)."),
+    to: str = typer.Option(..., "--to", metavar="FILE", help="The backup file to write (a threadline SQLite database)."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing file."),
 ) -> B.BackupReport:
     """A consistent snapshot of the database, values included, in one file (restore it with `threadline restore`)."""
@@ -127,8 +127,8 @@ def restore(
 def bundle_export(
     saver: Any,
     threads: list[str] = typer.Argument(..., help="thread_ids to bundle"),
-    to: str = typer.Option(..., "--to", help="The bundle file to write."),
-    redact: list[str] = typer.Option(None, "--redact", help="A channel whose values are replaced by \"[redacted]\" (repeatable)."),
+    to: str = typer.Option(..., "--to", metavar="FILE", help="The bundle file to write."),
+    redact: list[str] = typer.Option(None, "--redact", metavar="CHANNEL", help="A channel whose values are replaced by \"[redacted]\" (repeatable)."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing file."),
 ) -> BU.BundleReport:
     """Threads with their values in one file, to attach to a bug report (import it with bundle-import)."""
