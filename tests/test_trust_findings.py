@@ -481,6 +481,7 @@ def test_f9_a_parent_cycle_is_detected_at_once(sync_backend: Backend) -> None:
         with pytest.raises(CorruptRowError, match="checksum"):  # the row's checksum covers its parent
             saver.get_delta_channel_history(config=two, channels=["n"])
         b.sql("UPDATE threadline_checkpoints SET checksum = NULL")  # as a database written before checksums
-        with pytest.raises(CorruptRowError, match="cycle"):
-            saver.get_delta_channel_history(config=two, channels=["n"])
+        # the walk ends where it loops (at once, not a million levels later), as the official
+        # savers' walk ends on a cycle that re-puts make on SQLite
+        assert set(saver.get_delta_channel_history(config=two, channels=["n"])) == {"n"}
         assert H.thread_history(saver, "t").head == two["configurable"]["checkpoint_id"]

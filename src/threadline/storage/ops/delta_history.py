@@ -18,20 +18,21 @@ from threadline.storage.dialect import Dialect
 from threadline.storage.liveness import Lineage
 from threadline.storage.ops.base import Op, Q, chunks, flat
 from threadline.storage.ops.read import fetch_blobs
-from threadline.errors import CorruptRowError
 from threadline.keys import key_of, text_key
 
 
 def _ancestors(d: Dialect, bc: codec.BlobCodec, tid: str, ns: str, cid: str, found: Sequence[Sequence[Any]]) -> list[tuple]:
     """``ANCESTORS`` rows in parent order, nearest first, each checked against its checksum:
-    (checkpoint_id, parent_checkpoint_id, channel_versions). CorruptRowError for a parent cycle."""
+    (checkpoint_id, parent_checkpoint_id, channel_versions). A parent cycle (which re-puts can
+    make on SQLite, where a re-put takes the new parent) ends the walk where it loops, as the
+    official savers' walk does."""
     by_id = {r[0]: r for r in found}
     chain: list[tuple] = []
     seen = {cid}
     cur = by_id[cid][1] if cid in by_id else None
     while cur and cur in by_id:
         if cur in seen:
-            raise CorruptRowError(f"checkpoint ({tid!r}, {ns!r}, {cid!r}): its parent chain has a cycle at {cur!r}")
+            break
         seen.add(cur)
         row = by_id[cur]
         where = f"checkpoint ({tid!r}, {ns!r}, {cur!r})"
@@ -52,7 +53,7 @@ def delta_channel_history(
     by a recursive CTE, which ancestors store a value, the writes, the seeds. Which
     ancestors' writes count is ``liveness.Lineage.walk``, the rule prune and the
     lifecycle keep them by. Every row read is checked against its checksum or seal (``bc``'s
-    keys); a parent cycle raises CorruptRowError.
+    keys); a parent cycle ends the walk at once.
     """
     bc = bc or codec.PLAIN
     channels = [text_key("channel", ch) for ch in channels]
