@@ -121,3 +121,15 @@ def test_cli_backup_restore_bundle_vacuum_sweep(db, tmp_path):
     assert swept["ran"] and swept["checkpoints_deleted"] > 0 and swept["space"]["bytes_after"] is not None
     space = js("vacuum", "--db", target)
     assert space["bytes_before"] >= space["bytes_after"] > 0 and not space["needs_full"]
+
+
+def test_restore_of_a_missing_or_foreign_source_creates_no_target(tmp_path):
+    """restore and bundle-import check their source read-only before the target is opened."""
+    from cli_support import cli, one_line_error
+
+    (tmp_path / "notadb.db").write_text("hello")
+    target = tmp_path / "target.db"
+    one_line_error(cli("restore", str(tmp_path / "missing.db"), "--db", str(target)), 2, "does not exist")
+    one_line_error(cli("restore", str(tmp_path / "notadb.db"), "--db", str(target)), 2, "not a SQLite database")
+    one_line_error(cli("bundle-import", str(tmp_path / "missing.bundle"), "--db", str(target)), 2, "does not exist")
+    assert not target.exists()

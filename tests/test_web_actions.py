@@ -202,6 +202,6 @@ def test_cli_ui_options_and_busy_port(demo_path: str) -> None:
         r = runner.invoke(app, ["ui", "--db", demo_path, "--port", str(port), "--no-browser"])
     assert r.exit_code == 1 and "pass another --port" in r.output
     r = runner.invoke(app, ["ui", "--db", demo_path + ".missing", "--no-browser"])
-    assert r.exit_code == 1 and "no SQLite database" in r.output
+    assert r.exit_code == 2 and "no SQLite database" in r.output
 
 

@@ -9,6 +9,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from threadline.backends.readonly import open_readonly, require_threadline
 from threadline.cli import options as O
 from threadline.cli.render.format import size
 from threadline.cli.shared import command, out
@@ -108,7 +109,14 @@ Verify = typer.Option(True, "--verify/--no-verify", help="Load every restored ch
 Replace = typer.Option(False, "--replace", help="Overwrite threads that already exist in the target.")
 
 
-@command("restore", render=_restored, opens="target", problems=lambda r: not r.ok)
+def _archive(options: dict[str, Any]) -> None:
+    """The source must be a threadline archive, checked read-only before the target is opened
+    (so a missing or wrong source creates no target file)."""
+    with open_readonly(options["source"]) as (source, state):
+        require_threadline(options["source"], state, type(source).__name__, current=False)
+
+
+@command("restore", render=_restored, opens="target", problems=lambda r: not r.ok, prepare=_archive)
 def restore(
     saver: Any,
     source: str = typer.Argument(..., help="A backup file (threadline backup) or a thread bundle."),
@@ -135,7 +143,7 @@ def bundle_export(
     return BU.bundle(saver, threads, to, redact=redact or (), overwrite=overwrite)
 
 
-@command("bundle-import", render=_restored, opens="target", problems=lambda r: not r.ok)
+@command("bundle-import", render=_restored, opens="target", problems=lambda r: not r.ok, prepare=_archive)
 def bundle_import(
     saver: Any,
     source: str = typer.Argument(..., help="A thread bundle (threadline bundle-export)."),

@@ -41,6 +41,6 @@ def ui(
     except OSError as exc:
         err.print(f"[red]error:[/red] cannot listen on {escape(host)}:{port} ({escape(str(exc))}); pass another --port")
         raise typer.Exit(1) from None
-    except (ThreadlineError, ValueError) as exc:
+    except (ThreadlineError, ValueError) as exc:  # the database named cannot be served: an input error
         err.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
-        raise typer.Exit(1) from None
+        raise typer.Exit(2) from None
