@@ -190,6 +190,9 @@ def _write(table_name: str, rows: list[dict[str, Any]], root: str, batch: int, v
         partition_cols=["dt"],
         basename_template=f"part-{batch:05d}-{{i}}.parquet",
         file_visitor=lambda f: written.append(f.path),
+        # Arrow's worker threads could still be running while the interpreter exits, which
+        # aborts the process ("terminate called without an active exception") under load
+        use_threads=False,
     )
     return written
 
