@@ -9,6 +9,7 @@ and ``demo``. Renderers for people live in ``render``.
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 import traceback
@@ -71,23 +72,37 @@ from threadline.cli.shared import err, explain  # noqa: E402
 
 def main() -> None:
     """The console script: like ``app()``, but a usage error is one line and no error is a traceback."""
+    _exit(_run())
+
+
+def _run() -> int:
     try:
         code = app(standalone_mode=False)
     except (typer.Abort, KeyboardInterrupt):
         err.print("aborted")
-        sys.exit(1)
+        return 1
     except Exception as exc:
         if hasattr(exc, "exit_code") and hasattr(exc, "format_message"):  # click's usage errors
             ctx = getattr(exc, "ctx", None)
             if type(exc).__name__ == "NoArgsIsHelpError":
                 typer.echo(exc.format_message())
-                sys.exit(0)
+                return 0
             hint = f" (see `{ctx.command_path} --help`)" if ctx is not None else ""
             err.print(f"error: {exc.format_message()}{hint}", soft_wrap=True, markup=False)
-            sys.exit(exc.exit_code)
+            return exc.exit_code
         if os.environ.get("THREADLINE_DEBUG"):
             traceback.print_exc()
         message, status = explain(exc)
         err.print(f"error: {message}", soft_wrap=True, markup=False)
-        sys.exit(status)
-    sys.exit(code if isinstance(code, int) else 0)
+        return status
+    return code if isinstance(code, int) else 0
+
+
+def _exit(status: int) -> None:
+    """Exit once the command is done and its output flushed, without tearing the interpreter
+    down: pyarrow's native worker threads (Parquet export) could otherwise abort the process
+    during that teardown ("terminate called without an active exception"), seen under load."""
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)
