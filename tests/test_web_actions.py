@@ -15,7 +15,6 @@ import pytest
 from threadline import SqliteSaver, lifecycle, read
 from threadline.demo import THREAD_ID
 from threadline.web import UIConfig
-from threadline.web.db import read_only_dsn
 
 import web_helpers as wh
 from web_helpers import demo_copy, demo_path  # noqa: F401  (fixtures)
@@ -156,9 +155,7 @@ def test_read_only(demo_copy: str) -> None:
 def test_unwritable_file_opens_read_only(demo_path: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """A file this process cannot write is browsed read-only, with the reason shown (tests run as
     root, who may write anything, so the permission check is what is replaced here)."""
-    import threadline.web.db as webdb
-
-    monkeypatch.setattr(webdb.os, "access", lambda path, mode: mode != os.W_OK)
+    monkeypatch.setattr(os, "access", lambda path, mode: mode != os.W_OK)
     with wh.client(UIConfig(db=demo_path)) as c:
         assert c.app.state.db.read_only and "not writable" in c.app.state.db.reason
         page = c.get("/")
@@ -177,11 +174,6 @@ def test_demo_ends_pointing_at_the_ui(tmp_path: Path) -> None:
     run_demo(str(tmp_path / "d.db"), Console(file=out, width=200))
     tail = out.getvalue().strip().splitlines()[-3:]
     assert f"threadline ui --db {tmp_path / 'd.db'}" in "\n".join(tail)
-
-
-def test_read_only_dsn_keeps_other_options() -> None:
-    url = read_only_dsn("postgresql://u@h:5432/db?options=-csearch_path%3Dx&sslmode=disable")
-    assert "sslmode=disable" in url and "search_path%3Dx%20-c%20default_transaction_read_only%3Don" in url
 
 
 def test_cli_ui_options_and_busy_port(demo_path: str) -> None:

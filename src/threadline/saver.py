@@ -325,6 +325,10 @@ class AsyncShell(AsyncSweeping, EngineSaver):
 
     loop: asyncio.AbstractEventLoop
 
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self.loop = asyncio.get_running_loop()  # where sync calls from other threads are scheduled
+
     async def _atransaction(self, op: ops.Op, write: bool) -> Any:
         raise NotImplementedError
 

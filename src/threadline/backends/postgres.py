@@ -21,7 +21,7 @@ import re
 import threading
 from collections.abc import AsyncIterator, Iterator
 from contextlib import AsyncExitStack, ExitStack, asynccontextmanager, contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 import psycopg
 from langgraph.checkpoint.serde.base import SerializerProtocol
@@ -39,7 +39,8 @@ from threadline.saver import AsyncShell, SyncShell
 # prepared statements only when asked (``prepare_threshold``), as PgBouncer's transaction
 # pooling cannot keep them; pools check a connection before lending it, close connections
 # idle for 5 minutes (before most firewalls and poolers drop them) and reconnect for 5 minutes.
-CONNECT = {"autocommit": True, "prepare_threshold": None}
+CONNECT = {"autocommit": True}
+T = TypeVar("T")
 POOL = {"max_idle": 300.0, "reconnect_timeout": 300.0}
 
 
@@ -58,6 +59,126 @@ def door_error(exc: Exception, dsn: str | None = None) -> BackendError:
     if isinstance(exc, psycopg.OperationalError):
         return BackendError(f"cannot connect to {where}: {text}; check the host, port, user and password")
     return BackendError(f"{where}: {text}")
+
+
+@contextmanager
+def at_door(dsn: str | None = None) -> Iterator[None]:
+    """psycopg errors in the block (connecting, setting up) raised as ``door_error``'s one line."""
+    try:
+        yield
+    except psycopg.Error as exc:
+        raise door_error(exc, dsn) from exc
+
+
+def connect(conn_string: str, *, pool: dict[str, Any] | None = None, **kwargs: Any) -> psycopg.Connection | ConnectionPool:
+    """One psycopg ``Connection`` to ``conn_string`` (a libpq URL or DSN) with ``kwargs``, or,
+    when ``pool`` gives ``ConnectionPool`` settings (``min_size``, ``max_size``, ``check``, …),
+    an open pool whose connections get ``kwargs``. BackendError when the server cannot be
+    reached (10 s)."""
+    try:
+        if pool is None:
+            return psycopg.Connection.connect(conn_string, connect_timeout=10, **kwargs)
+        opened = ConnectionPool(conn_string, kwargs=kwargs, open=False, **pool)
+        opened.open(wait=True, timeout=10)
+        return opened
+    except Exception as exc:
+        raise door_error(exc, conn_string) from exc
+
+
+async def aconnect(conn_string: str, *, pool: dict[str, Any] | None = None, **kwargs: Any) -> psycopg.AsyncConnection | AsyncConnectionPool:
+    """``connect`` through psycopg async (an ``AsyncConnection`` or an ``AsyncConnectionPool``)."""
+    try:
+        if pool is None:
+            return await psycopg.AsyncConnection.connect(conn_string, connect_timeout=10, **kwargs)
+        opened = AsyncConnectionPool(conn_string, kwargs=kwargs, open=False, **pool)
+        await opened.open(wait=True, timeout=10)
+        return opened
+    except Exception as exc:
+        raise door_error(exc, conn_string) from exc
+
+
+def _saver_pool(pool_size: int | None, kind: type) -> dict[str, Any] | None:
+    """Pool settings of a saver's ``from_conn_string(pool_size=…)``; None for one connection."""
+    return {"min_size": 1, "max_size": pool_size, "check": kind.check_connection, **POOL} if pool_size else None
+
+
+def _idle(conn: psycopg.Connection | psycopg.AsyncConnection) -> bool:
+    return conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+
+
+class PostgresDriver:
+    """A psycopg ``Connection`` (operations serialized by a lock; optionally in pipeline mode)
+    or a ``ConnectionPool`` (each operation borrows a connection): savers, stores and caches.
+
+    ``run(op, write=)`` runs a sans-IO operation in one transaction (at most one, opened
+    when the operation first needs it), commits, and rolls back on any error."""
+
+    def __init__(self, conn: psycopg.Connection | ConnectionPool, dialect: Any, pipe: psycopg.Pipeline | None = None) -> None:
+        if pipe is not None and isinstance(conn, ConnectionPool):
+            raise ValueError("a pipeline can only be used with a single Connection, not a ConnectionPool")
+        self.conn = conn
+        self.dialect = dialect
+        self.pipe = pipe
+        self.lock = threading.RLock()
+
+    @contextmanager
+    def connection(self) -> Iterator[psycopg.Connection]:
+        if isinstance(self.conn, ConnectionPool):
+            with self.conn.connection() as conn:
+                yield conn
+        else:
+            with self.lock:
+                yield self.conn
+
+    def run(self, op: ops.Op[T], *, write: bool) -> T:
+        with self.connection() as conn, ExitStack() as tx:
+
+            def begin(needed: bool) -> None:
+                # outside autocommit even one statement needs its commit; at most one transaction
+                if (needed or not conn.autocommit) and _idle(conn):
+                    tx.enter_context(conn.transaction())
+
+            flush = self.pipe.sync if self.pipe is not None else None
+            try:
+                return drive(op, conn.cursor(row_factory=tuple_row), self.dialect, begin, flush)
+            finally:
+                if flush is not None:
+                    flush()
+
+
+class AsyncPostgresDriver:
+    """The async ``PostgresDriver``: an ``AsyncConnection`` or an ``AsyncConnectionPool``."""
+
+    def __init__(self, conn: psycopg.AsyncConnection | AsyncConnectionPool, dialect: Any, pipe: psycopg.AsyncPipeline | None = None) -> None:
+        if pipe is not None and isinstance(conn, AsyncConnectionPool):
+            raise ValueError("a pipeline can only be used with a single AsyncConnection, not an AsyncConnectionPool")
+        self.conn = conn
+        self.dialect = dialect
+        self.pipe = pipe
+        self.lock = asyncio.Lock()
+
+    @asynccontextmanager
+    async def connection(self) -> AsyncIterator[psycopg.AsyncConnection]:
+        if isinstance(self.conn, AsyncConnectionPool):
+            async with self.conn.connection() as conn:
+                yield conn
+        else:
+            async with self.lock:
+                yield self.conn
+
+    async def run(self, op: ops.Op[T], *, write: bool) -> T:
+        async with self.connection() as conn, AsyncExitStack() as tx:
+
+            async def begin(needed: bool) -> None:
+                if (needed or not conn.autocommit) and _idle(conn):
+                    await tx.enter_async_context(conn.transaction())
+
+            flush = self.pipe.sync if self.pipe is not None else None
+            try:
+                return await adrive(op, conn.cursor(row_factory=tuple_row), self.dialect, begin, flush)
+            finally:
+                if flush is not None:
+                    await flush()
 
 
 class PostgresSaver(SyncShell):
@@ -95,11 +216,8 @@ class PostgresSaver(SyncShell):
         retention: Any = None,
     ) -> None:
         super().__init__(serde=serde, adopt=adopt, ttl=ttl, retention=retention)
-        if pipe is not None and isinstance(conn, ConnectionPool):
-            raise ValueError("a pipeline can only be used with a single Connection, not a ConnectionPool")
-        self.conn = conn
-        self.pipe = pipe
-        self.lock = threading.RLock()
+        self._driver = PostgresDriver(conn, self.dialect, pipe)
+        self.conn, self.pipe, self.lock = conn, pipe, self._driver.lock
 
     @classmethod
     @contextmanager
@@ -126,17 +244,7 @@ class PostgresSaver(SyncShell):
         """
         if pipeline and pool_size:
             raise ValueError("pipeline=True needs a single connection; do not combine it with pool_size")
-        try:
-            kwargs = {**CONNECT, "prepare_threshold": prepare_threshold}
-            if pool_size:
-                pool = ConnectionPool(conn_string, min_size=1, max_size=pool_size, kwargs=kwargs, open=False,
-                                      check=ConnectionPool.check_connection, **POOL)
-                pool.open(wait=True, timeout=10)
-                resource: Any = pool
-            else:
-                resource = psycopg.Connection.connect(conn_string, connect_timeout=10, **kwargs)
-        except Exception as exc:
-            raise door_error(exc, conn_string) from exc
+        resource = connect(conn_string, pool=_saver_pool(pool_size, ConnectionPool), **CONNECT, prepare_threshold=prepare_threshold)
         try:
             with ExitStack() as stack:
                 pipe = stack.enter_context(resource.pipeline()) if pipeline else None
@@ -148,34 +256,11 @@ class PostgresSaver(SyncShell):
             resource.close()
 
     def setup(self) -> None:
-        try:
+        with at_door():
             super().setup()
-        except psycopg.Error as exc:
-            raise door_error(exc) from exc
-
-    @contextmanager
-    def _connection(self) -> Iterator[psycopg.Connection]:
-        if isinstance(self.conn, ConnectionPool):
-            with self.conn.connection() as conn:
-                yield conn
-        else:
-            with self.lock:
-                yield self.conn
 
     def _transaction(self, op: ops.Op, write: bool) -> Any:
-        with self._connection() as conn, ExitStack() as tx:
-
-            def begin(needed: bool) -> None:
-                # outside autocommit even one statement needs its commit; at most one transaction
-                if (needed or not conn.autocommit) and conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
-                    tx.enter_context(conn.transaction())
-
-            flush = self.pipe.sync if self.pipe is not None else None
-            try:
-                return drive(op, conn.cursor(row_factory=tuple_row), self.dialect, begin, flush)
-            finally:
-                if flush is not None:
-                    flush()
+        return self._driver.run(op, write=write)
 
 
 @contextmanager
@@ -183,14 +268,36 @@ def open_read_only(url: str, serde: Any = None) -> Iterator[tuple[PostgresSaver,
     """A ``PostgresSaver`` on one connection whose transactions are READ ONLY
     (``default_transaction_read_only``), never set up, and what the schema holds.
     BackendError when the server cannot be reached."""
-    try:
+    with at_door(url):
         conn = psycopg.connect(url, autocommit=True, connect_timeout=10)
         conn.execute("SET default_transaction_read_only = on")
-    except psycopg.Error as exc:
-        raise door_error(exc, url) from exc
     with conn:
         saver = PostgresSaver(conn, serde=serde, adopt=False)
         yield saver, saver.peek(ops.schema_state(saver.dialect))
+
+
+# standby, read-only session, and whether the role may write threadline's tables (or create them)
+_WRITE_CHECK = (
+    "SELECT pg_is_in_recovery(), current_setting('transaction_read_only') = 'on', "
+    "CASE WHEN to_regclass('threadline_checkpoints') IS NULL THEN has_schema_privilege(current_schema(), 'CREATE') "
+    "ELSE has_table_privilege('threadline_checkpoints', 'INSERT') AND has_table_privilege('threadline_checkpoints', 'UPDATE') "
+    "AND has_table_privilege('threadline_checkpoints', 'DELETE') END"
+)
+
+
+def write_refusal(url: str) -> str | None:
+    """Why this session cannot write threadline's tables at ``url`` (the server is a standby, the
+    session is read-only, the role lacks the privileges), or None. BackendError when the server
+    cannot be reached."""
+    with at_door(url), psycopg.connect(url, autocommit=True, connect_timeout=10) as conn:
+        standby, read_only, can_write = conn.execute(_WRITE_CHECK).fetchone()
+    if standby:
+        return "the server is a standby (in recovery)"
+    if read_only:
+        return "the session is read-only (default_transaction_read_only)"
+    if not can_write:
+        return "this role cannot write threadline's tables"
+    return None
 
 
 def describe(url: str) -> str:
@@ -226,12 +333,8 @@ class AsyncPostgresSaver(AsyncShell):
         retention: Any = None,
     ) -> None:
         super().__init__(serde=serde, adopt=adopt, ttl=ttl, retention=retention)
-        if pipe is not None and isinstance(conn, AsyncConnectionPool):
-            raise ValueError("a pipeline can only be used with a single AsyncConnection, not an AsyncConnectionPool")
-        self.conn = conn
-        self.pipe = pipe
-        self.lock = asyncio.Lock()
-        self.loop = asyncio.get_running_loop()
+        self._driver = AsyncPostgresDriver(conn, self.dialect, pipe)
+        self.conn, self.pipe, self.lock = conn, pipe, self._driver.lock
 
     @classmethod
     @asynccontextmanager
@@ -250,17 +353,7 @@ class AsyncPostgresSaver(AsyncShell):
         """Async ``PostgresSaver.from_conn_string``; ``pool_size`` opens an ``AsyncConnectionPool``."""
         if pipeline and pool_size:
             raise ValueError("pipeline=True needs a single connection; do not combine it with pool_size")
-        try:
-            kwargs = {**CONNECT, "prepare_threshold": prepare_threshold}
-            if pool_size:
-                pool = AsyncConnectionPool(conn_string, min_size=1, max_size=pool_size, kwargs=kwargs, open=False,
-                                           check=AsyncConnectionPool.check_connection, **POOL)
-                await pool.open(wait=True, timeout=10)
-                resource: Any = pool
-            else:
-                resource = await psycopg.AsyncConnection.connect(conn_string, connect_timeout=10, **kwargs)
-        except Exception as exc:
-            raise door_error(exc, conn_string) from exc
+        resource = await aconnect(conn_string, pool=_saver_pool(pool_size, AsyncConnectionPool), **CONNECT, prepare_threshold=prepare_threshold)
         try:
             async with AsyncExitStack() as stack:
                 pipe = await stack.enter_async_context(resource.pipeline()) if pipeline else None
@@ -272,30 +365,8 @@ class AsyncPostgresSaver(AsyncShell):
             await resource.close()
 
     async def setup(self) -> None:
-        try:
+        with at_door():
             await super().setup()
-        except psycopg.Error as exc:
-            raise door_error(exc) from exc
-
-    @asynccontextmanager
-    async def _connection(self) -> AsyncIterator[psycopg.AsyncConnection]:
-        if isinstance(self.conn, AsyncConnectionPool):
-            async with self.conn.connection() as conn:
-                yield conn
-        else:
-            async with self.lock:
-                yield self.conn
 
     async def _atransaction(self, op: ops.Op, write: bool) -> Any:
-        async with self._connection() as conn, AsyncExitStack() as tx:
-
-            async def begin(needed: bool) -> None:
-                if (needed or not conn.autocommit) and conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
-                    await tx.enter_async_context(conn.transaction())
-
-            flush = self.pipe.sync if self.pipe is not None else None
-            try:
-                return await adrive(op, conn.cursor(row_factory=tuple_row), self.dialect, begin, flush)
-            finally:
-                if flush is not None:
-                    await flush()
+        return await self._driver.run(op, write=write)

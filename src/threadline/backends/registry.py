@@ -29,7 +29,9 @@ class BackendEntry:
     ``saver``, ``async_saver``, ``store``, ``async_store`` and ``cache`` (classes opened
     with ``from_conn_string(url)``), ``read_only`` (``open_read_only(url, serde=None)``: a sync
     saver on an existing database, opened read-only and never set up, with its
-    ``SchemaState``), ``describe`` (``describe(url)``: how messages name it); a store or a
+    ``SchemaState``), ``write_refusal`` (``write_refusal(url)``: why this process cannot write
+    the existing database, or None; NotADatabaseError when there is none), ``describe``
+    (``describe(url)``: how messages name it); a store or a
     cache adds its own roles beside them.
     """
 
@@ -63,6 +65,7 @@ REGISTRY: tuple[BackendEntry, ...] = (
             "saver": "SqliteSaver",
             "async_saver": "AsyncSqliteSaver",
             "read_only": "open_read_only",
+            "write_refusal": "write_refusal",
             "describe": "describe",
             "store": "threadline.store.sqlite:SqliteStore",
             "async_store": "threadline.store.sqlite:AsyncSqliteStore",
@@ -80,6 +83,7 @@ REGISTRY: tuple[BackendEntry, ...] = (
             "saver": "PostgresSaver",
             "async_saver": "AsyncPostgresSaver",
             "read_only": "open_read_only",
+            "write_refusal": "write_refusal",
             "describe": "describe",
             "store": "threadline.store.postgres:PostgresStore",
             "async_store": "threadline.store.postgres:AsyncPostgresStore",

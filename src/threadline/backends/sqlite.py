@@ -20,7 +20,7 @@ import threading
 import urllib.parse
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 import aiosqlite
 from langgraph.checkpoint.serde.base import SerializerProtocol
@@ -28,9 +28,10 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from threadline.storage import ops
 from threadline.storage.dialect import SQLITE
 from threadline.storage.runner import adrive, drive
-from threadline.errors import BackendError, ConfigError, CorruptRowError, NotADatabaseError, ThreadlineError
+from threadline.errors import BackendError, CorruptRowError, NotADatabaseError, ThreadlineError
 from threadline.saver import AsyncShell, SyncShell
 
+T = TypeVar("T")
 BUSY_TIMEOUT_MS = 30_000
 WAL = "PRAGMA journal_mode=WAL"  # readers never block the writer
 # Deleted rows' pages can be given back to the file system (threadline.lifecycle.vacuum).
@@ -70,6 +71,15 @@ def door_error(exc: sqlite3.Error, where: str) -> ThreadlineError:
     return BackendError(f"SQLite database {where}: {text}")
 
 
+@contextmanager
+def at_door(where: str = "the SQLite database") -> Iterator[None]:
+    """SQLite errors in the block (opening, setting up) raised as ``door_error``'s one line."""
+    try:
+        yield
+    except sqlite3.Error as exc:
+        raise door_error(exc, where) from exc
+
+
 def run_error(exc: sqlite3.Error, conn: Any) -> Exception:
     """What a SQLite error during an operation means: a lock held by another process
     (BackendError), text that is not UTF-8 (a damaged row: CorruptRowError), or itself."""
@@ -85,17 +95,117 @@ def _begin(write: bool) -> str:
     return "BEGIN IMMEDIATE" if write else "BEGIN"
 
 
-def _connect(path: str) -> sqlite3.Connection:
-    conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+def connect(conn_string: str) -> sqlite3.Connection:
+    """A connection for ``from_conn_string`` (savers, stores, caches): autocommit, WAL, a 30 s
+    busy timeout, incremental auto-vacuum on a new file. Accepts a path, ``":memory:"`` or
+    ``sqlite:///path``; BackendError when it cannot be opened or is not a SQLite database."""
+    path = path_of(conn_string)
+    try:
+        conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+    except sqlite3.Error as exc:
+        raise door_error(exc, path) from exc
     try:
         if conn.execute(PAGE_COUNT).fetchone()[0] == 0:  # a new file: before WAL writes its header
             conn.execute(AUTO_VACUUM)
         for pragma in PRAGMAS:
             conn.execute(pragma)
-    except sqlite3.Error:
+    except sqlite3.Error as exc:
         conn.close()
-        raise
+        raise door_error(exc, path) from exc
     return conn
+
+
+async def aconnect(conn_string: str) -> aiosqlite.Connection:
+    """``connect`` through ``aiosqlite``."""
+    path = path_of(conn_string)
+    conn = None
+    try:
+        conn = await aiosqlite.connect(path, isolation_level=None)
+        async with conn.execute(PAGE_COUNT) as cur:
+            if (await cur.fetchone())[0] == 0:
+                await conn.execute(AUTO_VACUUM)
+        for pragma in PRAGMAS:
+            await conn.execute(pragma)
+    except sqlite3.Error as exc:
+        if conn is not None:
+            await conn.close()
+        raise door_error(exc, path) from exc
+    return conn
+
+
+def _failed(exc: BaseException, conn: Any) -> BaseException:
+    """What to raise for ``exc`` ending a transaction: a SQLite error's meaning (``run_error``)."""
+    return run_error(exc, conn) if isinstance(exc, sqlite3.OperationalError) else exc
+
+
+class SqliteDriver:
+    """One ``sqlite3`` connection shared by threads under a lock (savers, stores and caches).
+
+    ``run(op, write=)`` runs a sans-IO operation in one transaction (``BEGIN IMMEDIATE`` for
+    writes, so concurrent processes queue on the busy timeout instead of failing to upgrade
+    a read lock), commits, and rolls back on any error: stored whole or not at all."""
+
+    def __init__(self, conn: sqlite3.Connection, dialect: Any) -> None:
+        self.conn = conn
+        self.dialect = dialect
+        self.lock = threading.RLock()
+
+    def run(self, op: ops.Op[T], *, write: bool) -> T:
+        with self.lock:
+            cur = self.conn.cursor()
+
+            def begin(needed: bool) -> None:
+                if needed and not self.conn.in_transaction:
+                    cur.execute(_begin(write))
+
+            try:
+                result = drive(op, cur, self.dialect, begin)
+            except BaseException as exc:
+                if self.conn.in_transaction:
+                    self.conn.rollback()
+                if (mapped := _failed(exc, self.conn)) is exc:
+                    raise
+                raise mapped from exc
+            finally:
+                cur.close()
+            if self.conn.in_transaction:
+                self.conn.commit()
+            return result
+
+
+class AsyncSqliteDriver:
+    """One ``aiosqlite`` connection: ``run`` serializes operations by an ``asyncio.Lock``;
+    ``transaction`` is the same for a caller already holding it."""
+
+    def __init__(self, conn: aiosqlite.Connection, dialect: Any) -> None:
+        self.conn = conn
+        self.dialect = dialect
+        self.lock = asyncio.Lock()
+
+    async def run(self, op: ops.Op[T], *, write: bool) -> T:
+        async with self.lock:
+            return await self.transaction(op, write)
+
+    async def transaction(self, op: ops.Op[T], write: bool) -> T:
+        cur = await self.conn.cursor()
+
+        async def begin(needed: bool) -> None:
+            if needed and not self.conn.in_transaction:
+                await cur.execute(_begin(write))
+
+        try:
+            result = await adrive(op, cur, self.dialect, begin)
+        except BaseException as exc:
+            if self.conn.in_transaction:
+                await self.conn.rollback()
+            if (mapped := _failed(exc, "the SQLite database")) is exc:
+                raise
+            raise mapped from exc
+        finally:
+            await cur.close()
+        if self.conn.in_transaction:
+            await self.conn.commit()
+        return result
 
 
 class SqliteSaver(SyncShell):
@@ -124,8 +234,8 @@ class SqliteSaver(SyncShell):
         self, conn: sqlite3.Connection, *, serde: SerializerProtocol | None = None, adopt: bool = True, ttl: Any = None, retention: Any = None
     ) -> None:
         super().__init__(serde=serde, adopt=adopt, ttl=ttl, retention=retention)
-        self.conn = conn
-        self.lock = threading.RLock()
+        self._driver = SqliteDriver(conn, self.dialect)
+        self.conn, self.lock = conn, self._driver.lock
 
     @classmethod
     @contextmanager
@@ -135,11 +245,7 @@ class SqliteSaver(SyncShell):
         """Open (creating if needed) a SQLite database — a path, ``":memory:"`` or
         ``sqlite:///path`` — and set up threadline's tables. With a ``ttl`` naming
         ``sweep_interval_minutes``, the background sweeper runs until the block ends."""
-        path = path_of(conn_string)
-        try:
-            conn = _connect(path)
-        except sqlite3.Error as exc:
-            raise door_error(exc, path) from exc
+        conn = connect(conn_string)
         try:
             saver = cls(conn, serde=serde, adopt=adopt, ttl=ttl, retention=retention)
             saver.setup()
@@ -181,28 +287,7 @@ class SqliteSaver(SyncShell):
             return super()._run(op, write=write)
 
     def _transaction(self, op: ops.Op, write: bool) -> Any:
-        with self.lock:
-            cur = self.conn.cursor()
-
-            def begin(needed: bool) -> None:
-                if needed and not self.conn.in_transaction:
-                    cur.execute(_begin(write))
-
-            try:
-                result = drive(op, cur, self.dialect, begin)
-            except sqlite3.OperationalError as exc:
-                if self.conn.in_transaction:
-                    self.conn.rollback()
-                raise run_error(exc, self.conn) from exc
-            except BaseException:
-                if self.conn.in_transaction:
-                    self.conn.rollback()
-                raise
-            finally:
-                cur.close()
-            if self.conn.in_transaction:
-                self.conn.commit()
-            return result
+        return self._driver.run(op, write=write)
 
 
 def _sqlite_connect(path: str, immutable: bool) -> sqlite3.Connection:
@@ -217,11 +302,7 @@ def open_read_only(url: str, serde: Any = None) -> Iterator[tuple[SqliteSaver, o
     """A ``SqliteSaver`` on an existing file opened ``mode=ro`` (``immutable=1`` on read-only
     media, where a WAL database's ``-shm`` cannot be created), never set up, and what the
     file holds. NotADatabaseError for a missing file, a directory or a non-SQLite file."""
-    path = path_of(url)
-    if path == ":memory:" or not os.path.exists(path):
-        raise NotADatabaseError(f"{path!r} does not exist")
-    if os.path.isdir(path):
-        raise NotADatabaseError(f"{path!r} is a directory, not a database file")
+    path = _existing_file(url)
     # On read-only media no -shm can be created next to a WAL database: read it as immutable.
     read_only_media = not os.access(os.path.dirname(os.path.abspath(path)), os.W_OK)
     for immutable in (False, True):
@@ -241,6 +322,26 @@ def open_read_only(url: str, serde: Any = None) -> Iterator[tuple[SqliteSaver, o
         finally:
             conn.close()
         return
+
+
+def _existing_file(url: str) -> str:
+    """The path of ``url``; NotADatabaseError when no file is there (or a directory is)."""
+    path = path_of(url)
+    if path == ":memory:" or not os.path.exists(path):
+        raise NotADatabaseError(f"no SQLite database at {path!r}: it does not exist")
+    if os.path.isdir(path):
+        raise NotADatabaseError(f"{path!r} is a directory, not a database file")
+    return path
+
+
+def write_refusal(url: str) -> str | None:
+    """Why this process cannot write the existing file at ``url`` (the file or its folder is not
+    writable: a WAL database writes beside it), or None. NotADatabaseError when it is missing."""
+    path = _existing_file(url)
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.access(path, os.W_OK) and os.access(folder, os.W_OK):
+        return None
+    return "the file (or its folder) is not writable by this process"
 
 
 def describe(url: str) -> str:
@@ -283,9 +384,8 @@ class AsyncSqliteSaver(AsyncShell):
         self, conn: aiosqlite.Connection, *, serde: SerializerProtocol | None = None, adopt: bool = True, ttl: Any = None, retention: Any = None
     ) -> None:
         super().__init__(serde=serde, adopt=adopt, ttl=ttl, retention=retention)
-        self.conn = conn
-        self.lock = asyncio.Lock()
-        self.loop = asyncio.get_running_loop()
+        self._driver = AsyncSqliteDriver(conn, self.dialect)
+        self.conn, self.lock = conn, self._driver.lock
 
     @classmethod
     @asynccontextmanager
@@ -294,23 +394,14 @@ class AsyncSqliteSaver(AsyncShell):
     ) -> AsyncIterator[AsyncSqliteSaver]:
         """Open (creating if needed) a SQLite database — a path, ``":memory:"`` or
         ``sqlite:///path`` — and set up threadline's tables."""
-        path = path_of(conn_string)
+        conn = await aconnect(conn_string)
         try:
-            conn = await aiosqlite.connect(path, isolation_level=None)
-        except sqlite3.Error as exc:
-            raise door_error(exc, path) from exc
-        try:
-            async with conn.execute(PAGE_COUNT) as cur:
-                if (await cur.fetchone())[0] == 0:  # a new file: before WAL writes its header
-                    await conn.execute(AUTO_VACUUM)
-            for pragma in PRAGMAS:
-                await conn.execute(pragma)
             saver = cls(conn, serde=serde, adopt=adopt, ttl=ttl, retention=retention)
             await saver.setup()
             async with saver._sweeping():
                 yield saver
         except sqlite3.Error as exc:
-            raise door_error(exc, path) from exc
+            raise door_error(exc, path_of(conn_string)) from exc
         finally:
             await conn.close()
 
@@ -333,24 +424,4 @@ class AsyncSqliteSaver(AsyncShell):
             return await self._atransaction(op, write)
 
     async def _atransaction(self, op: ops.Op, write: bool) -> Any:
-        cur = await self.conn.cursor()
-
-        async def begin(needed: bool) -> None:
-            if needed and not self.conn.in_transaction:
-                await cur.execute(_begin(write))
-
-        try:
-            result = await adrive(op, cur, self.dialect, begin)
-        except sqlite3.OperationalError as exc:
-            if self.conn.in_transaction:
-                await self.conn.rollback()
-            raise run_error(exc, "the SQLite database") from exc
-        except BaseException:
-            if self.conn.in_transaction:
-                await self.conn.rollback()
-            raise
-        finally:
-            await cur.close()
-        if self.conn.in_transaction:
-            await self.conn.commit()
-        return result
+        return await self._driver.transaction(op, write)

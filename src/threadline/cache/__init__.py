@@ -29,16 +29,14 @@ from psycopg_pool import ConnectionPool
 
 from threadline import codec
 from threadline.backends import entry_of
-from threadline.backends.postgres import door_error as pg_door_error
-from threadline.backends.sqlite import door_error as sqlite_door_error
+from threadline.backends.postgres import PostgresDriver, at_door as pg_at_door, connect as pg_connect
+from threadline.backends.sqlite import SqliteDriver, connect, door_error as sqlite_door_error
 from threadline.cache import ops
 from threadline.codec.serde import default_serde
 from threadline.errors import CorruptRowError
 from threadline.store import schema
-from threadline.store.drivers import PostgresDriver, SqliteDriver, pool_kwargs
-from threadline.store.postgres import PoolConfig, pool_args
+from threadline.store.postgres import PoolConfig, open_args
 from threadline.store.sql import CACHE, POSTGRES, SQLITE, StoreSql
-from threadline.store.sqlite import connect
 
 
 class SqlCache(BaseCache[ValueT], Generic[ValueT]):
@@ -111,7 +109,7 @@ class SqliteCache(SqlCache[ValueT]):
 
     def __init__(self, *, path: str, serde: SerializerProtocol | None = None) -> None:
         self.conn = connect(path)
-        super().__init__(SqliteDriver(self.conn), serde=serde)
+        super().__init__(SqliteDriver(self.conn, SQLITE), serde=serde)
         try:
             self.setup()
         except sqlite3.Error as exc:
@@ -144,7 +142,7 @@ class PostgresCache(SqlCache[ValueT]):
 
     def __init__(self, conn: psycopg.Connection | ConnectionPool, *, serde: SerializerProtocol | None = None) -> None:
         self.conn = conn
-        super().__init__(PostgresDriver(conn), serde=serde)
+        super().__init__(PostgresDriver(conn, POSTGRES), serde=serde)
 
     @classmethod
     @contextmanager
@@ -152,14 +150,7 @@ class PostgresCache(SqlCache[ValueT]):
         cls, conn_string: str, *, serde: SerializerProtocol | None = None, pool_config: PoolConfig | None = None
     ) -> Iterator[PostgresCache]:
         """Connect to ``conn_string`` (a libpq URL or DSN), set up the table, close on exit."""
-        try:
-            if pool_config is not None:
-                resource: Any = ConnectionPool(**pool_args(conn_string, pool_config))
-                resource.open(wait=True, timeout=10)
-            else:
-                resource = psycopg.Connection.connect(conn_string, **pool_kwargs(None), connect_timeout=10)
-        except Exception as exc:
-            raise pg_door_error(exc, conn_string) from exc
+        resource = pg_connect(conn_string, **open_args(pool_config))
         try:
             cache = cls(resource, serde=serde)
             cache.setup()
@@ -168,10 +159,8 @@ class PostgresCache(SqlCache[ValueT]):
             resource.close()
 
     def setup(self) -> None:
-        try:
+        with pg_at_door():
             super().setup()
-        except psycopg.Error as exc:
-            raise pg_door_error(exc) from exc
 
 
 @contextmanager

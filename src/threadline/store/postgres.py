@@ -19,9 +19,8 @@ from langgraph.store.base import IndexConfig, TTLConfig
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
-from threadline.backends.postgres import door_error
+from threadline.backends.postgres import AsyncPostgresDriver, PostgresDriver, aconnect, at_door, connect
 from threadline.store.base import AsyncStore, SyncStore
-from threadline.store.drivers import AsyncPostgresDriver, PostgresDriver, pool_kwargs
 from threadline.store.sql import POSTGRES
 
 
@@ -35,16 +34,18 @@ class PoolConfig(TypedDict, total=False):
     kwargs: dict
 
 
-def pool_args(conn_string: str, pool_config: PoolConfig) -> dict[str, Any]:
+# as the official stores: autocommit, no server-side prepares (PgBouncer's transaction pooling)
+CONNECT = {"autocommit": True, "prepare_threshold": 0}
+
+
+def open_args(pool_config: PoolConfig | None) -> dict[str, Any]:
+    """Keywords for ``backends.postgres.connect``: one connection with the official stores'
+    settings, or a pool of ``pool_config`` whose ``kwargs`` add to (or override) them."""
+    if pool_config is None:
+        return dict(CONNECT)
     pc = dict(pool_config)
-    return {
-        "conninfo": conn_string,
-        "min_size": pc.pop("min_size", 1),
-        "max_size": pc.pop("max_size", None),
-        "kwargs": pool_kwargs(pc.pop("kwargs", None)),
-        "open": False,
-        **pc,
-    }
+    kwargs = {**CONNECT, **(pc.pop("kwargs", None) or {})}
+    return {"pool": {"min_size": pc.pop("min_size", 1), "max_size": pc.pop("max_size", None), **pc}, **kwargs}
 
 
 class PostgresStore(SyncStore):
@@ -74,7 +75,7 @@ class PostgresStore(SyncStore):
         ttl: TTLConfig | None = None,
     ) -> None:
         super().__init__()
-        self._driver = PostgresDriver(conn, pipe)
+        self._driver = PostgresDriver(conn, POSTGRES, pipe)
         self.conn, self.pipe, self.lock = conn, pipe, self._driver.lock
         self._init_core(index, ttl, deserializer)
 
@@ -91,14 +92,7 @@ class PostgresStore(SyncStore):
     ) -> Iterator[PostgresStore]:
         """Connect to ``conn_string`` (a libpq URL or DSN). ``pool_config`` opens a
         ``ConnectionPool`` instead of one connection (and overrides ``pipeline``)."""
-        try:
-            if pool_config is not None:
-                resource: Any = ConnectionPool(**pool_args(conn_string, pool_config))
-                resource.open(wait=True, timeout=10)
-            else:
-                resource = psycopg.Connection.connect(conn_string, **pool_kwargs(None), connect_timeout=10)
-        except Exception as exc:
-            raise door_error(exc, conn_string) from exc
+        resource = connect(conn_string, **open_args(pool_config))
         store = None
         try:
             if pipeline and pool_config is None:
@@ -114,10 +108,8 @@ class PostgresStore(SyncStore):
             resource.close()
 
     def setup(self) -> None:
-        try:
+        with at_door():
             super().setup()
-        except psycopg.Error as exc:
-            raise door_error(exc) from exc
 
     @contextmanager
     def _cursor(self) -> Iterator[psycopg.Cursor]:
@@ -150,7 +142,7 @@ class AsyncPostgresStore(AsyncStore):
         index: IndexConfig | None = None,
         ttl: TTLConfig | None = None,
     ) -> None:
-        self._driver = AsyncPostgresDriver(conn, pipe)
+        self._driver = AsyncPostgresDriver(conn, POSTGRES, pipe)
         super().__init__()
         self.conn, self.pipe, self.lock, self.loop = conn, pipe, self._driver.lock, self._loop
         self._init_core(index, ttl, deserializer)
@@ -167,14 +159,7 @@ class AsyncPostgresStore(AsyncStore):
         ttl: TTLConfig | None = None,
     ) -> AsyncIterator[AsyncPostgresStore]:
         """Async ``PostgresStore.from_conn_string``; ``pool_config`` opens an ``AsyncConnectionPool``."""
-        try:
-            if pool_config is not None:
-                resource: Any = AsyncConnectionPool(**pool_args(conn_string, pool_config))
-                await resource.open(wait=True, timeout=10)
-            else:
-                resource = await psycopg.AsyncConnection.connect(conn_string, **pool_kwargs(None), connect_timeout=10)
-        except Exception as exc:
-            raise door_error(exc, conn_string) from exc
+        resource = await aconnect(conn_string, **open_args(pool_config))
         store = None
         try:
             if pipeline and pool_config is None:
@@ -190,10 +175,8 @@ class AsyncPostgresStore(AsyncStore):
             await resource.close()
 
     async def setup(self) -> None:
-        try:
+        with at_door():
             await super().setup()
-        except psycopg.Error as exc:
-            raise door_error(exc) from exc
 
     @asynccontextmanager
     async def _cursor(self) -> AsyncIterator[psycopg.AsyncCursor]:

@@ -16,23 +16,10 @@ from typing import Any
 import aiosqlite
 from langgraph.store.base import IndexConfig, TTLConfig
 
-from threadline.backends.sqlite import PRAGMAS, door_error, path_of
+from threadline.backends.sqlite import aconnect, at_door, connect
 from threadline.store.base import AsyncStore, SyncStore
-from threadline.store.drivers import AsyncSqliteDriver, SqliteDriver
+from threadline.store.drivers import AsyncStoreSqliteDriver, StoreSqliteDriver
 from threadline.store.sql import SQLITE
-
-
-def connect(conn_string: str) -> sqlite3.Connection:
-    """A connection for ``from_conn_string``: autocommit, WAL, a 30 s busy timeout.
-    Accepts a path, ``":memory:"`` or ``sqlite:///path``; BackendError when it cannot open."""
-    path = path_of(conn_string)
-    try:
-        conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-        for pragma in PRAGMAS:
-            conn.execute(pragma)
-    except sqlite3.Error as exc:
-        raise door_error(exc, path) from exc
-    return conn
 
 
 class SqliteStore(SyncStore):
@@ -67,7 +54,7 @@ class SqliteStore(SyncStore):
         super().__init__()
         self.conn = conn
         self._init_core(index, ttl, deserializer)
-        self._driver = SqliteDriver(conn, vectors=self._index is not None)
+        self._driver = StoreSqliteDriver(conn, SQLITE, vectors=self._index is not None)
         self.lock = self._driver.lock
 
     @classmethod
@@ -87,10 +74,8 @@ class SqliteStore(SyncStore):
             conn.close()
 
     def setup(self) -> None:
-        try:
+        with at_door():
             super().setup()
-        except sqlite3.Error as exc:
-            raise door_error(exc, "the SQLite database") from exc
 
 
 class AsyncSqliteStore(AsyncStore):
@@ -118,7 +103,7 @@ class AsyncSqliteStore(AsyncStore):
         self.conn = conn
         self.loop = self._loop
         self._init_core(index, ttl, deserializer)
-        self._driver = AsyncSqliteDriver(conn, vectors=self._index is not None)
+        self._driver = AsyncStoreSqliteDriver(conn, SQLITE, vectors=self._index is not None)
         self.lock = self._driver.lock
 
     @classmethod
@@ -127,16 +112,7 @@ class AsyncSqliteStore(AsyncStore):
         cls, conn_string: str, *, index: IndexConfig | None = None, ttl: TTLConfig | None = None
     ) -> AsyncIterator[AsyncSqliteStore]:
         """Open (creating if needed) a SQLite database: a path, ``":memory:"`` or ``sqlite:///path``."""
-        path = path_of(conn_string)
-        conn = None
-        try:
-            conn = await aiosqlite.connect(path, isolation_level=None)
-            for pragma in PRAGMAS:
-                await conn.execute(pragma)
-        except sqlite3.Error as exc:
-            if conn is not None:
-                await conn.close()
-            raise door_error(exc, path) from exc
+        conn = await aconnect(conn_string)
         store = None
         try:
             store = cls(conn, index=index, ttl=ttl)
@@ -147,7 +123,5 @@ class AsyncSqliteStore(AsyncStore):
             await conn.close()
 
     async def setup(self) -> None:
-        try:
+        with at_door():
             await super().setup()
-        except sqlite3.Error as exc:
-            raise door_error(exc, "the SQLite database") from exc
