@@ -79,12 +79,14 @@ from threadline.codec.deltas import Resolved, is_delta, load, make_delta, resolv
 from threadline.codec.fingerprinting import fingerprints
 from threadline.codec.keyring import Keyring
 from threadline.codec.policy import PLAIN, BlobCodec
+from threadline.codec.refs import list_body, ref_of, splice
 from threadline.codec.seal import GCM, SUM, Row, is_encrypted, is_sealed
-from threadline.codec.tags import DELTA_DICT, DELTA_LIST, EMPTY, check_size, compress, decode, decompress, encode
+from threadline.codec.tags import DELTA_DICT, DELTA_LIST, DELTA_REF, EMPTY, check_size, compress, decode, decompress, encode
 
 __all__ = [
     "DELTA_DICT",
     "DELTA_LIST",
+    "DELTA_REF",
     "EMPTY",
     "GCM",
     "LIST",
@@ -108,9 +110,12 @@ __all__ = [
     "is_delta",
     "is_encrypted",
     "is_sealed",
+    "list_body",
     "load",
     "make_delta",
+    "ref_of",
     "resolve",
     "skip",
+    "splice",
     "split",
 ]

@@ -102,7 +102,7 @@ def drive(
                 cur.execute(s.sql, s.params)
                 if flush is not None:
                     flush()
-                rows = cur.fetchall() if cur.description else []
+                rows += cur.fetchall() if cur.description else []
         return rows
 
     try:
@@ -135,7 +135,7 @@ async def adrive(
                 await cur.execute(s.sql, s.params)
                 if flush is not None:
                     await flush()
-                rows = list(await cur.fetchall()) if cur.description else []
+                rows += list(await cur.fetchall()) if cur.description else []
         return rows
 
     try:

@@ -225,7 +225,10 @@ def put_writes(
 ) -> Op[None]:
     """Store a task's pending writes against a checkpoint (LangGraph ``WRITES_IDX_MAP`` rules).
 
-    Values at or above ``bc``'s size threshold are zstd-compressed (``<tag>+zstd``)."""
+    Values at or above ``bc``'s size threshold are zstd-compressed (``<tag>+zstd``). With a
+    saver's ``bc``, the list values inserted are remembered (``codec.BlobCache.add_writes``)
+    so that the child checkpoint's delta can reference them instead of storing their items
+    again (``codec.refs``); a write ignored because its key was already stored is not."""
     key = key_of(config)
     if not key.checkpoint_id:
         raise ConfigError("put_writes needs config['configurable']['checkpoint_id']")
@@ -237,4 +240,23 @@ def put_writes(
         return
     if replace:  # the same special channel twice: the last write wins, as with one upsert after another
         rows = list({r[4]: r for r in rows}.values())
-    yield Q(d.insert_writes(replace), rows, many=True, single=True)
+    inserted = yield Q(d.insert_writes(replace), rows, many=True, single=True)
+    if bc is not None and bc.deltas and not replace and inserted:
+        _remember_writes(bc, key, rows, {(r[0], r[1]) for r in inserted})
+
+
+REF_MIN_BYTES = 128  # a list write whose items take fewer bytes is not worth a reference (~70 bytes)
+
+
+def _remember_writes(bc: codec.BlobCodec, key: Key, rows: Sequence[tuple], inserted: set[tuple[str, int]]) -> None:
+    """Cache the list-valued regular writes among ``rows`` (``R.write_rows``) that were ``inserted``."""
+    assert bc.cache is not None
+    found = []
+    for r in rows:
+        if (r[3], r[4]) in inserted and r[4] >= 0:
+            ref = R.write_row_ref(*r[:6])
+            body = codec.list_body(*codec.decompress(*bc.open(ref, r[7], r[8]), ref))
+            if body is not None and len(body[1]) >= REF_MIN_BYTES:
+                found.append((r[5], r[6], r[3], r[4], bytes(body[1])))
+    if found:
+        bc.cache.add_writes((key.thread_id, key.checkpoint_ns, key.checkpoint_id), found)
