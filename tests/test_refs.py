@@ -81,6 +81,16 @@ def test_decode_and_resolve_refuse_a_reference_read_on_its_own() -> None:
         codec.resolve(rows, "2", "here")
 
 
+def test_remembered_writes_are_bounded_by_count_and_bytes() -> None:
+    cache = codec.BlobCache(max_bytes=4000, max_writes=3)
+    for i in range(5):
+        cache.add_writes(("t", "", f"c{i}"), [("chat", "~", "task", 0, b"x" * 400)])
+    assert cache.writes(("t", "", "c0"), "chat") == [] and cache.writes(("t", "", "c4"), "chat") == [("task", 0, b"x" * 400)]
+    assert cache.writes(("t", "", "c2"), "chat") == []  # 3 × 400 bytes is more than a quarter of max_bytes
+    cache.forget_threads(["t"])
+    assert cache.writes(("t", "", "c4"), "chat") == []
+
+
 # --- a real LangGraph loop on every backend --------------------------------------------
 
 

@@ -50,6 +50,7 @@ class BlobCache:
         self.max_bytes = max_bytes
         self.max_checkpoints = max_checkpoints
         self.max_writes = max_writes
+        self._writes_bytes = 0
         self._blobs: OrderedDict[tuple, Entry] = OrderedDict()
         self._versions: OrderedDict[tuple, dict[str, str]] = OrderedDict()
         self._writes: OrderedDict[tuple, list[tuple[str, str, str, int, bytes]]] = OrderedDict()
@@ -100,12 +101,13 @@ class BlobCache:
     def add_writes(self, key: tuple, writes: list[tuple[str, str, str, int, bytes]]) -> None:
         """Remember pending writes stored (inserted, not ignored) against checkpoint ``key``:
         (channel, task_path, task_id, idx, the item bytes of its msgpack array value) each;
-        at most ``max_writes`` checkpoints are remembered."""
+        at most ``max_writes`` checkpoints and a quarter of ``max_bytes`` of item bytes."""
         with self._lock:
             self._writes.setdefault(key, []).extend(writes)
             self._writes.move_to_end(key)
-            while len(self._writes) > self.max_writes:
-                self._writes.popitem(last=False)
+            self._writes_bytes += sum(len(w[4]) for w in writes)
+            while self._writes and (len(self._writes) > self.max_writes or self._writes_bytes > self.max_bytes // 4):
+                self._writes_bytes -= sum(len(w[4]) for w in self._writes.popitem(last=False)[1])
 
     def writes(self, key: tuple, channel: str) -> list[tuple[str, int, bytes]]:
         """The remembered writes of checkpoint ``key`` on ``channel``, in LangGraph's write
@@ -123,14 +125,14 @@ class BlobCache:
             for key in [k for k in self._versions if k[0] in tids]:
                 del self._versions[key]
             for key in [k for k in self._writes if k[0] in tids]:
-                del self._writes[key]
+                self._writes_bytes -= sum(len(w[4]) for w in self._writes.pop(key))
 
     def clear(self) -> None:
         with self._lock:
             self._blobs.clear()
             self._versions.clear()
             self._writes.clear()
-            self._bytes = 0
+            self._bytes = self._writes_bytes = 0
 
     @property
     def nbytes(self) -> int:
