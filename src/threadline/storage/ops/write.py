@@ -245,7 +245,7 @@ def put_writes(
         _remember_writes(bc, key, rows, {(r[0], r[1]) for r in inserted})
 
 
-REF_MIN_BYTES = 128  # a list write whose items take fewer bytes is not worth a reference (~70 bytes)
+REF_MIN_BYTES = 128  # a list write whose items take fewer bytes is not worth a reference (~80 bytes of JSON)
 
 
 def _remember_writes(bc: codec.BlobCodec, key: Key, rows: Sequence[tuple], inserted: set[tuple[str, int]]) -> None:
