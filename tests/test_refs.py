@@ -232,7 +232,8 @@ def test_lifecycle_keeps_checkpoints_with_shared_content_readable(sync_backend: 
         # and the thread keeps going on top of what was kept
         state = loop_graph(saver, 2).get_state({"configurable": {"thread_id": kept}})
         grow(saver, kept, 2, str(uuid.uuid4()))
-        assert len(loop_graph(saver, 2).get_state({"configurable": {"thread_id": kept}}).values["messages"]) == len(state.values["messages"]) + 5
+        grown = loop_graph(saver, 2).get_state({"configurable": {"thread_id": kept}})
+        assert len(grown.values["messages"]) == len(state.values["messages"]) + 5
     with opened(sync_backend, bc) as saver:
         assert everything(saver, kept)
         assert not [f for f in fsck(saver, deep=True).findings if (f.kind, operation) != ("broken_parent", "delete_checkpoints")]

@@ -23,10 +23,10 @@ from threadline.codec.refs import Candidate, make_ref
 from threadline.codec.seal import Row, check_checkpoint, checkpoint_checksum, open_sealed, seal
 from threadline.codec.tags import (
     COMPRESS_MIN_BYTES,
+    DELTA_LIST,
     DELTA_MAX_DEPTH,
     DELTA_MAX_RATIO,
     DELTA_MIN_BYTES,
-    DELTA_LIST,
     DELTA_REF,
     EMPTY,
     ZSTD_LEVEL,

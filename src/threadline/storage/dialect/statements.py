@@ -258,7 +258,8 @@ class Statements:
     def insert_writes(self, replace: bool) -> str:
         """(WRITE_COLUMNS, created_at): insert-or-ignore → task_id, idx of the rows inserted; or with
         ``replace`` (special channels) an upsert of the dialect's ``replaced_write_columns``."""
-        conflict = "DO UPDATE SET " + ", ".join(f"{c} = excluded.{c}" for c in self.replaced_write_columns) if replace else "DO NOTHING RETURNING task_id, idx"
+        replaced = ", ".join(f"{c} = excluded.{c}" for c in self.replaced_write_columns)
+        conflict = f"DO UPDATE SET {replaced}" if replace else "DO NOTHING RETURNING task_id, idx"
         return _INSERT_WRITES + f"VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) {conflict}"
 
     def writes_by_write_keys(self, count: int) -> str:

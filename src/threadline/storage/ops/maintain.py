@@ -1,6 +1,6 @@
-"""Maintenance operations: deleting threads, checkpoints (first copying into the deltas a
-kept checkpoint needs the items of the pending writes that go, ``_copy_referenced_items``) and the checkpoints of runs,
-recomputing a thread's index row (``restat``), collecting unreferenced blobs while
+"""Maintenance operations: deleting threads, checkpoints (a kept delta that references
+their pending writes first gets the items copied in: ``_copy_referenced_items``) and the
+checkpoints of runs, recomputing a thread's index row (``restat``), collecting unreferenced blobs while
 keeping every delta base a kept blob needs (``gc_blobs``), copying a thread, and
 ``prune`` with its ``keep_latest`` / ``delete`` strategies. What a kept checkpoint
 needs is ``storage.liveness``'s rule.
@@ -81,10 +81,8 @@ def _copy_referenced_items(d: Dialect, keys: Sequence[tuple[str, str, str]], bc:
             continue
         docs = yield Q(d.THREAD_CHECKPOINTS, (tid,))
         stored = yield Q(d.THREAD_BLOB_BASES, (tid,))
-        live = live_blobs(
-            ((r[0], ch, v) for r in docs if (r[0], r[1]) not in gone for ch, v in R.blob_pairs(d.load_object(r[3], f"checkpoint ({tid!r}, {r[0]!r}, {r[1]!r})"))),
-            {(ns, ch, v): b for ns, ch, v, b in stored},
-        )
+        kept = [(r[0], d.load_object(r[3], f"checkpoint ({tid!r}, {r[0]!r}, {r[1]!r})")) for r in docs if (r[0], r[1]) not in gone]
+        live = live_blobs(((ns, ch, v) for ns, doc in kept for ch, v in R.blob_pairs(doc)), {(ns, ch, v): b for ns, ch, v, b in stored})
         opened: dict[tuple[str, str, str], dict[str, tuple]] = {}
         refs: dict[tuple[str, str, str], str] = {}
         for b in found:
@@ -100,7 +98,11 @@ def _copy_referenced_items(d: Dialect, keys: Sequence[tuple[str, str, str]], bc:
         if not todo:
             continue
         yield from splice_refs(d, todo, bc)
-        rows = [(*bc.store(R.blob_row_ref(*g, v, base), tag, data), *g, v) for g, group in todo.items() for v, (tag, data, base) in group.items()]
+        rows = [
+            (*bc.store(R.blob_row_ref(*g, v, base), tag, data), *g, v)
+            for g, group in todo.items()
+            for v, (tag, data, base) in group.items()
+        ]
         yield Q(d.SET_BLOB_VALUE, rows, many=True)
 
 
