@@ -116,7 +116,10 @@ def loop_graph(saver: Any, steps: int):
 
 def grow(saver: Any, thread_id: str, steps: int = 12, run_id: str | None = None) -> None:
     config = {"configurable": {"thread_id": thread_id, **({"run_id": run_id} if run_id else {})}, "recursion_limit": 4 * steps}
-    loop_graph(saver, steps).invoke({"messages": [HumanMessage(content="start " * 40, id=f"h-{thread_id}-{run_id}")]}, config)
+    # "sync": each superstep's writes are stored before the next checkpoint (with "async"
+    # durability the next put may come first; its delta then holds the items itself)
+    message = HumanMessage(content="start " * 40, id=f"h-{thread_id}-{run_id}")
+    loop_graph(saver, steps).invoke({"messages": [message]}, config, durability="sync")
 
 
 def everything(saver: Any, thread_id: str) -> dict:
