@@ -23,16 +23,7 @@ from threadline.storage.ops.maintain import (
     set_parents,
     thread_ids_of,
 )
-from threadline.storage.ops.read import (
-    fetch_blob_rows,
-    fetch_blobs,
-    get_tuple,
-    list_page,
-    list_where,
-    load_tuples,
-    open_blob_rows,
-    splice_refs,
-)
+from threadline.storage.ops.read import fetch_blob_rows, fetch_blobs, get_tuple, list_page, list_where, load_tuples, open_blob_rows, splice_refs
 from threadline.storage.ops.schema import SchemaState, schema_state, setup
 from threadline.storage.ops.write import put, put_writes
 
