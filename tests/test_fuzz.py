@@ -1,8 +1,10 @@
 """Fuzzing stored rows: a damaged row loads exactly or raises CorruptRowError, nothing else.
 
 A database is filled by real LangGraph runs and direct puts (messages, dict merges,
-integer sums, subgraph namespaces, an interrupt, list and dict deltas, zstd-compressed
-values and writes), once with checksums and once encrypted. Hypothesis then mutates one
+integer sums, subgraph namespaces, an interrupt, list and dict deltas, deltas that
+reference pending writes, zstd-compressed values and writes), once with checksums and
+once encrypted. A write is read by its checkpoint and by every checkpoint whose delta
+chain references it. Hypothesis then mutates one
 stored field at a time — flips bits, truncates, appends bytes, re-tags, nulls — of a
 random blob, write or checkpoint row (its value bytes, type tag, checkpoint JSON,
 metadata, parent link or checksum), loads every checkpoint that reads that row with
@@ -32,7 +34,9 @@ from langgraph.checkpoint.base.id import uuid6
 
 from backends import Backend
 from lifecycle_graphs import cfg, populate
+from threadline import codec
 from threadline.codec import BlobCodec, Keyring
+from threadline.storage import rows as R
 from threadline.errors import CorruptRowError
 from threadline.storage.dialect import POSTGRES
 
@@ -41,7 +45,8 @@ KEY = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="
 CODECS = {"checksum": lambda: BlobCodec(), "encrypted": lambda: BlobCodec(keys=Keyring([KEY]))}
 TAGS = ["msgpack", "json", "null", "bytes", "bytearray", "empty", "pickle", "msgpack+zstd", "delta-list:msgpack",
         "delta-dict:msgpack", "delta-list:msgpack+zstd", "msgpack+sum", "msgpack+gcm", "msgpack+zstd+sum",
-        "delta-list:msgpack+sum", "delta-dict:msgpack+gcm", "msgpack+aes", "x", ""]
+        "delta-list:msgpack+sum", "delta-dict:msgpack+gcm", "delta-ref:msgpack+sum", "delta-ref:msgpack+gcm", "msgpack+aes",
+        "x", ""]
 
 
 def _fill(saver: Any) -> None:
@@ -49,15 +54,19 @@ def _fill(saver: Any) -> None:
     config = cfg("deltas")
     log: list[str] = []
     notes: dict[str, Any] = {}
+    # "chat" grows by the items of the parent's pending write: its deltas reference the writes (codec.refs)
+    said = [[f"said {step}.{i} " + "sed do eiusmod tempor " * (8 + step % 5) for i in range(2)] for step in range(15)]
+    chat: list[str] = []
     for step in range(14):
         log = log + [f"entry {step}.{i} " + "lorem ipsum dolor sit amet " * 2 for i in range(5)]
         notes = {**notes, f"k{step}": {"step": step, "text": "consectetur adipiscing " * (step % 3 + 1)}}
+        chat = chat + said[step]
         ck = empty_checkpoint()
         ck["id"] = str(uuid6(clock_seq=-1))
-        ck["channel_values"] = {"log": log, "notes": notes, "n": step}
-        ck["channel_versions"] = {"log": str(step + 1), "notes": str(step + 1), "n": str(step + 1)}
+        ck["channel_values"] = {"log": log, "notes": notes, "n": step, "chat": chat}
+        ck["channel_versions"] = {"log": str(step + 1), "notes": str(step + 1), "n": str(step + 1), "chat": str(step + 1)}
         config = saver.put(config, ck, {"source": "loop", "step": step, "run_id": f"r{step % 3}"}, dict(ck["channel_versions"]))
-        saver.put_writes(config, [("log", ["w " * 400]), ("n", step)], f"task-{step}", f"~{step}")
+        saver.put_writes(config, [("log", ["w " * 400]), ("n", step), ("chat", said[step + 1])], f"task-{step}", f"~{step}")
 
 
 class Raw:
@@ -120,10 +129,26 @@ def fuzz_database(b: Backend, codec: BlobCodec) -> Iterator[tuple[Any, Raw, dict
                     blob = (*blob[:3], bases[blob]) if bases[blob] else None  # type: ignore[assignment]
         for w in raw.sql("SELECT thread_id, checkpoint_ns, checkpoint_id, task_id, idx FROM threadline_writes"):
             readers.setdefault(("writes", tuple(w)), set()).add(tuple(w[:3]))
+        for blob, cks in list(readers.items()):  # a write is also read by the checkpoints whose deltas reference it
+            if blob[0] == "blobs":
+                for w in _referenced_writes(saver.blob_codec, raw, blob[1]):
+                    readers.setdefault(("writes", w), set()).update(cks)
+        assert any(k[0] == "writes" and len(v) > 1 for k, v in readers.items()), "no delta references a write"
         try:
             yield saver, raw, expected, readers
         finally:
             raw.conn.close()
+
+
+def _referenced_writes(bc: BlobCodec, raw: Raw, blob: tuple) -> list[tuple]:
+    """The write keys a blob row's delta references (``codec.refs``; none for another row)."""
+    cols = "thread_id = ? AND checkpoint_ns = ? AND channel = ? AND version = ?"
+    (tag, data, base), = raw.sql(f"SELECT type, blob, base_version FROM threadline_blobs WHERE {cols}", blob)
+    if not tag.startswith(codec.DELTA_REF):
+        return []
+    tag, data = bc.open(R.blob_row_ref(*blob, base), tag, data)
+    _, cid, refs = codec.ref_of(codec.decompress(tag[len(codec.DELTA_REF):], data, blob)[1], blob)
+    return [(blob[0], blob[1], cid, task, idx) for task, idx in refs]
 
 
 def _shape(t: Any) -> Any:

@@ -152,6 +152,11 @@ class EngineSaver(Sweeping, BaseCheckpointSaver[str]):
         op = ops.put_writes(self.dialect, self.serde, config, writes, task_id, task_path, self.blob_codec)
         return metrics.counted(op, self.dialect.name)
 
+    def _remember_writes(self, stored: tuple | None) -> None:
+        """Remember committed list writes (``ops.put_writes``' result) for the next put's references."""
+        if stored is not None and self.blob_codec.cache is not None:
+            self.blob_codec.cache.add_writes(*stored)
+
     def run(self, op: ops.Op, *, write: bool = False) -> Any:
         """Run any sans-IO operation (``storage.ops``, ``lifecycle``, ``read``) in one transaction."""
         return self._run(op, write=write)
@@ -196,7 +201,7 @@ class EngineSaver(Sweeping, BaseCheckpointSaver[str]):
 
     def put_writes(self, config: dict, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = "") -> None:
         with metrics.observe("put_writes", self.dialect.name):
-            self._run(self._put_writes_op(config, writes, task_id, task_path), write=True)
+            self._remember_writes(self._run(self._put_writes_op(config, writes, task_id, task_path), write=True))
 
     def delete_thread(self, thread_id: str) -> None:
         self._adopt(thread_id)  # an adopted thread stays deleted: its marker remains
@@ -256,7 +261,7 @@ class EngineSaver(Sweeping, BaseCheckpointSaver[str]):
 
     async def aput_writes(self, config: dict, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = "") -> None:
         with metrics.observe("put_writes", self.dialect.name):
-            await self._arun(self._put_writes_op(config, writes, task_id, task_path), write=True)
+            self._remember_writes(await self._arun(self._put_writes_op(config, writes, task_id, task_path), write=True))
 
     async def adelete_thread(self, thread_id: str) -> None:
         await self._aadopt(thread_id)

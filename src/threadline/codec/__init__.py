@@ -15,6 +15,8 @@ stays readable:
                                appended items (see below)
 ``delta-dict:msgpack``         a dict that extends the value of ``base_version``: the added
                                and changed key/value pairs (see below)
+``delta-ref:msgpack``          a list delta whose appended items are the parent checkpoint's
+                               pending writes on the channel: a reference to them (``refs``)
 ``delta-…:msgpack+zstd``       the same, zstd-compressed
 ``<any of the above>+sum``     sealed with a checksum bound to its row (``seal``)
 ``<any of the above>+gcm``     encrypted with AES-256-GCM, bound to its row (``seal``)
@@ -64,7 +66,8 @@ A ``pickle`` tag is refused, never loaded. A damaged or tampered row fails to lo
 
 The code is split by concept, each module depending only on those before it:
 ``tags`` (type tags, compression, decode of self-contained rows) ←
-``containers`` (msgpack list/dict containers) ← ``deltas`` (list/dict deltas);
+``containers`` (msgpack list/dict containers) ← ``deltas`` (list/dict deltas) ← ``refs``
+(deltas that reference pending writes);
 ``fingerprinting`` (list item fingerprints, standalone); ``cache`` (the blob
 cache, on containers and deltas); ``keyring`` (encryption keys) ← ``seal`` (row seals,
 checkpoint checksums) ← ``policy`` (``BlobCodec``, ``PLAIN``). This package re-exports
@@ -79,12 +82,14 @@ from threadline.codec.deltas import Resolved, is_delta, load, make_delta, resolv
 from threadline.codec.fingerprinting import fingerprints
 from threadline.codec.keyring import Keyring
 from threadline.codec.policy import PLAIN, BlobCodec
+from threadline.codec.refs import list_body, ref_of, splice
 from threadline.codec.seal import GCM, SUM, Row, is_encrypted, is_sealed
-from threadline.codec.tags import DELTA_DICT, DELTA_LIST, EMPTY, check_size, compress, decode, decompress, encode
+from threadline.codec.tags import DELTA_DICT, DELTA_LIST, DELTA_REF, EMPTY, check_size, compress, decode, decompress, encode
 
 __all__ = [
     "DELTA_DICT",
     "DELTA_LIST",
+    "DELTA_REF",
     "EMPTY",
     "GCM",
     "LIST",
@@ -108,9 +113,12 @@ __all__ = [
     "is_delta",
     "is_encrypted",
     "is_sealed",
+    "list_body",
     "load",
     "make_delta",
+    "ref_of",
     "resolve",
     "skip",
+    "splice",
     "split",
 ]

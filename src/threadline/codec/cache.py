@@ -36,7 +36,8 @@ def entry_of(resolved: Resolved, stored_type: str, stored_len: int) -> Entry | N
 
 class BlobCache:
     """Bounded LRU of (thread_id, checkpoint_ns, channel, version) → ``Entry``, plus
-    (thread_id, checkpoint_ns, checkpoint_id) → channel_versions of recent checkpoints.
+    (thread_id, checkpoint_ns, checkpoint_id) → channel_versions of recent checkpoints,
+    and → the list-valued pending writes this process stored against them (``writes``).
 
     Keyed by version, so branches are safe: a version names one value. Thread-safe.
     ``max_bytes`` bounds the item bytes held; ``max_checkpoints`` the versions maps.
@@ -45,11 +46,14 @@ class BlobCache:
     of the value it reproduces.
     """
 
-    def __init__(self, max_bytes: int = 64 << 20, max_checkpoints: int = 4096) -> None:
+    def __init__(self, max_bytes: int = 64 << 20, max_checkpoints: int = 4096, max_writes: int = 256) -> None:
         self.max_bytes = max_bytes
         self.max_checkpoints = max_checkpoints
+        self.max_writes = max_writes
+        self._writes_bytes = 0
         self._blobs: OrderedDict[tuple, Entry] = OrderedDict()
         self._versions: OrderedDict[tuple, dict[str, str]] = OrderedDict()
+        self._writes: OrderedDict[tuple, list[tuple[str, str, str, int, bytes]]] = OrderedDict()
         self._bytes = 0
         self._lock = threading.Lock()
 
@@ -94,6 +98,24 @@ class BlobCache:
             while len(self._versions) > self.max_checkpoints:
                 self._versions.popitem(last=False)
 
+    def add_writes(self, key: tuple, writes: list[tuple[str, str, str, int, bytes]]) -> None:
+        """Remember pending writes stored (inserted, not ignored) against checkpoint ``key``:
+        (channel, task_path, task_id, idx, the item bytes of its msgpack array value) each;
+        at most ``max_writes`` checkpoints and a quarter of ``max_bytes`` of item bytes."""
+        with self._lock:
+            self._writes.setdefault(key, []).extend(writes)
+            self._writes.move_to_end(key)
+            self._writes_bytes += sum(len(w[4]) for w in writes)
+            while self._writes and (len(self._writes) > self.max_writes or self._writes_bytes > self.max_bytes // 4):
+                self._writes_bytes -= sum(len(w[4]) for w in self._writes.popitem(last=False)[1])
+
+    def writes(self, key: tuple, channel: str) -> list[tuple[str, int, bytes]]:
+        """The remembered writes of checkpoint ``key`` on ``channel``, in LangGraph's write
+        order (task_path, task_id, idx): (task_id, idx, item bytes) each."""
+        with self._lock:
+            found = self._writes.get(key, ())
+            return [(t, i, b) for ch, _, t, i, b in sorted(found, key=lambda w: w[1:4]) if ch == channel]
+
     def forget_threads(self, thread_ids: Any) -> None:
         """Drop everything cached for these threads (after deletes; tidy, never needed for correctness)."""
         tids = set(thread_ids)
@@ -102,12 +124,15 @@ class BlobCache:
                 self._bytes -= self._blobs.pop(key).value.nbytes
             for key in [k for k in self._versions if k[0] in tids]:
                 del self._versions[key]
+            for key in [k for k in self._writes if k[0] in tids]:
+                self._writes_bytes -= sum(len(w[4]) for w in self._writes.pop(key))
 
     def clear(self) -> None:
         with self._lock:
             self._blobs.clear()
             self._versions.clear()
-            self._bytes = 0
+            self._writes.clear()
+            self._bytes = self._writes_bytes = 0
 
     @property
     def nbytes(self) -> int:

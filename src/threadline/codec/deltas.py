@@ -16,7 +16,7 @@ from typing import Any
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from threadline.codec.containers import DICT, LIST, Container, _header, _pairs, container, split
-from threadline.codec.tags import DELTA_DICT, DELTA_LIST, DELTA_MAX_RATIO, EMPTY, decode, decompress
+from threadline.codec.tags import DELTA_DICT, DELTA_LIST, DELTA_MAX_RATIO, DELTA_REF, EMPTY, decode, decompress
 from threadline.errors import CorruptRowError
 
 _HEADER = struct.Struct("<BHIQII")  # format, depth, count, body length, crc32, chain bytes
@@ -83,7 +83,7 @@ def make_delta(
 
 def is_delta(tag: str) -> bool:
     """Whether a stored type tag names a delta row (which needs its base_version to be read)."""
-    return tag.startswith((DELTA_LIST, DELTA_DICT))
+    return tag.startswith((DELTA_LIST, DELTA_DICT, DELTA_REF))
 
 
 Resolved = tuple  # (serializer tag, bytes or None, Container or None): see ``resolve``
@@ -149,6 +149,8 @@ def resolve(
     for v in reversed(path):
         here = f"{where} version {v!r}"
         row_tag, data, _ = rows[v]
+        if row_tag.startswith(DELTA_REF):
+            raise CorruptRowError(f"{here}: a delta on pending writes; read it through storage.ops.fetch_blobs")
         tag, payload = decompress(row_tag[len(DELTA_LIST):], data, here)
         try:
             fmt, depth, want_count, want_len, want_crc, chain = _HEADER.unpack_from(payload)

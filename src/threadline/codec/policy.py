@@ -8,6 +8,7 @@ checksum, or AES-256-GCM with its ``keys``), using the pieces in the sibling mod
 from __future__ import annotations
 
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,12 +19,15 @@ from threadline.codec.containers import LIST, Container, _header, container, spl
 from threadline.codec.deltas import make_delta
 from threadline.codec.fingerprinting import _FP_HEADER, fingerprints
 from threadline.codec.keyring import Keyring
+from threadline.codec.refs import Candidate, make_ref
 from threadline.codec.seal import Row, check_checkpoint, checkpoint_checksum, open_sealed, seal
 from threadline.codec.tags import (
     COMPRESS_MIN_BYTES,
+    DELTA_LIST,
     DELTA_MAX_DEPTH,
     DELTA_MAX_RATIO,
     DELTA_MIN_BYTES,
+    DELTA_REF,
     EMPTY,
     ZSTD_LEVEL,
     check_size,
@@ -163,17 +167,28 @@ class BlobCodec:
         return data, new
 
     def encode_blob(
-        self, tag: str, data: bytes, new: Container | None, base: Entry | None
+        self,
+        tag: str,
+        data: bytes,
+        new: Container | None,
+        base: Entry | None,
+        writes: tuple[str, Sequence[Candidate]] | None = None,
     ) -> tuple[str, bytes, bool, Container | None]:
         """Stored ``(type, bytes, is_delta, container with its chain depth)`` of a serialized channel value.
 
         With ``new`` (from ``candidate``) and the ``base`` entry, a delta when
         ``make_delta`` allows one; otherwise a snapshot (compressed at or above the threshold).
+        A list delta whose items are exactly those of ``writes`` (the parent checkpoint_id
+        and its pending writes on the channel, ``BlobCache.writes``) references them
+        instead of holding them (``codec.refs``).
         """
         if new is not None and base is not None:
             found = make_delta(base.value, new, max_depth=self.max_depth, max_ratio=self.delta_max_ratio)
             if found is not None:
                 prefix, payload, value = found
+                ref = make_ref(payload, *writes) if writes is not None and prefix == DELTA_LIST else None
+                if ref is not None:
+                    prefix, payload = DELTA_REF, ref
                 stored_tag, stored = self.pack(prefix + tag, payload)
                 return stored_tag, stored, True, value
         stored_tag, stored = self.pack(tag, data)

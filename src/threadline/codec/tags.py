@@ -1,6 +1,6 @@
 """Type tags, zstd compression, and encode/decode of self-contained rows.
 
-The tag constants (``EMPTY``, ``ZSTD``, ``DELTA_LIST``, ``DELTA_DICT``), the
+The tag constants (``EMPTY``, ``ZSTD``, ``DELTA_LIST``, ``DELTA_DICT``, ``DELTA_REF``), the
 measured defaults for compression and deltas, ``encode`` (a value to the
 serializer's ``(type, bytes)``), ``compress``/``decompress`` and ``decode`` (a
 stored, non-delta ``(type, bytes)`` pair back to a value).
@@ -24,6 +24,7 @@ EMPTY = "empty"
 ZSTD = "+zstd"
 DELTA_LIST = "delta-list:"
 DELTA_DICT = "delta-dict:"
+DELTA_REF = "delta-ref:"  # a list delta whose items are the parent's pending writes (``codec.refs``)
 _REFUSED = frozenset({"pickle"})
 
 # Defaults, chosen by measurement (benchmarks/RESULTS.md, "Choosing the defaults").
@@ -136,7 +137,7 @@ def decode(serde: SerializerProtocol, tag: str, data: bytes | None, where: objec
     Raises:
         CorruptRowError: unknown, refused or delta tag, or bytes that cannot be read.
     """
-    if tag.startswith((DELTA_LIST, DELTA_DICT)):
+    if tag.startswith((DELTA_LIST, DELTA_DICT, DELTA_REF)):
         raise CorruptRowError(f"{where}: {tag!r} row is a delta on its base_version; read it through storage.ops.fetch_blobs")
     tag, raw = decompress(tag, data, where)
     if tag in _REFUSED:

@@ -200,7 +200,17 @@ def fork_op(
     bc = bc or codec.PLAIN
     doc = d.load_object(row[4], "checkpoint")
     found = yield from ops.fetch_blob_rows(d, [(tid, ns, ch, v) for ch, v in R.blob_pairs(doc)])
-    copied = [(dst, *ops.reseal_blob(bc, tid, dst, (tid, *key[1:], v, *b))) for key, group in found.items() for v, b in group.items()]
+    # the ancestors' writes stay behind: a delta that references them gets its items copied in
+    opened = {key: ops.open_blob_rows(group, key, bc) for key, group in found.items()}
+    spliced = set((yield from ops.splice_refs(d, opened, bc)))
+    copied = []
+    for key, group in opened.items():
+        for v, (tag, data, base) in group.items():
+            if (*key, v) in spliced:
+                tag, data = bc.pack(tag, data)
+            if tag != codec.EMPTY:
+                tag, data = bc.seal(R.blob_row_ref(dst, *key[1:], v, base), tag, data)
+            copied.append((dst, *key[1:], v, tag, data, base))
     if copied:
         yield Q(d.INSERT_BLOB, copied, many=True)
     result = yield from _write_branch(d, serde, "fork", row, dst, ns, None, now, bc)

@@ -108,7 +108,7 @@ def _execute_plan(
     if plan.thread_deleted:
         yield from ops.delete_thread(d, t.thread_id)
     else:
-        yield from ops.delete_checkpoints(d, [(t.thread_id, ns, cid) for ns, cid in plan.checkpoints])
+        yield from ops.delete_checkpoints(d, [(t.thread_id, ns, cid) for ns, cid in plan.checkpoints], bc)
     plan.executed = True
 
 

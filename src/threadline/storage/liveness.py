@@ -4,13 +4,16 @@ A checkpoint reads back from
 
 * the blobs its ``channel_versions`` name and, for a delta blob, every version it is
   built on (``blobs.base_version``, transitively): ``live_blobs``;
+* for a list delta that references pending writes instead of holding its items
+  (``codec.refs``), those writes: before a checkpoint's writes are deleted, every live
+  delta on them gets its items copied in (``refs_to_copy``);
 * for a LangGraph ``DeltaChannel`` (the channels in its metadata
   ``counters_since_delta_snapshot``), the pending writes of its ancestors back to the
   nearest one that stores the channel's value (a blob whose type is not
   ``codec.EMPTY``), that one included: ``Lineage.walk`` / ``Lineage.needs``.
 
 Pure functions, no I/O. Every caller asks them: ``get_delta_channel_history``,
-``prune(keep_latest)`` and ``gc_blobs`` (``storage.ops``), and lifecycle's delete,
+``prune(keep_latest)``, ``gc_blobs`` and ``delete_checkpoints`` (``storage.ops``), and lifecycle's delete,
 retention and fsck plans, so what a kept checkpoint needs is decided in one place.
 """
 
@@ -91,3 +94,12 @@ def live_blobs(referenced: Iterable[BlobKey], base_of: Mapping[BlobKey, str | No
             live.add((ns, channel, base))
             todo.append((ns, channel, base))
     return live
+
+
+def refs_to_copy(live: Container[BlobKey], refs: Mapping[BlobKey, str], doomed: Container[CheckpointKey]) -> list[BlobKey]:
+    """The blobs whose items must be copied out of pending writes before those writes are
+    deleted: the ``live`` ones (``live_blobs``) among ``refs`` (every delta row that references
+    writes → the checkpoint_id those writes belong to, in the blob's checkpoint_ns) whose
+    writes are those of a ``doomed`` (checkpoint_ns, checkpoint_id). A dead one goes with
+    ``gc_blobs``."""
+    return sorted(k for k, cid in refs.items() if k in live and (k[0], cid) in doomed)

@@ -192,14 +192,19 @@ def blob_rows(
     bc: codec.BlobCodec = codec.PLAIN,
 ) -> list[BlobRow]:
     """Blob rows of a ``put``. ``bases`` maps a channel to ``(base_version, cached entry)``:
-    the channel's version in the parent checkpoint, on which its new value may be a delta."""
+    the channel's version in the parent checkpoint, on which its new value may be a delta;
+    a list delta whose items are the parent's pending writes on the channel (as this
+    process stored them, ``codec.BlobCache.writes``) references them (``codec.refs``)."""
     rows = []
+    parent = (key.thread_id, key.checkpoint_ns, key.checkpoint_id)
     for v in values:
         if v.tag is None:
             rows.append(BlobRow((key.thread_id, key.checkpoint_ns, v.channel, v.version, codec.EMPTY, None, None)))
             continue
         base = (bases or {}).get(v.channel)
-        tag, data, is_delta, value = bc.encode_blob(v.tag, v.data, v.container, base[1] if base else None)  # type: ignore[arg-type]
+        writes = bc.cache.writes(parent, v.channel) if base is not None and bc.cache is not None else None
+        refs = (key.checkpoint_id, writes) if writes else None
+        tag, data, is_delta, value = bc.encode_blob(v.tag, v.data, v.container, base[1] if base else None, refs)  # type: ignore[arg-type]
         base_version = base[0] if is_delta and base else None
         tag, data = bc.seal(blob_row_ref(key.thread_id, key.checkpoint_ns, v.channel, v.version, base_version), tag, data)
         if is_delta:

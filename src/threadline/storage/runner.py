@@ -2,7 +2,8 @@
 
 This is the one statement-execution loop of every backend: ``drive(op, cur, d, begin)``
 turns each ``Q`` the operation yields into ``statements`` (in the dialect's
-placeholder style), runs them on ``cur`` and sends the rows back; ``adrive`` is the
+placeholder style), runs them on ``cur`` and sends the rows back (of every statement, in
+order, when a many-row INSERT is split into several); ``adrive`` is the
 same on an async cursor (aiosqlite, psycopg async). A backend shell only opens the
 connection and the transaction: before the first statement the driver calls
 ``begin(needed)``, ``needed`` saying whether the operation needs an explicit
@@ -102,7 +103,7 @@ def drive(
                 cur.execute(s.sql, s.params)
                 if flush is not None:
                     flush()
-                rows = cur.fetchall() if cur.description else []
+                rows += cur.fetchall() if cur.description else []
         return rows
 
     try:
@@ -135,7 +136,7 @@ async def adrive(
                 await cur.execute(s.sql, s.params)
                 if flush is not None:
                     await flush()
-                rows = list(await cur.fetchall()) if cur.description else []
+                rows += list(await cur.fetchall()) if cur.description else []
         return rows
 
     try:

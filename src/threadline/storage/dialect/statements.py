@@ -19,6 +19,7 @@ from threadline.storage.rows import BLOB_COLUMNS, CHECKPOINT_COLUMNS, CHECKPOINT
 
 BLOB_KEY = ("thread_id", "checkpoint_ns", "channel", "version")
 CHECKPOINT_KEY = ("thread_id", "checkpoint_ns", "checkpoint_id")
+WRITE_KEY = (*CHECKPOINT_KEY, "task_id", "idx")
 WHERE_CHECKPOINT = "WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?"
 _INSERT_BLOBS = f"INSERT INTO threadline_blobs ({BLOB_COLUMNS}) "
 _INSERT_WRITES = f"INSERT INTO threadline_writes ({WRITE_COLUMNS}, created_at) "
@@ -178,6 +179,8 @@ class Statements:
     DELETE_BLOB = "DELETE FROM threadline_blobs WHERE thread_id = ? AND checkpoint_ns = ? AND channel = ? AND version = ?"
     # (thread_id) → checkpoint_ns, channel, version, base_version
     THREAD_BLOB_BASES = "SELECT checkpoint_ns, channel, version, base_version FROM threadline_blobs WHERE thread_id = ?"
+    # (thread_id, LIKE pattern) → BLOB_COLUMNS of the thread's blobs whose type matches (``codec.DELTA_REF`` + "%")
+    THREAD_BLOBS_LIKE = f"SELECT {BLOB_COLUMNS} FROM threadline_blobs WHERE thread_id = ? AND type LIKE ?"
     # (thread_id, type) → checkpoint_ns, channel, version of the blobs not of that type (``codec.EMPTY``: those with a value)
     THREAD_BLOBS_NOT_OF_TYPE = "SELECT checkpoint_ns, channel, version FROM threadline_blobs WHERE thread_id = ? AND type <> ?"
 
@@ -253,10 +256,15 @@ class Statements:
     CHECKPOINTS_WRITING = "SELECT DISTINCT checkpoint_ns, checkpoint_id FROM threadline_writes WHERE thread_id = ? AND channel = ?"
 
     def insert_writes(self, replace: bool) -> str:
-        """(WRITE_COLUMNS, created_at): insert-or-ignore, or with ``replace`` (special channels)
-        an upsert of the dialect's ``replaced_write_columns``."""
-        conflict = "DO UPDATE SET " + ", ".join(f"{c} = excluded.{c}" for c in self.replaced_write_columns) if replace else "DO NOTHING"
+        """(WRITE_COLUMNS, created_at): insert-or-ignore → task_id, idx of the rows inserted; or with
+        ``replace`` (special channels) an upsert of the dialect's ``replaced_write_columns``."""
+        replaced = ", ".join(f"{c} = excluded.{c}" for c in self.replaced_write_columns)
+        conflict = f"DO UPDATE SET {replaced}" if replace else "DO NOTHING RETURNING task_id, idx"
         return _INSERT_WRITES + f"VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) {conflict}"
+
+    def writes_by_write_keys(self, count: int) -> str:
+        """(``count`` write keys (thread_id, checkpoint_ns, checkpoint_id, task_id, idx), flattened) → WRITE_COLUMNS"""
+        return join_keys("threadline_writes", WRITE_KEY, count, prefixed(WRITE_COLUMNS, "t"))
 
     def writes_by_keys(self, count: int, channel: bool = False) -> str:
         """(``count`` checkpoint keys, flattened[, a channel]) → WRITE_COLUMNS in LangGraph's

@@ -23,7 +23,7 @@ from threadline.storage.ops.maintain import (
     set_parents,
     thread_ids_of,
 )
-from threadline.storage.ops.read import fetch_blob_rows, fetch_blobs, get_tuple, list_page, list_where, load_tuples, open_blob_rows
+from threadline.storage.ops.read import fetch_blob_rows, fetch_blobs, get_tuple, list_page, list_where, load_tuples, open_blob_rows, splice_refs
 from threadline.storage.ops.schema import SchemaState, schema_state, setup
 from threadline.storage.ops.write import put, put_writes
 
@@ -54,6 +54,7 @@ __all__ = [
     "put",
     "put_writes",
     "reseal_blob",
+    "splice_refs",
     "restat",
     "schema_state",
     "set_parents",

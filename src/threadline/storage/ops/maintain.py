@@ -1,5 +1,6 @@
-"""Maintenance operations: deleting threads, checkpoints and the checkpoints of runs,
-recomputing a thread's index row (``restat``), collecting unreferenced blobs while
+"""Maintenance operations: deleting threads, checkpoints (a kept delta that references
+their pending writes first gets the items copied in: ``_copy_referenced_items``) and the
+checkpoints of runs, recomputing a thread's index row (``restat``), collecting unreferenced blobs while
 keeping every delta base a kept blob needs (``gc_blobs``), copying a thread, and
 ``prune`` with its ``keep_latest`` / ``delete`` strategies. What a kept checkpoint
 needs is ``storage.liveness``'s rule.
@@ -16,8 +17,9 @@ from langgraph.checkpoint.serde.types import TASKS
 from threadline import codec
 from threadline.storage import rows as R
 from threadline.storage.dialect import Dialect, dumps_json
-from threadline.storage.liveness import Lineage, live_blobs
+from threadline.storage.liveness import Lineage, live_blobs, refs_to_copy
 from threadline.storage.ops.base import Op, Q, chunks
+from threadline.storage.ops.read import splice_refs
 from threadline.errors import ConfigError
 from threadline.keys import thread_id_of
 
@@ -64,6 +66,46 @@ def gc_blobs(d: Dialect, thread_id: str) -> Op[int]:
     return len(dead)
 
 
+def _copy_referenced_items(d: Dialect, keys: Sequence[tuple[str, str, str]], bc: codec.BlobCodec) -> Op[None]:
+    """Before the writes of checkpoints ``keys`` (thread_id, checkpoint_ns, checkpoint_id) are
+    deleted, rewrite every delta a kept checkpoint needs that references them (``codec.refs``,
+    ``liveness.refs_to_copy``) as the ``delta-list`` row it stands for: same key, base and
+    value, its items copied in, compressed and sealed. CorruptRowError (EncryptionError)
+    when such a delta cannot be read: nothing is deleted then."""
+    doomed: dict[str, set[tuple[str, str]]] = {}
+    for tid, ns, cid in keys:
+        doomed.setdefault(tid, set()).add((ns, cid))
+    for tid, gone in sorted(doomed.items()):
+        found = yield Q(d.THREAD_BLOBS_LIKE, (tid, codec.DELTA_REF + "%"))
+        if not found:
+            continue
+        docs = yield Q(d.THREAD_CHECKPOINTS, (tid,))
+        stored = yield Q(d.THREAD_BLOB_BASES, (tid,))
+        kept = [(r[0], d.load_object(r[3], f"checkpoint ({tid!r}, {r[0]!r}, {r[1]!r})")) for r in docs if (r[0], r[1]) not in gone]
+        live = live_blobs(((ns, ch, v) for ns, doc in kept for ch, v in R.blob_pairs(doc)), {(ns, ch, v): b for ns, ch, v, b in stored})
+        opened: dict[tuple[str, str, str], dict[str, tuple]] = {}
+        refs: dict[tuple[str, str, str], str] = {}
+        for b in found:
+            if (b[1], b[2], b[3]) not in live:
+                continue  # garbage: gc_blobs deletes it
+            tag, data = bc.open(R.blob_row_ref(*b[:4], b[6]), b[4], b[5])
+            where = f"blob ({tid!r}, {b[1]!r}, {b[2]!r}, {b[3]!r})"
+            refs[(b[1], b[2], b[3])] = codec.ref_of(codec.decompress(tag[len(codec.DELTA_REF):], data, where)[1], where)[1]
+            opened.setdefault((tid, b[1], b[2]), {})[b[3]] = (tag, data, b[6])
+        copy = set(refs_to_copy(live, refs, gone))
+        todo = {g: {v: row for v, row in group.items() if (*g[1:], v) in copy} for g, group in opened.items()}
+        todo = {g: group for g, group in todo.items() if group}
+        if not todo:
+            continue
+        yield from splice_refs(d, todo, bc)
+        rows = [
+            (*bc.store(R.blob_row_ref(*g, v, base), tag, data), *g, v)
+            for g, group in todo.items()
+            for v, (tag, data, base) in group.items()
+        ]
+        yield Q(d.SET_BLOB_VALUE, rows, many=True)
+
+
 def _forget(bc: codec.BlobCodec | None, thread_ids: Iterable[str]) -> None:
     if bc is not None and bc.cache is not None:
         bc.cache.forget_threads(thread_ids)
@@ -78,6 +120,7 @@ def delete_checkpoints(d: Dialect, keys: Sequence[tuple[str, str, str]], bc: cod
     if not keys:
         return
     _forget(bc, {k[0] for k in keys})
+    yield from _copy_referenced_items(d, keys, bc or codec.PLAIN)
     yield Q(d.DELETE_WRITES, list(keys), many=True)
     yield Q(d.DELETE_CHECKPOINT, list(keys), many=True)
     threads = sorted({k[0] for k in keys})

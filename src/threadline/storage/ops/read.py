@@ -50,14 +50,52 @@ def open_blob_rows(group: Mapping[str, tuple], key: tuple[str, str, str], bc: co
     return out
 
 
+def splice_refs(d: Dialect, opened: dict[tuple[str, str, str], dict[str, tuple]], bc: codec.BlobCodec) -> Op[list[tuple]]:
+    """Replace, in ``open_blob_rows`` groups ((thread_id, checkpoint_ns, channel) → version →
+    opened row), every delta that references pending writes (``codec.refs``) by the
+    ``delta-list`` row it stands for: its header and the writes' items, read in one query
+    per chunk and their seals checked. Returns the replaced (thread_id, checkpoint_ns,
+    channel, version) keys; ``codec.resolve`` checks each like any delta.
+
+    Raises CorruptRowError for a malformed reference, or a referenced write that is not
+    stored on the row's channel or is not a list."""
+    found = {}
+    for (tid, ns, ch), group in opened.items():
+        for v, (tag, data, base) in group.items():
+            if tag.startswith(codec.DELTA_REF):
+                where = f"blob ({tid!r}, {ns!r}, {ch!r}, {v!r})"
+                found[(tid, ns, ch, v)] = (*codec.ref_of(codec.decompress(tag[len(codec.DELTA_REF):], data, where)[1], where), base, where)
+    if not found:
+        return []
+    wanted = sorted({(k[0], k[1], cid, task, idx) for k, (_, cid, refs, _, _) in found.items() for task, idx in refs})
+    writes = {}
+    for part in chunks(wanted, d.max_params // 5):
+        for w in (yield Q(d.writes_by_write_keys(len(part)), flat(part), read=True)):
+            writes[tuple(w[:5])] = w
+    for k, (header, cid, refs, base, where) in found.items():
+        items = []
+        for task, idx in refs:
+            w = writes.get((k[0], k[1], cid, task, idx))
+            if w is None or w[5] != k[2]:
+                raise CorruptRowError(f"{where}: its items are pending write ({cid!r}, {task!r}, {idx}) on {k[2]!r}, which is not stored")
+            ref = R.write_row_ref(*w[:6])
+            body = codec.list_body(*codec.decompress(*bc.open(ref, w[7], w[8]), ref))
+            if body is None:
+                raise CorruptRowError(f"{where}: pending write ({cid!r}, {task!r}, {idx}) it references is not a list")
+            items.append(body)
+        opened[k[:3]][k[3]] = (codec.DELTA_LIST + "msgpack", codec.splice(header, items), base)
+    return list(found)
+
+
 def fetch_blobs(
     d: Dialect, keys: Sequence[tuple[str, str, str, str]], *, rows: Mapping | None = None, bc: codec.BlobCodec | None = None
 ) -> Op[dict[tuple[str, str, str, str], codec.Resolved]]:
     """Stored values of blob ``keys`` (thread_id, checkpoint_ns, channel, version),
-    their seals checked with ``bc``'s keys, reconstructed through their delta chains and
-    decompressed: key → ``codec.Resolved`` (decode it with ``codec.load``; its tag is
-    ``codec.EMPTY`` for an empty channel). Keys with no row are absent. ``rows``: already
-    fetched ``fetch_blob_rows`` output.
+    their seals checked with ``bc``'s keys, reconstructed through their delta chains (and
+    the pending writes a delta references, ``splice_refs``) and decompressed: key →
+    ``codec.Resolved`` (decode it with ``codec.load``; its tag is ``codec.EMPTY`` for an
+    empty channel). Keys with no row are absent. ``rows``: already fetched
+    ``fetch_blob_rows`` output.
 
     This is how anything outside ``load_tuples`` must read ``blobs``: a row's bytes
     alone are not its value when its type is a delta (``codec.is_delta``).
@@ -69,16 +107,14 @@ def fetch_blobs(
     bc = bc or codec.PLAIN
     if rows is None:
         rows = yield from fetch_blob_rows(d, keys)
+    groups = sorted({k[:3] for k in keys if k[3] in rows.get(k[:3], ())})
+    opened = {g: open_blob_rows(rows[g], g, bc) for g in groups}
+    yield from splice_refs(d, opened, bc)
     out: dict[tuple, codec.Resolved] = {}
     memos: dict[tuple, dict] = defaultdict(dict)
-    opened: dict[tuple, dict] = {}
     for key in sorted(set(keys)):  # ascending versions reuse the memo along a chain
-        group = rows.get(key[:3])
-        if not group or key[3] not in group:
-            continue
-        if key[:3] not in opened:
-            opened[key[:3]] = open_blob_rows(group, key[:3], bc)
-        out[key] = codec.resolve(opened[key[:3]], key[3], f"blob ({key[0]!r}, {key[1]!r}, {key[2]!r})", memos[key[:3]])
+        if key[:3] in opened and key[3] in opened[key[:3]]:
+            out[key] = codec.resolve(opened[key[:3]], key[3], f"blob ({key[0]!r}, {key[1]!r}, {key[2]!r})", memos[key[:3]])
     return out
 
 

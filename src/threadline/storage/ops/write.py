@@ -222,10 +222,14 @@ def put_writes(
     task_id: str,
     task_path: str,
     bc: codec.BlobCodec | None = None,
-) -> Op[None]:
+) -> Op[tuple[tuple[str, str, str], list[tuple]] | None]:
     """Store a task's pending writes against a checkpoint (LangGraph ``WRITES_IDX_MAP`` rules).
 
-    Values at or above ``bc``'s size threshold are zstd-compressed (``<tag>+zstd``)."""
+    Values at or above ``bc``'s size threshold are zstd-compressed (``<tag>+zstd``). With a
+    saver's ``bc`` (deltas on), returns the list values inserted — a write ignored because
+    its key was already stored is not — as ``codec.BlobCache.add_writes`` arguments, for
+    the saver to remember once they are committed, so that the child checkpoint's delta can
+    reference them instead of storing their items again (``codec.refs``); else None."""
     key = key_of(config)
     if not key.checkpoint_id:
         raise ConfigError("put_writes needs config['configurable']['checkpoint_id']")
@@ -237,4 +241,25 @@ def put_writes(
         return
     if replace:  # the same special channel twice: the last write wins, as with one upsert after another
         rows = list({r[4]: r for r in rows}.values())
-    yield Q(d.insert_writes(replace), rows, many=True, single=True)
+    inserted = yield Q(d.insert_writes(replace), rows, many=True, single=True)
+    if bc is None or not bc.deltas or replace or not inserted:
+        return None
+    return _list_writes(bc, key, rows, {(r[0], r[1]) for r in inserted})
+
+
+REF_MIN_BYTES = 128  # a list write whose items take fewer bytes is not worth a reference (~80 bytes of JSON)
+
+
+def _list_writes(
+    bc: codec.BlobCodec, key: Key, rows: Sequence[tuple], inserted: set[tuple[str, int]]
+) -> tuple[tuple[str, str, str], list[tuple]] | None:
+    """The list-valued regular writes among ``rows`` (``R.write_rows``) that were ``inserted``:
+    (checkpoint key, [(channel, task_path, task_id, idx, item bytes), …]), or None."""
+    found = []
+    for r in rows:
+        if (r[3], r[4]) in inserted and r[4] >= 0:
+            ref = R.write_row_ref(*r[:6])
+            body = codec.list_body(*codec.decompress(*bc.open(ref, r[7], r[8]), ref))
+            if body is not None and len(body[1]) >= REF_MIN_BYTES:
+                found.append((r[5], r[6], r[3], r[4], bytes(body[1])))
+    return ((key.thread_id, key.checkpoint_ns, key.checkpoint_id), found) if found else None  # type: ignore[return-value]

@@ -1,0 +1,82 @@
+"""List deltas that reference pending writes instead of holding their items (``DELTA_REF``).
+
+In a LangGraph loop the items a superstep appends to a list channel (``messages``) are
+the items of the pending writes its tasks stored against the parent checkpoint, in
+LangGraph's write order. Storing them again in the channel's delta would store every
+message twice, so such a delta is stored as a reference to those writes:
+
+* type ``delta-ref:msgpack`` (``+zstd`` when large, then sealed ``+sum`` / ``+gcm``) with
+  ``blobs.base_version`` naming its base, as a ``delta-list`` row;
+* bytes: the 23-byte delta header of a ``delta-list`` row (format, chain depth, item
+  count, body length and CRC-32 of the reconstructed value, chain bytes), then the UTF-8
+  JSON ``[checkpoint_id, [[task_id, idx], …]]``: the writes, in the blob row's own
+  thread_id, checkpoint_ns and channel, whose values (msgpack arrays) hold the appended
+  items in that order.
+
+``make_ref`` builds one when the delta's items are exactly those of the candidate
+writes; ``ref_of`` reads one back; ``splice`` turns it and the writes' item bytes into
+the equivalent ``delta-list`` payload, which ``deltas.resolve`` checks (count, length
+and CRC-32) like any delta. ``storage.ops.read`` fetches the writes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from threadline.codec.containers import LIST, _header, split
+from threadline.codec.deltas import _HEADER
+from threadline.errors import CorruptRowError
+
+WriteRef = tuple[str, int]  # (task_id, idx) of a pending write
+Candidate = tuple[str, int, bytes]  # (task_id, idx, the item bytes of its msgpack array value)
+
+
+def list_body(tag: str, raw: bytes) -> tuple[int, memoryview] | None:
+    """``(item count, item bytes)`` of a serialized value that is a msgpack array, else None."""
+    found = split(raw) if tag == "msgpack" else None
+    if found is None or found[0] != LIST:
+        return None
+    return found[1], memoryview(raw)[found[2]:]
+
+
+def make_ref(payload: bytes, checkpoint_id: str, writes: Sequence[Candidate]) -> bytes | None:
+    """A ``DELTA_REF`` payload for a ``delta-list`` ``payload`` whose appended items are exactly
+    the items of ``writes`` (all of them in order, or one of them), or None."""
+    found = split(payload[_HEADER.size:])
+    if found is None or found[0] != LIST or not writes:
+        return None
+    items = memoryview(payload)[_HEADER.size + found[2]:]
+    if items == b"".join(body for _, _, body in writes):
+        chosen = list(writes)
+    else:
+        chosen = [w for w in writes if items == w[2]][:1]
+    if not chosen:
+        return None
+    refs = json.dumps([checkpoint_id, [[task_id, idx] for task_id, idx, _ in chosen]], separators=(",", ":"))
+    return payload[: _HEADER.size] + refs.encode()
+
+
+def ref_of(payload: bytes, where: object) -> tuple[bytes, str, list[WriteRef]]:
+    """``(delta header, checkpoint_id, [(task_id, idx), …])`` of a ``DELTA_REF`` payload.
+
+    Raises CorruptRowError for a payload that is not one."""
+    try:
+        found = json.loads(bytes(payload[_HEADER.size:]).decode())
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise CorruptRowError(f"{where}: its pending-write reference is not JSON") from exc
+    ok = (
+        len(payload) > _HEADER.size
+        and isinstance(found, list) and len(found) == 2 and isinstance(found[0], str)
+        and isinstance(found[1], list) and found[1]
+        and all(isinstance(r, list) and len(r) == 2 and isinstance(r[0], str) and type(r[1]) is int for r in found[1])
+    )
+    if not ok:
+        raise CorruptRowError(f"{where}: malformed pending-write reference")
+    return bytes(payload[: _HEADER.size]), found[0], [(r[0], r[1]) for r in found[1]]
+
+
+def splice(header: bytes, items: Sequence[tuple[int, memoryview | bytes]]) -> bytes:
+    """The ``delta-list`` payload of a reference: its ``header``, then the referenced writes'
+    items (``(count, item bytes)`` each, in reference order) as one msgpack array."""
+    return b"".join([header, _header(LIST, sum(n for n, _ in items)), *(bytes(body) for _, body in items)])
