@@ -10,7 +10,7 @@ import time
 import psycopg
 import pytest
 from langgraph.checkpoint.base import empty_checkpoint
-from workers import build_chat
+from workers import build_chat, expected_state, user_message
 
 from threadline import PostgresSaver, open_saver
 from threadline import lifecycle as L
@@ -112,3 +112,28 @@ def _count(table):
     from threadline.storage.ops import Q
 
     return (yield Q(f"SELECT COUNT(*) FROM {table}"))[0][0]
+
+
+@pytest.mark.parametrize("durability", ["sync", "async", "exit"])
+def test_pipe_set_after_opening_is_used(pg_url, durability):
+    """LangGraph's own Postgres fixtures open the saver, then set ``saver.pipe`` inside
+    ``saver.conn.pipeline()``: every operation must run through that pipeline."""
+    with PostgresSaver.from_conn_string(pg_url) as saver, saver.conn.pipeline() as pipe:
+        saver.pipe = pipe
+        graph = build_chat().compile(checkpointer=saver)
+        config = {"configurable": {"thread_id": f"piped-{durability}"}}
+        for turn in range(2):
+            graph.invoke({"messages": [user_message("piped", turn)]}, config, durability=durability)
+        assert graph.get_state(config).values == expected_state("piped", 2)
+
+
+async def test_async_pipe_set_after_opening_is_used(pg_url):
+    from threadline import AsyncPostgresSaver
+
+    async with AsyncPostgresSaver.from_conn_string(pg_url) as saver, saver.conn.pipeline() as pipe:
+        saver.pipe = pipe
+        graph = build_chat().compile(checkpointer=saver)
+        config = {"configurable": {"thread_id": "apiped"}}
+        for turn in range(2):
+            await graph.ainvoke({"messages": [user_message("apiped", turn)]}, config)
+        assert (await graph.aget_state(config)).values == expected_state("apiped", 2)

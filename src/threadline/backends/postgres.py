@@ -181,7 +181,23 @@ class AsyncPostgresDriver:
                     await flush()
 
 
-class PostgresSaver(SyncShell):
+class Piped:
+    """``pipe`` as the official Postgres classes expose it: assignable after opening (LangGraph's
+    own tests set ``saver.pipe = pipe`` inside ``conn.pipeline()``), read by the driver at
+    every operation."""
+
+    _driver: PostgresDriver | AsyncPostgresDriver
+
+    @property
+    def pipe(self) -> Any:
+        return self._driver.pipe
+
+    @pipe.setter
+    def pipe(self, pipe: Any) -> None:
+        self._driver.pipe = pipe
+
+
+class PostgresSaver(Piped, SyncShell):
     """Checkpoint saver on Postgres through psycopg 3 (a ``Connection`` or a ``ConnectionPool``).
 
     Same constructor and ``from_conn_string`` as LangGraph's official
@@ -217,7 +233,7 @@ class PostgresSaver(SyncShell):
     ) -> None:
         super().__init__(serde=serde, adopt=adopt, ttl=ttl, retention=retention)
         self._driver = PostgresDriver(conn, self.dialect, pipe)
-        self.conn, self.pipe, self.lock = conn, pipe, self._driver.lock
+        self.conn, self.lock = conn, self._driver.lock
 
     @classmethod
     @contextmanager
@@ -305,7 +321,7 @@ def describe(url: str) -> str:
     return f"Postgres at {_masked(url)}"
 
 
-class AsyncPostgresSaver(AsyncShell):
+class AsyncPostgresSaver(Piped, AsyncShell):
     """Checkpoint saver on Postgres through psycopg 3 async (``AsyncConnection`` or ``AsyncConnectionPool``).
 
     Same constructor and ``from_conn_string`` as LangGraph's official
@@ -334,7 +350,7 @@ class AsyncPostgresSaver(AsyncShell):
     ) -> None:
         super().__init__(serde=serde, adopt=adopt, ttl=ttl, retention=retention)
         self._driver = AsyncPostgresDriver(conn, self.dialect, pipe)
-        self.conn, self.pipe, self.lock = conn, pipe, self._driver.lock
+        self.conn, self.lock = conn, self._driver.lock
 
     @classmethod
     @asynccontextmanager

@@ -19,7 +19,7 @@ from langgraph.store.base import IndexConfig, TTLConfig
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
-from threadline.backends.postgres import AsyncPostgresDriver, PostgresDriver, aconnect, at_door, connect
+from threadline.backends.postgres import AsyncPostgresDriver, Piped, PostgresDriver, aconnect, at_door, connect
 from threadline.store.base import AsyncStore, SyncStore
 from threadline.store.sql import POSTGRES
 
@@ -48,7 +48,7 @@ def open_args(pool_config: PoolConfig | None) -> dict[str, Any]:
     return {"pool": {"min_size": pc.pop("min_size", 1), "max_size": pc.pop("max_size", None), **pc}, **kwargs}
 
 
-class PostgresStore(SyncStore):
+class PostgresStore(Piped, SyncStore):
     """LangGraph ``BaseStore`` on Postgres (a psycopg ``Connection`` or ``ConnectionPool``).
 
     Usage::
@@ -76,7 +76,7 @@ class PostgresStore(SyncStore):
     ) -> None:
         super().__init__()
         self._driver = PostgresDriver(conn, POSTGRES, pipe)
-        self.conn, self.pipe, self.lock = conn, pipe, self._driver.lock
+        self.conn, self.lock = conn, self._driver.lock
         self._init_core(index, ttl, deserializer)
 
     @classmethod
@@ -119,7 +119,7 @@ class PostgresStore(SyncStore):
             yield cur
 
 
-class AsyncPostgresStore(AsyncStore):
+class AsyncPostgresStore(Piped, AsyncStore):
     """LangGraph ``BaseStore`` on Postgres through psycopg async (``AsyncConnection`` or
     ``AsyncConnectionPool``); ``setup`` is ``async``.
 
@@ -144,7 +144,7 @@ class AsyncPostgresStore(AsyncStore):
     ) -> None:
         self._driver = AsyncPostgresDriver(conn, POSTGRES, pipe)
         super().__init__()
-        self.conn, self.pipe, self.lock, self.loop = conn, pipe, self._driver.lock, self._loop
+        self.conn, self.lock, self.loop = conn, self._driver.lock, self._loop
         self._init_core(index, ttl, deserializer)
 
     @classmethod
