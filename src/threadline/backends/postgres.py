@@ -93,8 +93,9 @@ class PostgresSaver(SyncShell):
         adopt: bool = True,
         ttl: Any = None,
         retention: Any = None,
+        cache_max_bytes: int | None = None,
     ) -> None:
-        super().__init__(serde=serde, adopt=adopt, ttl=ttl, retention=retention)
+        super().__init__(serde=serde, adopt=adopt, ttl=ttl, retention=retention, cache_max_bytes=cache_max_bytes)
         if pipe is not None and isinstance(conn, ConnectionPool):
             raise ValueError("a pipeline can only be used with a single Connection, not a ConnectionPool")
         self.conn = conn
@@ -114,6 +115,7 @@ class PostgresSaver(SyncShell):
         ttl: Any = None,
         retention: Any = None,
         prepare_threshold: int | None = None,
+        cache_max_bytes: int | None = None,
     ) -> Iterator[PostgresSaver]:
         """Connect to ``conn_string`` (a libpq URL or DSN) and set up the tables.
 
@@ -122,6 +124,7 @@ class PostgresSaver(SyncShell):
         one connection; it checks each connection before lending it and replaces dead
         ones. ``prepare_threshold``: let psycopg prepare statements on the server after
         that many runs (default None: never, which PgBouncer's transaction pooling needs).
+        ``cache_max_bytes``: the bound of the saver's value cache (default 64 MiB; ``EngineSaver``).
         Raises BackendError when the server cannot be reached.
         """
         if pipeline and pool_size:
@@ -140,7 +143,7 @@ class PostgresSaver(SyncShell):
         try:
             with ExitStack() as stack:
                 pipe = stack.enter_context(resource.pipeline()) if pipeline else None
-                saver = cls(resource, pipe, serde, adopt=adopt, ttl=ttl, retention=retention)
+                saver = cls(resource, pipe, serde, adopt=adopt, ttl=ttl, retention=retention, cache_max_bytes=cache_max_bytes)
                 saver.setup()
                 with saver._sweeping():
                     yield saver
@@ -224,8 +227,9 @@ class AsyncPostgresSaver(AsyncShell):
         adopt: bool = True,
         ttl: Any = None,
         retention: Any = None,
+        cache_max_bytes: int | None = None,
     ) -> None:
-        super().__init__(serde=serde, adopt=adopt, ttl=ttl, retention=retention)
+        super().__init__(serde=serde, adopt=adopt, ttl=ttl, retention=retention, cache_max_bytes=cache_max_bytes)
         if pipe is not None and isinstance(conn, AsyncConnectionPool):
             raise ValueError("a pipeline can only be used with a single AsyncConnection, not an AsyncConnectionPool")
         self.conn = conn
@@ -246,6 +250,7 @@ class AsyncPostgresSaver(AsyncShell):
         ttl: Any = None,
         retention: Any = None,
         prepare_threshold: int | None = None,
+        cache_max_bytes: int | None = None,
     ) -> AsyncIterator[AsyncPostgresSaver]:
         """Async ``PostgresSaver.from_conn_string``; ``pool_size`` opens an ``AsyncConnectionPool``."""
         if pipeline and pool_size:
@@ -264,7 +269,7 @@ class AsyncPostgresSaver(AsyncShell):
         try:
             async with AsyncExitStack() as stack:
                 pipe = await stack.enter_async_context(resource.pipeline()) if pipeline else None
-                saver = cls(resource, pipe, serde, adopt=adopt, ttl=ttl, retention=retention)
+                saver = cls(resource, pipe, serde, adopt=adopt, ttl=ttl, retention=retention, cache_max_bytes=cache_max_bytes)
                 await saver.setup()
                 async with saver._sweeping():
                     yield saver

@@ -121,27 +121,30 @@ class SqliteSaver(SyncShell):
     dialect = SQLITE
 
     def __init__(
-        self, conn: sqlite3.Connection, *, serde: SerializerProtocol | None = None, adopt: bool = True, ttl: Any = None, retention: Any = None
+        self, conn: sqlite3.Connection, *, serde: SerializerProtocol | None = None, adopt: bool = True, ttl: Any = None, retention: Any = None,
+        cache_max_bytes: int | None = None,
     ) -> None:
-        super().__init__(serde=serde, adopt=adopt, ttl=ttl, retention=retention)
+        super().__init__(serde=serde, adopt=adopt, ttl=ttl, retention=retention, cache_max_bytes=cache_max_bytes)
         self.conn = conn
         self.lock = threading.RLock()
 
     @classmethod
     @contextmanager
     def from_conn_string(
-        cls, conn_string: str, *, serde: SerializerProtocol | None = None, adopt: bool = True, ttl: Any = None, retention: Any = None
+        cls, conn_string: str, *, serde: SerializerProtocol | None = None, adopt: bool = True, ttl: Any = None, retention: Any = None,
+        cache_max_bytes: int | None = None,
     ) -> Iterator[SqliteSaver]:
         """Open (creating if needed) a SQLite database — a path, ``":memory:"`` or
         ``sqlite:///path`` — and set up threadline's tables. With a ``ttl`` naming
-        ``sweep_interval_minutes``, the background sweeper runs until the block ends."""
+        ``sweep_interval_minutes``, the background sweeper runs until the block ends.
+        ``cache_max_bytes``: the bound of the saver's value cache (default 64 MiB; ``EngineSaver``)."""
         path = path_of(conn_string)
         try:
             conn = _connect(path)
         except sqlite3.Error as exc:
             raise door_error(exc, path) from exc
         try:
-            saver = cls(conn, serde=serde, adopt=adopt, ttl=ttl, retention=retention)
+            saver = cls(conn, serde=serde, adopt=adopt, ttl=ttl, retention=retention, cache_max_bytes=cache_max_bytes)
             saver.setup()
             with saver._sweeping():
                 yield saver
@@ -280,9 +283,10 @@ class AsyncSqliteSaver(AsyncShell):
     dialect = SQLITE
 
     def __init__(
-        self, conn: aiosqlite.Connection, *, serde: SerializerProtocol | None = None, adopt: bool = True, ttl: Any = None, retention: Any = None
+        self, conn: aiosqlite.Connection, *, serde: SerializerProtocol | None = None, adopt: bool = True, ttl: Any = None, retention: Any = None,
+        cache_max_bytes: int | None = None,
     ) -> None:
-        super().__init__(serde=serde, adopt=adopt, ttl=ttl, retention=retention)
+        super().__init__(serde=serde, adopt=adopt, ttl=ttl, retention=retention, cache_max_bytes=cache_max_bytes)
         self.conn = conn
         self.lock = asyncio.Lock()
         self.loop = asyncio.get_running_loop()
@@ -290,7 +294,8 @@ class AsyncSqliteSaver(AsyncShell):
     @classmethod
     @asynccontextmanager
     async def from_conn_string(
-        cls, conn_string: str, *, serde: SerializerProtocol | None = None, adopt: bool = True, ttl: Any = None, retention: Any = None
+        cls, conn_string: str, *, serde: SerializerProtocol | None = None, adopt: bool = True, ttl: Any = None, retention: Any = None,
+        cache_max_bytes: int | None = None,
     ) -> AsyncIterator[AsyncSqliteSaver]:
         """Open (creating if needed) a SQLite database — a path, ``":memory:"`` or
         ``sqlite:///path`` — and set up threadline's tables."""
@@ -305,7 +310,7 @@ class AsyncSqliteSaver(AsyncShell):
                     await conn.execute(AUTO_VACUUM)
             for pragma in PRAGMAS:
                 await conn.execute(pragma)
-            saver = cls(conn, serde=serde, adopt=adopt, ttl=ttl, retention=retention)
+            saver = cls(conn, serde=serde, adopt=adopt, ttl=ttl, retention=retention, cache_max_bytes=cache_max_bytes)
             await saver.setup()
             async with saver._sweeping():
                 yield saver
