@@ -20,8 +20,15 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
 
+# Every figure of benchmarks/RESULTS.md, side by side with the official savers (~35 min on 2 cores).
+# The scale run's default here is 1,000 threads (the script's own default is issue 14's 10,000,
+# which takes the official savers well over an hour): `make bench SCALE_ARGS=` for the full size.
+SCALE_ARGS ?= --threads 1000
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run.py --write-results
+	$(BIN)/python benchmarks/scale.py --write-results $(SCALE_ARGS)
+	$(BIN)/python benchmarks/concurrency.py --write-results $(CONCURRENCY_ARGS)
+	$(BIN)/python benchmarks/seed002.py --write-results $(SEED002_ARGS)
 
 # Longer runs of the multi-process tests (4 writers, 2 sweepers): more threads and turns.
 test-heavy: $(STAMP)
