@@ -54,12 +54,12 @@ def _complete(values: dict, steps: int) -> bool:
 # --- Postgres: async graphs through one pool ------------------------------------------------------------
 
 
-async def _pg_run(official: bool, graphs: int, pool_size: int, steps: int) -> dict:
+async def _pg_run(official: bool, graphs: int, pool_size: int, steps: int, suffix: str = "") -> dict:
     import psycopg
     from psycopg.rows import dict_row
     from psycopg_pool import AsyncConnectionPool
 
-    schema = f"bench_conc_{'official' if official else 'threadline'}"
+    schema = f"bench_conc_{'official' if official else 'threadline'}{suffix}"
     dsn = B._fresh_schema(schema)
     if official:
         from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver

@@ -42,7 +42,7 @@ def rows_of(off: dict | None, tl: dict | None, args: Any) -> list[tuple[str, str
         b = _get(tl, *path)
         out.append((label, fmt(a) if a is not None else note_off, (fmt(b) + _ratio(a, b)) if b is not None else "—"))
 
-    n = args.threads * (args.steps + 1)
+    n = args.threads * (args.steps + 2)
     add(f"populate: checkpoints/s ({args.threads:,} threads × {args.steps} supersteps, {n:,} checkpoints)", lambda x: f"{x:.0f}/s", "populate", "per_s")
     add("populate: put+put_writes ms/superstep (mean)", _ms, "populate", "ms_per_superstep")
     add("populate: CPU ms/superstep (client + server)", _ms, "populate", "cpu_ms_per_superstep")
@@ -57,7 +57,7 @@ def rows_of(off: dict | None, tl: dict | None, args: Any) -> list[tuple[str, str
     add("threads: first page of 50 + total (threadline `list_threads`)", _s, "reads", "threads_page_s", note_off="no listing")
     add("latest: `get_tuple` of a thread's head (median of 200)", _ms, "reads", "get_latest_ms")
     add("latest: `count` at every thread's head (official: a `get_tuple` each)", _s, "reads", "latest_all_s")
-    add(f"history: `list` of the long thread ({args.big + 1:,} checkpoints)", _s, "reads", "history_s")
+    add(f"history: `list` of the long thread ({args.big + 2:,} checkpoints)", _s, "reads", "history_s")
     out.append(("history: ms per checkpoint", *(_ms(1000 * _get(r, "reads", "history_s") / _get(r, "reads", "history_checkpoints")) if r else "—" for r in (off, tl))))
     add(f"prune keep_latest, {min(args.prune, args.threads // 2):,} threads: checkpoints removed/s", lambda x: f"{x:,.0f}/s", "prune", "keep_latest", "per_s", note_off="no prune")
     add("prune keep_latest, the long thread: checkpoints removed/s", lambda x: f"{x:,.0f}/s", "prune", "long_keep_latest", "per_s", note_off="no prune")

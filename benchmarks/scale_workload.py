@@ -109,7 +109,7 @@ def for_thread(calls: list[tuple[str, tuple, int]], tid: str) -> Iterator[tuple[
 
 
 def long_thread(tid: str, steps: int, seed: int = 2) -> Iterator[tuple[str, tuple, int]]:
-    """The calls of one thread of ``steps`` supersteps (``steps`` + 1 checkpoints), generated lazily."""
+    """The calls of one thread of ``steps`` supersteps (``steps`` + 2 checkpoints: the input's, then one a superstep from step 0), generated lazily."""
     recorded = _record(small_graph(PREFIX + 2, True, seed))
     # everything up to the put of superstep PREFIX - 1 is real; the graph's last superstep (END) is dropped
     head = [c for c in recorded if c[2] < PREFIX]
