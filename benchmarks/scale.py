@@ -36,7 +36,8 @@ RSS (``ru_maxrss``, KB → MB) is its own. In each process:
 7. bytes on disk (SQLite file after a WAL checkpoint; Postgres schema, indexes and TOAST
    included) and every sampled thread read back complete (count and messages).
 
-``--write-results`` rewrites the ``<!-- scale:start -->`` section of ``RESULTS.md``.
+``--write-results`` rewrites the ``<!-- scale:start -->`` section of ``RESULTS.md`` (``--section
+NAME``: ``<!-- NAME:start -->`` instead, e.g. for a run of threadline alone at another size).
 """
 
 from __future__ import annotations
@@ -63,7 +64,6 @@ import run as B  # noqa: E402
 import scale_workload as SW  # noqa: E402
 from scale_report import render  # noqa: E402
 
-START, END = "<!-- scale:start -->", "<!-- scale:end -->"
 SAVERS = ("sqlite-official", "sqlite", "postgres-official", "postgres")
 NAMES = {
     "sqlite-official": "official SqliteSaver",
@@ -291,6 +291,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--savers", default=",".join(SAVERS))
     ap.add_argument("--child", choices=SAVERS, help=argparse.SUPPRESS)
     ap.add_argument("--write-results", action="store_true")
+    ap.add_argument("--section", default="scale", help="the RESULTS.md section written: <!-- SECTION:start -->")
     args = ap.parse_args(argv)
     if args.child:
         print(json.dumps(child(args)))
@@ -304,7 +305,7 @@ def main(argv: list[str] | None = None) -> int:
     md = render(results, args, B.machine())
     print(md)
     if args.write_results:
-        B.write_results(md, START, END)
+        B.write_results(md, f"<!-- {args.section}:start -->", f"<!-- {args.section}:end -->")
     return 0
 
 

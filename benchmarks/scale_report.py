@@ -79,7 +79,8 @@ def render(results: list[dict], args: Any, machine: str) -> str:
         machine,
         "",
         f"Command: `benchmarks/scale.py --threads {args.threads} --steps {args.steps} --big {args.big} "
-        f"--block {args.block} --prune {args.prune}`. Ratios in parentheses: threadline ÷ official "
+        f"--block {args.block} --prune {args.prune}"
+        f"{'' if getattr(args, 'savers', None) in (None, 'sqlite-official,sqlite,postgres-official,postgres') else ' --savers ' + args.savers}`. Ratios in parentheses: threadline ÷ official "
         "(< 1: faster or smaller; for rates > 1 is faster). Each saver ran alone in its own process.",
     ]
     for backend, title in (("sqlite", "SQLite"), ("postgres", "Postgres")):
