@@ -53,6 +53,9 @@ def rows_of(off: dict | None, tl: dict | None, args: Any) -> list[tuple[str, str
     out.append(("long thread: step ~N ÷ step ~100 (wall; 1.00 = flat)",
                 *(f"{_get(r, 'long', 'atN_ms') / _get(r, 'long', 'at100_ms'):.2f}" if r else "—" for r in (off, tl))))
     add("threads: every thread_id (official: `list(None)`, distinct)", _s, "reads", "threads_all_s", official_path=("reads", "threads_list_s"))
+    part = _get(off, "reads", "threads_list_partial")
+    if part is not None:
+        out[-1] = (out[-1][0], f"not run to the end (blocks other sessions); the first {_get(off, 'reads', 'threads_list_limit'):,} checkpoints: {_s(part)}", out[-1][2])
     add("threads: every thread_id (official: `SELECT DISTINCT thread_id` by hand)", _s, "reads", "threads_all_s", official_path=("reads", "threads_sql_s"))
     add("threads: first page of 50 + total (threadline `list_threads`)", _s, "reads", "threads_page_s", note_off="no listing")
     add("latest: `get_tuple` of a thread's head (median of 200)", _ms, "reads", "get_latest_ms")
