@@ -93,7 +93,7 @@ def open_saver(name: str, tmp: str):
         return
     import psycopg
 
-    schema = f"bench_scale_{name.replace('-', '_')}"
+    schema = f"bench_scale_{name.replace('-', '_')}{os.environ.get('THREADLINE_SCALE_SCHEMA_SUFFIX', '')}"
     if official:
         from langgraph.checkpoint.postgres import PostgresSaver
     else:

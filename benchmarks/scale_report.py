@@ -50,8 +50,9 @@ def rows_of(off: dict | None, tl: dict | None, args: Any) -> list[tuple[str, str
     add(f"long thread: put+put_writes ms/superstep at step ~{args.big:,} (median)", _ms, "long", "atN_ms")
     add("long thread: CPU ms/superstep at ~100 (client + server)", _ms, "long", "at100_cpu_ms")
     add(f"long thread: CPU ms/superstep at ~{args.big:,} (client + server)", _ms, "long", "atN_cpu_ms")
-    out.append(("long thread: step ~N ÷ step ~100 (wall; 1.00 = flat)",
-                *(f"{_get(r, 'long', 'atN_ms') / _get(r, 'long', 'at100_ms'):.2f}" if r else "—" for r in (off, tl))))
+    for what, key in (("wall", "ms"), ("CPU", "cpu_ms")):
+        out.append((f"long thread: step ~N ÷ step ~100 ({what}; 1.00 = flat)",
+                    *(f"{_get(r, 'long', 'atN_' + key) / _get(r, 'long', 'at100_' + key):.2f}" if r else "—" for r in (off, tl))))
     add("threads: every thread_id (official: `list(None)`, distinct)", _s, "reads", "threads_all_s", official_path=("reads", "threads_list_s"))
     part = _get(off, "reads", "threads_list_partial")
     if part is not None:
@@ -86,11 +87,11 @@ def render(results: list[dict], args: Any, machine: str) -> str:
         f"{'' if getattr(args, 'savers', None) in (None, 'sqlite-official,sqlite,postgres-official,postgres') else ' --savers ' + args.savers}`. Ratios in parentheses: threadline ÷ official "
         "(< 1: faster or smaller; for rates > 1 is faster). Each saver ran alone in its own process.",
     ]
-    for backend, title in (("sqlite", "SQLite"), ("postgres", "Postgres")):
+    for backend, title, cls in (("sqlite", "SQLite", "SqliteSaver"), ("postgres", "Postgres", "PostgresSaver")):
         off, tl = by.get(f"{backend}-official"), by.get(backend)
         if off is None and tl is None:
             continue
-        lines += ["", f"#### {title}", "", f"| figure | official {title}Saver | threadline {title}Saver |", "|---|---|---|"]
+        lines += ["", f"#### {title}", "", f"| figure | official {cls} | threadline {cls} |", "|---|---|---|"]
         lines += [f"| {a} | {b} | {c} |" for a, b, c in rows_of(off, tl, args)]
     removed = {r["saver"]: _get(r, "prune", "keep_latest", "removed") for r in results}
     lines += ["", f"Checkpoints removed by `prune(keep_latest)`: {', '.join(f'{k} {v:,}' for k, v in removed.items() if v)}."]
