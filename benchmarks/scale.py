@@ -256,27 +256,35 @@ def prune(name: str, saver: Any, sql: Any, threads: int, n: int) -> dict:
 
 
 def child(args: argparse.Namespace) -> dict:
+    res: dict[str, Any] = {"saver": args.child}
+
+    def phase(key: str, fn: Any) -> None:  # each phase's figures kept as soon as they exist
+        res[key] = fn()
+        if args.json_dir:
+            Path(args.json_dir, f"{args.child}.partial.json").write_text(json.dumps(res))
+
     with tempfile.TemporaryDirectory(prefix="threadline-scale-") as tmp, open_saver(args.child, tmp) as (saver, disk, sql):
         server = B.server_cpu(saver)
         cpu = lambda: time.thread_time() * 1000 + server()  # noqa: E731
-        res: dict[str, Any] = {"saver": args.child}
-        res["populate"] = populate(saver, cpu, args.threads, args.steps, args.block)
-        res["rss_mb_populate"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        res["long"] = long_thread(saver, cpu, args.big)
-        res["checkpoints"] = sql(f"SELECT COUNT(*) FROM {'checkpoints' if args.child.endswith('-official') else 'threadline_checkpoints'}")[0][0]
-        res["bytes"] = disk()
-        res["reads"] = reads(args.child, saver, sql, args.threads, args.steps, args.big)
+        phase("populate", lambda: populate(saver, cpu, args.threads, args.steps, args.block))
+        phase("rss_mb_populate", lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+        phase("long", lambda: long_thread(saver, cpu, args.big))
+        phase("checkpoints", lambda: sql(f"SELECT COUNT(*) FROM {'checkpoints' if args.child.endswith('-official') else 'threadline_checkpoints'}")[0][0])
+        phase("bytes", disk)
+        phase("reads", lambda: reads(args.child, saver, sql, args.threads, args.steps, args.big))
         cache = getattr(getattr(saver, "blob_codec", None), "cache", None)
         if cache is not None:
             res["cache"] = {"bytes": cache.nbytes, "max_bytes": cache.max_bytes}
-        res["prune"] = prune(args.child, saver, sql, args.threads, args.prune)
-        res["rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        phase("prune", lambda: prune(args.child, saver, sql, args.threads, args.prune))
+        phase("rss_mb", lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
         return res
 
 
 def run_child(name: str, args: argparse.Namespace) -> dict:
     cmd = [sys.executable, __file__, "--child", name, "--threads", str(args.threads), "--steps", str(args.steps),
            "--big", str(args.big), "--block", str(args.block), "--prune", str(args.prune)]
+    if args.json_dir:
+        cmd += ["--json-dir", args.json_dir]
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
@@ -314,7 +322,8 @@ def main(argv: list[str] | None = None) -> int:
         names = [s for s in names if not s.startswith("postgres")]
     print(f"scale: {args.threads} threads × {args.steps} supersteps, one thread of {args.big}", file=sys.stderr)
     if args.from_json:
-        results = [json.loads(Path(args.from_json, f"{n}.json").read_text()) for n in names if Path(args.from_json, f"{n}.json").exists()]
+        found = [next((f for f in (Path(args.from_json, f"{n}.json"), Path(args.from_json, f"{n}.partial.json")) if f.exists()), None) for n in names]
+        results = [json.loads(f.read_text()) for f in found if f is not None]
     else:
         results = [run_child(n, args) for n in names]
     md = render(results, args, B.machine())

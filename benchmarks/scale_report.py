@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
+NAMES = {"sqlite-official": "official SqliteSaver", "sqlite": "threadline SqliteSaver",
+         "postgres-official": "official PostgresSaver", "postgres": "threadline PostgresSaver"}
+
 
 def _ms(x: float | None) -> str:
     return "—" if x is None else f"{x:.2f} ms" if x < 100 else f"{x:.0f} ms"
@@ -52,7 +55,7 @@ def rows_of(off: dict | None, tl: dict | None, args: Any) -> list[tuple[str, str
     add(f"long thread: CPU ms/superstep at ~{args.big:,} (client + server)", _ms, "long", "atN_cpu_ms")
     for what, key in (("wall", "ms"), ("CPU", "cpu_ms")):
         out.append((f"long thread: step ~N ÷ step ~100 ({what}; 1.00 = flat)",
-                    *(f"{_get(r, 'long', 'atN_' + key) / _get(r, 'long', 'at100_' + key):.2f}" if r else "—" for r in (off, tl))))
+                    *(f"{_get(r, 'long', 'atN_' + key) / _get(r, 'long', 'at100_' + key):.2f}" if _get(r, "long") else "—" for r in (off, tl))))
     add("threads: every thread_id (official: `list(None)`, distinct)", _s, "reads", "threads_all_s", official_path=("reads", "threads_list_s"))
     part = _get(off, "reads", "threads_list_partial")
     if part is not None:
@@ -62,7 +65,7 @@ def rows_of(off: dict | None, tl: dict | None, args: Any) -> list[tuple[str, str
     add("latest: `get_tuple` of a thread's head (median of 200)", _ms, "reads", "get_latest_ms")
     add("latest: `count` at every thread's head (official: a `get_tuple` each)", _s, "reads", "latest_all_s")
     add(f"history: `list` of the long thread ({args.big + 2:,} checkpoints)", _s, "reads", "history_s")
-    out.append(("history: ms per checkpoint", *(_ms(1000 * _get(r, "reads", "history_s") / _get(r, "reads", "history_checkpoints")) if r else "—" for r in (off, tl))))
+    out.append(("history: ms per checkpoint", *(_ms(1000 * _get(r, "reads", "history_s") / _get(r, "reads", "history_checkpoints")) if _get(r, "reads", "history_s") else "—" for r in (off, tl))))
     add(f"prune keep_latest, {min(args.prune, args.threads // 2):,} threads: checkpoints removed/s", lambda x: f"{x:,.0f}/s", "prune", "keep_latest", "per_s", note_off="no prune")
     add("prune keep_latest, the long thread: checkpoints removed/s", lambda x: f"{x:,.0f}/s", "prune", "long_keep_latest", "per_s", note_off="no prune")
     add("retention `keep_last=10` (threadline.lifecycle), checkpoints removed/s", lambda x: f"{x:,.0f}/s", "prune", "retention", "per_s", note_off="no retention")
@@ -94,5 +97,8 @@ def render(results: list[dict], args: Any, machine: str) -> str:
         lines += ["", f"#### {title}", "", f"| figure | official {cls} | threadline {cls} |", "|---|---|---|"]
         lines += [f"| {a} | {b} | {c} |" for a, b, c in rows_of(off, tl, args)]
     removed = {r["saver"]: _get(r, "prune", "keep_latest", "removed") for r in results}
+    cut = [NAMES.get(r["saver"], r["saver"]) for r in results if "rss_mb" not in r]
+    if cut:
+        lines += ["", f"Not run to the end (figures after the last phase that finished are missing): {', '.join(cut)}."]
     lines += ["", f"Checkpoints removed by `prune(keep_latest)`: {', '.join(f'{k} {v:,}' for k, v in removed.items() if v)}."]
     return "\n".join(lines)

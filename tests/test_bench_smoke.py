@@ -19,7 +19,7 @@ from backends import postgres_unavailable  # noqa: E402
 
 
 def _args(**kw: Any) -> argparse.Namespace:
-    base = {"threads": 4, "steps": 3, "big": 30, "block": 2, "prune": 2}
+    base = {"threads": 4, "steps": 3, "big": 30, "block": 2, "prune": 2, "json_dir": None}
     return argparse.Namespace(**{**base, **kw})
 
 
