@@ -88,7 +88,7 @@ def render(results: list[dict], args: Any, machine: str) -> str:
         f"Command: `benchmarks/scale.py --threads {args.threads} --steps {args.steps} --big {args.big} "
         f"--block {args.block} --prune {args.prune}"
         f"{'' if getattr(args, 'savers', None) in (None, 'sqlite-official,sqlite,postgres-official,postgres') else ' --savers ' + args.savers}`. Ratios in parentheses: threadline ÷ official "
-        "(< 1: faster or smaller; for rates > 1 is faster). Each saver ran alone in its own process.",
+        "(< 1: faster or smaller; for rates > 1 is faster). Each saver ran in its own process (its peak RSS is its own).",
     ]
     for backend, title, cls in (("sqlite", "SQLite", "SqliteSaver"), ("postgres", "Postgres", "PostgresSaver")):
         off, tl = by.get(f"{backend}-official"), by.get(backend)
