@@ -43,7 +43,7 @@ def rows_of(off: dict | None, tl: dict | None, args: Any) -> list[tuple[str, str
     def add(label: str, fmt: Any, *path: str, official_path: tuple | None = None, note_off: str = "—") -> None:
         a = _get(off, *(official_path or path))
         b = _get(tl, *path)
-        out.append((label, fmt(a) if a is not None else note_off, (fmt(b) + _ratio(a, b)) if b is not None else "—"))
+        out.append((label, fmt(a) if a is not None else note_off if off is not None else "not run", (fmt(b) + _ratio(a, b)) if b is not None else "—"))
 
     n = args.threads * (args.steps + 2)
     add(f"populate: checkpoints/s ({args.threads:,} threads × {args.steps} supersteps, {n:,} checkpoints)", lambda x: f"{x:.0f}/s", "populate", "per_s")
