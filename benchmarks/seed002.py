@@ -216,8 +216,15 @@ def open_threadline(backend: str, tmp: str, name: str, fresh: bool = True):
 
         schema = f"bench_seed002_{name}".lower()
         dsn = B._fresh_schema(schema) if fresh else B._with_schema(B.PG_DSN, schema)
-        with PostgresSaver.from_conn_string(dsn) as saver:
-            yield saver
+        try:
+            with PostgresSaver.from_conn_string(dsn) as saver:
+                yield saver
+        finally:
+            if fresh:  # the opener of the fresh schema closes last: leave nothing behind
+                import psycopg
+
+                with psycopg.connect(B.PG_DSN, autocommit=True) as conn:
+                    conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
 
 def render(found: dict[str, tuple[list, dict]], args: argparse.Namespace) -> str:
