@@ -32,6 +32,7 @@ from langgraph.checkpoint.base.id import uuid6
 
 from threadline import SqliteSaver, codec
 from threadline.codec import BlobCodec
+from threadline.codec.cache import entry_bytes
 from threadline.storage import ops
 from threadline.storage import rows as R
 from threadline.errors import CorruptRowError
@@ -194,17 +195,21 @@ def test_compression_tags_and_threshold() -> None:
 
 
 def test_cache_is_bounded_and_keyed_by_version() -> None:
-    cache = codec.BlobCache(max_bytes=1000, max_checkpoints=2)
     entry = codec.Entry(cont(["x" * 300]), "msgpack", 305)
+    size = entry_bytes(("t", "", "c", "0"), entry)
+    assert size > 305  # the value, its key and the per-entry overhead
+    cache = codec.BlobCache(max_bytes=3 * size + 10)
     for i in range(5):
         cache.put(("t", "", "c", str(i)), entry)
-    assert len(cache) == 3 and cache.nbytes <= 1000
+    assert len(cache) == 3 and cache.nbytes == 3 * size <= cache.max_bytes
     assert cache.get(("t", "", "c", "0")) is None and cache.get(("t", "", "c", "4")) is entry
+    cache = codec.BlobCache(max_bytes=1 << 20, max_checkpoints=2)
+    cache.put(("t", "", "c", "4"), entry)
     for i in range(3):
         cache.put_versions(("t", "", f"ck{i}"), {"c": str(i)})
     assert cache.versions(("t", "", "ck0")) is None and cache.versions(("t", "", "ck2")) == {"c": "2"}
     cache.forget_threads(["t"])
-    assert len(cache) == 0 and cache.versions(("t", "", "ck2")) is None
+    assert len(cache) == 0 and cache.versions(("t", "", "ck2")) is None and cache.nbytes == 0
 
 
 def test_fingerprints_are_exact_about_content_and_type() -> None:

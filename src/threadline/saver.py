@@ -25,7 +25,8 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from threadline import metrics
 from threadline.storage import adopt
-from threadline.codec import BlobCodec
+from threadline.codec import BlobCache, BlobCodec
+from threadline.codec.cache import DEFAULT_MAX_BYTES
 from threadline.codec.serde import default_serde
 from threadline.storage import ops
 from threadline.storage import rows as R
@@ -68,6 +69,15 @@ class _Listing:
         return page
 
 
+def _cache_bytes(value: Any) -> int:
+    """``cache_max_bytes`` checked: None means the default (64 MiB)."""
+    if value is None:
+        return DEFAULT_MAX_BYTES
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ConfigError(f"cache_max_bytes must be a non-negative integer (bytes) or None, got {value!r}")
+    return value
+
+
 def _thread_of(config: Any) -> str | None:
     """The thread a read names, for adoption; None when it names none (validated by the operation)."""
     return key_of(config, require_thread=False).thread_id if config is not None else None
@@ -90,6 +100,12 @@ class EngineSaver(Sweeping, BaseCheckpointSaver[str]):
     ``threadline.lifecycle.RetentionPolicy`` or a mapping of its fields) are applied by
     ``sweep()`` and by the background sweeper (``start_ttl_sweeper``; ``from_conn_string``
     starts it when ``sweep_interval_minutes`` is given). See ``threadline.lifecycle.sweeper``.
+
+    ``cache_max_bytes`` bounds the saver's cache of recent values (``codec.BlobCache``: the
+    delta bases a put extends, values a read decoded, recent checkpoints' versions), in
+    bytes counted with keys and per-entry overhead; default 64 MiB (``DEFAULT_MAX_BYTES``);
+    0 keeps nothing (every put then reads its delta base back). ConfigError when it is not
+    a non-negative integer. See docs/operations.md, "Memory".
     """
 
     dialect: Dialect
@@ -101,11 +117,12 @@ class EngineSaver(Sweeping, BaseCheckpointSaver[str]):
         adopt: bool = True,
         ttl: Mapping[str, Any] | TTL | None = None,
         retention: Any = None,
+        cache_max_bytes: int | None = None,
     ) -> None:
         super().__init__(serde=serde or default_serde())
         # Compression and delta settings plus the cache of recent values (codec.BlobCodec);
         # replace it to tune them, e.g. ``saver.blob_codec = BlobCodec(max_depth=32)``.
-        self.blob_codec = BlobCodec()
+        self.blob_codec = BlobCodec(cache=BlobCache(max_bytes=_cache_bytes(cache_max_bytes)))
         # Adopt threads of the official saver's tables in the same database on first touch
         # (see threadline.storage.adopt); set by setup() when such tables exist and adopt is True.
         self.adopt = adopt

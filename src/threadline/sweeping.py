@@ -20,6 +20,12 @@ from threadline.storage import ops
 from threadline.storage.ops import sweep as sweep_ops
 from threadline.ttl import TTL, ttl_of
 
+# With ``refresh_on_read``, when each thread's TTL clock was last restarted by a read (so a
+# hot thread is touched at most once per ``TTL.refresh_every``): held to 1 MiB, counting a
+# thread_id's text and 120 bytes of dict slot and object headers per thread (~8,000 threads
+# of 16-character ids); past it the map starts over.
+TOUCHED_MAX_BYTES = 1 << 20
+TOUCHED_ENTRY_OVERHEAD = 120
 
 class Sweeping:
     """TTL and retention settings of a saver, and one sweep. Needs ``dialect``, ``blob_codec``, ``run``/``arun``."""
@@ -35,6 +41,7 @@ class Sweeping:
 
             self.retention = RetentionPolicy.of(retention)
         self._touched: dict[str, float] = {}  # thread_id → when a read last restarted its TTL clock
+        self._touched_bytes = 0  # as counted by ``_touch_op``, at most TOUCHED_MAX_BYTES
         self._sweeper: Any = None
         self._owner: str | None = None
 
@@ -46,8 +53,11 @@ class Sweeping:
         now = time.time()
         if now - self._touched.get(thread_id, 0.0) < self.ttl.refresh_every:
             return None
-        if len(self._touched) > 10_000:
-            self._touched.clear()
+        if thread_id not in self._touched:
+            self._touched_bytes += len(thread_id) + TOUCHED_ENTRY_OVERHEAD
+            if self._touched_bytes > TOUCHED_MAX_BYTES:  # forgetting only means one more touch per thread
+                self._touched.clear()
+                self._touched_bytes = len(thread_id) + TOUCHED_ENTRY_OVERHEAD
         self._touched[thread_id] = now
         return sweep_ops.touch(self.dialect, thread_id, now)
 

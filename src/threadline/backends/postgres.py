@@ -230,8 +230,9 @@ class PostgresSaver(Piped, SyncShell):
         adopt: bool = True,
         ttl: Any = None,
         retention: Any = None,
+        cache_max_bytes: int | None = None,
     ) -> None:
-        super().__init__(serde=serde, adopt=adopt, ttl=ttl, retention=retention)
+        super().__init__(serde=serde, adopt=adopt, ttl=ttl, retention=retention, cache_max_bytes=cache_max_bytes)
         self._driver = PostgresDriver(conn, self.dialect, pipe)
         self.conn, self.lock = conn, self._driver.lock
 
@@ -248,6 +249,7 @@ class PostgresSaver(Piped, SyncShell):
         ttl: Any = None,
         retention: Any = None,
         prepare_threshold: int | None = None,
+        cache_max_bytes: int | None = None,
     ) -> Iterator[PostgresSaver]:
         """Connect to ``conn_string`` (a libpq URL or DSN) and set up the tables.
 
@@ -256,6 +258,7 @@ class PostgresSaver(Piped, SyncShell):
         one connection; it checks each connection before lending it and replaces dead
         ones. ``prepare_threshold``: let psycopg prepare statements on the server after
         that many runs (default None: never, which PgBouncer's transaction pooling needs).
+        ``cache_max_bytes``: the bound of the saver's value cache (default 64 MiB; ``EngineSaver``).
         Raises BackendError when the server cannot be reached.
         """
         if pipeline and pool_size:
@@ -264,7 +267,7 @@ class PostgresSaver(Piped, SyncShell):
         try:
             with ExitStack() as stack:
                 pipe = stack.enter_context(resource.pipeline()) if pipeline else None
-                saver = cls(resource, pipe, serde, adopt=adopt, ttl=ttl, retention=retention)
+                saver = cls(resource, pipe, serde, adopt=adopt, ttl=ttl, retention=retention, cache_max_bytes=cache_max_bytes)
                 saver.setup()
                 with saver._sweeping():
                     yield saver
@@ -347,8 +350,9 @@ class AsyncPostgresSaver(Piped, AsyncShell):
         adopt: bool = True,
         ttl: Any = None,
         retention: Any = None,
+        cache_max_bytes: int | None = None,
     ) -> None:
-        super().__init__(serde=serde, adopt=adopt, ttl=ttl, retention=retention)
+        super().__init__(serde=serde, adopt=adopt, ttl=ttl, retention=retention, cache_max_bytes=cache_max_bytes)
         self._driver = AsyncPostgresDriver(conn, self.dialect, pipe)
         self.conn, self.lock = conn, self._driver.lock
 
@@ -365,6 +369,7 @@ class AsyncPostgresSaver(Piped, AsyncShell):
         ttl: Any = None,
         retention: Any = None,
         prepare_threshold: int | None = None,
+        cache_max_bytes: int | None = None,
     ) -> AsyncIterator[AsyncPostgresSaver]:
         """Async ``PostgresSaver.from_conn_string``; ``pool_size`` opens an ``AsyncConnectionPool``."""
         if pipeline and pool_size:
@@ -373,7 +378,7 @@ class AsyncPostgresSaver(Piped, AsyncShell):
         try:
             async with AsyncExitStack() as stack:
                 pipe = await stack.enter_async_context(resource.pipeline()) if pipeline else None
-                saver = cls(resource, pipe, serde, adopt=adopt, ttl=ttl, retention=retention)
+                saver = cls(resource, pipe, serde, adopt=adopt, ttl=ttl, retention=retention, cache_max_bytes=cache_max_bytes)
                 await saver.setup()
                 async with saver._sweeping():
                     yield saver

@@ -231,23 +231,26 @@ class SqliteSaver(SyncShell):
     dialect = SQLITE
 
     def __init__(
-        self, conn: sqlite3.Connection, *, serde: SerializerProtocol | None = None, adopt: bool = True, ttl: Any = None, retention: Any = None
+        self, conn: sqlite3.Connection, *, serde: SerializerProtocol | None = None, adopt: bool = True, ttl: Any = None, retention: Any = None,
+        cache_max_bytes: int | None = None,
     ) -> None:
-        super().__init__(serde=serde, adopt=adopt, ttl=ttl, retention=retention)
+        super().__init__(serde=serde, adopt=adopt, ttl=ttl, retention=retention, cache_max_bytes=cache_max_bytes)
         self._driver = SqliteDriver(conn, self.dialect)
         self.conn, self.lock = conn, self._driver.lock
 
     @classmethod
     @contextmanager
     def from_conn_string(
-        cls, conn_string: str, *, serde: SerializerProtocol | None = None, adopt: bool = True, ttl: Any = None, retention: Any = None
+        cls, conn_string: str, *, serde: SerializerProtocol | None = None, adopt: bool = True, ttl: Any = None, retention: Any = None,
+        cache_max_bytes: int | None = None,
     ) -> Iterator[SqliteSaver]:
         """Open (creating if needed) a SQLite database — a path, ``":memory:"`` or
         ``sqlite:///path`` — and set up threadline's tables. With a ``ttl`` naming
-        ``sweep_interval_minutes``, the background sweeper runs until the block ends."""
+        ``sweep_interval_minutes``, the background sweeper runs until the block ends.
+        ``cache_max_bytes``: the bound of the saver's value cache (default 64 MiB; ``EngineSaver``)."""
         conn = connect(conn_string)
         try:
-            saver = cls(conn, serde=serde, adopt=adopt, ttl=ttl, retention=retention)
+            saver = cls(conn, serde=serde, adopt=adopt, ttl=ttl, retention=retention, cache_max_bytes=cache_max_bytes)
             saver.setup()
             with saver._sweeping():
                 yield saver
@@ -381,22 +384,24 @@ class AsyncSqliteSaver(AsyncShell):
     dialect = SQLITE
 
     def __init__(
-        self, conn: aiosqlite.Connection, *, serde: SerializerProtocol | None = None, adopt: bool = True, ttl: Any = None, retention: Any = None
+        self, conn: aiosqlite.Connection, *, serde: SerializerProtocol | None = None, adopt: bool = True, ttl: Any = None, retention: Any = None,
+        cache_max_bytes: int | None = None,
     ) -> None:
-        super().__init__(serde=serde, adopt=adopt, ttl=ttl, retention=retention)
+        super().__init__(serde=serde, adopt=adopt, ttl=ttl, retention=retention, cache_max_bytes=cache_max_bytes)
         self._driver = AsyncSqliteDriver(conn, self.dialect)
         self.conn, self.lock = conn, self._driver.lock
 
     @classmethod
     @asynccontextmanager
     async def from_conn_string(
-        cls, conn_string: str, *, serde: SerializerProtocol | None = None, adopt: bool = True, ttl: Any = None, retention: Any = None
+        cls, conn_string: str, *, serde: SerializerProtocol | None = None, adopt: bool = True, ttl: Any = None, retention: Any = None,
+        cache_max_bytes: int | None = None,
     ) -> AsyncIterator[AsyncSqliteSaver]:
         """Open (creating if needed) a SQLite database — a path, ``":memory:"`` or
         ``sqlite:///path`` — and set up threadline's tables."""
         conn = await aconnect(conn_string)
         try:
-            saver = cls(conn, serde=serde, adopt=adopt, ttl=ttl, retention=retention)
+            saver = cls(conn, serde=serde, adopt=adopt, ttl=ttl, retention=retention, cache_max_bytes=cache_max_bytes)
             await saver.setup()
             async with saver._sweeping():
                 yield saver

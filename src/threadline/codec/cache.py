@@ -1,8 +1,10 @@
 """The blob cache: recently written and read list/dict values, by version.
 
 ``Entry`` (a cached container with its row's type and stored size),
-``entry_of`` (an entry for a resolved value) and ``BlobCache`` (a bounded,
-thread-safe LRU, plus recent checkpoints' channel versions).
+``entry_of`` (an entry for a resolved value) and ``BlobCache`` (a thread-safe LRU,
+plus recent checkpoints' channel versions and the list-valued pending writes stored
+against them, bounded by bytes: ``max_bytes``, default ``DEFAULT_MAX_BYTES`` = 64 MiB,
+counting values, keys and per-entry overhead).
 """
 
 from __future__ import annotations
@@ -34,86 +36,156 @@ def entry_of(resolved: Resolved, stored_type: str, stored_len: int) -> Entry | N
     return None if value is None else Entry(value, stored_type, stored_len)
 
 
+# Bytes a cached entry costs besides its value and key text (measured with ``tracemalloc``,
+# CPython 3.11: the Entry and Container objects, the key tuple and its strings' headers, the
+# OrderedDict node; 411 bytes for a list value): counted so that many small entries, as
+# many threads bring, are bounded too and not only their values.
+ENTRY_OVERHEAD = 416
+# A checkpoint's versions map: the dict and key tuple (300), and per channel the two
+# strings' headers and the dict slot (100), plus the text; 832 bytes measured for 4 channels,
+# 990 counted.
+VERSIONS_OVERHEAD = 300
+PAIR_OVERHEAD = 100
+DEFAULT_MAX_BYTES = 64 << 20  # 64 MiB: everything a saver's cache holds
+
+
+def _key_len(key: tuple) -> int:
+    return sum(len(k) for k in key if isinstance(k, str))
+
+
+def entry_bytes(key: tuple, entry: Entry) -> int:
+    """The bytes ``BlobCache`` counts for a value entry: the value (and its item fingerprints),
+    the key text and ``ENTRY_OVERHEAD``."""
+    return entry.value.nbytes + _key_len(key) + ENTRY_OVERHEAD
+
+
+def write_bytes(write: tuple[str, str, str, int, bytes]) -> int:
+    """The bytes ``BlobCache`` counts for a remembered pending write: its item bytes and text,
+    plus ``ENTRY_OVERHEAD`` (more than its tuple costs: a bound, not a measurement)."""
+    channel, task_path, task_id, _, body = write
+    return len(body) + len(channel) + len(task_path) + len(task_id) + ENTRY_OVERHEAD
+
+
+def versions_bytes(key: tuple, versions: dict[str, str]) -> int:
+    """The bytes ``BlobCache`` counts for a checkpoint's versions map."""
+    return VERSIONS_OVERHEAD + _key_len(key) + sum(len(c) + len(v) + PAIR_OVERHEAD for c, v in versions.items())
+
+
 class BlobCache:
     """Bounded LRU of (thread_id, checkpoint_ns, channel, version) → ``Entry``, plus
     (thread_id, checkpoint_ns, checkpoint_id) → channel_versions of recent checkpoints,
     and → the list-valued pending writes this process stored against them (``writes``).
 
     Keyed by version, so branches are safe: a version names one value. Thread-safe.
-    ``max_bytes`` bounds the item bytes held; ``max_checkpoints`` the versions maps.
+
+    ``max_bytes`` (default 64 MiB) bounds everything held, by the bytes ``entry_bytes`` and
+    ``versions_bytes`` count (values with their item fingerprints, key text and a measured
+    per-entry overhead), so the bound holds for a few large values and for many threads'
+    small ones alike; least recently used entries go first. The versions maps are held to
+    at most ``max_bytes // 8`` of it and ``max_checkpoints`` entries, and the remembered
+    writes to ``max_bytes // 4`` and ``max_writes`` checkpoints, so they never push the
+    values out. ``nbytes`` is the bytes counted now (≤ ``max_bytes`` after every call).
     A stale entry can never corrupt data: a put writes a delta only if the base
     row still has the cached type and size, and every delta records the CRC-32
     of the value it reproduces.
     """
 
-    def __init__(self, max_bytes: int = 64 << 20, max_checkpoints: int = 4096, max_writes: int = 256) -> None:
+    def __init__(self, max_bytes: int = DEFAULT_MAX_BYTES, max_checkpoints: int = 4096, max_writes: int = 256) -> None:
+        for name, value in (("max_bytes", max_bytes), ("max_checkpoints", max_checkpoints), ("max_writes", max_writes)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
         self.max_bytes = max_bytes
         self.max_checkpoints = max_checkpoints
         self.max_writes = max_writes
-        self._writes_bytes = 0
-        self._blobs: OrderedDict[tuple, Entry] = OrderedDict()
-        self._versions: OrderedDict[tuple, dict[str, str]] = OrderedDict()
-        self._writes: OrderedDict[tuple, list[tuple[str, str, str, int, bytes]]] = OrderedDict()
-        self._bytes = 0
+        self._writes: OrderedDict[tuple, tuple[list[tuple[str, str, str, int, bytes]], int]] = OrderedDict()
+        self._wbytes = 0  # remembered writes
+        self._blobs: OrderedDict[tuple, tuple[Entry, int]] = OrderedDict()
+        self._versions: OrderedDict[tuple, tuple[dict[str, str], int]] = OrderedDict()
+        self._bytes = 0  # values, versions maps and writes
+        self._vbytes = 0  # versions maps
         self._lock = threading.Lock()
 
     def get(self, key: tuple) -> Entry | None:
         with self._lock:
-            entry = self._blobs.get(key)
-            if entry is not None:
-                self._blobs.move_to_end(key)
-            return entry
+            found = self._blobs.get(key)
+            if found is None:
+                return None
+            self._blobs.move_to_end(key)
+            return found[0]
+
+    def _drop_oldest_writes(self) -> None:
+        size = self._writes.popitem(last=False)[1][1]
+        self._wbytes -= size
+        self._bytes -= size
+
+    def _shrink(self) -> None:
+        while self._writes and (self._wbytes > self.max_bytes // 4 or len(self._writes) > self.max_writes):
+            self._drop_oldest_writes()
+        while self._vbytes > self.max_bytes // 8 or len(self._versions) > self.max_checkpoints:
+            self._vbytes -= (size := self._versions.popitem(last=False)[1][1])
+            self._bytes -= size
+        while self._bytes > self.max_bytes and self._blobs:
+            self._bytes -= self._blobs.popitem(last=False)[1][1]
+        while self._bytes > self.max_bytes and self._versions:
+            self._vbytes -= (size := self._versions.popitem(last=False)[1][1])
+            self._bytes -= size
+        while self._bytes > self.max_bytes and self._writes:
+            self._drop_oldest_writes()
 
     def put(self, key: tuple, entry: Entry) -> None:
-        size = entry.value.nbytes
+        size = entry_bytes(key, entry)
         if size > self.max_bytes:
             return
         with self._lock:
             old = self._blobs.pop(key, None)
             if old is not None:
-                self._bytes -= old.value.nbytes
-            self._blobs[key] = entry
+                self._bytes -= old[1]
+            self._blobs[key] = (entry, size)
             self._bytes += size
-            while self._bytes > self.max_bytes and self._blobs:
-                _, dropped = self._blobs.popitem(last=False)
-                self._bytes -= dropped.value.nbytes
+            self._shrink()
 
     def discard(self, key: tuple) -> None:
         with self._lock:
             old = self._blobs.pop(key, None)
             if old is not None:
-                self._bytes -= old.value.nbytes
+                self._bytes -= old[1]
 
     def versions(self, key: tuple) -> dict[str, str] | None:
         with self._lock:
             found = self._versions.get(key)
-            if found is not None:
-                self._versions.move_to_end(key)
-            return found
+            if found is None:
+                return None
+            self._versions.move_to_end(key)
+            return found[0]
 
     def put_versions(self, key: tuple, versions: dict[str, str]) -> None:
+        size = versions_bytes(key, versions)
         with self._lock:
-            self._versions[key] = versions
-            self._versions.move_to_end(key)
-            while len(self._versions) > self.max_checkpoints:
-                self._versions.popitem(last=False)
+            old = self._versions.pop(key, None)
+            if old is not None:
+                self._bytes -= old[1]
+                self._vbytes -= old[1]
+            self._versions[key] = (versions, size)
+            self._bytes += size
+            self._vbytes += size
+            self._shrink()
 
     def add_writes(self, key: tuple, writes: list[tuple[str, str, str, int, bytes]]) -> None:
         """Remember pending writes stored (inserted, not ignored) against checkpoint ``key``:
-        (channel, task_path, task_id, idx, the item bytes of its msgpack array value) each;
-        at most ``max_writes`` checkpoints and a quarter of ``max_bytes`` of item bytes."""
+        (channel, task_path, task_id, idx, the item bytes of its msgpack array value) each."""
+        size = sum(write_bytes(w) for w in writes)
         with self._lock:
-            self._writes.setdefault(key, []).extend(writes)
-            self._writes.move_to_end(key)
-            self._writes_bytes += sum(len(w[4]) for w in writes)
-            while self._writes and (len(self._writes) > self.max_writes or self._writes_bytes > self.max_bytes // 4):
-                self._writes_bytes -= sum(len(w[4]) for w in self._writes.popitem(last=False)[1])
+            held, old = self._writes.pop(key, ([], 0))
+            self._writes[key] = (held + writes, old + size)
+            self._wbytes += size
+            self._bytes += size
+            self._shrink()
 
     def writes(self, key: tuple, channel: str) -> list[tuple[str, int, bytes]]:
         """The remembered writes of checkpoint ``key`` on ``channel``, in LangGraph's write
         order (task_path, task_id, idx): (task_id, idx, item bytes) each."""
         with self._lock:
-            found = self._writes.get(key, ())
+            found = self._writes.get(key, ((), 0))[0]
             return [(t, i, b) for ch, _, t, i, b in sorted(found, key=lambda w: w[1:4]) if ch == channel]
 
     def forget_threads(self, thread_ids: Any) -> None:
@@ -121,21 +193,26 @@ class BlobCache:
         tids = set(thread_ids)
         with self._lock:
             for key in [k for k in self._blobs if k[0] in tids]:
-                self._bytes -= self._blobs.pop(key).value.nbytes
+                self._bytes -= self._blobs.pop(key)[1]
             for key in [k for k in self._versions if k[0] in tids]:
-                del self._versions[key]
+                size = self._versions.pop(key)[1]
+                self._bytes -= size
+                self._vbytes -= size
             for key in [k for k in self._writes if k[0] in tids]:
-                self._writes_bytes -= sum(len(w[4]) for w in self._writes.pop(key))
+                size = self._writes.pop(key)[1]
+                self._bytes -= size
+                self._wbytes -= size
 
     def clear(self) -> None:
         with self._lock:
             self._blobs.clear()
             self._versions.clear()
             self._writes.clear()
-            self._bytes = self._writes_bytes = 0
+            self._bytes = self._vbytes = self._wbytes = 0
 
     @property
     def nbytes(self) -> int:
+        """Bytes held, as counted (values, versions maps, writes, keys and per-entry overhead)."""
         return self._bytes
 
     def __len__(self) -> int:

@@ -11,6 +11,9 @@ import marshal
 from typing import Any
 
 _CORE = frozenset({dict, list, tuple, str, bytes, int, float, bool, type(None)})
+# What was found per class (``_plain_model``, ``_model_tag``): process-wide, one entry per
+# class; past MAX_CLASSES classes (~200 KB; classes made at run time) both start over.
+MAX_CLASSES = 1024
 _PLAIN_MODELS: dict[type, bool] = {}
 
 
@@ -29,6 +32,8 @@ def _plain_model(cls: type) -> bool:
             )
         except AttributeError:
             found = False
+        if len(_PLAIN_MODELS) >= MAX_CLASSES:
+            _PLAIN_MODELS.clear()
         _PLAIN_MODELS[cls] = found
     return found
 
@@ -41,6 +46,8 @@ def _model_tag(cls: type) -> tuple | None:
     try:
         return _MODEL_TAGS[cls]
     except KeyError:
+        if len(_MODEL_TAGS) >= MAX_CLASSES:
+            _MODEL_TAGS.clear()
         tag = _MODEL_TAGS[cls] = (1, cls.__module__, cls.__name__) if _plain_model(cls) else None
         return tag
 

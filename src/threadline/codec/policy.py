@@ -30,7 +30,6 @@ from threadline.codec.tags import (
     DELTA_REF,
     EMPTY,
     ZSTD_LEVEL,
-    check_size,
     compress,
     decode,
 )

@@ -16,7 +16,7 @@ from typing import Any
 from threadline import codec
 from threadline.storage import ops
 from threadline.storage.dialect import Dialect
-from threadline.storage.ops import Op, Q
+from threadline.storage.ops import Op
 from threadline.errors import ConfigError, UnsafeOperationError
 from threadline.read import checkpoint_row_op
 from threadline.keys import checkpoint_id_of, checkpoint_ns_of, thread_id_of

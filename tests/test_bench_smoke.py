@@ -1,0 +1,77 @@
+"""The scale, concurrency and seed 002 benchmarks run at a tiny size (no timing is asserted):
+their workloads read back through the real graph, and their reports render."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+BENCH = Path(__file__).resolve().parent.parent / "benchmarks"
+sys.path.insert(0, str(BENCH))
+
+from backends import postgres_unavailable  # noqa: E402
+
+
+def _args(**kw: Any) -> argparse.Namespace:
+    base = {"threads": 4, "steps": 3, "big": 30, "block": 2, "prune": 2, "json_dir": None}
+    return argparse.Namespace(**{**base, **kw})
+
+
+def test_long_thread_is_what_langgraph_writes(tmp_path: Path) -> None:
+    """The synthesized long thread loads through the real graph, and its first supersteps
+    are the real graph's own calls."""
+    import scale_workload as SW
+
+    from threadline import SqliteSaver
+
+    calls = list(SW.long_thread("x", 40))
+    assert sum(k == "put" for k, _, _ in calls) == 42
+    real = [(k, a[2] if k == "put" else None) for k, a, s in SW._record(SW.small_graph(SW.PREFIX + 2, True, 2), "x") if s < SW.PREFIX]
+    assert [(k, a[2] if k == "put" else None) for k, a, _ in calls[: len(real)]][: len(real) - 1] == real[: len(real) - 1]
+    with SqliteSaver.from_conn_string(str(tmp_path / "x.db")) as saver:
+        for kind, args, _ in calls:
+            getattr(saver, kind)(*args)
+        SW.check_long_thread(saver, "x", 40)
+
+
+@pytest.mark.parametrize("name", ["sqlite-official", "sqlite"])
+def test_scale_child_tiny(name: str) -> None:
+    import scale
+    import scale_report
+
+    res = scale.child(_args(child=name))
+    assert res["populate"]["checkpoints"] == 4 * 5 and res["long"]["steps"] == 30
+    assert res["checkpoints"] == 4 * 5 + 32
+    if name == "sqlite":
+        assert res["prune"]["keep_latest"]["removed"] == 2 * 4  # two threads of 5 keep 1 each
+        assert 0 < res["cache"]["bytes"] <= res["cache"]["max_bytes"]
+    else:
+        assert res["prune"] == {"note": "no prune"}
+    md = scale_report.render([res], _args(), "- machine")
+    assert "| populate: checkpoints/s" in md
+
+
+def test_seed002_tiny(tmp_path: Path) -> None:
+    import seed002
+
+    rows = seed002.batching("sqlite", 3, 2, str(tmp_path))
+    assert len(rows) == 3 and all(rate > 0 for _, rate, _ in rows)
+    found = seed002.cached("sqlite", 3, str(tmp_path))
+    assert found["stale_writes"] > 0  # the seed's cache misses pending writes written after the put
+    assert "§8.2" in seed002.render({"sqlite": (rows, found)}, argparse.Namespace(threads=3, steps=3))
+
+
+def test_concurrency_tiny() -> None:
+    import concurrency
+
+    res = concurrency._sqlite_run(False, processes=2, threads=1, steps=2)
+    assert res["errors"] == 0 and res["complete"] == 2 and res["checkpoints"] == 2 * 4
+    if postgres_unavailable() is None:
+        res = asyncio.run(concurrency._pg_run(False, graphs=3, pool_size=2, steps=2, suffix=f"_smoke_{os.getpid()}"))
+        assert res["errors"] == 0 and res["complete"] == 3
