@@ -9,6 +9,7 @@ and never deserializes.
 from __future__ import annotations
 
 import zlib
+from typing import Any
 
 LIST, DICT = 1, 2
 
@@ -36,11 +37,11 @@ class Container:
         crc: int | None = None,
         depth: int = 0,
         chain: int = 0,
-        fps: bytes | None = None,
+        fps: Any = None,
     ) -> None:
         self.kind, self.count, self.data, self.offset = kind, count, data, offset
         self._crc, self.depth, self.chain = crc, depth, chain
-        self.fps = fps  # a list's item fingerprints (see ``fingerprints``), when known
+        self.fps = fps  # a list's item ``Fingerprint`` (see ``fingerprinting``), when known
 
     @property
     def body_len(self) -> int:
@@ -49,7 +50,7 @@ class Container:
     @property
     def nbytes(self) -> int:
         """Bytes held (the value, and about as much again for item fingerprints)."""
-        return len(self.data) + (len(self.fps) if self.fps is not None else 0)
+        return len(self.data) + (self.fps.nbytes if self.fps is not None else 0)
 
     def body(self) -> memoryview:
         """The item bytes (a view: no copy)."""

@@ -16,7 +16,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from threadline.codec.cache import BlobCache, Entry
 from threadline.codec.containers import LIST, Container, _header, container, split
 from threadline.codec.deltas import make_delta
-from threadline.codec.fingerprinting import _FP_HEADER, fingerprints
+from threadline.codec.fingerprinting import fingerprints
 from threadline.codec.keyring import Keyring
 from threadline.codec.seal import Row, check_checkpoint, checkpoint_checksum, open_sealed, seal
 from threadline.codec.tags import (
@@ -138,7 +138,7 @@ class BlobCodec:
         if not self.fast_lists or fps is None or base.value.kind != LIST or len(value) < n:
             return None
         new_fps = fingerprints(value)
-        if new_fps is None or not new_fps.startswith(memoryview(fps)[_FP_HEADER:], _FP_HEADER):
+        if new_fps is None or not new_fps.extends(fps):
             return None  # an item changed, was replaced or removed, or cannot be fingerprinted
         tail_items = value[n:]
         tag, tail = serde.dumps_typed(tail_items)
