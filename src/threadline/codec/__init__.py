@@ -65,7 +65,8 @@ A ``pickle`` tag is refused, never loaded. A damaged or tampered row fails to lo
 The code is split by concept, each module depending only on those before it:
 ``tags`` (type tags, compression, decode of self-contained rows) ←
 ``containers`` (msgpack list/dict containers) ← ``deltas`` (list/dict deltas);
-``fingerprinting`` (list item fingerprints, standalone); ``cache`` (the blob
+``fingerprinting`` (list item fingerprints, standalone); ``copies`` (standalone: decoded values
+the cache keeps, handed out as fresh copies: safe against mutation); ``cache`` (the blob
 cache, on containers and deltas); ``keyring`` (encryption keys) ← ``seal`` (row seals,
 checkpoint checksums) ← ``policy`` (``BlobCodec``, ``PLAIN``). This package re-exports
 the names the rest of threadline uses, so ``codec.X`` works as before.
@@ -74,7 +75,7 @@ the names the rest of threadline uses, so ``codec.X`` works as before.
 from __future__ import annotations
 
 from threadline.codec.cache import BlobCache, Entry, entry_of
-from threadline.codec.containers import LIST, Container, container, skip, split
+from threadline.codec.containers import KEEP, LIST, Container, container, skip, split
 from threadline.codec.deltas import Resolved, is_delta, load, make_delta, resolve
 from threadline.codec.fingerprinting import fingerprints
 from threadline.codec.keyring import Keyring
@@ -87,6 +88,7 @@ __all__ = [
     "DELTA_LIST",
     "EMPTY",
     "GCM",
+    "KEEP",
     "LIST",
     "PLAIN",
     "BlobCache",

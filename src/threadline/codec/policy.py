@@ -15,6 +15,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from threadline.codec.cache import BlobCache, Entry
 from threadline.codec.containers import LIST, Container, _header, container, split
+from threadline.codec.copies import private
 from threadline.codec.deltas import make_delta
 from threadline.codec.fingerprinting import fingerprints
 from threadline.codec.keyring import Keyring
@@ -148,6 +149,7 @@ class BlobCodec:
         head = _header(LIST, len(value))
         data = b"".join((head, base.value.body(), memoryview(tail)[found[2]:]))
         new = Container(LIST, len(value), data, len(head), fps=new_fps)
+        new.decoded = self._extend_decoded(serde, base.value.decoded, tail)
         if self._checks_left > 0 or base.value.depth + 1 >= self.max_depth:
             self._checks_left -= 1
             full_tag, full = serde.dumps_typed(value)
@@ -162,6 +164,18 @@ class BlobCodec:
                 return None
         return data, new
 
+    @staticmethod
+    def _extend_decoded(serde: SerializerProtocol, kept: Any, tail: bytes) -> list | None:
+        """The base's kept decoded list (``Container.decoded``) extended by the new items,
+        decoded from their bytes (``tail``, a msgpack array) as a read would: None without one."""
+        if type(kept) is not list:
+            return None
+        try:
+            items = private(decode(serde, "msgpack", tail, "new list items"))
+        except CorruptRowError:
+            return None
+        return kept + items if type(items) is list else None
+
     def encode_blob(
         self, tag: str, data: bytes, new: Container | None, base: Entry | None
     ) -> tuple[str, bytes, bool, Container | None]:
@@ -174,6 +188,7 @@ class BlobCodec:
             found = make_delta(base.value, new, max_depth=self.max_depth, max_ratio=self.delta_max_ratio)
             if found is not None:
                 prefix, payload, value = found
+                value.decoded = new.decoded
                 stored_tag, stored = self.pack(prefix + tag, payload)
                 return stored_tag, stored, True, value
         stored_tag, stored = self.pack(tag, data)
