@@ -39,6 +39,7 @@ class BlobCache:
     (thread_id, checkpoint_ns, checkpoint_id) → channel_versions of recent checkpoints.
 
     Keyed by version, so branches are safe: a version names one value. Thread-safe.
+    ``head(thread_id, checkpoint_ns)``: the newest checkpoint_id whose versions it holds.
     ``max_bytes`` bounds the item bytes held; ``max_checkpoints`` the versions maps.
     A stale entry can never corrupt data: a put writes a delta only if the base
     row still has the cached type and size, and every delta records the CRC-32
@@ -50,6 +51,7 @@ class BlobCache:
         self.max_checkpoints = max_checkpoints
         self._blobs: OrderedDict[tuple, Entry] = OrderedDict()
         self._versions: OrderedDict[tuple, dict[str, str]] = OrderedDict()
+        self._heads: dict[tuple, str] = {}
         self._bytes = 0
         self._lock = threading.Lock()
 
@@ -91,8 +93,16 @@ class BlobCache:
         with self._lock:
             self._versions[key] = versions
             self._versions.move_to_end(key)
+            if self._heads.get(key[:2], "") < key[2]:
+                self._heads[key[:2]] = key[2]
             while len(self._versions) > self.max_checkpoints:
-                self._versions.popitem(last=False)
+                dropped, _ = self._versions.popitem(last=False)
+                if self._heads.get(dropped[:2]) == dropped[2]:
+                    del self._heads[dropped[:2]]
+
+    def head(self, thread_id: str, checkpoint_ns: str) -> str | None:
+        with self._lock:
+            return self._heads.get((thread_id, checkpoint_ns))
 
     def forget_threads(self, thread_ids: Any) -> None:
         """Drop everything cached for these threads (after deletes; tidy, never needed for correctness)."""
@@ -102,11 +112,14 @@ class BlobCache:
                 self._bytes -= self._blobs.pop(key).value.nbytes
             for key in [k for k in self._versions if k[0] in tids]:
                 del self._versions[key]
+            for key in [k for k in self._heads if k[0] in tids]:
+                del self._heads[key]
 
     def clear(self) -> None:
         with self._lock:
             self._blobs.clear()
             self._versions.clear()
+            self._heads.clear()
             self._bytes = 0
 
     @property
