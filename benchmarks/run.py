@@ -49,6 +49,7 @@ Postgres rows are skipped.
 from __future__ import annotations
 
 import argparse
+import atexit
 import cProfile
 import datetime
 import gc
@@ -107,13 +108,32 @@ def _with_schema(dsn: str, schema: str) -> str:
     return f"{dsn}{sep}options={quote(f'-csearch_path={schema}', safe='')}"
 
 
+_CREATED: set[str] = set()
+
+
+def _own(schema: str) -> str:
+    """This run's name for ``schema``: runs sharing the server never drop each other's tables."""
+    return f"{schema}_{os.getpid()}"
+
+
 def _fresh_schema(schema: str) -> str:
     import psycopg
 
     with psycopg.connect(PG_DSN, autocommit=True) as conn:
         conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
         conn.execute(f'CREATE SCHEMA "{schema}"')
+    if not _CREATED:
+        atexit.register(_drop_created)
+    _CREATED.add(schema)
     return _with_schema(PG_DSN, schema)
+
+
+def _drop_created() -> None:
+    import psycopg
+
+    with psycopg.connect(PG_DSN, autocommit=True) as conn:
+        for schema in _CREATED:
+            conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
 
 def _pg_bytes(schema: str) -> int:
@@ -189,6 +209,7 @@ def threadline_sqlite(tmp: str, name: str, **codec: Any) -> Callable:
 
 
 def official_postgres(schema: str) -> Callable:
+    schema = _own(schema)
     @contextmanager
     def open_(fresh: bool = True) -> Iterator[tuple[Any, Callable[[], int]]]:
         from langgraph.checkpoint.postgres import PostgresSaver
@@ -201,6 +222,7 @@ def official_postgres(schema: str) -> Callable:
 
 
 def threadline_postgres(schema: str, prepare_threshold: int | None = None, **codec: Any) -> Callable:
+    schema = _own(schema)
     @contextmanager
     def open_(fresh: bool = True) -> Iterator[tuple[Any, Callable[[], int]]]:
         from threadline import PostgresSaver
