@@ -65,15 +65,17 @@ def test_fresh_copies_share_only_immutable_scalars() -> None:
 
 @pytest.mark.parametrize("warm_puts", [0, 3])
 def test_mutating_what_get_tuple_returned_changes_no_later_read(sync_backend: Backend, warm_puts: int) -> None:
-    """Reads 2 and 3 come from the kept decoded value (warm cache); ``warm_puts`` puts then
-    extend the kept list with the new items' decoded bytes."""
+    """A value read a second time keeps what it decodes; later reads are copies of it (warm
+    cache); ``warm_puts`` puts then extend the kept list with the new items' decoded bytes."""
     with sync_backend.open() as saver:
         config = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
         live, versions = _messages(0, 20), {}
         config = _put(saver, config, live, versions, 1)
-        first = saver.get_tuple(config)  # a cache hit: keeps what it decodes
-        entry = saver.blob_codec.cache.get(("t", "", "messages", versions["messages"]))
-        assert entry is not None and type(entry.value.decoded) is list
+        key = ("t", "", "messages", versions["messages"])
+        first = saver.get_tuple(config)  # a cache hit read once: nothing kept
+        assert saver.blob_codec.cache.get(key).value.decoded is codec.SEEN
+        second = saver.get_tuple(config)  # read again: keeps what it decodes
+        assert type(saver.blob_codec.cache.get(key).value.decoded) is list
         for step in range(warm_puts):
             live = live + _messages(100 + 10 * step, 2)
             config = _put(saver, config, live, versions, 2 + step)
@@ -83,6 +85,7 @@ def test_mutating_what_get_tuple_returned_changes_no_later_read(sync_backend: Ba
             assert got == expected and SERDE.dumps_typed(got) == SERDE.dumps_typed(expected)
         _mutate(reads[0])
         _mutate(first.checkpoint["channel_values"]["messages"])
+        _mutate(second.checkpoint["channel_values"]["messages"])
         assert reads[1] == expected and reads[1][0] is not reads[2][0]
         after = saver.get_tuple(config).checkpoint["channel_values"]["messages"]
         assert after == expected and SERDE.dumps_typed(after) == SERDE.dumps_typed(expected)
@@ -94,7 +97,8 @@ def test_a_kept_value_is_counted_in_the_cache_bytes(sync_backend: Backend) -> No
     with sync_backend.open() as saver:
         config = _put(saver, {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}, _messages(0, 20), {}, 1)
         cache = saver.blob_codec.cache
+        saver.get_tuple(config)
         before = cache.nbytes
         saver.get_tuple(config)
         assert cache.nbytes > before + 3 * sum(e.value.body_len for e in cache._blobs.values())
-        assert not any(e.value.decoded is codec.KEEP for e in cache._blobs.values())
+        assert all(e.value.kept for e in cache._blobs.values() if e.value.kind == codec.LIST)

@@ -13,6 +13,7 @@ from typing import Any
 
 LIST, DICT = 1, 2
 KEEP = object()  # ``Container.decoded``: keep the value the next load decodes
+SEEN = object()  # ``Container.decoded``: decoded once and not kept (the next read keeps it)
 DECODED_BYTES = 4  # bytes a decoded value holds per serialized byte (LangChain messages: 3.9, tracemalloc)
 
 
@@ -26,8 +27,8 @@ class Container:
     ``depth`` is the number of deltas since the last snapshot of the row it was
     read from or written as (0: a snapshot); ``chain`` the delta bytes
     accumulated since that snapshot; ``decoded`` the value as decoded, kept by the cache
-    (``copies.private``: handed out only as copies), ``KEEP`` (keep the value the next
-    ``deltas.load`` decodes) or None.
+    (``copies.private``: handed out only as copies; ``kept``), ``KEEP`` (keep the value the
+    next ``deltas.load`` decodes), ``SEEN`` (read once, not kept) or None.
     """
 
     __slots__ = ("kind", "count", "data", "offset", "_crc", "depth", "chain", "fps", "decoded")
@@ -55,8 +56,13 @@ class Container:
     @property
     def nbytes(self) -> int:
         """Bytes held: the value, its item fingerprints (about as much again) and a kept decoded value."""
-        decoded = DECODED_BYTES * len(self.data) if self.decoded is not None and self.decoded is not KEEP else 0
+        decoded = DECODED_BYTES * len(self.data) if self.kept else 0
         return len(self.data) + (self.fps.nbytes if self.fps is not None else 0) + decoded
+
+    @property
+    def kept(self) -> bool:
+        """Whether ``decoded`` holds a kept decoded value."""
+        return self.decoded is not None and self.decoded is not KEEP and self.decoded is not SEEN
 
     def body(self) -> memoryview:
         """The item bytes (a view: no copy)."""

@@ -187,9 +187,8 @@ def load(serde: SerializerProtocol, resolved: Resolved, where: str) -> Any:
     instead (``copies``); one marked ``KEEP`` keeps a private copy of what is decoded."""
     tag, data, value = resolved
     if value is not None:
-        kept = value.decoded
-        if kept is not None and kept is not KEEP:
-            return fresh(kept)
+        if value.kept:
+            return fresh(value.decoded)
         data = value.serialized() if data is None else data
     out = decode(serde, tag, data, where)
     if value is not None and value.decoded is KEEP:

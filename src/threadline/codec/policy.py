@@ -149,7 +149,7 @@ class BlobCodec:
         head = _header(LIST, len(value))
         data = b"".join((head, base.value.body(), memoryview(tail)[found[2]:]))
         new = Container(LIST, len(value), data, len(head), fps=new_fps)
-        new.decoded = self._extend_decoded(serde, base.value.decoded, tail)
+        new.decoded = self._extend_decoded(serde, base.value.decoded, tail) if base.value.kept else None
         if self._checks_left > 0 or base.value.depth + 1 >= self.max_depth:
             self._checks_left -= 1
             full_tag, full = serde.dumps_typed(value)
@@ -167,7 +167,7 @@ class BlobCodec:
     @staticmethod
     def _extend_decoded(serde: SerializerProtocol, kept: Any, tail: bytes) -> list | None:
         """The base's kept decoded list (``Container.decoded``) extended by the new items,
-        decoded from their bytes (``tail``, a msgpack array) as a read would: None without one."""
+        decoded from their bytes (``tail``, a msgpack array) as a read would (None for a dict)."""
         if type(kept) is not list:
             return None
         try:

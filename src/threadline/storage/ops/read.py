@@ -120,16 +120,20 @@ def load_tuples(
         docs.append((row, doc, meta))
     wanted = sorted({(r[0], r[1], ch, v) for r, doc, _ in docs for ch, v in R.blob_pairs(doc)})
     blobs: dict[tuple, codec.Resolved] = {}
-    kept: dict[tuple, codec.Entry] = {}  # cache hits that keep what a get_tuple decodes (``codec.copies``)
+    # Cache hits read a second time keep what they decode (``codec.copies``): a value read once
+    # (a graph's next step mostly reads a new version) costs no copy.
+    kept: dict[tuple, codec.Entry] = {}
     if bc is not None and bc.cache is not None:
         for k in wanted:
             entry = bc.cache.get(k)
             if entry is not None:
                 value = entry.value
-                if not lazy and value.decoded is None:  # a copy that keeps it, cached in its place below
+                if not lazy and value.decoded is codec.SEEN:  # a copy that keeps it, cached in its place below
                     value = value.with_chain(value.depth, value.chain)
                     value.decoded = codec.KEEP
                     kept[k] = codec.Entry(value, entry.stored_type, entry.stored_len)
+                elif not lazy and value.decoded is None:
+                    value.decoded = codec.SEEN
                 blobs[k] = ("msgpack", None, value)
         wanted = [k for k in wanted if k not in blobs]
     pre_rows, pre_writes = fetched if fetched is not None else ({}, None)
@@ -161,7 +165,7 @@ def load_tuples(
         tuples = [R.to_tuple(*parts(row, doc, meta)) for row, doc, meta in docs]
     finally:
         for k, entry in kept.items():
-            if entry.value.decoded is not codec.KEEP and entry.value.decoded is not None:
+            if entry.value.kept:
                 bc.cache.put(k, entry)  # type: ignore[union-attr]
     if bc is not None and bc.deltas and len(docs) == 1:
         _remember(bc, docs[0][0], docs[0][1], blobs, rows)
