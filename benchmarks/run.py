@@ -16,7 +16,9 @@ Per saver it prints:
   time of put+put_writes: this process's thread plus, for Postgres, the server backend
   serving the saver's connection (``/proc/<pid>/schedstat``; a local server), which
   load from other processes moves far less than wall time;
-* get-latest ms (``get_tuple`` of each thread's latest checkpoint, median);
+* get-latest ms (``get_tuple`` of each thread's latest checkpoint, median), by the saver
+  that wrote it and with nothing cached, and the same for one thread of ``--long``
+  messages (its last 64 supersteps replayed, ``workload.record_long_thread``);
 * list ms per checkpoint (``list`` of one whole thread);
 * bytes on disk (SQLite: the file after a WAL checkpoint; Postgres: the total
   relation size, indexes and TOAST included, of the saver's tables);
@@ -26,12 +28,16 @@ Per saver it prints:
   or faster).
 
 Workload 2 (end to end): a ReAct-style graph (agent → tools → agent) with a fake
-chat model, ``--turns`` turns per thread: wall time and bytes on disk.
+chat model, ``--turns`` turns per thread, with LangGraph's ``durability="sync"`` and
+``"async"`` (the default: the checkpoint written while the next step runs): wall time
+and bytes on disk (async run).
 
 Savers: ``InMemorySaver`` (a floor: no I/O), the official ``SqliteSaver`` and
 ``PostgresSaver`` (``langgraph-checkpoint-sqlite`` / ``-postgres``), threadline's
 ``SqliteSaver`` and ``PostgresSaver`` with their defaults, and threadline without
-zstd (what delta encoding alone gives). Postgres savers each get their own schema
+zstd (what delta encoding alone gives); ``--prepared`` adds threadline's
+``PostgresSaver`` with server-side prepared statements (``prepare_threshold=0``, the
+official saver's setting; threadline's default prepares nothing, for PgBouncer). Postgres savers each get their own schema
 (``options=-csearch_path=…``): the official tables and ours share the name
 ``checkpoints``. The Postgres DSN comes from ``THREADLINE_BENCH_POSTGRES``
 (default ``postgresql://postgres@127.0.0.1:5432/test``); without a server the
@@ -43,6 +49,7 @@ Postgres rows are skipped.
 from __future__ import annotations
 
 import argparse
+import atexit
 import cProfile
 import datetime
 import gc
@@ -77,6 +84,8 @@ from threadline.codec import BlobCodec  # noqa: E402
 PG_DSN = os.environ.get("THREADLINE_BENCH_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
 RESULTS = HERE / "RESULTS.md"
 GET_ROUNDS = 15  # get-latest calls per thread and saver (alternating savers); the median is reported
+LONG = 2000  # messages in the long thread's last checkpoint (``--long``)
+DURABILITY = ("sync", "async")  # LangGraph durability modes of the end-to-end runs
 
 
 # --- savers ------------------------------------------------------------------------------------------
@@ -99,13 +108,32 @@ def _with_schema(dsn: str, schema: str) -> str:
     return f"{dsn}{sep}options={quote(f'-csearch_path={schema}', safe='')}"
 
 
+_CREATED: set[str] = set()
+
+
+def _own(schema: str) -> str:
+    """This run's name for ``schema``: runs sharing the server never drop each other's tables."""
+    return f"{schema}_{os.getpid()}"
+
+
 def _fresh_schema(schema: str) -> str:
     import psycopg
 
     with psycopg.connect(PG_DSN, autocommit=True) as conn:
         conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
         conn.execute(f'CREATE SCHEMA "{schema}"')
+    if not _CREATED:
+        atexit.register(_drop_created)
+    _CREATED.add(schema)
     return _with_schema(PG_DSN, schema)
+
+
+def _drop_created() -> None:
+    import psycopg
+
+    with psycopg.connect(PG_DSN, autocommit=True) as conn:
+        for schema in _CREATED:
+            conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
 
 def _pg_bytes(schema: str) -> int:
@@ -181,6 +209,7 @@ def threadline_sqlite(tmp: str, name: str, **codec: Any) -> Callable:
 
 
 def official_postgres(schema: str) -> Callable:
+    schema = _own(schema)
     @contextmanager
     def open_(fresh: bool = True) -> Iterator[tuple[Any, Callable[[], int]]]:
         from langgraph.checkpoint.postgres import PostgresSaver
@@ -192,12 +221,14 @@ def official_postgres(schema: str) -> Callable:
     return open_
 
 
-def threadline_postgres(schema: str, **codec: Any) -> Callable:
+def threadline_postgres(schema: str, prepare_threshold: int | None = None, **codec: Any) -> Callable:
+    schema = _own(schema)
     @contextmanager
     def open_(fresh: bool = True) -> Iterator[tuple[Any, Callable[[], int]]]:
         from threadline import PostgresSaver
 
-        with PostgresSaver.from_conn_string(_fresh_schema(schema) if fresh else _with_schema(PG_DSN, schema)) as saver:
+        url = _fresh_schema(schema) if fresh else _with_schema(PG_DSN, schema)
+        with PostgresSaver.from_conn_string(url, prepare_threshold=prepare_threshold) as saver:
             if codec:
                 saver.blob_codec = BlobCodec(**codec)
             yield saver, lambda: _pg_bytes(schema)
@@ -219,7 +250,7 @@ def postgres_reason() -> str | None:
     return None
 
 
-def savers(tmp: str, postgres: bool) -> list[Saver]:
+def savers(tmp: str, postgres: bool, prepared: bool = False) -> list[Saver]:
     out = [
         Saver("memory", "InMemorySaver (floor)", False, memory_saver),
         Saver("sqlite", "official SqliteSaver", True, official_sqlite(tmp)),
@@ -233,6 +264,8 @@ def savers(tmp: str, postgres: bool) -> list[Saver]:
             Saver("postgres", "threadline PostgresSaver", False, threadline_postgres("bench_threadline")),
             Saver("postgres", "threadline, no zstd", False, threadline_postgres("bench_threadline_nozstd", compress_min_bytes=-1)),
         ]
+    if postgres and prepared:
+        out.append(Saver("postgres", "threadline, prepared", False, threadline_postgres("bench_threadline_prepared", 0)))
     return out
 
 
@@ -250,10 +283,12 @@ class Figures:
     get_latest_cold: float = 0.0
     get_latest_min: float = 0.0
     get_latest_cold_min: float = 0.0
+    long_get: float | None = None  # get-latest ms of the --long thread, the saver that wrote / nothing cached
+    long_get_cold: float | None = None
     list_per_ck: float = 0.0
     bytes: int = 0
     amplification: float = 0.0
-    e2e_seconds: float | None = None
+    e2e_seconds: dict[str, float] = field(default_factory=dict)  # durability → wall seconds
     e2e_bytes: int | None = None
 
 
@@ -318,7 +353,9 @@ def round_robin(opened: list[tuple[Saver, Any]], fn: Callable[[Any], Any], round
     return out
 
 
-def measure(chosen: list[Saver], rec: W.Recording, denominator: int, at: list[int], profile: bool) -> list[Figures]:
+def measure(
+    chosen: list[Saver], rec: W.Recording, denominator: int, at: list[int], profile: bool, long: W.Recording | None = None
+) -> list[Figures]:
     figs = [Figures(s) for s in chosen]
     with ExitStack() as stack:
         opened = [(s, *stack.enter_context(s.open())) for s in chosen]
@@ -357,6 +394,15 @@ def measure(chosen: list[Saver], rec: W.Recording, denominator: int, at: list[in
                 gets[j] += ms
             for j, ms in enumerate(round_robin(savers_only, lambda saver: cold_get(saver, conf), GET_ROUNDS)):
                 colds[j] += ms
+        if long is not None:
+            for _, saver in savers_only:
+                for _, call in W.interleaved(long):
+                    (saver.put if call.kind == "put" else saver.put_writes)(*call.args)
+            conf = {"configurable": {"thread_id": "long-0", "checkpoint_ns": ""}}
+            warm = round_robin(savers_only, lambda saver: saver.get_tuple(conf), GET_ROUNDS)
+            cold = round_robin(savers_only, lambda saver: cold_get(saver, conf), GET_ROUNDS)
+            for j, f in enumerate(figs):
+                f.long_get, f.long_get_cold = statistics.median(warm[j]), statistics.median(cold[j])
         tid = next(iter(rec.threads))
         conf = {"configurable": {"thread_id": tid, "checkpoint_ns": ""}}
         counts = [sum(1 for _ in saver.list(conf)) for _, saver in savers_only]
@@ -370,8 +416,10 @@ def measure(chosen: list[Saver], rec: W.Recording, denominator: int, at: list[in
     return figs
 
 
-def measure_e2e(chosen: list[Saver], threads: int, turns: int) -> list[tuple[float, int]]:
-    """The ReAct graph on every saver, turn by turn alternating savers: wall seconds and bytes on disk."""
+def measure_e2e(chosen: list[Saver], threads: int, turns: int, durability: str) -> list[tuple[float, int]]:
+    """The ReAct graph on every saver with LangGraph's ``durability`` ("sync": each checkpoint
+    written before the next step; "async": while it runs), turn by turn alternating savers:
+    wall seconds and bytes on disk."""
     with ExitStack() as stack:
         opened = [(s, *stack.enter_context(s.open())) for s in chosen]
         graphs = [[W.react_graph(seed=t).compile(checkpointer=saver) for t in range(threads)] for _, saver, _ in opened]
@@ -381,7 +429,7 @@ def measure_e2e(chosen: list[Saver], threads: int, turns: int) -> list[tuple[flo
             for j in (range(len(opened)) if turn % 2 == 0 else reversed(range(len(opened)))):
                 start = time.perf_counter()
                 for t, graph in enumerate(graphs[j]):
-                    graph.invoke(W.user_turn(t, turn), {"configurable": {"thread_id": f"react-{t}"}})
+                    graph.invoke(W.user_turn(t, turn), {"configurable": {"thread_id": f"react-{t}"}}, durability=durability)
                 seconds[j] += time.perf_counter() - start
         for j, gs in enumerate(graphs):
             state = gs[0].get_state({"configurable": {"thread_id": "react-0"}})
@@ -406,7 +454,7 @@ def ratio(v: float | None, ref: float | None) -> str:
     return f"{v / ref:.2f}×"
 
 
-def tables(figs: list[Figures], at: list[int], threads: int, turns: int) -> str:
+def tables(figs: list[Figures], at: list[int], threads: int, turns: int, long: int = LONG) -> str:
     lines = []
     for backend in ("memory", "sqlite", "postgres"):
         group = [f for f in figs if f.saver.backend == backend]
@@ -437,17 +485,20 @@ def tables(figs: list[Figures], at: list[int], threads: int, turns: int) -> str:
             row(f"put+put_writes CPU ms/superstep @{step} (client + server)", lambda f, s=step: f.cpu.get(s), ms)
         row("get-latest ms (the saver that wrote)", lambda f: f.get_latest, ms)
         row("get-latest ms (nothing cached)", lambda f: f.get_latest_cold, ms)
+        row(f"get-latest ms, {long} messages (the saver that wrote)", lambda f: f.long_get, ms)
+        row(f"get-latest ms, {long} messages (nothing cached)", lambda f: f.long_get_cold, ms)
         row("list ms per checkpoint", lambda f: f.list_per_ck, ms)
         row("bytes on disk", lambda f: f.bytes, fmt_bytes)
         row("**amplification**", lambda f: f.amplification, lambda v: f"{v:.2f}", with_ratio=True)
-        row(f"end-to-end ReAct wall s ({threads}×{turns} turns)", lambda f: f.e2e_seconds, lambda v: f"{v:.2f} s")
+        for durability in DURABILITY:
+            row(f"end-to-end ReAct wall s ({threads}×{turns} turns, {durability})", lambda f, d=durability: f.e2e_seconds.get(d), lambda v: f"{v:.2f} s")
         row("end-to-end ReAct bytes on disk", lambda f: f.e2e_bytes, fmt_bytes)
         lines.append("")
     lines.append("Ratios in parentheses: the figure ÷ the official saver's on the same backend (< 1: faster or smaller).\n")
     return "\n".join(lines)
 
 
-def targets(figs: list[Figures], last: int) -> str:
+def targets(figs: list[Figures], last: int, long: int = LONG) -> str:
     by = {(f.saver.backend, f.saver.name): f for f in figs}
     lines = ["| target | measured | met |", "|---|---|---|"]
 
@@ -493,12 +544,21 @@ def targets(figs: list[Figures], last: int) -> str:
             f"best {f.get_latest_cold_min:.2f} vs {o.get_latest_cold_min:.2f} ms",
             f.get_latest_cold <= o.get_latest_cold,
         )
-        if f.e2e_seconds and o.e2e_seconds:
+        if f.long_get and o.long_get and f.long_get_cold and o.long_get_cold:
             add(
-                f"end-to-end ReAct faster than official ({backend})",
-                f"{f.e2e_seconds:.2f} vs {o.e2e_seconds:.2f} s ({o.e2e_seconds / f.e2e_seconds:.2f}× as fast)",
-                f.e2e_seconds < o.e2e_seconds,
+                f"get-latest at {long} messages: ≥ 1.5× faster (the saver that wrote), no slower (nothing cached) ({backend})",
+                f"median {f.long_get:.2f} vs {o.long_get:.2f} ms ({o.long_get / f.long_get:.2f}× as fast); "
+                f"nothing cached {f.long_get_cold:.2f} vs {o.long_get_cold:.2f} ms ({o.long_get_cold / f.long_get_cold:.2f}× as fast)",
+                o.long_get >= 1.5 * f.long_get and f.long_get_cold <= o.long_get_cold,
             )
+        for durability in DURABILITY:
+            mine, theirs = f.e2e_seconds.get(durability), o.e2e_seconds.get(durability)
+            if mine and theirs:
+                add(
+                    f"end-to-end ReAct faster than official ({backend}, durability {durability})",
+                    f"{mine:.2f} vs {theirs:.2f} s ({theirs / mine:.2f}× as fast)",
+                    mine < theirs,
+                )
     return "\n".join(lines)
 
 
@@ -555,6 +615,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", type=int, default=3)
     ap.add_argument("--steps", type=int, default=300)
     ap.add_argument("--turns", type=int, default=30, help="end-to-end ReAct turns per thread (0: skip)")
+    ap.add_argument("--long", type=int, default=LONG, help="messages of the long thread read by get-latest (0: skip)")
+    ap.add_argument("--prepared", action="store_true", help="add threadline's PostgresSaver with prepared statements")
     ap.add_argument("--no-postgres", action="store_true")
     ap.add_argument("--only", default="", help="comma-separated substrings of saver names to run")
     ap.add_argument("--profile", action="store_true", help="cProfile the threadline replays")
@@ -580,28 +642,32 @@ def main(argv: list[str] | None = None) -> int:
         f"{len(msgs)} messages/thread, {msg_bytes:.0f} bytes/message serialized"
     )
     denominator = state_bytes + write_bytes
+    long = W.record_long_thread(args.long) if args.long else None
     gc.freeze()  # the recording stays alive: keep it out of every collection during the timings
     with tempfile.TemporaryDirectory(prefix="threadline-bench-") as tmp:
-        chosen = [s for s in savers(tmp, use_pg) if not args.only or any(o and o in s.name for o in args.only.split(","))]
+        chosen = [s for s in savers(tmp, use_pg, args.prepared) if not args.only or any(o and o in s.name for o in args.only.split(","))]
         start = time.perf_counter()
-        figs = measure(chosen, rec, denominator, at, args.profile)
+        figs = measure(chosen, rec, denominator, at, args.profile, long)
         print(f"agent loop on {len(chosen)} savers: {time.perf_counter() - start:.1f} s")
         if args.turns:
-            e2e = [s for s in savers(tmp + "/e2e", use_pg) if "no " not in s.name and (not args.only or any(o and o in s.name for o in args.only.split(",")))]
+            e2e = [s for s in savers(tmp + "/e2e", use_pg, args.prepared)
+                   if "no " not in s.name and (not args.only or any(o and o in s.name for o in args.only.split(",")))]
             os.makedirs(tmp + "/e2e", exist_ok=True)
             start = time.perf_counter()
-            for s, (secs, size) in zip(e2e, measure_e2e(e2e, args.threads, args.turns)):
-                for f in figs:
-                    if f.saver.name == s.name and f.saver.backend == s.backend:
-                        f.e2e_seconds, f.e2e_bytes = secs, size
+            for durability in DURABILITY:
+                for s, (secs, size) in zip(e2e, measure_e2e(e2e, args.threads, args.turns, durability)):
+                    for f in figs:
+                        if f.saver.name == s.name and f.saver.backend == s.backend:
+                            f.e2e_seconds[durability], f.e2e_bytes = secs, size
             print(f"end to end on {len(e2e)} savers: {time.perf_counter() - start:.1f} s")
     report = (
         f"## Run\n\n{machine()}\n\n"
         f"Workload: {args.threads} threads × {args.steps} supersteps, 2 messages of 300 bytes of text per superstep "
         f"({msg_bytes:.0f} bytes each serialized); final state {fmt_bytes(state_bytes)}, writes {fmt_bytes(write_bytes)} "
-        f"(amplification denominator {fmt_bytes(denominator)}). End to end: ReAct graph, {args.threads} threads × {args.turns} turns "
-        f"(4 messages and 3 supersteps per turn).\n\n"
-        f"{tables(figs, at, args.threads, args.turns)}\n## Targets\n\n{targets(figs, at[-1])}\n"
+        f"(amplification denominator {fmt_bytes(denominator)}); a long thread of {args.long} messages for get-latest. "
+        f"End to end: ReAct graph, {args.threads} threads × {args.turns} turns (4 messages and 3 supersteps per turn), "
+        f"durability sync and async.\n\n"
+        f"{tables(figs, at, args.threads, args.turns, args.long)}\n## Targets\n\n{targets(figs, at[-1], args.long)}\n"
     )
     print()
     print(report)

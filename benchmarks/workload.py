@@ -15,6 +15,7 @@ then answers.
 
 from __future__ import annotations
 
+import itertools
 import random
 import time
 from collections.abc import Iterator
@@ -34,7 +35,7 @@ from langgraph.prebuilt import ToolNode, tools_condition
 _rnd = random.Random(20251122)
 _SYLLABLES = ["ka", "lo", "mi", "ne", "ru", "sa", "ti", "vo", "ze", "an", "el", "or", "us", "ph", "th", "ing", "ion", "er"]
 VOCAB = ["".join(_rnd.choice(_SYLLABLES) for _ in range(_rnd.randint(1, 4))) for _ in range(5000)]
-_WEIGHTS = [1 / (i + 1) for i in range(len(VOCAB))]  # Zipf-like, as natural text
+_CUM_WEIGHTS = list(itertools.accumulate(1 / (i + 1) for i in range(len(VOCAB))))  # Zipf-like, as natural text
 
 
 def text(rnd: random.Random, n_bytes: int) -> str:
@@ -42,7 +43,7 @@ def text(rnd: random.Random, n_bytes: int) -> str:
     words: list[str] = []
     size = 0
     while size < n_bytes:
-        w = rnd.choices(VOCAB, _WEIGHTS)[0] if rnd.random() > 0.05 else str(rnd.randint(0, 10**6))
+        w = rnd.choices(VOCAB, cum_weights=_CUM_WEIGHTS)[0] if rnd.random() > 0.05 else str(rnd.randint(0, 10**6))
         words.append(w)
         size += len(w) + 1
     return " ".join(words)[:n_bytes]
@@ -150,6 +151,26 @@ def record_agent_loop(threads: int = 3, steps: int = 300) -> Recording:
         calls += pending
         rec.threads[tid] = calls
         rec.final_values[tid] = graph.get_state({"configurable": {"thread_id": tid}}).values
+    return rec
+
+
+def record_long_thread(messages: int = 2000, steps: int = 64, seed: int = 99) -> Recording:
+    """One thread (``long-0``) whose last checkpoint holds ``messages`` messages: the agent loop
+    given a history of ``messages - 2 * steps`` messages as input, then run for ``steps``
+    supersteps (so a delta-encoding saver reads a snapshot and a chain, as after a long run)."""
+    rnd = random.Random(seed)
+    history: list = [HumanMessage(content=text(rnd, 300), id="human-long")]
+    while len(history) < messages - 2 * steps:
+        n = len(history)
+        call = {"name": "search", "args": {"query": text(rnd, 40)}, "id": f"call_{n}", "type": "tool_call"}
+        history += [AIMessage(content=text(rnd, 300), id=f"ai-{n}", tool_calls=[call]),
+                    ToolMessage(content=text(rnd, 300), tool_call_id=f"call_{n}", id=f"tool-{n}", name="search")]
+    saver = RecordingSaver()
+    graph = agent_loop_graph(messages // 2, seed).compile(checkpointer=saver)
+    graph.invoke({"messages": history}, {"configurable": {"thread_id": "long-0"}, "recursion_limit": 10 * steps + 10}, durability="sync")
+    rec = Recording()
+    rec.threads["long-0"] = [Call(kind, args, -1) for kind, args in saver.calls["long-0"]]
+    rec.final_values["long-0"] = graph.get_state({"configurable": {"thread_id": "long-0"}}).values
     return rec
 
 

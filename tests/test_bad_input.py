@@ -788,3 +788,12 @@ async def test_schema_types_round_trip_in_langgraph_default_mode(backend: Backen
     official savers), while non-data classes and anything not yet imported stay blocked (the payload tests)."""
     values = await _run_point_graph(backend)
     assert isinstance(values["point"], Point) and values["point"] == Point(2, 2)
+
+
+def test_json_refuses_a_nul_but_not_the_text_of_an_escaped_one() -> None:
+    from threadline.storage.dialect import dumps_json
+
+    assert dumps_json({"\\u0000": "\\\\u0000"}) == '{"\\\\u0000":"\\\\\\\\u0000"}'  # backslashes, then "u0000"
+    for bad in ({"\x00": 1}, {"k": "a\\\x00"}):
+        with pytest.raises(ValueError, match="NUL"):
+            dumps_json(bad)

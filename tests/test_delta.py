@@ -227,6 +227,12 @@ def test_fingerprints_are_exact_about_content_and_type() -> None:
     before = fp([msg])
     msg.additional_kwargs["k"].append(2)  # mutated in place, two levels down
     assert fp([msg]) != before  # content, not identity: the same object now fingerprints differently
+    assert fp([dict(msg.__dict__)]) != fp([msg])  # a dict with a model's state is not the model
+    human = HumanMessage(content="hello", id="m1")
+    grown = fp([human, msg, {"k": 1}])
+    assert grown.extends(fp([human, msg])) and not grown.extends(fp([msg, human]))
+    object.__setattr__(human, "__class__", AIMessage)  # another class, the same state
+    assert not fp([human, msg, {"k": 1}]).extends(fp([HumanMessage(content="hello", id="m1"), msg]))
 
 
 def _entry_for(bc: BlobCodec, value: list) -> codec.Entry:

@@ -68,7 +68,8 @@ The code is split by concept, each module depending only on those before it:
 ``tags`` (type tags, compression, decode of self-contained rows) ←
 ``containers`` (msgpack list/dict containers) ← ``deltas`` (list/dict deltas) ← ``refs``
 (deltas that reference pending writes);
-``fingerprinting`` (list item fingerprints, standalone); ``cache`` (the blob
+``fingerprinting`` (list item fingerprints, standalone); ``copies`` (standalone: decoded values
+the cache keeps, handed out as fresh copies: safe against mutation); ``cache`` (the blob
 cache, on containers and deltas); ``keyring`` (encryption keys) ← ``seal`` (row seals,
 checkpoint checksums) ← ``policy`` (``BlobCodec``, ``PLAIN``). This package re-exports
 the names the rest of threadline uses, so ``codec.X`` works as before.
@@ -77,7 +78,7 @@ the names the rest of threadline uses, so ``codec.X`` works as before.
 from __future__ import annotations
 
 from threadline.codec.cache import BlobCache, Entry, entry_of
-from threadline.codec.containers import LIST, Container, container, skip, split
+from threadline.codec.containers import KEEP, LIST, SEEN, Container, container, skip, split
 from threadline.codec.deltas import Resolved, is_delta, load, make_delta, resolve
 from threadline.codec.fingerprinting import fingerprints
 from threadline.codec.keyring import Keyring
@@ -92,6 +93,7 @@ __all__ = [
     "DELTA_REF",
     "EMPTY",
     "GCM",
+    "KEEP",
     "LIST",
     "PLAIN",
     "BlobCache",
@@ -101,6 +103,7 @@ __all__ = [
     "Keyring",
     "Resolved",
     "Row",
+    "SEEN",
     "SUM",
     "check_size",
     "compress",

@@ -44,7 +44,7 @@ ENTRY_OVERHEAD = 416
 # A checkpoint's versions map: the dict and key tuple (300), and per channel the two
 # strings' headers and the dict slot (100), plus the text; 832 bytes measured for 4 channels,
 # 990 counted.
-VERSIONS_OVERHEAD = 300
+VERSIONS_OVERHEAD = 300 + 120  # + the namespace's ``head`` entry it may hold (its key tuple, the dict slot)
 PAIR_OVERHEAD = 100
 DEFAULT_MAX_BYTES = 64 << 20  # 64 MiB: everything a saver's cache holds
 
@@ -77,6 +77,7 @@ class BlobCache:
     and → the list-valued pending writes this process stored against them (``writes``).
 
     Keyed by version, so branches are safe: a version names one value. Thread-safe.
+    ``head(thread_id, checkpoint_ns)``: the newest checkpoint_id whose versions it holds.
 
     ``max_bytes`` (default 64 MiB) bounds everything held, by the bytes ``entry_bytes`` and
     ``versions_bytes`` count (values with their item fingerprints, key text and a measured
@@ -101,6 +102,7 @@ class BlobCache:
         self._wbytes = 0  # remembered writes
         self._blobs: OrderedDict[tuple, tuple[Entry, int]] = OrderedDict()
         self._versions: OrderedDict[tuple, tuple[dict[str, str], int]] = OrderedDict()
+        self._heads: dict[tuple, str] = {}
         self._bytes = 0  # values, versions maps and writes
         self._vbytes = 0  # versions maps
         self._lock = threading.Lock()
@@ -118,17 +120,22 @@ class BlobCache:
         self._wbytes -= size
         self._bytes -= size
 
+    def _drop_oldest_versions(self) -> None:
+        key, (_, size) = self._versions.popitem(last=False)
+        self._vbytes -= size
+        self._bytes -= size
+        if self._heads.get(key[:2]) == key[2]:
+            del self._heads[key[:2]]
+
     def _shrink(self) -> None:
         while self._writes and (self._wbytes > self.max_bytes // 4 or len(self._writes) > self.max_writes):
             self._drop_oldest_writes()
         while self._vbytes > self.max_bytes // 8 or len(self._versions) > self.max_checkpoints:
-            self._vbytes -= (size := self._versions.popitem(last=False)[1][1])
-            self._bytes -= size
+            self._drop_oldest_versions()
         while self._bytes > self.max_bytes and self._blobs:
             self._bytes -= self._blobs.popitem(last=False)[1][1]
         while self._bytes > self.max_bytes and self._versions:
-            self._vbytes -= (size := self._versions.popitem(last=False)[1][1])
-            self._bytes -= size
+            self._drop_oldest_versions()
         while self._bytes > self.max_bytes and self._writes:
             self._drop_oldest_writes()
 
@@ -168,7 +175,13 @@ class BlobCache:
             self._versions[key] = (versions, size)
             self._bytes += size
             self._vbytes += size
+            if self._heads.get(key[:2], "") < key[2]:
+                self._heads[key[:2]] = key[2]
             self._shrink()
+
+    def head(self, thread_id: str, checkpoint_ns: str) -> str | None:
+        with self._lock:
+            return self._heads.get((thread_id, checkpoint_ns))
 
     def add_writes(self, key: tuple, writes: list[tuple[str, str, str, int, bytes]]) -> None:
         """Remember pending writes stored (inserted, not ignored) against checkpoint ``key``:
@@ -198,6 +211,8 @@ class BlobCache:
                 size = self._versions.pop(key)[1]
                 self._bytes -= size
                 self._vbytes -= size
+            for key in [k for k in self._heads if k[0] in tids]:
+                del self._heads[key]
             for key in [k for k in self._writes if k[0] in tids]:
                 size = self._writes.pop(key)[1]
                 self._bytes -= size
@@ -208,6 +223,7 @@ class BlobCache:
             self._blobs.clear()
             self._versions.clear()
             self._writes.clear()
+            self._heads.clear()
             self._bytes = self._vbytes = self._wbytes = 0
 
     @property

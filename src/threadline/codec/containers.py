@@ -9,8 +9,12 @@ and never deserializes.
 from __future__ import annotations
 
 import zlib
+from typing import Any
 
 LIST, DICT = 1, 2
+KEEP = object()  # ``Container.decoded``: keep the value the next load decodes
+SEEN = object()  # ``Container.decoded``: decoded once and not kept (the next read keeps it)
+DECODED_BYTES = 4  # bytes a decoded value holds per serialized byte (LangChain messages: 3.9, tracemalloc)
 
 
 class Container:
@@ -22,10 +26,12 @@ class Container:
     use (a delta extends its base's CRC instead of reading the whole value);
     ``depth`` is the number of deltas since the last snapshot of the row it was
     read from or written as (0: a snapshot); ``chain`` the delta bytes
-    accumulated since that snapshot.
+    accumulated since that snapshot; ``decoded`` the value as decoded, kept by the cache
+    (``copies.private``: handed out only as copies; ``kept``), ``KEEP`` (keep the value the
+    next ``deltas.load`` decodes), ``SEEN`` (read once, not kept) or None.
     """
 
-    __slots__ = ("kind", "count", "data", "offset", "_crc", "depth", "chain", "fps")
+    __slots__ = ("kind", "count", "data", "offset", "_crc", "depth", "chain", "fps", "decoded")
 
     def __init__(
         self,
@@ -36,11 +42,12 @@ class Container:
         crc: int | None = None,
         depth: int = 0,
         chain: int = 0,
-        fps: bytes | None = None,
+        fps: Any = None,
     ) -> None:
         self.kind, self.count, self.data, self.offset = kind, count, data, offset
         self._crc, self.depth, self.chain = crc, depth, chain
-        self.fps = fps  # a list's item fingerprints (see ``fingerprints``), when known
+        self.fps = fps  # a list's item ``Fingerprint`` (see ``fingerprinting``), when known
+        self.decoded: Any = None
 
     @property
     def body_len(self) -> int:
@@ -48,8 +55,14 @@ class Container:
 
     @property
     def nbytes(self) -> int:
-        """Bytes held (the value, and about as much again for item fingerprints)."""
-        return len(self.data) + (len(self.fps) if self.fps is not None else 0)
+        """Bytes held: the value, its item fingerprints (about as much again) and a kept decoded value."""
+        decoded = DECODED_BYTES * len(self.data) if self.kept else 0
+        return len(self.data) + (self.fps.nbytes if self.fps is not None else 0) + decoded
+
+    @property
+    def kept(self) -> bool:
+        """Whether ``decoded`` holds a kept decoded value."""
+        return self.decoded is not None and self.decoded is not KEEP and self.decoded is not SEEN
 
     def body(self) -> memoryview:
         """The item bytes (a view: no copy)."""

@@ -15,7 +15,8 @@ from typing import Any
 
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from threadline.codec.containers import DICT, LIST, Container, _header, _pairs, container, split
+from threadline.codec.containers import DICT, KEEP, LIST, Container, _header, _pairs, container, split
+from threadline.codec.copies import fresh, private
 from threadline.codec.tags import DELTA_DICT, DELTA_LIST, DELTA_MAX_RATIO, DELTA_REF, EMPTY, decode, decompress
 from threadline.errors import CorruptRowError
 
@@ -182,8 +183,16 @@ def resolve(
 
 
 def load(serde: SerializerProtocol, resolved: Resolved, where: str) -> Any:
-    """Deserialize a resolved value (``resolve``'s result; ``EMPTY`` is the caller's to skip)."""
+    """Deserialize a resolved value (``resolve``'s result; ``EMPTY`` is the caller's to skip).
+
+    A container with a kept decoded value (``Container.decoded``) gives a fresh copy of it
+    instead (``copies``); one marked ``KEEP`` keeps a private copy of what is decoded."""
     tag, data, value = resolved
-    if data is None and value is not None:
-        data = value.serialized()
-    return decode(serde, tag, data, where)
+    if value is not None:
+        if value.kept:
+            return fresh(value.decoded)
+        data = value.serialized() if data is None else data
+    out = decode(serde, tag, data, where)
+    if value is not None and value.decoded is KEEP:
+        value.decoded = private(out)
+    return out

@@ -1,20 +1,20 @@
 """Item fingerprints: serializing only the new items of a list.
 
-``fingerprints`` (a content fingerprint of a list's items, via ``marshal``) and
-the per-class pydantic model checks it relies on (``_plain_model``,
-``_model_tag``); ``_FP_HEADER`` is the fingerprint's fixed header length.
+``fingerprints`` (a content fingerprint of a list's items: ``Fingerprint``, via
+``marshal``) and the per-class pydantic model check it relies on (``_plain_model``).
 """
 
 from __future__ import annotations
 
 import marshal
-from typing import Any
+from typing import Any, NamedTuple
 
 _CORE = frozenset({dict, list, tuple, str, bytes, int, float, bool, type(None)})
-# What was found per class (``_plain_model``, ``_model_tag``): process-wide, one entry per
-# class; past MAX_CLASSES classes (~200 KB; classes made at run time) both start over.
+# What was found per class (``_plain_model``): process-wide, one entry per class; past
+# MAX_CLASSES classes (~200 KB; classes made at run time) it starts over.
 MAX_CLASSES = 1024
 _PLAIN_MODELS: dict[type, bool] = {}
+_HEADER = 5  # marshal: a list's type byte and its 4-byte count
 
 
 def _plain_model(cls: type) -> bool:
@@ -38,53 +38,56 @@ def _plain_model(cls: type) -> bool:
     return found
 
 
-_MODEL_TAGS: dict[type, tuple | None] = {}
+class Fingerprint(NamedTuple):
+    """A list's items by content: each item's exact class, and ``marshal`` (format 4) of
+    their states (a model's ``__dict__``, plain data itself) and of the models'
+    ``__pydantic_extra__`` (None for plain data), each as one list. Bytes held: ``nbytes``."""
+
+    classes: tuple
+    states: bytes
+    extras: bytes
+
+    @property
+    def nbytes(self) -> int:
+        return len(self.states) + len(self.extras) + 8 * len(self.classes)
+
+    def extends(self, old: Fingerprint) -> bool:
+        """Whether the first ``len(old.classes)`` items are, by content, the items ``old`` was taken of.
+
+        An item's encoding depends only on the items before it, so this is a prefix comparison."""
+        n = len(old.classes)
+        return (
+            self.classes[:n] == old.classes
+            and self.states.startswith(memoryview(old.states)[_HEADER:], _HEADER)
+            and self.extras.startswith(memoryview(old.extras)[_HEADER:], _HEADER)
+        )
 
 
-def _model_tag(cls: type) -> tuple | None:
-    """``(1, module, name)`` for a plain pydantic model class (one shared tuple per class), else None."""
-    try:
-        return _MODEL_TAGS[cls]
-    except KeyError:
-        if len(_MODEL_TAGS) >= MAX_CLASSES:
-            _MODEL_TAGS.clear()
-        tag = _MODEL_TAGS[cls] = (1, cls.__module__, cls.__name__) if _plain_model(cls) else None
-        return tag
-
-
-def fingerprints(items: Any) -> bytes | None:
+def fingerprints(items: Any) -> Fingerprint | None:
     """A content fingerprint of a list's items, or None when an item has none.
 
-    ``marshal`` (format 4) of the items' states as one list: C-speed, exact
-    about types (``True``, ``1`` and ``1.0`` differ; ``str`` and dict subclasses
-    and other objects are refused), and it keeps dict key order. ``marshal.loads``
-    rebuilds exactly what was dumped, so equal fingerprints mean equal content,
-    and equal content serializes to equal bytes. An item's encoding depends only
-    on the items before it, so "the first n items are unchanged" is a prefix
-    comparison of two fingerprints. Unequal fingerprints of equal content (marshal
-    also encodes which objects are shared) only cost a whole serialization. A pydantic model's state (no computed fields, no
-    custom serializers) is its class's module and name, ``__dict__`` and
-    ``__pydantic_extra__`` — what LangGraph's serializer dumps. Never object
-    identity: an item mutated in place has a different encoding.
+    ``marshal`` is C-speed, exact about types (``True``, ``1`` and ``1.0`` differ; ``str``
+    and dict subclasses and other objects are refused), and it keeps dict key order.
+    ``marshal.loads`` rebuilds exactly what was dumped, so with the same item classes,
+    equal fingerprints mean equal content, and equal content serializes to equal bytes.
+    Unequal fingerprints of equal content (marshal also encodes which objects are shared)
+    only cost a whole serialization. A pydantic model's state (no computed fields, no
+    custom serializers) is its ``__dict__`` and ``__pydantic_extra__`` — what LangGraph's
+    serializer dumps. Never object identity: an item mutated in place has a different encoding.
     """
-    states: list = []
-    append = states.append
-    for item in items:
-        cls = type(item)
-        tag = _MODEL_TAGS.get(cls) if cls not in _CORE else None
-        if tag is not None:
-            append((tag, item.__dict__, item.__pydantic_extra__))
-        elif cls in _CORE:
-            append((0, item))
-        else:
-            tag = _model_tag(cls)
-            if tag is None:
-                return None
-            append((tag, item.__dict__, item.__pydantic_extra__))
+    classes = tuple(map(type, items))
+    kinds = set(classes)
+    models = {cls for cls in kinds if cls not in _CORE}
+    if not all(map(_plain_model, models)):
+        return None
+    if not models:
+        states, extras = list(items), None
+    elif len(models) == len(kinds):
+        states, extras = [i.__dict__ for i in items], [i.__pydantic_extra__ for i in items]
+    else:
+        states = [i if c in _CORE else i.__dict__ for i, c in zip(items, classes)]
+        extras = [None if c in _CORE else i.__pydantic_extra__ for i, c in zip(items, classes)]
     try:
-        return marshal.dumps(states, 4)
+        return Fingerprint(classes, marshal.dumps(states, 4), marshal.dumps(extras if extras is not None else [None] * len(classes), 4))
     except (ValueError, TypeError):  # something marshal cannot hold
         return None
-
-
-_FP_HEADER = 5  # marshal: the list type byte and a 4-byte count

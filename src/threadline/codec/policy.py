@@ -16,8 +16,9 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from threadline.codec.cache import BlobCache, Entry
 from threadline.codec.containers import LIST, Container, _header, container, split
+from threadline.codec.copies import private
 from threadline.codec.deltas import make_delta
-from threadline.codec.fingerprinting import _FP_HEADER, fingerprints
+from threadline.codec.fingerprinting import fingerprints
 from threadline.codec.keyring import Keyring
 from threadline.codec.refs import Candidate, make_ref
 from threadline.codec.seal import Row, check_checkpoint, checkpoint_checksum, open_sealed, seal
@@ -141,7 +142,7 @@ class BlobCodec:
         if not self.fast_lists or fps is None or base.value.kind != LIST or len(value) < n:
             return None
         new_fps = fingerprints(value)
-        if new_fps is None or not new_fps.startswith(memoryview(fps)[_FP_HEADER:], _FP_HEADER):
+        if new_fps is None or not new_fps.extends(fps):
             return None  # an item changed, was replaced or removed, or cannot be fingerprinted
         tail_items = value[n:]
         tag, tail = serde.dumps_typed(tail_items)
@@ -151,6 +152,7 @@ class BlobCodec:
         head = _header(LIST, len(value))
         data = b"".join((head, base.value.body(), memoryview(tail)[found[2]:]))
         new = Container(LIST, len(value), data, len(head), fps=new_fps)
+        new.decoded = self._extend_decoded(serde, base.value.decoded, tail) if base.value.kept else None
         if self._checks_left > 0 or base.value.depth + 1 >= self.max_depth:
             self._checks_left -= 1
             full_tag, full = serde.dumps_typed(value)
@@ -164,6 +166,18 @@ class BlobCodec:
                 )
                 return None
         return data, new
+
+    @staticmethod
+    def _extend_decoded(serde: SerializerProtocol, kept: Any, tail: bytes) -> list | None:
+        """The base's kept decoded list (``Container.decoded``) extended by the new items,
+        decoded from their bytes (``tail``, a msgpack array) as a read would (None for a dict)."""
+        if type(kept) is not list:
+            return None
+        try:
+            items = private(decode(serde, "msgpack", tail, "new list items"))
+        except CorruptRowError:
+            return None
+        return kept + items if type(items) is list else None
 
     def encode_blob(
         self,
@@ -185,6 +199,7 @@ class BlobCodec:
             found = make_delta(base.value, new, max_depth=self.max_depth, max_ratio=self.delta_max_ratio)
             if found is not None:
                 prefix, payload, value = found
+                value.decoded = new.decoded
                 ref = make_ref(payload, *writes) if writes is not None and prefix == DELTA_LIST else None
                 if ref is not None:
                     prefix, payload = DELTA_REF, ref

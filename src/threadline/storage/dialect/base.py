@@ -11,6 +11,7 @@ Nothing here executes; operations ask a Dialect for SQL.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -18,6 +19,8 @@ from threadline import limits
 from threadline.errors import CorruptRowError, FilterError, FilterTooLargeError
 from threadline.storage.dialect.statements import Statements
 from threadline.storage.schema import MIGRATIONS
+
+_NUL = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")  # \u0000 after an even number of backslashes
 
 
 def dumps_json(obj: Any, *, sort_keys: bool = True) -> str:
@@ -28,7 +31,7 @@ def dumps_json(obj: Any, *, sort_keys: bool = True) -> str:
     Infinity, NUL characters (Postgres JSONB refuses them) and unpaired surrogates (not UTF-8).
     """
     text = json.dumps(obj, sort_keys=sort_keys, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-    if "\\u0000" in text:
+    if "\\u0000" in text and _NUL.search(text):  # an escaped NUL, not the text "\\u0000" (an escaped backslash)
         raise ValueError("NUL character in a JSON value")
     try:
         text.encode("utf-8")
@@ -154,6 +157,11 @@ class Dialect(Statements):
     def put_statement(self, blobs: int) -> str | None:
         """A whole ``put`` as one statement (see ``PostgresDialect.put_statement``), or None:
         the backend runs ``put`` as several statements in one transaction."""
+        return None
+
+    def get_statement(self, latest: bool) -> str | None:
+        """A whole ``get_tuple`` as one statement (see ``PostgresDialect.get_statement``), or None:
+        the backend reads the checkpoint, its blobs and its writes with one statement each."""
         return None
 
     def migrations(self) -> list[tuple[int, list[str]]]:

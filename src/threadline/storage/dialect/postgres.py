@@ -10,7 +10,7 @@ from typing import Any
 
 from threadline.errors import FilterError
 from threadline.storage.dialect.base import Dialect, check_filter, dumps_json
-from threadline.storage.rows import BLOB_COLUMNS
+from threadline.storage.rows import BLOB_COLUMNS, CHECKPOINT_ROW
 from threadline.storage.schema import LEGACY_INDEXES, LEGACY_RENAMES
 
 
@@ -73,6 +73,37 @@ def _put_statement(blobs: int) -> str:
         "bytes = threadline_threads.bytes + excluded.bytes)",
     ]
     return "WITH " + ", ".join(parts) + " SELECT n.stored, (SELECT COUNT(*) FROM c), (SELECT COUNT(*) FROM e) FROM n"
+@lru_cache(maxsize=4)
+def _get_statement(latest: bool) -> str:
+    # ck: the checkpoint row; k: the (channel, version) pairs its channel_versions name, but the
+    # skipped ones; chain: their blob rows and every version their deltas are built on (as
+    # ``Statements.blob_chains``); then the rows of all three, and the checkpoint's writes.
+    which = "ORDER BY checkpoint_id DESC LIMIT 1" if latest else "AND checkpoint_id = ?"
+    blob_key = "b.thread_id = c.thread_id AND b.checkpoint_ns = c.checkpoint_ns AND b.channel = c.channel"
+    return (
+        f"WITH RECURSIVE ck AS (SELECT {CHECKPOINT_ROW} FROM threadline_checkpoints WHERE thread_id = ? AND checkpoint_ns = ? {which}), "
+        "k AS (SELECT j.key AS channel, j.value AS version FROM ck CROSS JOIN LATERAL jsonb_each_text(CASE WHEN "
+        "jsonb_typeof(ck.checkpoint->'channel_versions') = 'object' THEN ck.checkpoint->'channel_versions' END) j "
+        "WHERE (j.key, j.value) NOT IN (SELECT * FROM unnest(CAST(? AS TEXT[]), CAST(? AS TEXT[])))), "
+        "chain(thread_id, checkpoint_ns, channel, version, base_version) AS ("
+        "SELECT t.thread_id, t.checkpoint_ns, t.channel, t.version, t.base_version FROM ck CROSS JOIN k JOIN threadline_blobs t "
+        "ON t.thread_id = ck.thread_id AND t.checkpoint_ns = ck.checkpoint_ns AND t.channel = k.channel AND t.version = k.version "
+        "UNION SELECT c.thread_id, c.checkpoint_ns, c.channel, c.base_version, "
+        f"(SELECT b.base_version FROM threadline_blobs b WHERE {blob_key} AND b.version = c.base_version) "
+        "FROM chain c WHERE c.base_version IS NOT NULL) "
+        "SELECT * FROM ("
+        "SELECT 0 AS kind, thread_id AS c1, checkpoint_ns AS c2, checkpoint_id AS c3, parent_checkpoint_id AS c4, source AS c5, "
+        "checksum AS c6, CAST(NULL AS TEXT) AS c7, step AS n, created_at AS r, checkpoint AS j1, metadata AS j2, "
+        "CAST(NULL AS BYTEA) AS b FROM ck "
+        "UNION ALL SELECT 1, b.thread_id, b.checkpoint_ns, b.channel, b.version, b.type, b.base_version, NULL, NULL, NULL, NULL, NULL, "
+        f"b.blob FROM chain c JOIN threadline_blobs b ON {blob_key} AND b.version = c.version "
+        "UNION ALL SELECT 2, w.thread_id, w.checkpoint_ns, w.checkpoint_id, w.task_id, w.channel, w.task_path, w.type, w.idx, "
+        "NULL, NULL, NULL, w.blob FROM ck JOIN threadline_writes w ON w.thread_id = ck.thread_id "
+        "AND w.checkpoint_ns = ck.checkpoint_ns AND w.checkpoint_id = ck.checkpoint_id"
+        ') u ORDER BY kind, c6 COLLATE "C", c4 COLLATE "C", n'
+    )
+
+
 # Table storage that keeps bloat down (docs/operations.md): autovacuum at 5 % dead rows
 # instead of 20 % on the append-mostly tables; the threads index is updated by every put, so
 # its pages keep 30 % free for HOT updates and it is vacuumed at 2 %.
@@ -134,6 +165,19 @@ class PostgresDialect(Dialect):
         whether the row is checked)) → how many checked rows are stored, whether the
         checkpoint row was written (1 or 0), whether it existed before (1 or 0)"""
         return _put_statement(blobs)
+
+    def get_statement(self, latest: bool) -> str:
+        """A whole ``get_tuple`` in one statement: the checkpoint row, the blob rows its
+        ``channel_versions`` name with their delta chains, and its pending writes.
+        (thread_id, checkpoint_ns[, checkpoint_id unless ``latest``], the channels and the
+        versions, two text arrays, of blobs not to return: cached ones) → rows of 13 columns,
+        the first telling the kind: 0, the checkpoint (``rows.CHECKPOINT_ROW`` as thread_id,
+        checkpoint_ns, checkpoint_id, parent_checkpoint_id, source, checksum, NULL, step,
+        created_at, checkpoint, metadata, NULL); 1, a blob (thread_id, checkpoint_ns, channel,
+        version, type, base_version, NULL × 5, blob); 2, a write (thread_id, checkpoint_ns,
+        checkpoint_id, task_id, channel, task_path, type, idx, NULL × 3, blob), the writes in
+        ``writes_sort_key`` order (task_path, task_id, idx). No rows: no such checkpoint."""
+        return _get_statement(latest)
 
     def extra_migrations(self) -> dict[int, list[str]]:
         return {

@@ -125,9 +125,12 @@ def load_tuples(
     bc: codec.BlobCodec | None = None,
     *,
     lazy: bool = False,
+    fetched: tuple[Mapping, Mapping] | None = None,
 ) -> Op[list[Any]]:
     """Fetch the blobs and writes of checkpoint rows (``R.CHECKPOINT_COLUMNS`` or ``R.CHECKPOINT_ROW``)
     and build tuples, every row checked against its checksum or seal with ``bc``'s keys.
+    ``fetched``: blob rows (as ``fetch_blob_rows`` returns them) and writes (checkpoint key →
+    write rows) already read with the checkpoint rows; a blob missing from them is read here.
 
     With a saver's ``bc``, values its cache holds are not read again (a blob version
     is immutable, and a cached one was checked against its row when written or read);
@@ -153,20 +156,32 @@ def load_tuples(
         docs.append((row, doc, meta))
     wanted = sorted({(r[0], r[1], ch, v) for r, doc, _ in docs for ch, v in R.blob_pairs(doc)})
     blobs: dict[tuple, codec.Resolved] = {}
+    # Cache hits read a second time keep what they decode (``codec.copies``): a value read once
+    # (a graph's next step mostly reads a new version) costs no copy.
+    kept: dict[tuple, codec.Entry] = {}
     if bc is not None and bc.cache is not None:
         for k in wanted:
             entry = bc.cache.get(k)
             if entry is not None:
-                blobs[k] = ("msgpack", None, entry.value)
+                value = entry.value
+                if not lazy and value.decoded is codec.SEEN:  # a copy that keeps it, cached in its place below
+                    value = value.with_chain(value.depth, value.chain)
+                    value.decoded = codec.KEEP
+                    kept[k] = codec.Entry(value, entry.stored_type, entry.stored_len)
+                elif not lazy and value.decoded is None:
+                    value.decoded = codec.SEEN
+                blobs[k] = ("msgpack", None, value)
         wanted = [k for k in wanted if k not in blobs]
-    rows = yield from fetch_blob_rows(d, wanted)
+    pre_rows, pre_writes = fetched if fetched is not None else ({}, None)
+    rows = yield from fetch_blob_rows(d, [k for k in wanted if k[3] not in pre_rows.get(k[:3], ())])
+    for group, versions in pre_rows.items():
+        rows[group].update(versions)
     blobs.update((yield from fetch_blobs(d, wanted, rows=rows, bc=bc_)))
-    keys = sorted({(r[0], r[1], r[2]) for r in ck_rows})
-    writes: dict[tuple, list] = defaultdict(list)
-    for part in chunks(keys, d.max_params // 3):
+    writes: Mapping[tuple, list] = pre_writes if pre_writes is not None else defaultdict(list)
+    for part in chunks(sorted({(r[0], r[1], r[2]) for r in ck_rows}) if pre_writes is None else [], d.max_params // 3):
         found = yield Q(d.writes_by_keys(len(part)), flat(part), read=True)
         for w in found:
-            writes[(w[0], w[1], w[2])].append(w)
+            writes[(w[0], w[1], w[2])].append(w)  # type: ignore[index]
     sends: dict[tuple, list] = defaultdict(list)
     migrate = d.migrates_parent_sends
     # the parent's TASKS writes in any namespace, as the official PostgresSaver looks them up
@@ -182,7 +197,12 @@ def load_tuples(
 
     if lazy:
         return [partial(R.to_tuple, *parts(row, doc, meta)) for row, doc, meta in docs]
-    tuples = [R.to_tuple(*parts(row, doc, meta)) for row, doc, meta in docs]
+    try:
+        tuples = [R.to_tuple(*parts(row, doc, meta)) for row, doc, meta in docs]
+    finally:
+        for k, entry in kept.items():
+            if entry.value.kept:
+                bc.cache.put(k, entry)  # type: ignore[union-attr]
     if bc is not None and bc.deltas and len(docs) == 1:
         _remember(bc, docs[0][0], docs[0][1], blobs, rows)
     return tuples
@@ -208,8 +228,39 @@ def _remember(bc: codec.BlobCodec, row: Sequence[Any], doc: dict, blobs: Mapping
             bc.cache.put((tid, ns, ch, v), entry)
 
 
+def _cached_pairs(bc: codec.BlobCodec | None, key: Key) -> tuple[list[str], list[str]]:
+    """(channels, versions) of the values ``bc``'s cache holds for the checkpoint ``key`` names
+    (the newest it knows of the namespace when it names none): a one-statement read skips them."""
+    cache = bc.cache if bc is not None else None
+    cid = key.checkpoint_id or (cache.head(key.thread_id, key.checkpoint_ns) if cache is not None else None)
+    versions = cache.versions((key.thread_id, key.checkpoint_ns, cid)) if cache is not None and cid else None
+    pairs = [(ch, v) for ch, v in (versions or {}).items() if cache.get((key.thread_id, key.checkpoint_ns, ch, v)) is not None]  # type: ignore[union-attr]
+    return [ch for ch, _ in pairs], [v for _, v in pairs]
+
+
+def _get_one(d: Dialect, serde: SerializerProtocol, key: Key, one: str, bc: codec.BlobCodec | None) -> Op[CheckpointTuple | None]:
+    """``get_tuple`` with ``Dialect.get_statement``: one round trip (a blob its rows miss is read after)."""
+    params = [key.thread_id, key.checkpoint_ns, *([key.checkpoint_id] if key.checkpoint_id else []), *_cached_pairs(bc, key)]
+    found = yield Q(one, params, read=True)
+    ck_rows, blobs, writes = [], defaultdict(dict), defaultdict(list)
+    for r in found:
+        if r[0] == 0:
+            ck_rows.append((r[1], r[2], r[3], r[4], r[10], r[11], r[8], r[5], r[9], r[6]))
+        elif r[0] == 1:
+            blobs[(r[1], r[2], r[3])][r[4]] = (r[5], r[12], r[6])
+        else:
+            writes[(r[1], r[2], r[3])].append((r[1], r[2], r[3], r[4], r[8], r[5], r[6], r[7], r[12]))
+    if not ck_rows:
+        return None
+    return (yield from load_tuples(d, serde, ck_rows, bc, fetched=(blobs, writes)))[0]
+
+
 def get_tuple(d: Dialect, serde: SerializerProtocol, key: Key, bc: codec.BlobCodec | None = None) -> Op[CheckpointTuple | None]:
-    """The checkpoint named by ``key``, or the latest of its (thread_id, checkpoint_ns) when it names none."""
+    """The checkpoint named by ``key``, or the latest of its (thread_id, checkpoint_ns) when it names none
+    (in one statement where the dialect has ``get_statement``)."""
+    one = d.get_statement(not key.checkpoint_id)
+    if one is not None:
+        return (yield from _get_one(d, serde, key, one, bc))
     if key.checkpoint_id:
         found = yield Q(d.CHECKPOINT, (key.thread_id, key.checkpoint_ns, key.checkpoint_id), read=True)
     else:
