@@ -197,7 +197,30 @@ class Piped:
         self._driver.pipe = pipe
 
 
-class PostgresSaver(Piped, SyncShell):
+class _PostgresSaverParts(Piped):
+    """The constructor both Postgres savers share (the official savers' signature): ``conn``
+    a connection or pool (sync or async as the saver), ``pipe`` a pipeline of that
+    connection; ``cache_max_bytes`` bounds the value cache (``EngineSaver``)."""
+
+    _driver_class: type[PostgresDriver] | type[AsyncPostgresDriver]
+
+    def __init__(
+        self,
+        conn: Any,
+        pipe: Any = None,
+        serde: SerializerProtocol | None = None,
+        *,
+        adopt: bool = True,
+        ttl: Any = None,
+        retention: Any = None,
+        cache_max_bytes: int | None = None,
+    ) -> None:
+        super().__init__(serde=serde, adopt=adopt, ttl=ttl, retention=retention, cache_max_bytes=cache_max_bytes)
+        self._driver = self._driver_class(conn, self.dialect, pipe)
+        self.conn, self.lock = conn, self._driver.lock
+
+
+class PostgresSaver(_PostgresSaverParts, SyncShell):
     """Checkpoint saver on Postgres through psycopg 3 (a ``Connection`` or a ``ConnectionPool``).
 
     Same constructor and ``from_conn_string`` as LangGraph's official
@@ -220,21 +243,7 @@ class PostgresSaver(Piped, SyncShell):
     """
 
     dialect = POSTGRES
-
-    def __init__(
-        self,
-        conn: psycopg.Connection | ConnectionPool,
-        pipe: psycopg.Pipeline | None = None,
-        serde: SerializerProtocol | None = None,
-        *,
-        adopt: bool = True,
-        ttl: Any = None,
-        retention: Any = None,
-        cache_max_bytes: int | None = None,
-    ) -> None:
-        super().__init__(serde=serde, adopt=adopt, ttl=ttl, retention=retention, cache_max_bytes=cache_max_bytes)
-        self._driver = PostgresDriver(conn, self.dialect, pipe)
-        self.conn, self.lock = conn, self._driver.lock
+    _driver_class = PostgresDriver
 
     @classmethod
     @contextmanager
@@ -324,7 +333,7 @@ def describe(url: str) -> str:
     return f"Postgres at {_masked(url)}"
 
 
-class AsyncPostgresSaver(Piped, AsyncShell):
+class AsyncPostgresSaver(_PostgresSaverParts, AsyncShell):
     """Checkpoint saver on Postgres through psycopg 3 async (``AsyncConnection`` or ``AsyncConnectionPool``).
 
     Same constructor and ``from_conn_string`` as LangGraph's official
@@ -340,21 +349,7 @@ class AsyncPostgresSaver(Piped, AsyncShell):
     """
 
     dialect = POSTGRES
-
-    def __init__(
-        self,
-        conn: psycopg.AsyncConnection | AsyncConnectionPool,
-        pipe: psycopg.AsyncPipeline | None = None,
-        serde: SerializerProtocol | None = None,
-        *,
-        adopt: bool = True,
-        ttl: Any = None,
-        retention: Any = None,
-        cache_max_bytes: int | None = None,
-    ) -> None:
-        super().__init__(serde=serde, adopt=adopt, ttl=ttl, retention=retention, cache_max_bytes=cache_max_bytes)
-        self._driver = AsyncPostgresDriver(conn, self.dialect, pipe)
-        self.conn, self.lock = conn, self._driver.lock
+    _driver_class = AsyncPostgresDriver
 
     @classmethod
     @asynccontextmanager

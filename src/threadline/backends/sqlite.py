@@ -208,7 +208,24 @@ class AsyncSqliteDriver:
         return result
 
 
-class SqliteSaver(SyncShell):
+class _SqliteSaverParts:
+    """The constructor both SQLite savers share (the official savers' signature): ``conn`` a
+    ``sqlite3`` or ``aiosqlite`` connection as the saver; ``cache_max_bytes`` bounds the
+    value cache (``EngineSaver``)."""
+
+    _driver_class: type[SqliteDriver] | type[AsyncSqliteDriver]
+    dialect = SQLITE
+
+    def __init__(
+        self, conn: Any, *, serde: SerializerProtocol | None = None, adopt: bool = True, ttl: Any = None, retention: Any = None,
+        cache_max_bytes: int | None = None,
+    ) -> None:
+        super().__init__(serde=serde, adopt=adopt, ttl=ttl, retention=retention, cache_max_bytes=cache_max_bytes)  # type: ignore[call-arg]
+        self._driver = self._driver_class(conn, self.dialect)
+        self.conn, self.lock = conn, self._driver.lock
+
+
+class SqliteSaver(_SqliteSaverParts, SyncShell):
     """Checkpoint saver on a SQLite file through the standard ``sqlite3`` module.
 
     Same constructor and ``from_conn_string`` as LangGraph's official
@@ -228,15 +245,7 @@ class SqliteSaver(SyncShell):
     read-only or unopenable path; SchemaError for a schema of a newer release.
     """
 
-    dialect = SQLITE
-
-    def __init__(
-        self, conn: sqlite3.Connection, *, serde: SerializerProtocol | None = None, adopt: bool = True, ttl: Any = None, retention: Any = None,
-        cache_max_bytes: int | None = None,
-    ) -> None:
-        super().__init__(serde=serde, adopt=adopt, ttl=ttl, retention=retention, cache_max_bytes=cache_max_bytes)
-        self._driver = SqliteDriver(conn, self.dialect)
-        self.conn, self.lock = conn, self._driver.lock
+    _driver_class = SqliteDriver
 
     @classmethod
     @contextmanager
@@ -365,7 +374,7 @@ def _name(conn: Any) -> str:
     return "the SQLite database"
 
 
-class AsyncSqliteSaver(AsyncShell):
+class AsyncSqliteSaver(_SqliteSaverParts, AsyncShell):
     """Checkpoint saver on a SQLite file through ``aiosqlite``, for ``graph.ainvoke``/``astream``.
 
     Same constructor and ``from_conn_string`` as LangGraph's official
@@ -381,15 +390,7 @@ class AsyncSqliteSaver(AsyncShell):
     raise ``asyncio.InvalidStateError`` (use the ``a``-methods there).
     """
 
-    dialect = SQLITE
-
-    def __init__(
-        self, conn: aiosqlite.Connection, *, serde: SerializerProtocol | None = None, adopt: bool = True, ttl: Any = None, retention: Any = None,
-        cache_max_bytes: int | None = None,
-    ) -> None:
-        super().__init__(serde=serde, adopt=adopt, ttl=ttl, retention=retention, cache_max_bytes=cache_max_bytes)
-        self._driver = AsyncSqliteDriver(conn, self.dialect)
-        self.conn, self.lock = conn, self._driver.lock
+    _driver_class = AsyncSqliteDriver
 
     @classmethod
     @asynccontextmanager
