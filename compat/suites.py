@@ -1,0 +1,77 @@
+"""The suites ``langgraph_suite.py`` runs (``SUITES``), the langgraph suite's saver variants,
+and its one console ``log``: shared by the runner and ``suite_report.py``."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Suite:
+    name: str  # langgraph | sqlite | postgres
+    dist: str  # PyPI distribution whose sdist ships tests/
+    options: tuple[str, ...]  # extra pytest options
+    needs: tuple[str, ...] = ()  # importable modules the suite needs (test dependencies)
+
+
+SUITES = {
+    "langgraph": Suite(
+        "langgraph",
+        "langgraph",
+        # Upstream runs these tests with anyio's plugin only; keep pytest-asyncio out of it.
+        ("-p", "no:asyncio", "--snapshot-warn-unused"),
+        needs=("pytest_mock", "syrupy", "redis", "Crypto"),
+    ),
+    "sqlite": Suite(
+        "sqlite",
+        "langgraph-checkpoint-sqlite",
+        ("-o", "asyncio_mode=auto", "-o", "asyncio_default_fixture_loop_scope=function"),
+    ),
+    "postgres": Suite(
+        "postgres",
+        "langgraph-checkpoint-postgres",
+        ("-o", "asyncio_mode=auto", "-o", "asyncio_default_fixture_loop_scope=function"),
+    ),
+    # The Store and Cache: the same sdists, their store tests, with threadline's stores and cache.
+    "langgraph-store": Suite(
+        "langgraph-store",
+        "langgraph",
+        ("-p", "no:asyncio", "--snapshot-warn-unused"),
+        needs=("pytest_mock", "syrupy", "redis", "Crypto"),
+    ),
+    "sqlite-store": Suite(
+        "sqlite-store",
+        "langgraph-checkpoint-sqlite",
+        ("-o", "asyncio_mode=auto", "-o", "asyncio_default_fixture_loop_scope=function"),
+    ),
+    "postgres-store": Suite(
+        "postgres-store",
+        "langgraph-checkpoint-postgres",
+        ("-o", "asyncio_mode=auto", "-o", "asyncio_default_fixture_loop_scope=function"),
+    ),
+}
+
+# Row order and labels of the langgraph suite's saver variants (fixture params).
+LANGGRAPH_VARIANTS = {
+    "sqlite": "SQLite sync",
+    "sqlite_aes": "SQLite sync, encrypted serde",
+    "sqlite_aio": "SQLite async",
+    "postgres": "Postgres sync",
+    "postgres_pipe": "Postgres sync, pipeline",
+    "postgres_pool": "Postgres sync, pool",
+    "postgres_aio": "Postgres async",
+    "postgres_aio_pipe": "Postgres async, pipeline",
+    "postgres_aio_pool": "Postgres async, pool",
+}
+
+
+QUICK_VARIANTS = ("sqlite", "sqlite_aio", "postgres", "postgres_aio")
+
+
+_print_lock = threading.Lock()
+
+
+def log(msg: str) -> None:
+    with _print_lock:
+        print(msg, flush=True)
