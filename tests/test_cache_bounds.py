@@ -123,7 +123,7 @@ def test_counted_bytes_cover_what_the_cache_holds() -> None:
             data = serde.dumps_typed([f"message {i}", i])[1]
             key = (f"thread-{i:06d}", "", "messages", f"{i:032}.0.{i / 7:.16f}")
             cache.put(key, codec.Entry(codec.container(data), "msgpack", len(data)))
-            cache.put_versions((key[0], "", f"1f0c{i:032x}"), {"messages": key[3], "count": key[3], "__start__": key[3]})
+            cache.put_versions((key[0], "", f"1f0c{i:032x}"), codec.Versions({"messages": key[3], "count": key[3], "__start__": key[3]}))
         held = tracemalloc.get_traced_memory()[0] - before
     finally:
         tracemalloc.stop()
@@ -134,7 +134,7 @@ def test_counted_bytes_cover_what_the_cache_holds() -> None:
         data = serde.dumps_typed([f"message {i}", i])[1]
         key = (f"thread-{i:06d}", "", "messages", str(i))
         small.put(key, codec.Entry(codec.container(data), "msgpack", len(data)))
-        small.put_versions((key[0], "", str(i)), {"messages": key[3]})
+        small.put_versions((key[0], "", str(i)), codec.Versions({"messages": key[3]}))
         assert small.nbytes <= small.max_bytes
     assert 0 < len(small) < 3000
 
@@ -144,7 +144,7 @@ def test_versions_maps_never_push_all_values_out() -> None:
     cache = codec.BlobCache(max_bytes=20_000)
     cache.put(("t", "", "c", "1"), entry)
     for i in range(1000):
-        cache.put_versions(("t", "", f"ck{i}"), {"c": "1", "d": "2"})
+        cache.put_versions(("t", "", f"ck{i}"), codec.Versions({"c": "1", "d": "2"}))
     assert cache.get(("t", "", "c", "1")) is entry
     assert cache.nbytes - entry_bytes(("t", "", "c", "1"), entry) <= cache.max_bytes // 8
 

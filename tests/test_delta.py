@@ -206,8 +206,8 @@ def test_cache_is_bounded_and_keyed_by_version() -> None:
     cache = codec.BlobCache(max_bytes=1 << 20, max_checkpoints=2)
     cache.put(("t", "", "c", "4"), entry)
     for i in range(3):
-        cache.put_versions(("t", "", f"ck{i}"), {"c": str(i)})
-    assert cache.versions(("t", "", "ck0")) is None and cache.versions(("t", "", "ck2")) == {"c": "2"}
+        cache.put_versions(("t", "", f"ck{i}"), codec.Versions({"c": str(i)}))
+    assert cache.versions(("t", "", "ck0")) is None and cache.versions(("t", "", "ck2")).of == {"c": "2"}
     cache.forget_threads(["t"])
     assert len(cache) == 0 and cache.versions(("t", "", "ck2")) is None and cache.nbytes == 0
 

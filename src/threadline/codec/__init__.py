@@ -77,7 +77,7 @@ the names the rest of threadline uses, so ``codec.X`` works as before.
 
 from __future__ import annotations
 
-from threadline.codec.cache import BlobCache, Entry, entry_of
+from threadline.codec.cache import BlobCache, Entry, Versions, entry_of
 from threadline.codec.containers import KEEP, LIST, SEEN, Container, container, skip, split
 from threadline.codec.deltas import Resolved, is_delta, load, make_delta, resolve
 from threadline.codec.fingerprinting import fingerprints
@@ -103,6 +103,7 @@ __all__ = [
     "Keyring",
     "Resolved",
     "Row",
+    "Versions",
     "SEEN",
     "SUM",
     "check_size",

@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from threadline.codec.containers import Container, container
 from threadline.codec.deltas import Resolved
@@ -26,6 +26,14 @@ class Entry:
     value: Container
     stored_type: str
     stored_len: int
+
+
+class Versions(NamedTuple):
+    """A checkpoint's channel versions as cached: channel → version key, all of them, and the
+    channels whose value is empty or may have no blob (``absent``): no delta base."""
+
+    of: dict[str, str]
+    empty: frozenset[str] = frozenset()
 
 
 def entry_of(resolved: Resolved, stored_type: str, stored_len: int) -> Entry | None:
@@ -66,9 +74,11 @@ def write_bytes(write: tuple[str, str, str, int, bytes]) -> int:
     return len(body) + len(channel) + len(task_path) + len(task_id) + ENTRY_OVERHEAD
 
 
-def versions_bytes(key: tuple, versions: dict[str, str]) -> int:
-    """The bytes ``BlobCache`` counts for a checkpoint's versions map."""
-    return VERSIONS_OVERHEAD + _key_len(key) + sum(len(c) + len(v) + PAIR_OVERHEAD for c, v in versions.items())
+def versions_bytes(key: tuple, versions: Versions) -> int:
+    """The bytes ``BlobCache`` counts for a checkpoint's versions map (an empty channel's set
+    slot counted as a further pair: a bound)."""
+    pairs = sum(len(c) + len(v) + PAIR_OVERHEAD for c, v in versions.of.items())
+    return VERSIONS_OVERHEAD + _key_len(key) + pairs + PAIR_OVERHEAD * len(versions.empty)
 
 
 class BlobCache:
@@ -101,7 +111,7 @@ class BlobCache:
         self._writes: OrderedDict[tuple, tuple[list[tuple[str, str, str, int, bytes]], int]] = OrderedDict()
         self._wbytes = 0  # remembered writes
         self._blobs: OrderedDict[tuple, tuple[Entry, int]] = OrderedDict()
-        self._versions: OrderedDict[tuple, tuple[dict[str, str], int]] = OrderedDict()
+        self._versions: OrderedDict[tuple, tuple[Versions, int]] = OrderedDict()
         self._heads: dict[tuple, str] = {}
         self._bytes = 0  # values, versions maps and writes
         self._vbytes = 0  # versions maps
@@ -157,7 +167,7 @@ class BlobCache:
             if old is not None:
                 self._bytes -= old[1]
 
-    def versions(self, key: tuple) -> dict[str, str] | None:
+    def versions(self, key: tuple) -> Versions | None:
         with self._lock:
             found = self._versions.get(key)
             if found is None:
@@ -165,7 +175,7 @@ class BlobCache:
             self._versions.move_to_end(key)
             return found[0]
 
-    def put_versions(self, key: tuple, versions: dict[str, str]) -> None:
+    def put_versions(self, key: tuple, versions: Versions) -> None:
         size = versions_bytes(key, versions)
         with self._lock:
             old = self._versions.pop(key, None)

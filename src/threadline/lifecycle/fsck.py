@@ -86,6 +86,7 @@ def fsck_thread_op(
             if not isinstance(m, dict):
                 raise CorruptRowError(f"metadata of checkpoint ({tid!r}, {ns!r}, {cid!r}) is not a JSON object")
             R.blob_pairs(parsed)
+            R.absent_channels(parsed)
             bc.check_checkpoint(checksum, (tid, ns, cid), parent, parsed, m)
         except CorruptRowError as exc:
             bad.add((ns, cid))
@@ -94,7 +95,8 @@ def fsck_thread_op(
     t = yield from _load_thread_op(d, tid, unreadable=bad)
     # dangling blob references
     for (ns, cid), r in sorted(t.rows.items()):
-        missing = [(ch, v) for ch, v in R.blob_pairs(r[4]) if (ns, ch, v) not in t.blob_sizes]
+        absent = R.absent_channels(r[4])
+        missing = [(ch, v) for ch, v in R.blob_pairs(r[4]) if (ns, ch, v) not in t.blob_sizes and ch not in absent]
         if missing:
             findings.append(
                 Finding("dangling_blob", tid, ns, cid, f"missing blobs {missing[:5]}{' …' if len(missing) > 5 else ''}; "

@@ -168,7 +168,7 @@ def store_op(
             conf = {"thread_id": thread_id, "checkpoint_ns": rec.checkpoint_ns}
             if rec.parent_checkpoint_id:
                 conf["checkpoint_id"] = rec.parent_checkpoint_id
-            yield from ops.put(d, serde, {"configurable": conf}, rec.checkpoint, rec.metadata, new_versions, bc)
+            yield from ops.put(d, serde, {"configurable": conf}, rec.checkpoint, rec.metadata, new_versions, bc, absent=())  # every version it names is stored by now
             yield Q(d.SET_CREATED_AT, (created, thread_id, rec.checkpoint_ns, rec.checkpoint_id))
             n_ck += 1
         key = key_of(config_of(thread_id, rec.checkpoint_ns, rec.checkpoint_id))

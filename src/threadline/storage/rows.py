@@ -44,6 +44,10 @@ CHECKPOINT_ROW = "thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id,
 BLOB_COLUMNS = "thread_id, checkpoint_ns, channel, version, type, blob, base_version"
 WRITE_COLUMNS = "thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, task_path, type, blob"
 SENDS = "__pending_sends__"
+# Channels a checkpoint names at a version it neither stored (not in ``new_versions``) nor
+# inherited from its parent, as LangGraph's migration of older checkpoints renames channels:
+# the official savers read such a channel back without a value when no blob has that version.
+ABSENT = "__absent__"
 
 
 def version_key(version: Any) -> str:
@@ -74,7 +78,7 @@ def checkpoint_doc(serde: SerializerProtocol, checkpoint: Checkpoint, key: Key |
     (``key``), base64-wrapped; an empty list is kept as ``[]`` so the checkpoint reads
     back with exactly the keys it had.
     """
-    doc = {k: v for k, v in checkpoint.items() if k not in ("channel_values", "pending_sends")}
+    doc = {k: v for k, v in checkpoint.items() if k not in ("channel_values", "pending_sends", ABSENT)}
     if "pending_sends" in checkpoint:
         sends = checkpoint["pending_sends"] or []
         if sends:
@@ -303,6 +307,24 @@ def blob_pairs(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
     return [(ch, version_key(v)) for ch, v in versions.items()]
 
 
+def absent_channels(doc: Mapping[str, Any]) -> frozenset[str]:
+    """The channels a stored checkpoint doc names without having stored or inherited their
+    version (``ABSENT``, written by ``put``): each may have no blob."""
+    found = doc.get(ABSENT)
+    if found is None:
+        return frozenset()
+    if not isinstance(found, list) or not all(isinstance(ch, str) for ch in found):
+        raise CorruptRowError(f"checkpoint {doc.get('id')!r}: {ABSENT} is not a list of channels")
+    return frozenset(found)
+
+
+def unexplained(pairs: Iterable[tuple[str, str]], new_versions: Mapping[str, Any], parent: Mapping[str, str] | None) -> list[str]:
+    """The channels of a ``put`` (``pairs``: (channel, version key) it names) that it does not
+    store (not in ``new_versions``) at a version its ``parent``'s (channel → version key; None:
+    no parent) does not name either: ``ABSENT`` of its doc, sorted."""
+    return sorted(ch for ch, v in pairs if ch not in new_versions and (parent is None or parent.get(ch) != v))
+
+
 def channel_values(
     serde: SerializerProtocol,
     blobs: Mapping[tuple[str, str, str, str], codec.Resolved],
@@ -310,16 +332,20 @@ def channel_values(
     checkpoint_ns: str,
     pairs: Iterable[tuple[str, str]],
     checkpoint_id: str | None = None,
+    absent: frozenset[str] = frozenset(),
 ) -> dict[str, Any]:
     """The decoded values of a checkpoint's (channel, version key) ``pairs`` from ``blobs``
-    (``ops.fetch_blobs`` output); an empty channel has no value.
+    (``ops.fetch_blobs`` output); an empty channel has no value, nor has one of ``absent``
+    (``absent_channels``) without a blob.
 
-    Raises CorruptRowError when a blob the checkpoint names is missing: the checkpoint
-    would otherwise load without that channel, and a graph resumed from it would
-    silently start that channel over."""
+    Raises CorruptRowError when any other blob the checkpoint names is missing: the
+    checkpoint would otherwise load without that channel, and a graph resumed from it
+    would silently start that channel over."""
     values: dict[str, Any] = {}
     for channel, version in pairs:
         found = blobs.get((thread_id, checkpoint_ns, channel, version))
+        if found is None and channel in absent:
+            continue
         if found is None:
             raise CorruptRowError(
                 f"checkpoint ({thread_id!r}, {checkpoint_ns!r}, {checkpoint_id!r}) names blob ({channel!r}, {version!r}), "
@@ -363,8 +389,8 @@ def to_tuple(
     """
     thread_id, ns, cid, parent = row[0], row[1], row[2], row[3]
     check_row(row, doc, metadata, bc)
-    values = channel_values(serde, blobs, thread_id, ns, blob_pairs(doc), cid)
-    checkpoint = {k: v for k, v in doc.items() if k != SENDS}
+    values = channel_values(serde, blobs, thread_id, ns, blob_pairs(doc), cid, absent_channels(doc))
+    checkpoint = {k: v for k, v in doc.items() if k != SENDS and k != ABSENT}
     checkpoint["channel_values"] = values
     if SENDS in doc:
         sends = doc[SENDS]

@@ -213,9 +213,9 @@ def _remember(bc: codec.BlobCodec, row: Sequence[Any], doc: dict, blobs: Mapping
     assert bc.cache is not None
     tid, ns = row[0], row[1]
     pairs = R.blob_pairs(doc)
-    # an empty value is no delta base: the next put need not read it back (write._base_versions)
-    empty = {ch for ch, v in pairs if (blobs.get((tid, ns, ch, v)) or ("",))[0] == codec.EMPTY}
-    bc.cache.put_versions((tid, ns, row[2]), {ch: v for ch, v in pairs if ch not in empty})
+    # an empty or missing value is no delta base: the next put need not read it back (write._versions_of)
+    empty = {ch for ch, v in pairs if (blobs.get((tid, ns, ch, v)) or (codec.EMPTY,))[0] == codec.EMPTY}
+    bc.cache.put_versions((tid, ns, row[2]), codec.Versions(dict(pairs), frozenset(empty)))
     for ch, v in pairs:
         if bc.cache.get((tid, ns, ch, v)) is not None:
             continue  # what a put cached is as good, and may carry item fingerprints
@@ -234,7 +234,7 @@ def _cached_pairs(bc: codec.BlobCodec | None, key: Key) -> tuple[list[str], list
     cache = bc.cache if bc is not None else None
     cid = key.checkpoint_id or (cache.head(key.thread_id, key.checkpoint_ns) if cache is not None else None)
     versions = cache.versions((key.thread_id, key.checkpoint_ns, cid)) if cache is not None and cid else None
-    pairs = [(ch, v) for ch, v in (versions or {}).items() if cache.get((key.thread_id, key.checkpoint_ns, ch, v)) is not None]  # type: ignore[union-attr]
+    pairs = [(ch, v) for ch, v in (versions.of if versions else {}).items() if cache.get((key.thread_id, key.checkpoint_ns, ch, v)) is not None]  # type: ignore[union-attr]
     return [ch for ch, _ in pairs], [v for _, v in pairs]
 
 

@@ -23,32 +23,45 @@ from threadline.storage.ops.read import fetch_blob_rows, fetch_blobs
 from threadline.errors import ConfigError, CorruptRowError
 from threadline.keys import Key, config_of, key_of
 
+def _parent_versions(d: Dialect, bc: codec.BlobCodec, key: Key) -> Op[codec.Versions | None]:
+    """The versions of the parent checkpoint (``key``'s checkpoint_id): from the cache, else
+    read in this transaction (and cached). None when it is not stored or not readable: a put
+    need not be on a readable parent (the official savers do not look)."""
+    parent = (key.thread_id, key.checkpoint_ns, key.checkpoint_id)
+    cached = bc.cache.versions(parent) if bc.cache is not None else None
+    if cached is not None:
+        return cached
+    found = yield Q(d.CHECKPOINT_DOC, parent, read=True)
+    try:
+        doc = d.load_object(found[0][0], f"checkpoint {parent!r}") if found else None
+        versions = codec.Versions(dict(R.blob_pairs(doc)), R.absent_channels(doc)) if doc is not None else None
+    except CorruptRowError:
+        return None
+    if versions is not None and bc.cache is not None:
+        bc.cache.put_versions(parent, versions)
+    return versions
+
+
 def _delta_bases(
-    d: Dialect, bc: codec.BlobCodec, key: Key, candidates: Sequence[tuple[str, str]], worth_reading: Callable[[str], bool]
+    d: Dialect,
+    bc: codec.BlobCodec,
+    key: Key,
+    candidates: Sequence[tuple[str, str]],
+    worth_reading: Callable[[str], bool],
+    parent: codec.Versions,
 ) -> Op[dict[str, tuple[str, codec.Entry]]]:
     """For the (channel, new version) that may be deltas: channel → (its version in the
-    parent checkpoint, that value).
+    ``parent`` checkpoint, that value).
 
-    From the cache; on a miss, read in this transaction (the parent's versions, then
-    the base values through their chains) when ``worth_reading(channel)``: a value too
-    small to be stored as a delta (whose base is never cached) costs no round trip."""
+    From the cache; on a miss, read in this transaction (the base values through their
+    chains) when ``worth_reading(channel)``: a value too small to be stored as a delta
+    (whose base is never cached) costs no round trip."""
     assert bc.cache is not None
-    if not candidates or not key.checkpoint_id:
-        return {}
-    parent = (key.thread_id, key.checkpoint_ns, key.checkpoint_id)
-    versions = bc.cache.versions(parent)
-    if versions is None:
-        found = yield Q(d.CHECKPOINT_DOC, parent, read=True)
-        if not found:
-            return {}
-        doc = d.load_json(found[0][0], f"checkpoint {parent!r}")
-        versions = dict(R.blob_pairs(doc)) if isinstance(doc, dict) else {}
-        bc.cache.put_versions(parent, versions)
     bases: dict[str, tuple[str, codec.Entry]] = {}
     missing: dict[str, str] = {}
     for channel, version in candidates:
-        base_version = versions.get(channel)
-        if base_version is None or base_version == version:
+        base_version = parent.of.get(channel)
+        if base_version is None or base_version == version or channel in parent.empty:
             continue
         entry = bc.cache.get((key.thread_id, key.checkpoint_ns, channel, base_version))
         if entry is not None:
@@ -72,17 +85,13 @@ def _delta_bases(
     return bases
 
 
-def _base_versions(pairs: Sequence[tuple[str, str]], blob_rows: Sequence[R.BlobRow], parent: Mapping[str, str] | None) -> dict[str, str]:
-    """The versions of a new checkpoint that a child's ``put`` may take as delta bases
-    (``_delta_bases``): all but the channels whose value is empty — written empty by this
-    put, or unchanged since a ``parent`` (its cached versions) that left them out — so a
-    child never reads an empty base back (an empty value is no base)."""
+def _versions_of(pairs: Sequence[tuple[str, str]], blob_rows: Sequence[R.BlobRow], parent: codec.Versions | None, absent: Sequence[str]) -> codec.Versions:
+    """A new checkpoint's versions as cached for a child's ``put`` (``_delta_bases``), with the
+    channels that are no delta base: written empty by this put, unchanged since a ``parent``
+    where they were empty, or ``absent`` — so a child never reads an empty base back."""
     written = {r.params[2]: r.params[4] for r in blob_rows}
-    return {
-        ch: v
-        for ch, v in pairs
-        if written.get(ch) != codec.EMPTY and (ch in written or parent is None or ch in parent)
-    }
+    empty = {ch for ch, _ in pairs if written.get(ch) == codec.EMPTY or (ch not in written and parent is not None and ch in parent.empty)}
+    return codec.Versions(dict(pairs), frozenset(empty.union(absent)))
 
 
 def _put_statements(
@@ -130,6 +139,7 @@ def put(
     metadata: CheckpointMetadata,
     new_versions: Mapping[str, Any],
     bc: codec.BlobCodec | None = None,
+    absent: Sequence[str] | None = None,
 ) -> Op[dict]:
     """Store a checkpoint: its changed channels' blobs, its row, and the thread index, atomically
     (one statement where the dialect has ``put_statement``, else one transaction).
@@ -139,6 +149,10 @@ def put(
     as a delta on it (see ``codec``); every value at or above the size threshold is
     compressed. Without one (``codec.PLAIN``): compressed snapshots. Every value is
     sealed to its row and the checkpoint row gets its checksum (``codec.seal``).
+
+    A channel the checkpoint names at a version neither in ``new_versions`` nor its parent's
+    is recorded as possibly without a blob (``rows.ABSENT``); a caller that knows which
+    channels those are (a lifecycle copy, an import) passes them as ``absent``.
     """
     bc = bc or codec.PLAIN
     key = key_of(config)
@@ -147,6 +161,14 @@ def put(
     R.put_keys(checkpoint, new_versions)
     now = time.time()
     doc, meta = R.put_docs(serde, config, checkpoint, metadata, key, bc)
+    pairs = R.blob_pairs(doc)
+    candidates = R.delta_channels(checkpoint, new_versions) if bc.deltas else []
+    inherits = absent is None and any(ch not in new_versions for ch, _ in pairs)
+    parent = (yield from _parent_versions(d, bc, key)) if key.checkpoint_id and (inherits or candidates) else None
+    if absent is None:
+        absent = R.unexplained(pairs, new_versions, parent.of if parent is not None else None)
+    if absent:
+        doc[R.ABSENT] = list(absent)
     try:
         doc_json, meta_json = dumps_json(doc), dumps_json(meta, sort_keys=False)
     except (TypeError, ValueError) as exc:
@@ -160,7 +182,7 @@ def put(
         encoded[channel] = codec.encode(serde, checkpoint["channel_values"][channel])
         return len(encoded[channel][1]) >= bc.delta_min_bytes
 
-    bases = (yield from _delta_bases(d, bc, key, R.delta_channels(checkpoint, new_versions), worth_reading)) if bc.deltas else {}
+    bases = (yield from _delta_bases(d, bc, key, candidates, worth_reading, parent)) if candidates and parent is not None else {}
     values = R.serialize_values(serde, checkpoint, new_versions, bc, bases, encoded)
     blob_rows = R.blob_rows(key, values, bases, bc)
     size = sum(len(r.params[5] or b"") for r in blob_rows)
@@ -207,8 +229,7 @@ def put(
                     # superseded on this branch: a sibling of this checkpoint reads it back if it needs it
                     bc.cache.discard((key.thread_id, key.checkpoint_ns, r.params[2], base[0]))
     if bc.cache is not None:
-        parent_versions = bc.cache.versions((key.thread_id, key.checkpoint_ns, key.checkpoint_id)) if key.checkpoint_id else None
-        bc.cache.put_versions((key.thread_id, key.checkpoint_ns, checkpoint["id"]), _base_versions(R.blob_pairs(doc), blob_rows, parent_versions))
+        bc.cache.put_versions((key.thread_id, key.checkpoint_ns, checkpoint["id"]), _versions_of(pairs, blob_rows, parent, absent))
     # the official savers hand back the caller's thread_id and checkpoint_ns as given (an int stays an int)
     given = config["configurable"]
     return config_of(given["thread_id"], given.get("checkpoint_ns") or key.checkpoint_ns, checkpoint["id"])
