@@ -63,12 +63,10 @@ async def _pg_run(official: bool, graphs: int, pool_size: int, steps: int, suffi
     dsn = B._fresh_schema(schema)
     if official:
         from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
-
-        kwargs = {"autocommit": True, "row_factory": dict_row, "prepare_threshold": 0}
     else:
         from threadline import AsyncPostgresSaver
-
-        kwargs = {"autocommit": True}
+    # the official docs' pool settings, used unchanged with both savers (drop-in)
+    kwargs = {"autocommit": True, "row_factory": dict_row, "prepare_threshold": 0}
     table = "checkpoints" if official else "threadline_checkpoints"
     async with AsyncConnectionPool(dsn, min_size=pool_size, max_size=pool_size, kwargs=kwargs, open=False) as pool:
         await pool.wait()

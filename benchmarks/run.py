@@ -35,9 +35,8 @@ and bytes on disk (async run).
 Savers: ``InMemorySaver`` (a floor: no I/O), the official ``SqliteSaver`` and
 ``PostgresSaver`` (``langgraph-checkpoint-sqlite`` / ``-postgres``), threadline's
 ``SqliteSaver`` and ``PostgresSaver`` with their defaults, and threadline without
-zstd (what delta encoding alone gives); ``--prepared`` adds threadline's
-``PostgresSaver`` with server-side prepared statements (``prepare_threshold=0``, the
-official saver's setting; threadline's default prepares nothing, for PgBouncer). Each
+zstd (what delta encoding alone gives); both Postgres savers prepare their statements on
+the server (``prepare_threshold=0``, ``from_conn_string``'s default for both). Each
 Postgres saver gets its own schema (``options=-csearch_path=…``). The Postgres DSN comes
 from ``THREADLINE_BENCH_POSTGRES`` (default ``postgresql://postgres@127.0.0.1:5432/test``);
 without a server the Postgres rows are skipped. ``--write-results`` rewrites the
@@ -212,14 +211,14 @@ def official_postgres(schema: str) -> Callable:
     return open_
 
 
-def threadline_postgres(schema: str, prepare_threshold: int | None = None, **codec: Any) -> Callable:
+def threadline_postgres(schema: str, **codec: Any) -> Callable:
     schema = _own(schema)
     @contextmanager
     def open_(fresh: bool = True) -> Iterator[tuple[Any, Callable[[], int]]]:
         from threadline import PostgresSaver
 
         url = _fresh_schema(schema) if fresh else _with_schema(PG_DSN, schema)
-        with PostgresSaver.from_conn_string(url, prepare_threshold=prepare_threshold) as saver:
+        with PostgresSaver.from_conn_string(url) as saver:
             if codec:
                 saver.blob_codec = BlobCodec(**codec)
             yield saver, lambda: _pg_bytes(schema)
@@ -241,7 +240,7 @@ def postgres_reason() -> str | None:
     return None
 
 
-def savers(tmp: str, postgres: bool, prepared: bool = False) -> list[Saver]:
+def savers(tmp: str, postgres: bool) -> list[Saver]:
     out = [
         Saver("memory", "InMemorySaver (floor)", False, memory_saver),
         Saver("sqlite", "official SqliteSaver", True, official_sqlite(tmp)),
@@ -255,8 +254,6 @@ def savers(tmp: str, postgres: bool, prepared: bool = False) -> list[Saver]:
             Saver("postgres", "threadline PostgresSaver", False, threadline_postgres("bench_threadline")),
             Saver("postgres", "threadline, no zstd", False, threadline_postgres("bench_threadline_nozstd", compress_min_bytes=-1)),
         ]
-    if postgres and prepared:
-        out.append(Saver("postgres", "threadline, prepared", False, threadline_postgres("bench_threadline_prepared", 0)))
     return out
 
 
@@ -434,7 +431,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--steps", type=int, default=300)
     ap.add_argument("--turns", type=int, default=30, help="end-to-end ReAct turns per thread (0: skip)")
     ap.add_argument("--long", type=int, default=LONG, help="messages of the long thread read by get-latest (0: skip)")
-    ap.add_argument("--prepared", action="store_true", help="add threadline's PostgresSaver with prepared statements")
     ap.add_argument("--no-postgres", action="store_true")
     ap.add_argument("--only", default="", help="comma-separated substrings of saver names to run")
     ap.add_argument("--profile", action="store_true", help="cProfile the threadline replays")
@@ -463,12 +459,12 @@ def main(argv: list[str] | None = None) -> int:
     long = W.record_long_thread(args.long) if args.long else None
     gc.freeze()  # the recording stays alive: keep it out of every collection during the timings
     with tempfile.TemporaryDirectory(prefix="threadline-bench-") as tmp:
-        chosen = [s for s in savers(tmp, use_pg, args.prepared) if not args.only or any(o and o in s.name for o in args.only.split(","))]
+        chosen = [s for s in savers(tmp, use_pg) if not args.only or any(o and o in s.name for o in args.only.split(","))]
         start = time.perf_counter()
         figs = measure(chosen, rec, denominator, at, args.profile, long)
         print(f"agent loop on {len(chosen)} savers: {time.perf_counter() - start:.1f} s")
         if args.turns:
-            e2e = [s for s in savers(tmp + "/e2e", use_pg, args.prepared)
+            e2e = [s for s in savers(tmp + "/e2e", use_pg)
                    if "no " not in s.name and (not args.only or any(o and o in s.name for o in args.only.split(",")))]
             os.makedirs(tmp + "/e2e", exist_ok=True)
             start = time.perf_counter()

@@ -87,19 +87,32 @@ def test_partitions_are_postgres_only(tmp_path):
             P.partition(saver)
 
 
-def test_pool_survives_killed_connections_and_prepares_nothing(pg_url):
+def test_pool_survives_killed_connections(pg_url):
     name = f"tl_pool_{secrets.token_hex(4)}"
     url = f"{pg_url}&application_name={name}"
     with PostgresSaver.from_conn_string(url, pool_size=2) as saver:
         graph = build_chat().compile(checkpointer=saver)
         config = {"configurable": {"thread_id": "p"}}
         graph.invoke({"messages": ["before"]}, config)
-        assert saver.conn.kwargs["prepare_threshold"] is None
+        assert saver.conn.kwargs["prepare_threshold"] == 0  # as the official from_conn_string
         with psycopg.connect(pg_url, autocommit=True) as admin:
             killed = admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s", (name,)).fetchall()
         assert killed
         graph.invoke({"messages": ["after"]}, config)  # the pool checks connections before lending them
         assert graph.get_state(config).values["turns"] == 2
+
+
+@pytest.mark.parametrize(("threshold", "prepared"), [({}, True), ({"prepare_threshold": None}, False)])
+def test_statements_are_prepared_as_the_official_saver_does_unless_told_not_to(pg_url, threshold, prepared):
+    """``from_conn_string`` prepares statements on the server (``prepare_threshold=0``, the
+    official saver's setting); ``prepare_threshold=None`` prepares none (PgBouncer)."""
+    with PostgresSaver.from_conn_string(pg_url, **threshold) as saver:
+        graph = build_chat().compile(checkpointer=saver)
+        config = {"configurable": {"thread_id": "prepared"}}
+        graph.invoke({"messages": ["hi"]}, config)
+        assert graph.get_state(config).values["turns"] == 1
+        (count,) = saver.conn.execute("SELECT count(*) FROM pg_prepared_statements").fetchone()
+        assert (count > 0) is prepared, count
 
 
 def _age(thread_id, when):

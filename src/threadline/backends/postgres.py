@@ -35,11 +35,12 @@ from threadline.errors import BackendError
 from threadline.saver import AsyncShell, SyncShell
 
 
-# Connections that survive idle-connection kills and poolers (docs/operations.md): server-side
-# prepared statements only when asked (``prepare_threshold``), as PgBouncer's transaction
-# pooling cannot keep them; pools check a connection before lending it, close connections
-# idle for 5 minutes (before most firewalls and poolers drop them) and reconnect for 5 minutes.
+# Connections that survive idle-connection kills and poolers (docs/operations.md): pools check a
+# connection before lending it, close connections idle for 5 minutes (before most firewalls and
+# poolers drop them) and reconnect for 5 minutes.
 CONNECT = {"autocommit": True}
+# statements prepared on the server at their first run, as the official savers' from_conn_string
+PREPARE_THRESHOLD = 0
 T = TypeVar("T")
 POOL = {"max_idle": 300.0, "reconnect_timeout": 300.0}
 
@@ -257,7 +258,7 @@ class PostgresSaver(_PostgresSaverParts, SyncShell):
         adopt: bool = True,
         ttl: Any = None,
         retention: Any = None,
-        prepare_threshold: int | None = None,
+        prepare_threshold: int | None = PREPARE_THRESHOLD,
         cache_max_bytes: int | None = None,
     ) -> Iterator[PostgresSaver]:
         """Connect to ``conn_string`` (a libpq URL or DSN) and set up the tables.
@@ -265,8 +266,9 @@ class PostgresSaver(_PostgresSaverParts, SyncShell):
         ``pipeline``: run the connection in pipeline mode (as the official saver).
         ``pool_size``: open a ``ConnectionPool`` of that many connections instead of
         one connection; it checks each connection before lending it and replaces dead
-        ones. ``prepare_threshold``: let psycopg prepare statements on the server after
-        that many runs (default None: never, which PgBouncer's transaction pooling needs).
+        ones. ``prepare_threshold``: psycopg prepares a statement on the server after that
+        many runs (default 0: at once, as the official saver; None: never, for PgBouncer's
+        transaction pooling without prepared-statement support).
         ``cache_max_bytes``: the bound of the saver's value cache (default 64 MiB; ``EngineSaver``).
         Raises BackendError when the server cannot be reached.
         """
@@ -363,7 +365,7 @@ class AsyncPostgresSaver(_PostgresSaverParts, AsyncShell):
         adopt: bool = True,
         ttl: Any = None,
         retention: Any = None,
-        prepare_threshold: int | None = None,
+        prepare_threshold: int | None = PREPARE_THRESHOLD,
         cache_max_bytes: int | None = None,
     ) -> AsyncIterator[AsyncPostgresSaver]:
         """Async ``PostgresSaver.from_conn_string``; ``pool_size`` opens an ``AsyncConnectionPool``."""

@@ -34,7 +34,7 @@ class PoolConfig(TypedDict, total=False):
     kwargs: dict
 
 
-# as the official stores: autocommit, no server-side prepares (PgBouncer's transaction pooling)
+# as the official stores: autocommit, statements prepared on the server at their first run
 CONNECT = {"autocommit": True, "prepare_threshold": 0}
 
 
