@@ -60,6 +60,12 @@ def test_reads_the_foundation_database_exactly(foundation_db: Path) -> None:
         got = FX.expected(saver, FX.build_graph(saver))
     assert got["tuples"] == EXPECTED["tuples"]
     assert got["threads"] == EXPECTED["threads"]
+    conn = sqlite3.connect(foundation_db)
+    try:  # schema 5: the rows were copied into tables stored in their primary key's order
+        clustered = {name for name, sql in conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'table'") if sql.endswith("WITHOUT ROWID")}
+    finally:
+        conn.close()
+    assert clustered == {"threadline_blobs", "threadline_writes"}
 
 
 async def test_async_saver_reads_the_foundation_database_exactly(foundation_db: Path) -> None:

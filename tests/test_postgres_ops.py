@@ -115,6 +115,22 @@ def test_statements_are_prepared_as_the_official_saver_does_unless_told_not_to(p
         assert (count > 0) is prepared, count
 
 
+def test_pipeline_mode_survives_a_rollback_and_ddl(pg_url):
+    """psycopg in pipeline mode loses a statement it has just prepared after a ROLLBACK or DDL;
+    threadline does not prepare pipelined statements, so its operations go on working."""
+    with PostgresSaver.from_conn_string(pg_url, pipeline=True) as saver:
+        graph = build_chat().compile(checkpointer=saver)
+        config = {"configurable": {"thread_id": "piped-rollback"}}
+        graph.invoke({"messages": ["one"]}, config)
+        with pytest.raises(RuntimeError), saver.conn.transaction():
+            saver.conn.execute("SELECT 1", prepare=False)
+            raise RuntimeError("the application rolls back")
+        saver.conn.execute("ALTER TABLE threadline_threads SET (fillfactor = 70)", prepare=False)
+        for turn in range(2):
+            graph.invoke({"messages": [f"turn {turn}"]}, config)
+        assert graph.get_state(config).values["turns"] == 3
+
+
 def _age(thread_id, when):
     from threadline.storage.ops import Q
 

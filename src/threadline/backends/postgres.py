@@ -140,11 +140,25 @@ class PostgresDriver:
                     tx.enter_context(conn.transaction())
 
             flush = self.pipe.sync if self.pipe is not None else None
+            cur = conn.cursor(row_factory=tuple_row) if flush is None else _PipedCursor(conn, row_factory=tuple_row)
             try:
-                return drive(op, conn.cursor(row_factory=tuple_row), self.dialect, begin, flush)
+                return drive(op, cur, self.dialect, begin, flush)
             finally:
                 if flush is not None:
                     flush()
+
+
+# In pipeline mode statements are not prepared on the server: psycopg (3.3) there deallocates
+# a statement it has just prepared when a DDL statement or a ROLLBACK came before, and the
+# statement's next run fails ("prepared statement … does not exist").
+class _PipedCursor(psycopg.Cursor):
+    def execute(self, query: Any, params: Any = None, *, prepare: bool | None = None, binary: bool | None = None) -> Any:
+        return super().execute(query, params, prepare=False, binary=binary)
+
+
+class _AsyncPipedCursor(psycopg.AsyncCursor):
+    async def execute(self, query: Any, params: Any = None, *, prepare: bool | None = None, binary: bool | None = None) -> Any:
+        return await super().execute(query, params, prepare=False, binary=binary)
 
 
 class AsyncPostgresDriver:
@@ -175,8 +189,9 @@ class AsyncPostgresDriver:
                     await tx.enter_async_context(conn.transaction())
 
             flush = self.pipe.sync if self.pipe is not None else None
+            cur = conn.cursor(row_factory=tuple_row) if flush is None else _AsyncPipedCursor(conn, row_factory=tuple_row)
             try:
-                return await adrive(op, conn.cursor(row_factory=tuple_row), self.dialect, begin, flush)
+                return await adrive(op, cur, self.dialect, begin, flush)
             finally:
                 if flush is not None:
                     await flush()

@@ -26,6 +26,47 @@ def _extract(key: str) -> tuple[str, str]:
     return "(SELECT j.value FROM json_each(c.metadata) j WHERE j.key = ?)", key
 
 
+def _rebuilt(name: str, columns: str, key: str) -> list[str]:
+    """Statements that rebuild ``name`` (its ``columns`` as created by migrations 1–4) as a
+    WITHOUT ROWID table keyed by ``key``, every row copied (schema migration 5)."""
+    names = ", ".join(c.split()[0] for c in columns.split(",\n"))
+    return [
+        f"CREATE TABLE {name}_v5 ({columns},\nPRIMARY KEY ({key})) WITHOUT ROWID",
+        f"INSERT INTO {name}_v5 ({names}) SELECT {names} FROM {name}",
+        f"DROP TABLE {name}",
+        f"ALTER TABLE {name}_v5 RENAME TO {name}",
+    ]
+
+
+_CLUSTERED = [
+    *_rebuilt(
+        "threadline_blobs",
+        """thread_id TEXT NOT NULL,
+checkpoint_ns TEXT NOT NULL DEFAULT '',
+channel TEXT NOT NULL,
+version TEXT NOT NULL,
+type TEXT NOT NULL,
+blob BLOB,
+base_version TEXT""",
+        "thread_id, checkpoint_ns, channel, version",
+    ),
+    *_rebuilt(
+        "threadline_writes",
+        """thread_id TEXT NOT NULL,
+checkpoint_ns TEXT NOT NULL DEFAULT '',
+checkpoint_id TEXT NOT NULL,
+task_id TEXT NOT NULL,
+idx INTEGER NOT NULL,
+channel TEXT NOT NULL,
+task_path TEXT NOT NULL DEFAULT '',
+type TEXT NOT NULL,
+blob BLOB,
+created_at REAL NOT NULL""",
+        "thread_id, checkpoint_ns, checkpoint_id, task_id, idx",
+    ),
+]
+
+
 class SqliteDialect(Dialect):
     name = "sqlite"
     types = {"text": "TEXT", "json": "TEXT", "blob": "BLOB", "real": "REAL", "int": "INTEGER"}
@@ -50,6 +91,9 @@ class SqliteDialect(Dialect):
     after_large_delete_sql = ("PRAGMA optimize",)
     # VACUUM also turns a database made before incremental auto-vacuum into one that has it
     rebuild_sql = ("PRAGMA auto_vacuum=INCREMENTAL", "VACUUM", "PRAGMA wal_checkpoint(TRUNCATE)")
+
+    def extra_migrations(self) -> dict[int, list[str]]:
+        return {5: _CLUSTERED}
 
     def legacy_renames(self) -> list[str]:
         out = [f"ALTER TABLE {old} RENAME TO {new}" for old, new in LEGACY_RENAMES.items()]
