@@ -26,7 +26,7 @@ from langgraph.checkpoint.serde.types import TASKS
 from langgraph.types import Send
 
 from backends import Backend
-from threadline import BackendError, SqliteSaver
+from threadline import BackendError, CorruptRowError, SqliteSaver, lifecycle
 from threadline.errors import SchemaError
 
 
@@ -113,6 +113,45 @@ def test_pre_v4_pending_sends_read_back_as_the_official_saver_returns_them(sync_
         assert mine["channel_versions"][TASKS] == max(v for k, v in mine["channel_versions"].items() if k != TASKS)
     else:
         assert TASKS not in mine["channel_values"]
+
+
+def _checkpoint(values: dict, versions: dict) -> dict:
+    c = empty_checkpoint()
+    c.update(id=str(uuid6(clock_seq=-1)), channel_values=values, channel_versions=versions)
+    return c
+
+
+def test_a_channel_named_at_a_version_never_stored_reads_back_without_a_value(sync_backend: Backend, request: pytest.FixtureRequest) -> None:
+    """LangGraph's migration of older checkpoints renames channels and keeps their versions, so
+    a resumed graph's checkpoint names versions no put stored under those names. The official
+    PostgresSaver reads such a channel back without a value; so does threadline (also from a
+    fresh saver, and fsck finds nothing), while a blob it inherited and lost still fails."""
+    from langgraph.checkpoint.postgres import PostgresSaver as Official
+
+    from backends import fresh_postgres_url
+
+    first = _checkpoint({"rewrite_query": "q", "items": [1]}, {"rewrite_query": "1.1", "items": "1.1"})
+    renamed = {"branch:to:analyzer": "1.1", "rewrite_query": "1.1", "items": "2.2", "answer": "2.2"}
+    second = _checkpoint({"rewrite_query": "q", "items": [1, 2], "answer": "a"}, renamed)
+    rootless = _checkpoint({"items": [9]}, {"items": "1.1", "seed": "7.7"})
+    seen = []
+    with Official.from_conn_string(fresh_postgres_url(request)) as official, sync_backend.open() as mine:
+        official.setup()
+        for saver in (official, mine):
+            c1 = saver.put({"configurable": {"thread_id": "t", "checkpoint_ns": ""}}, first, {}, first["channel_versions"])
+            c2 = saver.put(c1, second, {}, {"items": "2.2", "answer": "2.2"})
+            c3 = saver.put({"configurable": {"thread_id": "u", "checkpoint_ns": ""}}, rootless, {}, {})
+            seen.append([saver.get_tuple(c).checkpoint for c in (c2, c3)])
+    assert seen[1] == seen[0]
+    assert seen[1][0]["channel_values"] == {"rewrite_query": "q", "items": [1, 2], "answer": "a"}
+    assert seen[1][1]["channel_values"] == {}
+    with sync_backend.open() as fresh:
+        assert fresh.get_tuple(c2).checkpoint == seen[0][0]
+        assert not [f for f in lifecycle.fsck(fresh).findings if f.kind == "dangling_blob"]
+        sync_backend.sql("DELETE FROM threadline_blobs WHERE channel = 'rewrite_query'")
+        with pytest.raises(CorruptRowError, match="rewrite_query"):
+            fresh.get_tuple(c2)
+        assert [f.checkpoint_id for f in lifecycle.fsck(fresh).findings if f.kind == "dangling_blob"] == [first["id"], second["id"]]
 
 
 # --- 6. errors at the door ----------------------------------------------------------

@@ -254,39 +254,6 @@ def test_f3_a_missing_blob_fails_the_checkpoint_instead_of_dropping_the_channel(
             list(saver.list(thread))
 
 
-def test_f3_a_channel_named_at_a_version_never_stored_reads_back_without_a_value(sync_backend: Backend, request: pytest.FixtureRequest) -> None:
-    """LangGraph's migration of older checkpoints renames channels and keeps their versions, so
-    a resumed graph's checkpoint names versions no put stored under those names. The official
-    PostgresSaver reads such a channel back without a value; so does threadline (also from a
-    fresh saver, and fsck finds nothing), while a blob it inherited and lost still fails."""
-    from langgraph.checkpoint.postgres import PostgresSaver as Official
-
-    from backends import fresh_postgres_url
-
-    first = ckpt({"rewrite_query": "q", "items": [1]}, {"rewrite_query": "1.1", "items": "1.1"})
-    renamed = {"branch:to:analyzer": "1.1", "rewrite_query": "1.1", "items": "2.2", "answer": "2.2"}
-    second = ckpt({"rewrite_query": "q", "items": [1, 2], "answer": "a"}, renamed)
-    rootless = ckpt({"items": [9]}, {"items": "1.1", "seed": "7.7"})
-    seen = []
-    with Official.from_conn_string(fresh_postgres_url(request)) as official, sync_backend.open() as mine:
-        official.setup()
-        for saver in (official, mine):
-            c1 = saver.put(cfg("t"), first, {}, first["channel_versions"])
-            c2 = saver.put(c1, second, {}, {"items": "2.2", "answer": "2.2"})
-            c3 = saver.put(cfg("u"), rootless, {}, {})
-            seen.append([saver.get_tuple(c).checkpoint for c in (c2, c3)])
-    assert seen[1] == seen[0]
-    assert seen[1][0]["channel_values"] == {"rewrite_query": "q", "items": [1, 2], "answer": "a"}
-    assert seen[1][1]["channel_values"] == {}
-    with sync_backend.open() as fresh:
-        assert fresh.get_tuple(c2).checkpoint == seen[0][0]
-        assert not [f for f in lifecycle.fsck(fresh).findings if f.kind == "dangling_blob"]
-        sync_backend.sql("DELETE FROM threadline_blobs WHERE channel = 'rewrite_query'")
-        with pytest.raises(CorruptRowError, match="rewrite_query"):
-            fresh.get_tuple(c2)
-        assert [f.checkpoint_id for f in lifecycle.fsck(fresh).findings if f.kind == "dangling_blob"] == [first["id"], second["id"]]
-
-
 # --- 4. fsck reports and goes on -----------------------------------------------------------------
 
 
