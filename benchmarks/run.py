@@ -382,6 +382,9 @@ def measure(
                 gets[j] += ms
             for j, ms in enumerate(round_robin(savers_only, lambda saver: cold_get(saver, conf), GET_ROUNDS)):
                 colds[j] += ms
+        for j, f in enumerate(figs):  # the workload's bytes, before the long thread adds its own
+            f.bytes = opened[j][2]()
+            f.amplification = f.bytes / denominator
         if long is not None:
             for _, saver in savers_only:
                 for _, call in W.interleaved(long):
@@ -399,8 +402,6 @@ def measure(
             f.get_latest, f.get_latest_min = statistics.median(gets[j]), min(gets[j])
             f.get_latest_cold, f.get_latest_cold_min = statistics.median(colds[j]), min(colds[j])
             f.list_per_ck = min(lists[j]) / max(counts[j], 1)
-            f.bytes = opened[j][2]()
-            f.amplification = f.bytes / denominator
     return figs
 
 

@@ -26,6 +26,7 @@ from threadline.codec.serde import inspecting
 from threadline.storage import ops
 from threadline.storage import rows as R
 from threadline.storage.dialect import Dialect
+from threadline.storage.dialect.statements import CHECKPOINT_KEY
 from threadline.storage.ops import Op, Q
 from threadline.errors import CorruptRowError
 from threadline.keys import thread_id_of
@@ -157,7 +158,7 @@ def fsck_thread_op(
                 findings.append(Finding("unreadable_value", tid, ns, cid, str(exc), False))
     if repair:
         if orphan_writes:
-            yield Q(d.DELETE_WRITES, [(tid, ns, cid) for ns, cid in orphan_writes], many=True)
+            yield from ops.delete_keys(d, "threadline_writes", CHECKPOINT_KEY, [(tid, ns, cid) for ns, cid in orphan_writes], d.DELETE_WRITES)
         if broken:
             yield from ops.set_parents(d, tid, t.reparenting({k: None for k in broken}), bc)
         if orphan_blobs:

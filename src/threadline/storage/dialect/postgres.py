@@ -5,11 +5,13 @@ tables and behaviours."""
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
 from threadline.errors import FilterError
 from threadline.storage.dialect.base import Dialect, check_filter, dumps_json
+from threadline.storage.dialect.statements import values_list
 from threadline.storage.rows import BLOB_COLUMNS, CHECKPOINT_ROW
 from threadline.storage.schema import LEGACY_INDEXES, LEGACY_RENAMES
 
@@ -178,6 +180,10 @@ class PostgresDialect(Dialect):
         checkpoint_id, task_id, channel, task_path, type, idx, NULL × 3, blob), the writes in
         ``writes_sort_key`` order (task_path, task_id, idx). No rows: no such checkpoint."""
         return _get_statement(latest)
+
+    def delete_by_keys(self, table: str, key: Sequence[str], count: int) -> str:
+        on = " AND ".join(f"t.{col} = k.column{i + 1}" for i, col in enumerate(key))
+        return f"DELETE FROM {table} t USING ({values_list(len(key), count)}) k WHERE {on}"
 
     def extra_migrations(self) -> dict[int, list[str]]:
         return {

@@ -18,7 +18,8 @@ from threadline import codec
 from threadline.storage import rows as R
 from threadline.storage.dialect import Dialect, dumps_json
 from threadline.storage.liveness import Lineage, live_blobs, refs_to_copy
-from threadline.storage.ops.base import Op, Q, chunks
+from threadline.storage.dialect.statements import BLOB_KEY, CHECKPOINT_KEY
+from threadline.storage.ops.base import Op, Q, chunks, flat
 from threadline.storage.ops.read import splice_refs
 from threadline.errors import ConfigError
 from threadline.keys import thread_id_of
@@ -51,6 +52,20 @@ def restat(d: Dialect, thread_ids: Iterable[str]) -> Op[None]:
         yield Q(d.DROP_EMPTY_THREAD, (tid,))
 
 
+def delete_keys(d: Dialect, table: str, key: Sequence[str], keys: Sequence[tuple], one: str) -> Op[None]:
+    """Delete the rows of ``table`` whose ``key`` columns match one of ``keys``: a statement per
+    chunk of keys where the dialect has one (``Dialect.delete_by_keys``), else ``one`` (that
+    statement for one key) per key."""
+    if d.delete_by_keys(table, key, 1) is None:
+        yield Q(one, list(keys), many=True)
+        return
+    for part in chunks(keys, min(DELETE_CHUNK, d.max_params // len(key))):
+        yield Q(d.delete_by_keys(table, key, len(part)), flat(part))  # type: ignore[arg-type]
+
+
+DELETE_CHUNK = 500  # keys per statement: a key list the planner still probes by primary key
+
+
 def gc_blobs(d: Dialect, thread_id: str) -> Op[int]:
     """Delete a thread's blobs that no checkpoint needs (``liveness.live_blobs``: referenced
     directly or as a delta base). Returns rows deleted."""
@@ -62,7 +77,7 @@ def gc_blobs(d: Dialect, thread_id: str) -> Op[int]:
     )
     dead = [(thread_id, ns, ch, v) for ns, ch, v, _ in stored if (ns, ch, v) not in live]
     if dead:
-        yield Q(d.DELETE_BLOB, dead, many=True)
+        yield from delete_keys(d, "threadline_blobs", BLOB_KEY, dead, d.DELETE_BLOB)
     return len(dead)
 
 
@@ -121,8 +136,8 @@ def delete_checkpoints(d: Dialect, keys: Sequence[tuple[str, str, str]], bc: cod
         return
     _forget(bc, {k[0] for k in keys})
     yield from _copy_referenced_items(d, keys, bc or codec.PLAIN)
-    yield Q(d.DELETE_WRITES, list(keys), many=True)
-    yield Q(d.DELETE_CHECKPOINT, list(keys), many=True)
+    yield from delete_keys(d, "threadline_writes", CHECKPOINT_KEY, keys, d.DELETE_WRITES)
+    yield from delete_keys(d, "threadline_checkpoints", CHECKPOINT_KEY, keys, d.DELETE_CHECKPOINT)
     threads = sorted({k[0] for k in keys})
     for tid in threads:
         yield from gc_blobs(d, tid)
