@@ -129,3 +129,19 @@ def test_new_puts_on_top_of_the_foundation_database(foundation_db: Path) -> None
         # … and resuming an interrupt may only add pending writes to the checkpoint it resumed
         assert all(w in now["pending_writes"] for w in then["pending_writes"])
     assert len(got["tuples"]) > len(EXPECTED["tuples"])
+
+
+def test_checkpoint_checksums_of_earlier_releases_still_match() -> None:
+    """The checksum column of stored rows is computed over a canonical form that must never
+    change: this value was written by an earlier release for the same row."""
+    from threadline.codec import seal
+
+    key = ("thread-1", "", "1f1e7a91-794d-6362-8096-0472ea6c29d0")
+    doc = {
+        "channel_versions": {"__start__": "00000000000000000000000000000002.0.2383", "messages": 3},
+        "id": "1f1e7a91", "ts": "2026-11-24T01:48:05+00:00", "updated_channels": ["messages"], "v": 4,
+        "versions_seen": {"__input__": {}, "agent": {"messages": 2.5}},
+        "big": 10**20, "f": 1e16, "z": -0.0, "t": True, "n": None, "u": "é\u2028\"\\",
+    }
+    meta = {"source": "loop", "step": 150, "parents": {}, "writes": {"agent": [1, "x", {"b": 1, "a": [None]}]}}
+    assert seal.checkpoint_checksum(None, key, "1f1e7a91-parent", doc, meta) == "b2:7ab0efaad6eb7d1a"

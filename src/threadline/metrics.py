@@ -31,7 +31,6 @@ instrument                                  kind       unit          what (attri
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -50,7 +49,6 @@ INSTRUMENTS = (
     "threadline.sweeper.bytes_freed",
     "threadline.sweeper.duration",
 )
-_INSERT = re.compile(r"^\s*INSERT INTO threadline_(checkpoints|blobs|writes)\b")
 _SYSTEMS = {"postgres": "postgresql"}
 
 _meters: dict[str, Any] | None = None  # instrument name → instrument, once made
@@ -110,18 +108,9 @@ def observe(operation: str, backend: str) -> Iterator[None]:
     m["threadline.operation.duration"].record(time.perf_counter() - start, attrs)
 
 
-def _size(value: Any) -> int:
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        return len(value)
-    if isinstance(value, str):
-        return len(value.encode())
-    if isinstance(value, (list, tuple)):
-        return sum(_size(v) for v in value)
-    return 0
-
-
 def counted(op: Any, backend: str) -> Any:
-    """``op`` (a storage operation), counting the bytes of the values it inserts per table."""
+    """``op`` (a storage operation), counting the bytes of the values it stores per table
+    (the ``stores`` its statements declare: serialized values and checkpoint JSON)."""
     m = _get()
     if m is None:
         return op
@@ -137,9 +126,6 @@ def _counting(op: Any, counter: Any, system: str) -> Any:
             return stop.value
         for table, size in q.stores:
             counter.add(size, {"threadline.table": table, "db.system": system})
-        hit = None if q.stores else _INSERT.match(q.sql)
-        if hit:
-            counter.add(_size(q.params), {"threadline.table": hit.group(1), "db.system": system})
         rows = yield q
 
 

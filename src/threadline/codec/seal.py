@@ -167,7 +167,21 @@ def canonical(obj: Any) -> bytes:
 
 
 def _canon(x: Any, put: Any) -> None:
-    if isinstance(x, str):
+    t = type(x)
+    if t is str:  # the common shapes first: plain str and dict (their subclasses go the long way)
+        put(_encode_str(x))
+    elif t is dict:
+        put("{")
+        for k in sorted(x):
+            put(_encode_str(k if type(k) is str else str(k)) + ":")
+            v = x[k]
+            if type(v) is str:
+                put(_encode_str(v) + ",")
+            else:
+                _canon(v, put)
+                put(",")
+        put("}")
+    elif isinstance(x, str):
         put(_encode_str(x))
     elif x is None or isinstance(x, bool):
         put("n" if x is None else "t" if x else "f")
@@ -183,8 +197,7 @@ def _canon(x: Any, put: Any) -> None:
     elif isinstance(x, dict):
         put("{")
         for k in sorted(x):
-            put(_encode_str(str(k)))
-            put(":")
+            put(_encode_str(str(k)) + ":")
             _canon(x[k], put)
             put(",")
         put("}")

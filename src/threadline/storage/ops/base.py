@@ -24,8 +24,8 @@ class Q:
     ``read=True`` marks a plain read (no locks): where the dialect allows
     (``Dialect.reads_outside_transaction``), reads before an operation's first other
     statement run on their own, and the transaction starts with that statement.
-    ``stores``: (table, bytes of values) a statement that writes several tables at once
-    stores, for metrics (a plain ``INSERT INTO threadline_<table>`` needs none).
+    ``stores``: (table, bytes of values) pairs the statement stores, for metrics
+    (``metrics.counted``): what ``put`` and ``put_writes`` write.
     """
 
     sql: str

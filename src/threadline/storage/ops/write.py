@@ -101,12 +101,12 @@ def _put_statements(
     the blobs, the checkpoint row (inserted, or updated when put again) and the thread index.
     Returns how many ``checked`` rows are stored as written."""
     if any(r.delta for r in blob_rows):
-        yield Q(d.insert_blob_guarded(), [r.params + r.guard for r in blob_rows], many=True)
+        yield Q(d.insert_blob_guarded(), [r.params + r.guard for r in blob_rows], many=True, stores=(("blobs", size),))
     elif blob_rows:
-        yield Q(d.INSERT_BLOB, [r.params for r in blob_rows], many=True)
+        yield Q(d.INSERT_BLOB, [r.params for r in blob_rows], many=True, stores=(("blobs", size),))
     checked_params = [p for r in checked for p in (r.params[2], r.params[3], r.params[4], len(r.params[5] or b""))]
     count_params = [*checked_params, key.thread_id, key.checkpoint_ns] if checked else []
-    inserted = yield Q(d.insert_checkpoint(len(checked)), [*row, *count_params])
+    inserted = yield Q(d.insert_checkpoint(len(checked)), [*row, *count_params], stores=(("checkpoints", len(row[4]) + len(row[5])),))
     if inserted:
         stored = inserted[0][1]
     else:
@@ -219,7 +219,7 @@ def put(
         if one is not None:  # the checkpoint and thread rows, with the refused deltas as snapshots
             yield Q(d.put_statement(len(retry)), [*row, 0, size, *flat((*r, None, None, False) for r in retry)])
         elif retry:
-            yield Q(d.INSERT_BLOB, retry, many=True)
+            yield Q(d.INSERT_BLOB, retry, many=True, stores=(("blobs", sum(len(r[5] or b"") for r in retry)),))
     if bc.cache is not None:
         for r in blob_rows:
             if r.value is not None:
@@ -262,7 +262,7 @@ def put_writes(
         return
     if replace:  # the same special channel twice: the last write wins, as with one upsert after another
         rows = list({r[4]: r for r in rows}.values())
-    inserted = yield Q(d.insert_writes(replace), rows, many=True, single=True)
+    inserted = yield Q(d.insert_writes(replace), rows, many=True, single=True, stores=(("writes", sum(len(r[8] or b"") for r in rows)),))
     if bc is None or not bc.deltas or replace or not inserted:
         return None
     return _list_writes(bc, key, rows, {(r[0], r[1]) for r in inserted})
