@@ -11,7 +11,6 @@ from typing import Any
 
 from threadline.errors import FilterError
 from threadline.storage.dialect.base import Dialect, check_filter, dumps_json
-from threadline.storage.dialect.statements import values_list
 from threadline.storage.rows import BLOB_COLUMNS, CHECKPOINT_ROW
 from threadline.storage.schema import LEGACY_INDEXES, LEGACY_RENAMES
 
@@ -181,9 +180,11 @@ class PostgresDialect(Dialect):
         ``writes_sort_key`` order (task_path, task_id, idx). No rows: no such checkpoint."""
         return _get_statement(latest)
 
-    def delete_by_keys(self, table: str, key: Sequence[str], count: int) -> str:
-        on = " AND ".join(f"t.{col} = k.column{i + 1}" for i, col in enumerate(key))
-        return f"DELETE FROM {table} t USING ({values_list(len(key), count)}) k WHERE {on}"
+    def delete_by_keys(self, table: str, key: Sequence[str]) -> str:
+        # arrays, not a VALUES list: the same short text for any number of keys (prepared once)
+        arrays = ", ".join("?::text[]" for _ in key)
+        on = " AND ".join(f"t.{col} = k.c{i}" for i, col in enumerate(key))
+        return f"DELETE FROM {table} t USING unnest({arrays}) AS k({', '.join(f'c{i}' for i in range(len(key)))}) WHERE {on}"
 
     def extra_migrations(self) -> dict[int, list[str]]:
         return {

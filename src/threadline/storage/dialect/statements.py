@@ -206,11 +206,11 @@ class Statements:
             f"AND {self.bytes_of('b.blob', 'blob')} = CAST(k.column4 AS {self.types['int']}))"
         )
 
-    def delete_by_keys(self, table: str, key: Sequence[str], count: int) -> str | None:
-        """One statement deleting the rows of ``table`` whose ``key`` columns match one of
-        ``count`` keys (flattened parameters), probing the primary key per key; None where
-        the dialect deletes a list of keys one statement each (``executemany``: SQLite runs
-        them in process, a client–server backend would pay a round trip each)."""
+    def delete_by_keys(self, table: str, key: Sequence[str]) -> str | None:
+        """One statement deleting the rows of ``table`` whose ``key`` columns (text) match one
+        of a list of keys; its parameters are one list per key column. None where the
+        dialect deletes a list of keys one statement each (``executemany``: SQLite runs them
+        in process, a client–server backend would pay a round trip each)."""
         return None
 
     def blob_sizes_by_keys(self, count: int) -> str:

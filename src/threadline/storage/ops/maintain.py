@@ -19,7 +19,7 @@ from threadline.storage import rows as R
 from threadline.storage.dialect import Dialect, dumps_json
 from threadline.storage.liveness import Lineage, live_blobs, refs_to_copy
 from threadline.storage.dialect.statements import BLOB_KEY, CHECKPOINT_KEY
-from threadline.storage.ops.base import Op, Q, chunks, flat
+from threadline.storage.ops.base import Op, Q, chunks
 from threadline.storage.ops.read import splice_refs
 from threadline.errors import ConfigError
 from threadline.keys import thread_id_of
@@ -56,14 +56,15 @@ def delete_keys(d: Dialect, table: str, key: Sequence[str], keys: Sequence[tuple
     """Delete the rows of ``table`` whose ``key`` columns match one of ``keys``: a statement per
     chunk of keys where the dialect has one (``Dialect.delete_by_keys``), else ``one`` (that
     statement for one key) per key."""
-    if d.delete_by_keys(table, key, 1) is None:
+    sql = d.delete_by_keys(table, key)
+    if sql is None:
         yield Q(one, list(keys), many=True)
         return
-    for part in chunks(keys, min(DELETE_CHUNK, d.max_params // len(key))):
-        yield Q(d.delete_by_keys(table, key, len(part)), flat(part))  # type: ignore[arg-type]
+    for part in chunks(keys, DELETE_CHUNK):
+        yield Q(sql, [list(column) for column in zip(*part)])
 
 
-DELETE_CHUNK = 500  # keys per statement: a key list the planner still probes by primary key
+DELETE_CHUNK = 5000  # keys per statement: bounds the work (and the lock time) of one statement
 
 
 def gc_blobs(d: Dialect, thread_id: str) -> Op[int]:
