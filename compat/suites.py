@@ -15,40 +15,44 @@ class Suite:
     needs: tuple[str, ...] = ()  # importable modules the suite needs (test dependencies)
 
 
+# libs/langgraph runs its tests with anyio's plugin only: pytest-asyncio stays out of it.
+ANYIO_ONLY = ("-p", "no:asyncio", "--snapshot-warn-unused")
+# the checkpoint packages' tests are pytest-asyncio tests in auto mode
+ASYNCIO_AUTO = ("-o", "asyncio_mode=auto", "-o", "asyncio_default_fixture_loop_scope=function")
+
 SUITES = {
     "langgraph": Suite(
         "langgraph",
         "langgraph",
-        # Upstream runs these tests with anyio's plugin only; keep pytest-asyncio out of it.
-        ("-p", "no:asyncio", "--snapshot-warn-unused"),
+        ANYIO_ONLY,
         needs=("pytest_mock", "syrupy", "redis", "Crypto"),
     ),
     "sqlite": Suite(
         "sqlite",
         "langgraph-checkpoint-sqlite",
-        ("-o", "asyncio_mode=auto", "-o", "asyncio_default_fixture_loop_scope=function"),
+        ASYNCIO_AUTO,
     ),
     "postgres": Suite(
         "postgres",
         "langgraph-checkpoint-postgres",
-        ("-o", "asyncio_mode=auto", "-o", "asyncio_default_fixture_loop_scope=function"),
+        ASYNCIO_AUTO,
     ),
     # The Store and Cache: the same sdists, their store tests, with threadline's stores and cache.
     "langgraph-store": Suite(
         "langgraph-store",
         "langgraph",
-        ("-p", "no:asyncio", "--snapshot-warn-unused"),
+        ANYIO_ONLY,
         needs=("pytest_mock", "syrupy", "redis", "Crypto"),
     ),
     "sqlite-store": Suite(
         "sqlite-store",
         "langgraph-checkpoint-sqlite",
-        ("-o", "asyncio_mode=auto", "-o", "asyncio_default_fixture_loop_scope=function"),
+        ASYNCIO_AUTO,
     ),
     "postgres-store": Suite(
         "postgres-store",
         "langgraph-checkpoint-postgres",
-        ("-o", "asyncio_mode=auto", "-o", "asyncio_default_fixture_loop_scope=function"),
+        ASYNCIO_AUTO,
     ),
 }
 
