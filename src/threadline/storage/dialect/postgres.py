@@ -25,6 +25,9 @@ def _to_pyformat(text: str) -> str:
 def _put_statement(blobs: int) -> str:
     # Data-modifying CTEs all see the snapshot from before the statement, so a checked row
     # is stored as written when this statement inserted it (``b``) or it was already there.
+    # Rows already stored are probed by primary key in scalar subqueries: an EXISTS there may be
+    # planned as a hashed subplan, and a plan cached while the table was small then reads
+    # the whole of threadline_blobs on every put until the table is analyzed again.
     parts = [
         "r(thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata, step, source, run_id, created_at, "
         "checksum, expected, bytes) AS (VALUES (CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS JSONB), "
@@ -42,16 +45,16 @@ def _put_statement(blobs: int) -> str:
         parts.append(
             f"b AS (INSERT INTO threadline_blobs ({BLOB_COLUMNS}) "
             "SELECT thread_id, checkpoint_ns, channel, version, type, blob, base_version FROM v "
-            "WHERE base_version IS NULL OR EXISTS (SELECT 1 FROM threadline_blobs o WHERE o.thread_id = v.thread_id "
-            "AND o.checkpoint_ns = v.checkpoint_ns AND o.channel = v.channel AND o.version = v.base_version "
-            "AND o.type = v.base_type AND COALESCE(octet_length(o.blob), 0) = v.base_size) "
+            "WHERE base_version IS NULL OR (SELECT o.type = v.base_type AND COALESCE(octet_length(o.blob), 0) = v.base_size "
+            "FROM threadline_blobs o WHERE o.thread_id = v.thread_id AND o.checkpoint_ns = v.checkpoint_ns "
+            "AND o.channel = v.channel AND o.version = v.base_version) "
             "ON CONFLICT DO NOTHING RETURNING channel, version)"
         )
         stored = (
             "(SELECT COUNT(*) FROM v WHERE v.checked AND (EXISTS (SELECT 1 FROM b WHERE b.channel = v.channel AND b.version = v.version) "
-            "OR EXISTS (SELECT 1 FROM threadline_blobs o WHERE o.thread_id = v.thread_id AND o.checkpoint_ns = v.checkpoint_ns "
-            "AND o.channel = v.channel AND o.version = v.version AND o.type = v.type "
-            "AND COALESCE(octet_length(o.blob), 0) = COALESCE(octet_length(v.blob), 0))))"
+            "OR (SELECT o.type = v.type AND COALESCE(octet_length(o.blob), 0) = COALESCE(octet_length(v.blob), 0) "
+            "FROM threadline_blobs o WHERE o.thread_id = v.thread_id AND o.checkpoint_ns = v.checkpoint_ns "
+            "AND o.channel = v.channel AND o.version = v.version)))"
         )
     parts += [
         f"n(stored) AS (SELECT {stored})",
