@@ -77,6 +77,13 @@ def _put_statement(blobs: int) -> str:
         "bytes = threadline_threads.bytes + excluded.bytes)",
     ]
     return "WITH " + ", ".join(parts) + " SELECT n.stored, (SELECT COUNT(*) FROM c), (SELECT COUNT(*) FROM e) FROM n"
+def _probe(table: str, on: str, alias: str = "t") -> str:
+    # A LATERAL subquery behind OFFSET 0 is not merged into the outer query, so Postgres reads
+    # it per outer row, by the key's index; a join may be planned as a hash join over a scan of
+    # the table, and a plan cached while the table was small then scans it on every run.
+    return f"CROSS JOIN LATERAL (SELECT * FROM {table} {alias} WHERE {on} OFFSET 0) {alias}"
+
+
 @lru_cache(maxsize=4)
 def _get_statement(latest: bool) -> str:
     # ck: the checkpoint row; k: the (channel, version) pairs its channel_versions name, but the
@@ -100,7 +107,7 @@ def _get_statement(latest: bool) -> str:
         "checksum AS c6, CAST(NULL AS TEXT) AS c7, step AS n, created_at AS r, checkpoint AS j1, metadata AS j2, "
         "CAST(NULL AS BYTEA) AS b FROM ck "
         "UNION ALL SELECT 1, b.thread_id, b.checkpoint_ns, b.channel, b.version, b.type, b.base_version, NULL, NULL, NULL, NULL, NULL, "
-        f"b.blob FROM chain c JOIN threadline_blobs b ON {blob_key} AND b.version = c.version "
+        f"b.blob FROM chain c {_probe('threadline_blobs', blob_key + ' AND b.version = c.version', 'b')} "
         "UNION ALL SELECT 2, w.thread_id, w.checkpoint_ns, w.checkpoint_id, w.task_id, w.channel, w.task_path, w.type, w.idx, "
         "NULL, NULL, NULL, w.blob FROM ck JOIN threadline_writes w ON w.thread_id = ck.thread_id "
         "AND w.checkpoint_ns = ck.checkpoint_ns AND w.checkpoint_id = ck.checkpoint_id"
@@ -182,6 +189,9 @@ class PostgresDialect(Dialect):
         checkpoint_id, task_id, channel, task_path, type, idx, NULL × 3, blob), the writes in
         ``writes_sort_key`` order (task_path, task_id, idx). No rows: no such checkpoint."""
         return _get_statement(latest)
+
+    def probe(self, table: str, on: str) -> str:
+        return _probe(table, on)
 
     def delete_by_keys(self, table: str, key: Sequence[str]) -> str:
         # arrays, not a VALUES list: the same short text for any number of keys (prepared once)

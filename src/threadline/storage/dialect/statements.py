@@ -38,17 +38,6 @@ def values_list(width: int, count: int) -> str:
     return "VALUES " + ",".join([row] * count)
 
 
-def join_keys(table: str, columns: Sequence[str], count: int, select: str) -> str:
-    """``SELECT select FROM (VALUES …) k JOIN table t ON t.col = k.columnN …``; parameters:
-    ``count`` keys of ``columns``, flattened.
-
-    Looking rows up by a list of keys as a join on a VALUES list lets SQLite and
-    Postgres probe the primary key per key; ``(a, b) IN (VALUES …)`` scans the table.
-    """
-    on = " AND ".join(f"t.{col} = k.column{i + 1}" for i, col in enumerate(columns))
-    return f"SELECT {select} FROM ({values_list(len(columns), count)}) k JOIN {table} t ON {on}"
-
-
 def prefixed(columns: str, alias: str) -> str:
     """A column list (``rows.CHECKPOINT_ROW`` …) on a table alias: ``a, b`` → ``c.a, c.b``."""
     return ", ".join(f"{alias}.{c.strip()}" for c in columns.split(","))
@@ -56,7 +45,23 @@ def prefixed(columns: str, alias: str) -> str:
 
 class Statements:
     """Named statements; mixed into ``Dialect``, whose hooks (``types``, ``bytes_of``,
-    ``replaced_write_columns``, ``reput_sets_parent``) some of them use."""
+    ``replaced_write_columns``, ``reput_sets_parent``, ``probe``) some of them use."""
+
+    def probe(self, table: str, on: str) -> str:
+        """The FROM-clause part that reads the rows of ``table`` (alias ``t``) matching ``on``,
+        a condition on ``t``'s key columns and an earlier alias: a join (SQLite probes the
+        primary key per outer row)."""
+        return f"JOIN {table} t ON {on}"
+
+    def join_keys(self, table: str, columns: Sequence[str], count: int, select: str) -> str:
+        """``SELECT select FROM (VALUES …) k`` and the rows of ``table`` (alias ``t``) whose
+        ``columns`` match a key (``probe``); parameters: ``count`` keys of ``columns``, flattened.
+
+        Looking rows up by a list of keys as a join on a VALUES list lets SQLite and
+        Postgres probe the primary key per key; ``(a, b) IN (VALUES …)`` scans the table.
+        """
+        on = " AND ".join(f"t.{col} = k.column{i + 1}" for i, col in enumerate(columns))
+        return f"SELECT {select} FROM ({values_list(len(columns), count)}) k {self.probe(table, on)}"
 
     types: dict[str, str]
     replaced_write_columns: tuple[str, ...]
@@ -143,7 +148,7 @@ class Statements:
 
     def checkpoints_by_keys(self, count: int) -> str:
         """(``count`` checkpoint keys, flattened) → CHECKPOINT_COLUMNS"""
-        return join_keys("threadline_checkpoints", CHECKPOINT_KEY, count, prefixed(CHECKPOINT_COLUMNS, "t"))
+        return self.join_keys("threadline_checkpoints", CHECKPOINT_KEY, count, prefixed(CHECKPOINT_COLUMNS, "t"))
 
     def list_checkpoints(self, where: str, after: bool) -> str:
         """``list``'s page, newest checkpoint_id first: (the parameters of ``where`` on alias ``c``, [the
@@ -215,11 +220,11 @@ class Statements:
 
     def blob_sizes_by_keys(self, count: int) -> str:
         """(``count`` blob keys, flattened) → channel, version, type, stored bytes"""
-        return join_keys("threadline_blobs", BLOB_KEY, count, f"t.channel, t.version, t.type, {self.bytes_of('t.blob', 'blob')}")
+        return self.join_keys("threadline_blobs", BLOB_KEY, count, f"t.channel, t.version, t.type, {self.bytes_of('t.blob', 'blob')}")
 
     def blobs_with_value(self, count: int) -> str:
         """(``count`` blob keys, flattened, then ``codec.EMPTY``) → channel, version of those holding a value"""
-        return join_keys("threadline_blobs", BLOB_KEY, count, "t.channel, t.version") + " WHERE t.type <> ?"
+        return self.join_keys("threadline_blobs", BLOB_KEY, count, "t.channel, t.version") + " WHERE t.type <> ?"
 
     def blob_chains(self, count: int) -> str:
         """The blob rows of ``count`` keys and of every version their deltas are built on.
@@ -228,20 +233,21 @@ class Statements:
         A recursive CTE follows ``base_version`` (``UNION`` returns each row once however
         many keys share a chain). Each step looks the next base up by a correlated
         subquery, which both databases answer with one primary-key probe (a join there
-        lets Postgres plan a scan of ``blobs`` per step)."""
+        lets Postgres plan a scan of ``blobs`` per step); the keys' rows and the chain's are
+        read by ``probe``."""
         on = " AND ".join(f"t.{col} = k.column{i + 1}" for i, col in enumerate(BLOB_KEY))
         return (
             "WITH RECURSIVE chain(thread_id, checkpoint_ns, channel, version, base_version) AS ("
             f" SELECT t.thread_id, t.checkpoint_ns, t.channel, t.version, t.base_version FROM ({values_list(4, count)}) k"
-            f" JOIN threadline_blobs t ON {on}"
+            f" {self.probe('threadline_blobs', on)}"
             " UNION"
             " SELECT c.thread_id, c.checkpoint_ns, c.channel, c.base_version,"
             " (SELECT b.base_version FROM threadline_blobs b WHERE b.thread_id = c.thread_id AND b.checkpoint_ns = c.checkpoint_ns"
             " AND b.channel = c.channel AND b.version = c.base_version)"
             " FROM chain c WHERE c.base_version IS NOT NULL"
             f") SELECT {prefixed(BLOB_COLUMNS, 't')} FROM chain c"
-            " JOIN threadline_blobs t ON t.thread_id = c.thread_id AND t.checkpoint_ns = c.checkpoint_ns"
-            " AND t.channel = c.channel AND t.version = c.version"
+            " " + self.probe("threadline_blobs", "t.thread_id = c.thread_id AND t.checkpoint_ns = c.checkpoint_ns"
+            " AND t.channel = c.channel AND t.version = c.version")
         )
 
     def thread_blob_sizes(self) -> str:
@@ -271,13 +277,13 @@ class Statements:
 
     def writes_by_write_keys(self, count: int) -> str:
         """(``count`` write keys (thread_id, checkpoint_ns, checkpoint_id, task_id, idx), flattened) → WRITE_COLUMNS"""
-        return join_keys("threadline_writes", WRITE_KEY, count, prefixed(WRITE_COLUMNS, "t"))
+        return self.join_keys("threadline_writes", WRITE_KEY, count, prefixed(WRITE_COLUMNS, "t"))
 
     def writes_by_keys(self, count: int, channel: bool = False) -> str:
         """(``count`` checkpoint keys, flattened[, a channel]) → WRITE_COLUMNS in LangGraph's
         ``writes_sort_key`` order (task_path, task_id, idx); with ``channel`` only that channel's."""
         return (
-            join_keys("threadline_writes", CHECKPOINT_KEY, count, prefixed(WRITE_COLUMNS, "t"))
+            self.join_keys("threadline_writes", CHECKPOINT_KEY, count, prefixed(WRITE_COLUMNS, "t"))
             + (" WHERE t.channel = ?" if channel else "")
             + " ORDER BY t.task_path, t.task_id, t.idx"
         )
@@ -287,7 +293,7 @@ class Statements:
         checkpoints' TASKS writes in ANY namespace, in ``writes_sort_key`` order: the pending sends
         of a LangGraph < v4 child, looked up as the official PostgresSaver does."""
         return (
-            join_keys("threadline_writes", ("thread_id", "checkpoint_id"), count, prefixed(WRITE_COLUMNS, "t"))
+            self.join_keys("threadline_writes", ("thread_id", "checkpoint_id"), count, prefixed(WRITE_COLUMNS, "t"))
             + " WHERE t.channel = ? ORDER BY t.task_path, t.task_id, t.idx"
         )
 
