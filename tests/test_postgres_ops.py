@@ -168,20 +168,21 @@ async def test_async_pipe_set_after_opening_is_used(pg_url):
         assert (await graph.aget_state(config)).values == expected_state("apiped", 2)
 
 
-def test_put_probes_stored_blobs_by_key_in_its_cached_plan(pg_url):
-    """The plan Postgres caches for ``put`` (a generic plan, made once while the tables are
-    small) looks stored blob rows up by primary key: a hashed subplan over a scan of
-    ``threadline_blobs`` would read the whole table on every put until it is analyzed again."""
+@pytest.mark.parametrize("statement", ["put_statement", "get_statement", "blob_chains", "writes_by_keys"])
+def test_cached_plans_probe_rows_by_key(pg_url, statement):
+    """The plans Postgres caches for ``put``, ``get_tuple`` and key-list reads (generic plans,
+    made once while the tables are small) look stored rows up by key: a hashed subplan or hash
+    join over a scan of a table would read all of it on every call until it is analyzed again."""
     from threadline.storage.dialect.postgres import PostgresDialect
 
     with PostgresSaver.from_conn_string(pg_url) as saver:
         saver.setup()
-        sql = PostgresDialect().put_statement(3)
+        sql = getattr(PostgresDialect(), statement)(True if statement == "get_statement" else 3)
         params = sql.count("?")
         numbered = iter(range(1, params + 1))
         with psycopg.connect(pg_url, autocommit=True) as conn:
             conn.execute("SET plan_cache_mode = force_generic_plan")
-            conn.execute("PREPARE put_plan AS " + PostgresDialect().sql(sql).replace("%s", "$%d") % tuple(numbered))
-            plan = "\n".join(r[0] for r in conn.execute(f"EXPLAIN EXECUTE put_plan({', '.join(['NULL'] * params)})"))
-    assert "Index Scan using threadline_blobs_pkey" in plan, plan
-    assert "Seq Scan on threadline_blobs" not in plan, plan
+            conn.execute("PREPARE cached AS " + PostgresDialect().sql(sql).replace("%s", "$%d") % tuple(numbered))
+            plan = "\n".join(r[0] for r in conn.execute(f"EXPLAIN EXECUTE cached({', '.join(['NULL'] * params)})"))
+    assert "Index Scan using threadline_" in plan, plan
+    assert "Seq Scan on threadline_" not in plan, plan
