@@ -242,13 +242,23 @@ def extracted_columns(meta: Mapping[str, Any]) -> tuple[int | None, str | None, 
 
 
 def write_row(
-    serde: SerializerProtocol, key: Key, channel: str, value: Any, task_id: str, idx: int, task_path: str, now: float, bc: codec.BlobCodec
+    serde: SerializerProtocol,
+    key: Key,
+    channel: str,
+    value: Any,
+    task_id: str,
+    idx: int,
+    task_path: str,
+    now: float,
+    bc: codec.BlobCodec,
+    encoded: tuple[str, bytes] | None = None,
 ) -> tuple:
-    """One write row (``WRITE_COLUMNS``, created_at): the value packed and sealed to the row.
+    """One write row (``WRITE_COLUMNS``, created_at): the value (or its ``encoded`` form,
+    ``codec.encode``) packed and sealed to the row.
     ConfigError for a channel, task_id or task_path no key column can hold."""
     text_key("channel", channel)
     row = write_row_ref(key.thread_id, key.checkpoint_ns, key.checkpoint_id, task_id, idx, channel)  # type: ignore[arg-type]
-    tag, data = bc.store(row, *codec.encode(serde, value))
+    tag, data = bc.store(row, *(encoded or codec.encode(serde, value)))
     return (key.thread_id, key.checkpoint_ns, key.checkpoint_id, task_id, idx, channel, task_path, tag, data, now)
 
 
@@ -260,8 +270,9 @@ def write_rows(
     task_path: str,
     now: float,
     bc: codec.BlobCodec = codec.PLAIN,
-) -> tuple[bool, list[tuple]]:
-    """Rows for ``put_writes`` and whether they replace (all special channels) or insert-or-ignore.
+) -> tuple[bool, list[tuple], list[tuple[str, bytes]]]:
+    """Rows for ``put_writes``, whether they replace (all special channels) or insert-or-ignore,
+    and each value as serialized (``codec.encode``: ``(type, bytes)``, before compression).
 
     Special channels (``__error__``, ``__interrupt__``, ``__scheduled__``, ``__resume__``)
     take LangGraph's negative ``WRITES_IDX_MAP`` index; others their list position.
@@ -271,10 +282,11 @@ def write_rows(
     """
     text_key("task_id", task_id)
     text_key("task_path", task_path)
-    rows = [write_row(serde, key, channel, value, task_id, WRITES_IDX_MAP.get(channel, i), task_path, now, bc)
-            for i, (channel, value) in enumerate(writes)]
+    encoded = [codec.encode(serde, value) for _, value in writes]
+    rows = [write_row(serde, key, channel, None, task_id, WRITES_IDX_MAP.get(channel, i), task_path, now, bc, enc)
+            for i, ((channel, _), enc) in enumerate(zip(writes, encoded))]
     replace = bool(writes) and all(w[0] in WRITES_IDX_MAP for w in writes)
-    return replace, rows
+    return replace, rows, encoded
 
 
 def needs_parent_sends(parent: str | None, doc: Mapping[str, Any]) -> bool:

@@ -257,7 +257,7 @@ def put_writes(
     if not isinstance(task_id, str):
         raise ConfigError(f"task_id must be a string, got {type(task_id).__name__}")
     now = time.time()
-    replace, rows = R.write_rows(serde, key, writes, task_id, task_path or "", now, bc or codec.PLAIN)
+    replace, rows, encoded = R.write_rows(serde, key, writes, task_id, task_path or "", now, bc or codec.PLAIN)
     if not rows:
         return
     if replace:  # the same special channel twice: the last write wins, as with one upsert after another
@@ -265,22 +265,22 @@ def put_writes(
     inserted = yield Q(d.insert_writes(replace), rows, many=True, single=True, stores=(("writes", sum(len(r[8] or b"") for r in rows)),))
     if bc is None or not bc.deltas or replace or not inserted:
         return None
-    return _list_writes(bc, key, rows, {(r[0], r[1]) for r in inserted})
+    return _list_writes(key, rows, encoded, {(r[0], r[1]) for r in inserted})
 
 
 REF_MIN_BYTES = 128  # a list write whose items take fewer bytes is not worth a reference (~80 bytes of JSON)
 
 
 def _list_writes(
-    bc: codec.BlobCodec, key: Key, rows: Sequence[tuple], inserted: set[tuple[str, int]]
+    key: Key, rows: Sequence[tuple], encoded: Sequence[tuple[str, bytes]], inserted: set[tuple[str, int]]
 ) -> tuple[tuple[str, str, str], list[tuple]] | None:
-    """The list-valued regular writes among ``rows`` (``R.write_rows``) that were ``inserted``:
-    (checkpoint key, [(channel, task_path, task_id, idx, item bytes), …]), or None."""
+    """The list-valued regular writes among ``rows`` (``R.write_rows``, with their values as
+    ``encoded``) that were ``inserted``: (checkpoint key, [(channel, task_path, task_id, idx,
+    item bytes), …]), or None."""
     found = []
-    for r in rows:
+    for r, (tag, data) in zip(rows, encoded):
         if (r[3], r[4]) in inserted and r[4] >= 0:
-            ref = R.write_row_ref(*r[:6])
-            body = codec.list_body(*codec.decompress(*bc.open(ref, r[7], r[8]), ref))
+            body = codec.list_body(tag, data)
             if body is not None and len(body[1]) >= REF_MIN_BYTES:
                 found.append((r[5], r[6], r[3], r[4], bytes(body[1])))
     return ((key.thread_id, key.checkpoint_ns, key.checkpoint_id), found) if found else None  # type: ignore[return-value]
