@@ -32,6 +32,7 @@ from langgraph.checkpoint.base.id import uuid6
 
 from threadline import SqliteSaver, codec
 from threadline.codec import BlobCodec
+from threadline.codec.tags import DELTA_PIECE_BYTES
 from threadline.codec.cache import entry_bytes
 from threadline.storage import ops
 from threadline.storage import rows as R
@@ -411,17 +412,21 @@ def memory_sqlite(codec_kwargs: dict):
 @given(
     steps=st.lists(STEP, min_size=1, max_size=30),
     max_depth=st.sampled_from([1, 2, 3, 8, 64]),
+    piece_bytes=st.sampled_from([0, 0, 64, 1024]),
     compress_min=st.sampled_from([-1, 0, 200]),
     fast_lists=st.sampled_from([True, True, False]),
     checks=st.sampled_from([0, 3]),
 )
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @pytest.mark.filterwarnings("error::RuntimeWarning")  # a fast-path self-check failure is a failure here
-def test_get_tuple_returns_exactly_what_was_put(steps: list[dict], max_depth: int, compress_min: int, fast_lists: bool, checks: int) -> None:
+def test_get_tuple_returns_exactly_what_was_put(
+    steps: list[dict], max_depth: int, piece_bytes: int, compress_min: int, fast_lists: bool, checks: int
+) -> None:
     """``checks=0``: the item-by-item list path runs unverified, so only the assertions judge it."""
     conn, factory = memory_sqlite(
         {
             "max_depth": max_depth,
+            "delta_piece_bytes": piece_bytes,
             "delta_min_bytes": 0,
             "delta_max_ratio": 100.0,
             "compress_min_bytes": compress_min,
@@ -482,7 +487,7 @@ def test_random_walk_round_trips_on_every_backend(sync_backend: Backend) -> None
             # a saver on the same connection with its own, empty cache ("restart")
             saver = type(first)(first.conn)
             saver.is_setup = True
-            saver.blob_codec = BlobCodec(max_depth=4, delta_min_bytes=0, compress_min_bytes=300)
+            saver.blob_codec = BlobCodec(max_depth=4, delta_min_bytes=0, delta_piece_bytes=0, compress_min_bytes=300)
             return saver
 
         model = Model(factory)
@@ -615,7 +620,7 @@ def test_delta_history_seed_reads_through_chains(sync_backend: Backend) -> None:
 
 async def test_async_savers_write_and_read_deltas(async_backend: Backend) -> None:
     async with async_backend.open() as saver:
-        saver.blob_codec = BlobCodec(max_depth=3, delta_min_bytes=0)
+        saver.blob_codec = BlobCodec(max_depth=3, delta_min_bytes=0, delta_piece_bytes=0)
         config = {"configurable": {"thread_id": "a", "checkpoint_ns": ""}}
         value: list = []
         version = None
@@ -734,3 +739,18 @@ def test_gc_keeps_the_bases_of_kept_deltas(sync_backend: Backend) -> None:
         assert rows > 1  # the chain under the kept delta survived the GC
     with sync_backend.open() as saver:
         assert saver.get_tuple(config).checkpoint["channel_values"]["messages"] == messages
+
+
+def test_a_small_value_is_written_whole_once_its_chain_holds_a_delta_per_piece_bytes() -> None:
+    """``make_delta``'s ``piece_bytes``: at most one delta per that many bytes of the value,
+    besides K (a chain of many small deltas reads slower than the value whole)."""
+    base, new = ["x" * 100] * 10, ["x" * 100] * 11  # 11 items of ~100 bytes: room for one 1 KB piece
+    deep = cont(base)
+    assert codec.make_delta(deep, cont(new), max_depth=64, piece_bytes=1024)[2].depth == 1
+    assert codec.make_delta(deep, cont(new), max_depth=64, piece_bytes=2048) is None
+    deep.depth = 1
+    assert codec.make_delta(deep, cont(new), max_depth=64, piece_bytes=1024) is None
+    deep.depth = 5
+    assert codec.make_delta(deep, cont(new), max_depth=64, piece_bytes=0)[2].depth == 6  # 0: K alone
+    assert codec.make_delta(deep, cont(new), max_depth=64, piece_bytes=200) is None  # ~1.1 KB / 200: 5 deltas at most
+    assert BlobCodec().delta_piece_bytes == DELTA_PIECE_BYTES == 1024

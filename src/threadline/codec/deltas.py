@@ -37,17 +37,19 @@ def _merge(count: int, body: bytes, delta_count: int, delta_body: bytes) -> tupl
 
 
 def make_delta(
-    base: Container, new: Container, *, max_depth: int, max_ratio: float = DELTA_MAX_RATIO
+    base: Container, new: Container, *, max_depth: int, max_ratio: float = DELTA_MAX_RATIO, piece_bytes: int = 0
 ) -> tuple[str, bytes, Container] | None:
     """``(tag prefix, delta payload, new with its chain depth)`` storing ``new`` as an extension of ``base``.
 
     None when ``new`` does not extend ``base`` by content, or a snapshot is due
-    (chain depth K; a delta larger than ``max_ratio`` of the value; deltas since
-    the last snapshot adding up to more than ``2 * max_ratio`` of the value).
+    (chain depth K, or, with ``piece_bytes``, more than one delta per that many bytes of
+    the value; a delta larger than ``max_ratio`` of the value; deltas since the last
+    snapshot adding up to more than ``2 * max_ratio`` of the value).
     """
-    if base.kind != new.kind or base.depth + 1 > max_depth or new.count < base.count:
-        return None
     new_len = new.body_len
+    depth = min(max_depth, new_len // piece_bytes) if piece_bytes > 0 else max_depth
+    if base.kind != new.kind or base.depth + 1 > depth or new.count < base.count:
+        return None
     if new.kind == LIST:
         # one memcmp, no copy: the base's item bytes are a prefix of the new item bytes
         if not new.data.startswith(base.body(), new.offset):

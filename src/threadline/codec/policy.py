@@ -28,6 +28,7 @@ from threadline.codec.tags import (
     DELTA_MAX_DEPTH,
     DELTA_MAX_RATIO,
     DELTA_MIN_BYTES,
+    DELTA_PIECE_BYTES,
     DELTA_REF,
     EMPTY,
     ZSTD_LEVEL,
@@ -46,6 +47,9 @@ class BlobCodec:
     * ``zstd_level`` — the zstd level;
     * ``max_depth`` — K: at most K deltas between two snapshots of a channel
       value (0 disables delta encoding);
+    * ``delta_piece_bytes`` — a chain holds at most one delta per this many bytes of
+      its value (0: K alone): a small value, which reads fastest whole, is written
+      whole more often than every K puts;
     * ``delta_min_bytes`` — list/dict values smaller than this are snapshots;
     * ``delta_max_ratio`` — a delta larger than this fraction of the value, or a
       chain whose deltas add up to more than twice this fraction, means a snapshot;
@@ -60,6 +64,7 @@ class BlobCodec:
     compress_min_bytes: int = COMPRESS_MIN_BYTES
     zstd_level: int = ZSTD_LEVEL
     max_depth: int = DELTA_MAX_DEPTH
+    delta_piece_bytes: int = DELTA_PIECE_BYTES
     delta_min_bytes: int = DELTA_MIN_BYTES
     delta_max_ratio: float = DELTA_MAX_RATIO
     cache: BlobCache | None = field(default_factory=BlobCache)
@@ -196,7 +201,7 @@ class BlobCodec:
         instead of holding them (``codec.refs``).
         """
         if new is not None and base is not None:
-            found = make_delta(base.value, new, max_depth=self.max_depth, max_ratio=self.delta_max_ratio)
+            found = make_delta(base.value, new, max_depth=self.max_depth, max_ratio=self.delta_max_ratio, piece_bytes=self.delta_piece_bytes)
             if found is not None:
                 prefix, payload, value = found
                 value.decoded = new.decoded

@@ -34,6 +34,7 @@ ZSTD_LEVEL = 3
 DELTA_MAX_DEPTH = 64  # K: a full snapshot at least every K deltas
 DELTA_MIN_BYTES = 256  # values smaller than this are always snapshots
 DELTA_MAX_RATIO = 0.5  # a delta larger than this fraction of its value is written as a snapshot
+DELTA_PIECE_BYTES = 1024  # a chain holds at most one delta per this many bytes of its value
 
 
 def check_size(size: int, what: str = "value") -> None:
