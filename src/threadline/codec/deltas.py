@@ -36,6 +36,12 @@ def _merge(count: int, body: bytes, delta_count: int, delta_body: bytes) -> tupl
     return count + len(added), b"".join(parts + added)
 
 
+def chain_limit(max_depth: int, piece_bytes: int, body_len: int) -> int:
+    """How many deltas a chain may hold for a value of ``body_len`` bytes: K (``max_depth``),
+    and with ``piece_bytes`` one per that many bytes of the value."""
+    return min(max_depth, body_len // piece_bytes) if piece_bytes > 0 else max_depth
+
+
 def make_delta(
     base: Container, new: Container, *, max_depth: int, max_ratio: float = DELTA_MAX_RATIO, piece_bytes: int = 0
 ) -> tuple[str, bytes, Container] | None:
@@ -47,8 +53,7 @@ def make_delta(
     snapshot adding up to more than ``2 * max_ratio`` of the value).
     """
     new_len = new.body_len
-    depth = min(max_depth, new_len // piece_bytes) if piece_bytes > 0 else max_depth
-    if base.kind != new.kind or base.depth + 1 > depth or new.count < base.count:
+    if base.kind != new.kind or base.depth + 1 > chain_limit(max_depth, piece_bytes, new_len) or new.count < base.count:
         return None
     if new.kind == LIST:
         # one memcmp, no copy: the base's item bytes are a prefix of the new item bytes

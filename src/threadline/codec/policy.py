@@ -17,7 +17,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from threadline.codec.cache import BlobCache, Entry
 from threadline.codec.containers import LIST, Container, _header, container, split
 from threadline.codec.copies import private
-from threadline.codec.deltas import make_delta
+from threadline.codec.deltas import chain_limit, make_delta
 from threadline.codec.fingerprinting import fingerprints
 from threadline.codec.keyring import Keyring
 from threadline.codec.refs import Candidate, make_ref
@@ -158,7 +158,7 @@ class BlobCodec:
         data = b"".join((head, base.value.body(), memoryview(tail)[found[2]:]))
         new = Container(LIST, len(value), data, len(head), fps=new_fps)
         new.decoded = self._extend_decoded(serde, base.value.decoded, tail) if base.value.kept else None
-        if self._checks_left > 0 or base.value.depth + 1 >= self.max_depth:
+        if self._checks_left > 0 or base.value.depth + 1 >= chain_limit(self.max_depth, self.delta_piece_bytes, new.body_len):
             self._checks_left -= 1
             full_tag, full = serde.dumps_typed(value)
             if (full_tag, full) != ("msgpack", data):
