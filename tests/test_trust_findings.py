@@ -204,7 +204,7 @@ def test_f3_trailing_bytes_and_retagged_rows_are_refused(sync_backend: Backend) 
     b = sync_backend
     with b.open() as saver:
         config = cfg("t")
-        items = [f"message number {i}" for i in range(40)]
+        items = [f"message number {i} " * 4 for i in range(40)]  # ~3 KB: room for a delta (delta_piece_bytes)
         versions = {"x": "1"}
         config = saver.put(config, ckpt({"x": items}, versions), {"step": 0}, versions)
         config = saver.put(config, ckpt({"x": items + ["one more"]}, {"x": "2"}), {"step": 1}, {"x": "2"})
