@@ -22,9 +22,8 @@ test: $(STAMP)
 
 # Every figure of benchmarks/RESULTS.md, side by side with the official savers. The scale run
 # here: 300 threads × 50 supersteps and one thread of 20,000 (scale.py's own defaults are issue
-# 14's 10,000 threads; at 1,000 threads the four savers took over 90 min on this 2-core machine
-# under load, see RESULTS.md): `make bench SCALE_ARGS=` for the issue's sizes, SCALE_ARGS=--threads 1000
-# for the size of the committed figures.
+# 14's 10,000 threads: 51 min for the four savers on this 2-core machine, quiet, see RESULTS.md):
+# `make bench SCALE_ARGS=` for the issue's sizes.
 SCALE_ARGS ?= --threads 300
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run.py --write-results
