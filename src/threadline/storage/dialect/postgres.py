@@ -77,6 +77,8 @@ def _put_statement(blobs: int) -> str:
         "bytes = threadline_threads.bytes + excluded.bytes)",
     ]
     return "WITH " + ", ".join(parts) + " SELECT n.stored, (SELECT COUNT(*) FROM c), (SELECT COUNT(*) FROM e) FROM n"
+
+
 def _probe(table: str, on: str, alias: str = "t") -> str:
     # A LATERAL subquery behind OFFSET 0 is not merged into the outer query, so Postgres reads
     # it per outer row, by the key's index; a join may be planned as a hash join over a scan of
@@ -109,8 +111,7 @@ def _get_statement(latest: bool) -> str:
         "UNION ALL SELECT 1, b.thread_id, b.checkpoint_ns, b.channel, b.version, b.type, b.base_version, NULL, NULL, NULL, NULL, NULL, "
         f"b.blob FROM chain c {_probe('threadline_blobs', blob_key + ' AND b.version = c.version', 'b')} "
         "UNION ALL SELECT 2, w.thread_id, w.checkpoint_ns, w.checkpoint_id, w.task_id, w.channel, w.task_path, w.type, w.idx, "
-        "NULL, NULL, NULL, w.blob FROM ck JOIN threadline_writes w ON w.thread_id = ck.thread_id "
-        "AND w.checkpoint_ns = ck.checkpoint_ns AND w.checkpoint_id = ck.checkpoint_id"
+        f"NULL, NULL, NULL, w.blob FROM ck {_probe('threadline_writes', 'w.thread_id = ck.thread_id AND w.checkpoint_ns = ck.checkpoint_ns AND w.checkpoint_id = ck.checkpoint_id', 'w')}"
         ') u ORDER BY kind, c6 COLLATE "C", c4 COLLATE "C", n'
     )
 
