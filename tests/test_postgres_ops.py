@@ -186,3 +186,35 @@ def test_cached_plans_probe_rows_by_key(pg_url, statement):
             plan = "\n".join(r[0] for r in conn.execute(f"EXPLAIN EXECUTE cached({', '.join(['NULL'] * params)})"))
     assert "Index Scan using threadline_" in plan, plan
     assert "Seq Scan on threadline_" not in plan, plan
+
+
+def test_puts_of_a_busy_thread_update_its_index_row_in_place(pg_url):
+    """A thread's ``threads`` row changes with every put (counts, bytes), but its indexed
+    ``updated_at`` moves only by a second or more: within a second Postgres updates the row in
+    place (HOT), without a new index entry and a dead row version per put."""
+    puts = 30
+    with PostgresSaver.from_conn_string(pg_url) as saver:
+        saver.setup()
+        config = {"configurable": {"thread_id": "busy", "checkpoint_ns": ""}}
+        first = time.time()
+        for i in range(puts):
+            version = saver.get_next_version(None if i == 0 else str(i), None)
+            ck = {**empty_checkpoint(), "channel_values": {"n": i}, "channel_versions": {"n": version}}
+            config = saver.put(config, ck, {"source": "loop", "step": i, "parents": {}}, ck["channel_versions"])
+        last = time.time()
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            updated_at, count = conn.execute("SELECT updated_at, checkpoint_count FROM threadline_threads WHERE thread_id = 'busy'").fetchone()
+    assert count == puts and first <= updated_at <= last and last - updated_at < 1.0 + (last - first)
+    # the saver's backend flushes its table statistics when its connection ends
+    deadline = time.time() + 15
+    while True:
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            updates, hot = conn.execute(
+                "SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables WHERE relid = 'threadline_threads'::regclass"
+            ).fetchone()
+        if updates >= puts - 1 or time.time() > deadline:
+            break
+        time.sleep(0.2)
+    assert updates == puts - 1
+    seconds_crossed = int(last) - int(first) + 1  # each second boundary may move updated_at once
+    assert hot >= updates - seconds_crossed, (updates, hot)

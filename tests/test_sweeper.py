@@ -88,6 +88,25 @@ async def test_ttl_expires_whole_threads_by_default_or_own_ttl(backend):
         assert last["result"]["threads_expired"] == 2 and last["lease_until"] == 0
 
 
+async def test_a_put_moves_updated_at_by_a_second_or_more_and_never_back(backend):
+    """``threads.updated_at`` (the TTL clock, the listing's "updated") is the last put's time to
+    within a second: a put moves it when it is a second or more newer, never back."""
+    async with _open(backend) as saver:
+        await chat(saver, "t")
+        when = lambda: backend.sql("SELECT updated_at FROM threadline_threads WHERE thread_id = ?", ("t",))[0][0]  # noqa: E731
+        start = when()
+        await chat(saver, "t")
+        assert when() == start or when() - start >= 1.0  # within the second the row keeps its time
+        age(backend, "t", 1)  # a minute ago: the next put moves it
+        before = time.time()
+        await chat(saver, "t")
+        assert before <= when() <= time.time()
+        future = time.time() + 3600  # a clock that ran ahead elsewhere: not moved back
+        backend.sql("UPDATE threadline_threads SET updated_at = ? WHERE thread_id = ?", (future, "t"))
+        await chat(saver, "t")
+        assert when() == future
+
+
 @asynccontextmanager
 async def _open(backend, **kw):
     """A saver of ``backend``'s kind (sync or async) with ``kw``."""

@@ -20,7 +20,8 @@ from threadline.keys import thread_id_of
 
 @dataclass
 class ThreadInfo:
-    """One row of ``threads``: times in epoch seconds, ``bytes`` stored for the thread."""
+    """One row of ``threads``: times in epoch seconds (``updated_at``: the last put's, to within
+    a second), ``bytes`` stored for the thread."""
 
     thread_id: str
     created_at: float

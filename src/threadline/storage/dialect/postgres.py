@@ -11,6 +11,7 @@ from typing import Any
 
 from threadline.errors import FilterError
 from threadline.storage.dialect.base import Dialect, check_filter, dumps_json
+from threadline.storage.dialect.statements import THREAD_UPDATED_AT
 from threadline.storage.rows import BLOB_COLUMNS, CHECKPOINT_ROW
 from threadline.storage.schema import LEGACY_INDEXES, LEGACY_RENAMES
 
@@ -72,7 +73,7 @@ def _put_statement(blobs: int) -> str:
         "THEN excluded.checksum END RETURNING 1)",
         "t AS (INSERT INTO threadline_threads (thread_id, created_at, updated_at, checkpoint_count, bytes) "
         "SELECT r.thread_id, r.created_at, r.created_at, (SELECT COUNT(*) FROM c) - (SELECT COUNT(*) FROM e), r.bytes "
-        "FROM r WHERE EXISTS (SELECT 1 FROM c) ON CONFLICT (thread_id) DO UPDATE SET updated_at = excluded.updated_at, "
+        f"FROM r WHERE EXISTS (SELECT 1 FROM c) ON CONFLICT (thread_id) DO UPDATE SET {THREAD_UPDATED_AT}, "
         "checkpoint_count = threadline_threads.checkpoint_count + excluded.checkpoint_count, "
         "bytes = threadline_threads.bytes + excluded.bytes)",
     ]

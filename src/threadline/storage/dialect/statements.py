@@ -43,6 +43,17 @@ def prefixed(columns: str, alias: str) -> str:
     return ", ".join(f"{alias}.{c.strip()}" for c in columns.split(","))
 
 
+# A put moves its thread's ``updated_at`` only when it is a second or more newer (never back):
+# the column is indexed (listing order, TTL), and a row whose indexed columns keep their
+# values is updated in place on Postgres (a HOT update, no new index entries), so the
+# puts of a busy thread do not leave a dead row version and index entry each.
+UPDATED_AT_RESOLUTION = 1.0  # seconds
+THREAD_UPDATED_AT = (
+    "updated_at = CASE WHEN excluded.updated_at >= threadline_threads.updated_at + "
+    f"{UPDATED_AT_RESOLUTION} THEN excluded.updated_at ELSE threadline_threads.updated_at END"
+)
+
+
 class Statements:
     """Named statements; mixed into ``Dialect``, whose hooks (``types``, ``bytes_of``,
     ``replaced_write_columns``, ``reput_sets_parent``, ``probe``) some of them use."""
@@ -318,7 +329,7 @@ class Statements:
     # (thread_id, created_at, updated_at, checkpoint_count, bytes): counts and bytes are added to an existing row
     UPSERT_THREAD = (
         "INSERT INTO threadline_threads (thread_id, created_at, updated_at, checkpoint_count, bytes) VALUES (?, ?, ?, ?, ?) "
-        "ON CONFLICT (thread_id) DO UPDATE SET updated_at = excluded.updated_at, "
+        f"ON CONFLICT (thread_id) DO UPDATE SET {THREAD_UPDATED_AT}, "
         "checkpoint_count = threadline_threads.checkpoint_count + excluded.checkpoint_count, bytes = threadline_threads.bytes + excluded.bytes"
     )
     # (thread_id, created_at, updated_at): a row with zero counts unless one exists (``restat`` fills it in)
