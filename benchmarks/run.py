@@ -46,6 +46,7 @@ generated part of ``benchmarks/RESULTS.md`` (``run_report.py``).
 from __future__ import annotations
 
 import argparse
+import asyncio
 import atexit
 import cProfile
 import gc
@@ -57,7 +58,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import AsyncExitStack, ExitStack, asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -87,6 +88,7 @@ class Saver:
     name: str
     official: bool
     open: Callable[..., Any]  # open(fresh=True): a context manager yielding (saver, bytes_on_disk())
+    aopen: Callable[..., Any] | None = None  # aopen(): an async context manager yielding the async saver on a fresh database
 
     def open_again(self) -> Any:
         """The same database again (not emptied)."""
@@ -226,6 +228,32 @@ def threadline_postgres(schema: str, **codec: Any) -> Callable:
     return open_
 
 
+def async_saver(backend: str, official: bool, where: str) -> Callable:
+    """``Saver.aopen`` of the async saver class (official or threadline) on a fresh database:
+    ``where`` is the SQLite file or the Postgres schema."""
+
+    @asynccontextmanager
+    async def aopen() -> Any:
+        if backend == "sqlite":
+            _remove(where)
+            if official:
+                from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver as cls
+            else:
+                from threadline import AsyncSqliteSaver as cls
+            target = where
+        else:
+            if official:
+                from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver as cls
+            else:
+                from threadline import AsyncPostgresSaver as cls
+            target = _fresh_schema(_own(where))
+        async with cls.from_conn_string(target) as saver:
+            await saver.setup()
+            yield saver
+
+    return aopen
+
+
 def postgres_reason() -> str | None:
     try:
         import psycopg
@@ -243,15 +271,15 @@ def postgres_reason() -> str | None:
 def savers(tmp: str, postgres: bool) -> list[Saver]:
     out = [
         Saver("memory", "InMemorySaver (floor)", False, memory_saver),
-        Saver("sqlite", "official SqliteSaver", True, official_sqlite(tmp)),
-        Saver("sqlite", "threadline SqliteSaver", False, threadline_sqlite(tmp, "default")),
+        Saver("sqlite", "official SqliteSaver", True, official_sqlite(tmp), async_saver("sqlite", True, os.path.join(tmp, "official-aio.db"))),
+        Saver("sqlite", "threadline SqliteSaver", False, threadline_sqlite(tmp, "default"), async_saver("sqlite", False, os.path.join(tmp, "threadline-aio.db"))),
         Saver("sqlite", "threadline, no zstd", False, threadline_sqlite(tmp, "nozstd", compress_min_bytes=-1)),
         Saver("sqlite", "threadline, no deltas", False, threadline_sqlite(tmp, "nodelta", max_depth=0)),
     ]
     if postgres:
         out += [
-            Saver("postgres", "official PostgresSaver", True, official_postgres("bench_official")),
-            Saver("postgres", "threadline PostgresSaver", False, threadline_postgres("bench_threadline")),
+            Saver("postgres", "official PostgresSaver", True, official_postgres("bench_official"), async_saver("postgres", True, "bench_official_aio")),
+            Saver("postgres", "threadline PostgresSaver", False, threadline_postgres("bench_threadline"), async_saver("postgres", False, "bench_threadline_aio")),
             Saver("postgres", "threadline, no zstd", False, threadline_postgres("bench_threadline_nozstd", compress_min_bytes=-1)),
         ]
     return out
@@ -405,10 +433,12 @@ def measure(
     return figs
 
 
-def measure_e2e(chosen: list[Saver], threads: int, turns: int, durability: str) -> list[tuple[float, int]]:
+def measure_e2e(chosen: list[Saver], threads: int, turns: int, durability: str) -> list[tuple[float, int | None]]:
     """The ReAct graph on every saver with LangGraph's ``durability`` ("sync": each checkpoint
-    written before the next step; "async": while it runs), turn by turn alternating savers:
-    wall seconds and bytes on disk."""
+    written before the next step; "async": while it runs; "ainvoke": the async savers under
+    ``ainvoke``), turn by turn alternating savers: wall seconds and bytes on disk (None for "ainvoke")."""
+    if durability == "ainvoke":
+        return [(secs, None) for secs in asyncio.run(_measure_ainvoke(chosen, threads, turns))]
     with ExitStack() as stack:
         opened = [(s, *stack.enter_context(s.open())) for s in chosen]
         graphs = [[W.react_graph(seed=t).compile(checkpointer=saver) for t in range(threads)] for _, saver, _ in opened]
@@ -424,6 +454,25 @@ def measure_e2e(chosen: list[Saver], threads: int, turns: int, durability: str) 
             state = gs[0].get_state({"configurable": {"thread_id": "react-0"}})
             assert len(state.values["messages"]) == 4 * turns, opened[j][0].name
         return [(seconds[j], opened[j][2]()) for j in range(len(opened))]
+
+
+async def _measure_ainvoke(chosen: list[Saver], threads: int, turns: int) -> list[float]:
+    """``measure_e2e`` of the async savers (``Saver.aopen``) under ``ainvoke``."""
+    async with AsyncExitStack() as stack:
+        opened = [await stack.enter_async_context(s.aopen()) for s in chosen]
+        graphs = [[W.react_graph(seed=t).compile(checkpointer=saver) for t in range(threads)] for saver in opened]
+        seconds = [0.0] * len(opened)
+        gc.collect()
+        for turn in range(turns):
+            for j in (range(len(opened)) if turn % 2 == 0 else reversed(range(len(opened)))):
+                start = time.perf_counter()
+                for t, graph in enumerate(graphs[j]):
+                    await graph.ainvoke(W.user_turn(t, turn), {"configurable": {"thread_id": f"react-{t}"}})
+                seconds[j] += time.perf_counter() - start
+        for j, gs in enumerate(graphs):
+            state = await gs[0].aget_state({"configurable": {"thread_id": "react-0"}})
+            assert len(state.values["messages"]) == 4 * turns, chosen[j].name
+        return seconds
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -470,10 +519,12 @@ def main(argv: list[str] | None = None) -> int:
             os.makedirs(tmp + "/e2e", exist_ok=True)
             start = time.perf_counter()
             for durability in DURABILITY:
-                for s, (secs, size) in zip(e2e, measure_e2e(e2e, args.threads, args.turns, durability)):
+                runs = [s for s in e2e if durability != "ainvoke" or s.aopen is not None]
+                for s, (secs, size) in zip(runs, measure_e2e(runs, args.threads, args.turns, durability)):
                     for f in figs:
                         if f.saver.name == s.name and f.saver.backend == s.backend:
-                            f.e2e_seconds[durability], f.e2e_bytes = secs, size
+                            f.e2e_seconds[durability] = secs
+                            f.e2e_bytes = size if size is not None else f.e2e_bytes
             print(f"end to end on {len(e2e)} savers: {time.perf_counter() - start:.1f} s")
     report = (
         f"## Run\n\n{machine()}\n\n"
@@ -481,7 +532,7 @@ def main(argv: list[str] | None = None) -> int:
         f"({msg_bytes:.0f} bytes each serialized); final state {fmt_bytes(state_bytes)}, writes {fmt_bytes(write_bytes)} "
         f"(amplification denominator {fmt_bytes(denominator)}); a long thread of {args.long} messages for get-latest. "
         f"End to end: ReAct graph, {args.threads} threads × {args.turns} turns (4 messages and 3 supersteps per turn), "
-        f"durability sync and async.\n\n"
+        f"durability sync and async on the sync savers (`invoke`), and the async savers under `ainvoke`.\n\n"
         f"{tables(figs, at, args.threads, args.turns, args.long)}\n## Targets\n\n{targets(figs, at[-1], args.long)}\n"
     )
     print()

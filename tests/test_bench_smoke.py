@@ -1,4 +1,4 @@
-"""The scale, concurrency and seed 002 benchmarks run at a tiny size (no timing is asserted):
+"""The run, scale, concurrency and seed 002 benchmarks run at a tiny size (no timing is asserted):
 their workloads read back through the real graph, and their reports render."""
 
 from __future__ import annotations
@@ -75,3 +75,14 @@ def test_concurrency_tiny() -> None:
     if postgres_unavailable() is None:
         res = asyncio.run(concurrency._pg_run(False, graphs=3, pool_size=2, steps=2, suffix=f"_smoke_{os.getpid()}"))
         assert res["errors"] == 0 and res["complete"] == 3
+
+
+def test_run_end_to_end_tiny(tmp_path: Path) -> None:
+    """The ReAct graph on every SQLite saver, sync and async (``ainvoke`` on the async savers)."""
+    import run
+
+    chosen = [s for s in run.savers(str(tmp_path), postgres=False) if s.name in ("official SqliteSaver", "threadline SqliteSaver")]
+    for durability in run.DURABILITY:
+        found = run.measure_e2e(chosen, threads=1, turns=2, durability=durability)
+        assert len(found) == 2 and all(secs > 0 for secs, _ in found)
+        assert all((size is None) == (durability == "ainvoke") for _, size in found)
