@@ -306,6 +306,7 @@ class Figures:
     amplification: float = 0.0
     e2e_seconds: dict[str, float] = field(default_factory=dict)  # durability → wall seconds
     e2e_bytes: int | None = None
+    e2e_long_ms: float | None = None  # one long conversation: CPU ms per turn over its last LONG_TAIL turns
 
 
 def window(t: W.Timings, at: int, size: int = 10) -> tuple[float, float, float, float]:
@@ -433,6 +434,17 @@ def measure(
     return figs
 
 
+REACT_0 = {"configurable": {"thread_id": "react-0"}}
+
+
+def alternating(turns: int, savers: int) -> Iterator[tuple[int, int]]:
+    """(turn, saver index) for every turn on every saver, the savers' order reversed every other
+    turn, so that no saver always runs first (warm caches) or last (a drifting machine)."""
+    for turn in range(turns):
+        for j in range(savers) if turn % 2 == 0 else reversed(range(savers)):
+            yield turn, j
+
+
 def measure_e2e(chosen: list[Saver], threads: int, turns: int, durability: str) -> list[tuple[float, int | None]]:
     """The ReAct graph on every saver with LangGraph's ``durability`` ("sync": each checkpoint
     written before the next step; "async": while it runs; "ainvoke": the async savers under
@@ -444,16 +456,34 @@ def measure_e2e(chosen: list[Saver], threads: int, turns: int, durability: str) 
         graphs = [[W.react_graph(seed=t).compile(checkpointer=saver) for t in range(threads)] for _, saver, _ in opened]
         seconds = [0.0] * len(opened)
         gc.collect()
-        for turn in range(turns):
-            for j in (range(len(opened)) if turn % 2 == 0 else reversed(range(len(opened)))):
-                start = time.perf_counter()
-                for t, graph in enumerate(graphs[j]):
-                    graph.invoke(W.user_turn(t, turn), {"configurable": {"thread_id": f"react-{t}"}}, durability=durability)
-                seconds[j] += time.perf_counter() - start
+        for turn, j in alternating(turns, len(opened)):
+            start = time.perf_counter()
+            for t, graph in enumerate(graphs[j]):
+                graph.invoke(W.user_turn(t, turn), {"configurable": {"thread_id": f"react-{t}"}}, durability=durability)
+            seconds[j] += time.perf_counter() - start
         for j, gs in enumerate(graphs):
-            state = gs[0].get_state({"configurable": {"thread_id": "react-0"}})
-            assert len(state.values["messages"]) == 4 * turns, opened[j][0].name
+            assert len(gs[0].get_state(REACT_0).values["messages"]) == 4 * turns, opened[j][0].name
         return [(seconds[j], opened[j][2]()) for j in range(len(opened))]
+
+
+LONG_TAIL = 20  # the last turns of the long conversation whose CPU per turn is reported
+
+
+def measure_e2e_long(chosen: list[Saver], turns: int) -> list[float]:
+    """One ReAct conversation of ``turns`` turns on every saver (durability "sync"), turn by
+    turn alternating savers: CPU ms (this process; the Postgres server's is not counted) per
+    turn over the last ``LONG_TAIL`` turns, where the history is longest."""
+    with ExitStack() as stack:
+        opened = [stack.enter_context(s.open())[0] for s in chosen]
+        graphs = [W.react_graph(seed=0).compile(checkpointer=saver) for saver in opened]
+        tail = [0.0] * len(opened)
+        gc.collect()
+        for turn, j in alternating(turns, len(opened)):
+            start = time.process_time()
+            graphs[j].invoke(W.user_turn(0, turn), {"configurable": {"thread_id": "long-react"}}, durability="sync")
+            if turn >= turns - LONG_TAIL:
+                tail[j] += (time.process_time() - start) * 1000
+        return [t / min(LONG_TAIL, turns) for t in tail]
 
 
 async def _measure_ainvoke(chosen: list[Saver], threads: int, turns: int) -> list[float]:
@@ -463,15 +493,13 @@ async def _measure_ainvoke(chosen: list[Saver], threads: int, turns: int) -> lis
         graphs = [[W.react_graph(seed=t).compile(checkpointer=saver) for t in range(threads)] for saver in opened]
         seconds = [0.0] * len(opened)
         gc.collect()
-        for turn in range(turns):
-            for j in (range(len(opened)) if turn % 2 == 0 else reversed(range(len(opened)))):
-                start = time.perf_counter()
-                for t, graph in enumerate(graphs[j]):
-                    await graph.ainvoke(W.user_turn(t, turn), {"configurable": {"thread_id": f"react-{t}"}})
-                seconds[j] += time.perf_counter() - start
+        for turn, j in alternating(turns, len(opened)):
+            start = time.perf_counter()
+            for t, graph in enumerate(graphs[j]):
+                await graph.ainvoke(W.user_turn(t, turn), {"configurable": {"thread_id": f"react-{t}"}})
+            seconds[j] += time.perf_counter() - start
         for j, gs in enumerate(graphs):
-            state = await gs[0].aget_state({"configurable": {"thread_id": "react-0"}})
-            assert len(state.values["messages"]) == 4 * turns, chosen[j].name
+            assert len((await gs[0].aget_state(REACT_0)).values["messages"]) == 4 * turns, chosen[j].name
         return seconds
 
 
@@ -480,6 +508,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", type=int, default=3)
     ap.add_argument("--steps", type=int, default=300)
     ap.add_argument("--turns", type=int, default=30, help="end-to-end ReAct turns per thread (0: skip)")
+    ap.add_argument("--long-turns", type=int, default=150, help="turns of the one long end-to-end conversation (0: skip)")
     ap.add_argument("--long", type=int, default=LONG, help="messages of the long thread read by get-latest (0: skip)")
     ap.add_argument("--no-postgres", action="store_true")
     ap.add_argument("--only", default="", help="comma-separated substrings of saver names to run")
@@ -526,14 +555,23 @@ def main(argv: list[str] | None = None) -> int:
                             f.e2e_seconds[durability] = secs
                             f.e2e_bytes = size if size is not None else f.e2e_bytes
             print(f"end to end on {len(e2e)} savers: {time.perf_counter() - start:.1f} s")
+        if args.long_turns:
+            e2e = [s for s in savers(tmp + "/e2e-long", use_pg)
+                   if "no " not in s.name and s.backend != "memory" and (not args.only or any(o and o in s.name for o in args.only.split(",")))]
+            os.makedirs(tmp + "/e2e-long", exist_ok=True)
+            for s, ms in zip(e2e, measure_e2e_long(e2e, args.long_turns)):
+                for f in figs:
+                    if f.saver.name == s.name and f.saver.backend == s.backend:
+                        f.e2e_long_ms = ms
     report = (
         f"## Run\n\n{machine()}\n\n"
         f"Workload: {args.threads} threads × {args.steps} supersteps, 2 messages of 300 bytes of text per superstep "
         f"({msg_bytes:.0f} bytes each serialized); final state {fmt_bytes(state_bytes)}, writes {fmt_bytes(write_bytes)} "
         f"(amplification denominator {fmt_bytes(denominator)}); a long thread of {args.long} messages for get-latest. "
         f"End to end: ReAct graph, {args.threads} threads × {args.turns} turns (4 messages and 3 supersteps per turn), "
-        f"durability sync and async on the sync savers (`invoke`), and the async savers under `ainvoke`.\n\n"
-        f"{tables(figs, at, args.threads, args.turns, args.long)}\n## Targets\n\n{targets(figs, at[-1], args.long)}\n"
+        f"durability sync and async on the sync savers (`invoke`), and the async savers under `ainvoke`; "
+        f"and one conversation of {args.long_turns} turns ({4 * args.long_turns} messages at the end), durability sync.\n\n"
+        f"{tables(figs, at, args.threads, args.turns, args.long, args.long_turns)}\n## Targets\n\n{targets(figs, at[-1], args.long)}\n"
     )
     print()
     print(report)

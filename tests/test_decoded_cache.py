@@ -65,17 +65,17 @@ def test_fresh_copies_share_only_immutable_scalars() -> None:
 
 @pytest.mark.parametrize("warm_puts", [0, 3])
 def test_mutating_what_get_tuple_returned_changes_no_later_read(sync_backend: Backend, warm_puts: int) -> None:
-    """A value read a second time keeps what it decodes; later reads are copies of it (warm
-    cache); ``warm_puts`` puts then extend the kept list with the new items' decoded bytes."""
+    """A list this saver put keeps what its first read decodes, a value read from the database
+    what its second read does; later reads are copies of it (warm cache); ``warm_puts`` puts
+    then extend the kept list with the new items' decoded bytes."""
     with sync_backend.open() as saver:
         config = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
         live, versions = _messages(0, 20), {}
         config = _put(saver, config, live, versions, 1)
         key = ("t", "", "messages", versions["messages"])
-        first = saver.get_tuple(config)  # a cache hit read once: nothing kept
-        assert saver.blob_codec.cache.get(key).value.decoded is codec.SEEN
-        second = saver.get_tuple(config)  # read again: keeps what it decodes
+        first = saver.get_tuple(config)  # the first read of a list this saver put keeps what it decodes
         assert type(saver.blob_codec.cache.get(key).value.decoded) is list
+        second = saver.get_tuple(config)  # a copy
         for step in range(warm_puts):
             live = live + _messages(100 + 10 * step, 2)
             config = _put(saver, config, live, versions, 2 + step)
@@ -91,13 +91,17 @@ def test_mutating_what_get_tuple_returned_changes_no_later_read(sync_backend: Ba
         assert after == expected and SERDE.dumps_typed(after) == SERDE.dumps_typed(expected)
         saver.blob_codec.cache.clear()  # what the rows hold is what was put
         assert saver.get_tuple(config).checkpoint["channel_values"]["messages"] == expected
+        latest = ("t", "", "messages", versions["messages"])
+        assert saver.get_tuple(config).checkpoint["channel_values"]["messages"] == expected
+        assert saver.blob_codec.cache.get(latest).value.decoded is codec.SEEN  # read from the rows, then a cache hit: not kept
+        assert saver.get_tuple(config).checkpoint["channel_values"]["messages"] == expected
+        assert type(saver.blob_codec.cache.get(latest).value.decoded) is list  # its second cache hit keeps it
 
 
 def test_a_kept_value_is_counted_in_the_cache_bytes(sync_backend: Backend) -> None:
     with sync_backend.open() as saver:
         config = _put(saver, {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}, _messages(0, 20), {}, 1)
         cache = saver.blob_codec.cache
-        saver.get_tuple(config)
         before = cache.nbytes
         saver.get_tuple(config)
         entries = [e for e, _ in cache._blobs.values()]

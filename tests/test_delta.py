@@ -234,6 +234,11 @@ def test_fingerprints_are_exact_about_content_and_type() -> None:
     assert grown.extends(fp([human, msg])) and not grown.extends(fp([msg, human]))
     object.__setattr__(human, "__class__", AIMessage)  # another class, the same state
     assert not fp([human, msg, {"k": 1}]).extends(fp([HumanMessage(content="hello", id="m1"), msg]))
+    # content only: not who else holds an item's parts (a chat model's copy of the messages does for a while)
+    items = [AIMessage(content=f"answer {i} " * 20, id=f"a{i}", tool_calls=[{"name": "t", "args": {}, "id": f"c{i}"}]) for i in range(3)]
+    alone = fp(items)
+    held = [(m.content, m.tool_calls[0]["id"]) for m in items]
+    assert fp(items) == alone and held
 
 
 def _entry_for(bc: BlobCodec, value: list) -> codec.Entry:

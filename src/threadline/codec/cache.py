@@ -46,9 +46,10 @@ def entry_of(resolved: Resolved, stored_type: str, stored_len: int) -> Entry | N
 
 # Bytes a cached entry costs besides its value and key text (measured with ``tracemalloc``,
 # CPython 3.11: the Entry and Container objects, the key tuple and its strings' headers, the
-# OrderedDict node; 411 bytes for a list value): counted so that many small entries, as
-# many threads bring, are bounded too and not only their values.
-ENTRY_OVERHEAD = 416
+# OrderedDict node and its share of the table; 545 bytes for a small list value, 3,000 of
+# them): counted so that many small entries, as many threads bring, are bounded too and
+# not only their values.
+ENTRY_OVERHEAD = 576
 # A checkpoint's versions map: the dict and key tuple (300), and per channel the two
 # strings' headers and the dict slot (100), plus the text; 832 bytes measured for 4 channels,
 # 990 counted.

@@ -39,7 +39,7 @@ def _plain_model(cls: type) -> bool:
 
 
 class Fingerprint(NamedTuple):
-    """A list's items by content: each item's exact class, and ``marshal`` (format 4) of
+    """A list's items by content: each item's exact class, and ``marshal`` (format 2) of
     their states (a model's ``__dict__``, plain data itself) and of the models'
     ``__pydantic_extra__`` (None for plain data), each as one list. Bytes held: ``nbytes``."""
 
@@ -70,8 +70,10 @@ def fingerprints(items: Any) -> Fingerprint | None:
     and dict subclasses and other objects are refused), and it keeps dict key order.
     ``marshal.loads`` rebuilds exactly what was dumped, so with the same item classes,
     equal fingerprints mean equal content, and equal content serializes to equal bytes.
-    Unequal fingerprints of equal content (marshal also encodes which objects are shared)
-    only cost a whole serialization. A pydantic model's state (no computed fields, no
+    Format 2, because from format 3 on marshal marks an object that has other references at
+    the time (a chat model's copy of the messages holds their contents for a while), so the
+    same content would fingerprint differently from one put to the next; format 2 writes
+    content only. Unequal fingerprints of equal content only cost a whole serialization. A pydantic model's state (no computed fields, no
     custom serializers) is its ``__dict__`` and ``__pydantic_extra__`` — what LangGraph's
     serializer dumps. Never object identity: an item mutated in place has a different encoding.
     """
@@ -88,6 +90,6 @@ def fingerprints(items: Any) -> Fingerprint | None:
         states = [i if c in _CORE else i.__dict__ for i, c in zip(items, classes)]
         extras = [None if c in _CORE else i.__pydantic_extra__ for i, c in zip(items, classes)]
     try:
-        return Fingerprint(classes, marshal.dumps(states, 4), marshal.dumps(extras if extras is not None else [None] * len(classes), 4))
+        return Fingerprint(classes, marshal.dumps(states, 2), marshal.dumps(extras if extras is not None else [None] * len(classes), 2))
     except (ValueError, TypeError):  # something marshal cannot hold
         return None

@@ -227,11 +227,13 @@ def change_marker_op(d: Any, thread_id: str | None = None) -> Op[list[Any]]:
     """What changes when a thread (or, without one, any thread) is written: for polling.
 
     A thread: its ``updated_at``, checkpoint count and the newest pending write time;
-    the database: the newest ``updated_at`` and the number of threads.
+    the database: the newest checkpoint's ``created_at`` (a put moves ``updated_at`` only
+    once a second) and the number of threads, each read through an index.
     """
     if thread_id is None:
-        found = yield Q("SELECT MAX(updated_at), COUNT(*) FROM threadline_threads")
-        return [found[0][0], int(found[0][1])]
+        newest = yield Q("SELECT MAX(created_at) FROM threadline_checkpoints")
+        found = yield Q("SELECT COUNT(*) FROM threadline_threads")
+        return [newest[0][0], int(found[0][0])]
     found = yield Q("SELECT updated_at, checkpoint_count FROM threadline_threads WHERE thread_id = ?", (thread_id,))
     writes = yield Q("SELECT MAX(created_at), COUNT(*) FROM threadline_writes WHERE thread_id = ?", (thread_id,))
     base = list(found[0]) if found else [None, 0]

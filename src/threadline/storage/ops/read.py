@@ -156,15 +156,18 @@ def load_tuples(
         docs.append((row, doc, meta))
     wanted = sorted({(r[0], r[1], ch, v) for r, doc, _ in docs for ch, v in R.blob_pairs(doc)})
     blobs: dict[tuple, codec.Resolved] = {}
-    # Cache hits read a second time keep what they decode (``codec.copies``): a value read once
-    # (a graph's next step mostly reads a new version) costs no copy.
+    # Cache hits keep what they decode (``codec.copies``): a list this process wrote (a put's entry,
+    # with item fingerprints) at its first read, as the graph writing it goes on and each put
+    # extends the kept list by its new items (``BlobCodec.encode_list``), so the graph's next
+    # read is a copy; any other value at its second read, so a value read once costs no copy.
     kept: dict[tuple, codec.Entry] = {}
     if bc is not None and bc.cache is not None:
         for k in wanted:
             entry = bc.cache.get(k)
             if entry is not None:
                 value = entry.value
-                if not lazy and value.decoded is codec.SEEN:  # a copy that keeps it, cached in its place below
+                if not lazy and (value.decoded is codec.SEEN or (value.decoded is None and value.fps is not None)):
+                    # a copy that keeps it, cached in its place below
                     value = value.with_chain(value.depth, value.chain)
                     value.decoded = codec.KEEP
                     kept[k] = codec.Entry(value, entry.stored_type, entry.stored_len)
