@@ -73,9 +73,10 @@ def fingerprints(items: Any) -> Fingerprint | None:
     Format 2, because from format 3 on marshal marks an object that has other references at
     the time (a chat model's copy of the messages holds their contents for a while), so the
     same content would fingerprint differently from one put to the next; format 2 writes
-    content only. Unequal fingerprints of equal content only cost a whole serialization. A pydantic model's state (no computed fields, no
-    custom serializers) is its ``__dict__`` and ``__pydantic_extra__`` — what LangGraph's
-    serializer dumps. Never object identity: an item mutated in place has a different encoding.
+    content only. Unequal fingerprints of equal content only cost a whole serialization.
+    A pydantic model's state (no computed fields, no custom serializers) is its ``__dict__``
+    and ``__pydantic_extra__`` — what LangGraph's serializer dumps. Never object identity:
+    an item mutated in place has a different encoding.
     """
     classes = tuple(map(type, items))
     kinds = set(classes)
