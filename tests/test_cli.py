@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -154,6 +155,16 @@ def test_errors_are_clear(tmp_path):
     r = run("show", "t-answer", "--graph", "no_such_module:graph", "--db", str(tmp_path / "x.db"), code=2)
     assert "no_such_module" in r.output
     run("threads", "--where", "novalue", "--db", str(tmp_path / "x.db"), code=2)
+    # a damaged row: one line naming the row and the way out, nothing deleted
+    with sqlite3.connect(tmp_path / "x.db") as conn:
+        head = conn.execute("SELECT MAX(checkpoint_id) FROM threadline_checkpoints WHERE thread_id = 't-answer'").fetchone()[0]
+        conn.execute("UPDATE threadline_checkpoints SET checkpoint = '{not json' WHERE checkpoint_id = ?", (head,))
+        before = conn.execute("SELECT COUNT(*) FROM threadline_checkpoints").fetchone()[0]
+    r = run("prune", "--keep-last", "1", "--thread", "t-answer", "-y", "--db", str(tmp_path / "x.db"), code=1)
+    assert head in r.output and "stored JSON is unreadable" in r.output and "threadline fsck" in r.output
+    assert "Traceback" not in r.output
+    with sqlite3.connect(tmp_path / "x.db") as conn:
+        assert conn.execute("SELECT COUNT(*) FROM threadline_checkpoints").fetchone()[0] == before
 
 
 def test_every_command_on_the_demo_database(demo_db, tmp_path):

@@ -42,7 +42,7 @@ from threadline.backends import open_saver
 from threadline.errors import NotADatabaseError
 from threadline.backends.readonly import open_reader, open_readonly, require_threadline
 from threadline.cli import app, default_db
-from threadline.errors import ConfigError, FilterError, NotFoundError, SchemaError, ThreadlineError
+from threadline.errors import ConfigError, CorruptRowError, EncryptionError, FilterError, NotFoundError, SchemaError, ThreadlineError
 from threadline.read.names import AmbiguousNameError
 
 out = Console(highlight=False)
@@ -67,6 +67,8 @@ def explain(exc: BaseException) -> tuple[str, int]:
     text = " ".join(str(exc).split())
     if isinstance(exc, _INPUT_ERRORS):
         return text, 2
+    if isinstance(exc, CorruptRowError) and not isinstance(exc, EncryptionError):  # a key problem names its own fix
+        return f"{text} — `threadline fsck` lists the damaged rows and how each is repaired; `threadline restore` brings threads back from a backup", 1
     if isinstance(exc, (ThreadlineError, OSError)):
         return text, 1
     if isinstance(exc, (sqlite3.Error, psycopg.Error)):
