@@ -313,6 +313,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--from-json", help="render from the NAME.json files of a directory instead of running")
     ap.add_argument("--section", default="scale", help="the RESULTS.md section written: <!-- SECTION:start -->")
     args = ap.parse_args(argv)
+    if args.json_dir:
+        Path(args.json_dir).mkdir(parents=True, exist_ok=True)
     if args.child:
         print(json.dumps(child(args)))
         return 0
