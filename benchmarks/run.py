@@ -359,14 +359,21 @@ def replay_all(opened: list[tuple[Saver, Any]], rec: W.Recording) -> list[W.Timi
     return timings
 
 
+def alternating(turns: int, savers: int) -> Iterator[tuple[int, int]]:
+    """(turn, saver index) for every turn on every saver, the savers' order reversed every other
+    turn, so that no saver always runs first (warm caches) or last (a drifting machine)."""
+    for turn in range(turns):
+        for j in range(savers) if turn % 2 == 0 else reversed(range(savers)):
+            yield turn, j
+
+
 def round_robin(opened: list[tuple[Saver, Any]], fn: Callable[[Any], Any], rounds: int) -> list[list[float]]:
     """Time ``fn(saver)`` ``rounds`` times per saver, alternating between savers; ms per call."""
     out: list[list[float]] = [[] for _ in opened]
-    for r in range(rounds):
-        for j in (range(len(opened)) if r % 2 == 0 else reversed(range(len(opened)))):
-            start = time.perf_counter()
-            fn(opened[j][1])
-            out[j].append((time.perf_counter() - start) * 1000)
+    for _, j in alternating(rounds, len(opened)):
+        start = time.perf_counter()
+        fn(opened[j][1])
+        out[j].append((time.perf_counter() - start) * 1000)
     return out
 
 
@@ -435,14 +442,6 @@ def measure(
 
 
 REACT_0 = {"configurable": {"thread_id": "react-0"}}
-
-
-def alternating(turns: int, savers: int) -> Iterator[tuple[int, int]]:
-    """(turn, saver index) for every turn on every saver, the savers' order reversed every other
-    turn, so that no saver always runs first (warm caches) or last (a drifting machine)."""
-    for turn in range(turns):
-        for j in range(savers) if turn % 2 == 0 else reversed(range(savers)):
-            yield turn, j
 
 
 def measure_e2e(chosen: list[Saver], threads: int, turns: int, durability: str) -> list[tuple[float, int | None]]:
