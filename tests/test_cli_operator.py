@@ -398,8 +398,10 @@ def test_version_help_and_completion(lg_db):
     for name in commands:  # the same app in-process (one process per command would only add start-up time) …
         _clean_help(name, CliRunner().invoke(app, [name, "--help"], env={"COLUMNS": "80"}).stdout)
     _clean_help("prune", cli("prune", "--help").stdout)  # … and the reported case as a real process
-    script = cli("--show-completion", "bash", env={"SHELL": "/bin/bash"}).stdout
-    assert "_THREADLINE_COMPLETE" in script
+    # from bash, as a user runs it: the shell is detected from the process tree (so "; true",
+    # which keeps bash from replacing itself with the command)
+    shown = subprocess.run(["bash", "-c", f"{EXE} --show-completion; true"], capture_output=True, text=True, timeout=60)
+    assert "_THREADLINE_COMPLETE" in shown.stdout, shown.stderr
     proc = subprocess.run([str(EXE)], capture_output=True, text=True,
                           env={"_THREADLINE_COMPLETE": "complete_bash", "COMP_WORDS": "threadline his", "COMP_CWORD": "1",
                                "PATH": "/usr/bin:/bin"})

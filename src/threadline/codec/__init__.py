@@ -10,7 +10,8 @@ stays readable:
 ``empty``                      the channel has a version but no value (LangGraph's "empty
                                channel", ``DeltaChannel`` between snapshots); bytes NULL
 ``<tag>+zstd``                 the bytes of ``<tag>``, zstd-compressed (one frame with its
-                               content size)
+                               content size; below 64 KiB with threadline's dictionary,
+                               which the frame names: ``dictionary``)
 ``delta-list:msgpack``         a list that extends the value of ``base_version``: the
                                appended items (see below)
 ``delta-dict:msgpack``         a dict that extends the value of ``base_version``: the added

@@ -18,6 +18,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 from threadline import limits
+from threadline.codec import dictionary
 from threadline.errors import CorruptRowError, ValueTooLargeError
 
 EMPTY = "empty"
@@ -28,9 +29,10 @@ DELTA_REF = "delta-ref:"  # a list delta whose items are the parent's pending wr
 _REFUSED = frozenset({"pickle"})
 
 # Defaults, chosen by measurement (benchmarks/RESULTS.md, "Choosing the defaults").
-COMPRESS_MIN_BYTES = 512  # compress a stored value of at least this many bytes …
+COMPRESS_MIN_BYTES = 128  # compress a stored value of at least this many bytes …
 COMPRESS_MAX_RATIO = 0.9  # … when zstd makes it at most 90 % of its size
 ZSTD_LEVEL = 3
+DICTIONARY_MAX_BYTES = 64 << 10  # the dictionary (codec.dictionary) for smaller values; larger ones compress better without
 DELTA_MAX_DEPTH = 64  # K: a full snapshot at least every K deltas
 DELTA_MIN_BYTES = 256  # values smaller than this are always snapshots
 DELTA_MAX_RATIO = 0.5  # a delta larger than this fraction of its value is written as a snapshot
@@ -60,29 +62,40 @@ def encode(serde: SerializerProtocol, value: Any) -> tuple[str, bytes]:
 _local = threading.local()
 
 
-def _compressor(level: int) -> zstandard.ZstdCompressor:
+def _compressor(level: int, size: int) -> zstandard.ZstdCompressor:
+    """The thread's compressor at ``level`` for ``size`` bytes: with the dictionary below
+    ``DICTIONARY_MAX_BYTES``."""
     cache = getattr(_local, "compressors", None)
     if cache is None:
         cache = _local.compressors = {}
-    c = cache.get(level)
+    key = (level, size < DICTIONARY_MAX_BYTES)
+    c = cache.get(key)
     if c is None:
-        c = cache[level] = zstandard.ZstdCompressor(level=level, write_content_size=True)
+        d = dictionary.load(level) if key[1] else None
+        c = cache[key] = zstandard.ZstdCompressor(level=level, dict_data=d, write_content_size=True)
     return c
 
 
-def _decompressor() -> zstandard.ZstdDecompressor:
-    d = getattr(_local, "decompressor", None)
-    if d is None:
-        d = _local.decompressor = zstandard.ZstdDecompressor()
-    return d
+def _decompressor(dict_id: int) -> zstandard.ZstdDecompressor:
+    """The thread's decompressor for frames that need dictionary ``dict_id`` (0: none)."""
+    cache = getattr(_local, "decompressors", None)
+    if cache is None:
+        cache = _local.decompressors = {
+            0: zstandard.ZstdDecompressor(),
+            dictionary.DICT_ID: zstandard.ZstdDecompressor(dict_data=dictionary.load()),
+        }
+    return cache[dict_id]
 
 
 def compress(tag: str, data: bytes, *, min_bytes: int = COMPRESS_MIN_BYTES, level: int = ZSTD_LEVEL) -> tuple[str, bytes]:
     """``(tag + "+zstd", zstd(data))`` when ``data`` has at least ``min_bytes`` bytes and
-    shrinks to at most ``COMPRESS_MAX_RATIO`` of its size; otherwise ``(tag, data)`` unchanged."""
+    shrinks to at most ``COMPRESS_MAX_RATIO`` of its size; otherwise ``(tag, data)`` unchanged.
+
+    Below ``DICTIONARY_MAX_BYTES`` the frame is compressed with threadline's dictionary
+    (``codec.dictionary``) and names it."""
     if min_bytes < 0 or len(data) < min_bytes or tag.endswith(ZSTD):
         return tag, data
-    packed = _compressor(level).compress(data)
+    packed = _compressor(level, len(data)).compress(data)
     if len(packed) > len(data) * COMPRESS_MAX_RATIO:
         return tag, data
     return tag + ZSTD, packed
@@ -93,13 +106,15 @@ def decompress(tag: str, data: bytes | None, where: object) -> tuple[str, bytes]
 
     A frame must state its content size (``compress`` always writes it), at most
     ``threadline.limits`` ``max_value_bytes``, checked before anything is allocated
-    (a decompression bomb), and be followed by nothing.
+    (a decompression bomb), need no dictionary or threadline's (``codec.dictionary``), and
+    be followed by nothing.
     """
     raw = b"" if data is None else bytes(data)
     if not tag.endswith(ZSTD):
         return tag, raw
     try:
-        size = zstandard.get_frame_parameters(raw).content_size
+        frame = zstandard.get_frame_parameters(raw)
+        size = frame.content_size
         if size >= zstandard.CONTENTSIZE_ERROR:
             raise CorruptRowError(f"{where}: {tag!r} frame does not state its content size")
         top = limits.current().max_value_bytes
@@ -107,7 +122,9 @@ def decompress(tag: str, data: bytes | None, where: object) -> tuple[str, bytes]
             raise CorruptRowError(
                 f"{where}: {tag!r} frame declares {size} bytes, more than the limit max_value_bytes={top} (threadline.limits)"
             )
-        return tag[: -len(ZSTD)], _decompressor().decompress(raw, allow_extra_data=False)
+        if frame.dict_id not in (0, dictionary.DICT_ID):
+            raise CorruptRowError(f"{where}: {tag!r} frame needs zstd dictionary {frame.dict_id}, which threadline does not have")
+        return tag[: -len(ZSTD)], _decompressor(frame.dict_id).decompress(raw, allow_extra_data=False)
     except zstandard.ZstdError as exc:
         raise CorruptRowError(f"{where}: {tag!r} payload is not a readable zstd frame ({exc})") from exc
 
