@@ -61,7 +61,7 @@ def test_large_values_and_rows_written_before_read_without_the_dictionary() -> N
 
 
 def test_a_frame_naming_another_dictionary_is_a_corrupt_row() -> None:
-    tag, raw = SERDE.dumps_typed(["x" * 40] * 10)
+    raw = SERDE.dumps_typed(["x" * 40] * 10)[1]
     other = zstandard.train_dictionary(1024, [raw + bytes([i]) * 8 for i in range(200)], dict_id=40000)
     data = zstandard.ZstdCompressor(level=3, dict_data=other, write_content_size=True).compress(raw)
     with pytest.raises(CorruptRowError, match="dictionary 40000"):
