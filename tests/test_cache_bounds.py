@@ -97,6 +97,32 @@ def test_zero_keeps_nothing_and_still_round_trips(tmp_path: Any) -> None:
         assert saver.blob_codec.cache.nbytes == 0 and len(saver.blob_codec.cache) == 0
 
 
+def test_forgetting_threads_drops_their_entries_and_their_bytes_only() -> None:
+    """What prune, retention and TTL deletes call per thread: the thread's values, versions
+    and head go, everything else stays, and the counted bytes are what the rest counted."""
+    entry = codec.Entry(codec.container(b"\x91\xa1x"), "msgpack", 3)
+    cache = codec.BlobCache(max_bytes=1 << 20)
+    for t in range(50):
+        for ch in ("messages", "todo"):
+            cache.put((f"t{t}", "", ch, "1"), entry)
+        cache.put_versions((f"t{t}", "", "ck1"), codec.Versions({"messages": "1", "todo": "1"}))
+    alone = codec.BlobCache(max_bytes=1 << 20)
+    for t in range(50):
+        if t not in (3, 7):
+            for ch in ("messages", "todo"):
+                alone.put((f"t{t}", "", ch, "1"), entry)
+            alone.put_versions((f"t{t}", "", "ck1"), codec.Versions({"messages": "1", "todo": "1"}))
+    cache.forget_threads(["t3", "t7", "never-cached"])
+    assert len(cache) == 96 and cache.nbytes == alone.nbytes
+    assert cache.get(("t3", "", "messages", "1")) is None and cache.head("t7", "") is None
+    assert cache.versions(("t3", "", "ck1")) is None
+    assert cache.get(("t4", "", "todo", "1")) is entry and cache.head("t4", "") == "ck1"
+    cache.put(("t3", "", "messages", "2"), entry)  # a thread written again after it was forgotten
+    assert cache.get(("t3", "", "messages", "2")) is entry
+    cache.forget_threads(["t3"])
+    assert cache.nbytes == alone.nbytes
+
+
 @pytest.mark.parametrize("bad", [-1, "1MB", 1.5, True])
 def test_bad_bound_is_a_config_error(bad: Any, tmp_path: Any) -> None:
     with pytest.raises(ConfigError, match="cache_max_bytes"):

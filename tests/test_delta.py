@@ -33,7 +33,7 @@ from langgraph.checkpoint.base.id import uuid6
 from threadline import SqliteSaver, codec
 from threadline.codec import BlobCodec
 from threadline.codec.tags import DELTA_PIECE_BYTES
-from threadline.codec.cache import entry_bytes
+from threadline.codec.cache import THREAD_OVERHEAD, entry_bytes
 from threadline.storage import ops
 from threadline.storage import rows as R
 from threadline.errors import CorruptRowError
@@ -199,10 +199,10 @@ def test_cache_is_bounded_and_keyed_by_version() -> None:
     entry = codec.Entry(cont(["x" * 300]), "msgpack", 305)
     size = entry_bytes(("t", "", "c", "0"), entry)
     assert size > 305  # the value, its key and the per-entry overhead
-    cache = codec.BlobCache(max_bytes=3 * size + 10)
+    cache = codec.BlobCache(max_bytes=3 * size + THREAD_OVERHEAD + 10)
     for i in range(5):
         cache.put(("t", "", "c", str(i)), entry)
-    assert len(cache) == 3 and cache.nbytes == 3 * size <= cache.max_bytes
+    assert len(cache) == 3 and cache.nbytes == 3 * size + THREAD_OVERHEAD <= cache.max_bytes
     assert cache.get(("t", "", "c", "0")) is None and cache.get(("t", "", "c", "4")) is entry
     cache = codec.BlobCache(max_bytes=1 << 20, max_checkpoints=2)
     cache.put(("t", "", "c", "4"), entry)
