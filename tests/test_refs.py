@@ -285,3 +285,11 @@ def test_a_damaged_or_missing_referenced_write_fails_loudly(sync_backend: Backen
     with opened(sync_backend) as saver:
         with pytest.raises(CorruptRowError):
             saver.get_tuple(head)
+        # fsck names it: without --deep when the writes are gone, with --deep in any case
+        quick = [f for f in fsck(saver).findings if f.kind == "dangling_ref"]
+        if damage == "delete":
+            assert len(quick) == 1 and quick[0].checkpoint_id == first and not quick[0].repairable, quick
+            assert "missing" in quick[0].detail and "threadline restore" in quick[0].detail
+        else:
+            assert quick == []  # the writes are there: only decoding them finds the damage
+        assert "unreadable_value" in {f.kind for f in fsck(saver, deep=True).findings}

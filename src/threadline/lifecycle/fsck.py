@@ -39,7 +39,9 @@ class Finding:
     """One problem ``fsck`` found.
 
     ``kind``: ``dangling_blob`` (a checkpoint names a blob that is missing),
-    ``dangling_base`` (a delta blob's base is missing), ``orphan_writes`` (writes of a
+    ``dangling_base`` (a delta blob's base is missing), ``dangling_ref`` (a delta blob
+    that references pending writes — each message stored once — names writes that are
+    missing, or cannot itself be read), ``orphan_writes`` (writes of a
     checkpoint that does not exist), ``orphan_blobs`` (blobs no checkpoint
     references), ``broken_parent`` (parent_checkpoint_id names a missing
     checkpoint), ``parent_cycle``, ``unreadable_checkpoint``, ``unreadable_value``
@@ -106,6 +108,9 @@ def fsck_thread_op(
     for (ns, ch, v), (_, base) in sorted(t.blob_sizes.items()):
         if base is not None and (ns, ch, base) not in t.blob_sizes:
             findings.append(Finding("dangling_base", tid, ns, None, f"blob ({ch!r}, {v!r}) is a delta on missing version {base!r}", False))
+    # what the checkpoints need (only known when every checkpoint is readable)
+    live = None if bad else t.live_blobs(t.rows)
+    findings += yield from _dangling_refs(d, tid, bc, live)
     # broken parents and cycles
     broken: list[tuple[str, str]] = []
     for (ns, cid), r in sorted(t.rows.items()):
@@ -130,8 +135,7 @@ def fsck_thread_op(
         )
     # orphan blobs (only meaningful when every checkpoint is readable)
     orphan_blobs: list = []
-    if not bad:
-        live = t.live_blobs(t.rows)
+    if live is not None:
         orphan_blobs = sorted(k for k in t.blob_sizes if k not in live)
         if orphan_blobs:
             findings.append(
@@ -175,6 +179,31 @@ def fsck_thread_op(
         for f in findings:
             if f.repairable:
                 f.repaired = True
+    return findings
+
+
+def _dangling_refs(d: Dialect, tid: str, bc: codec.BlobCodec, live: set | None) -> Op[list[Finding]]:
+    """Delta rows referencing pending writes (``codec.refs``) whose writes are missing: reading
+    such a value fails, and the items cannot be recovered from the thread (only a backup has
+    them). Only the rows a checkpoint needs (``live``; all when unknown): an orphan goes anyway."""
+    refs = [r for r in (yield Q(d.THREAD_BLOBS_LIKE, (tid, codec.DELTA_REF + "%"))) if live is None or (r[1], r[2], r[3]) in live]
+    if not refs:
+        return []
+    writes = {tuple(w) for w in (yield Q(d.THREAD_WRITE_KEYS, (tid,)))}
+    findings = []
+    for row in refs:
+        ns, ch, v = row[1], row[2], row[3]
+        try:
+            _, _, cid, named = ops.open_ref(bc, row)
+        except CorruptRowError as exc:
+            findings.append(Finding("dangling_ref", tid, ns, None, f"{exc}; `threadline restore` brings the thread back from a backup", False))
+            continue
+        missing = [(task, idx) for task, idx in named if (ns, cid, task, idx) not in writes]
+        if missing:
+            findings.append(Finding(
+                "dangling_ref", tid, ns, cid,
+                f"blob ({ch!r}, {v!r}) is built from pending writes {missing[:5]} of this checkpoint, which are missing; "
+                "`threadline restore` brings the thread back from a backup", False))
     return findings
 
 

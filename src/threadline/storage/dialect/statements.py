@@ -278,6 +278,8 @@ class Statements:
     )
     # (thread_id) → WRITE_COLUMNS, created_at of every write of a thread
     THREAD_WRITES = f"SELECT {WRITE_COLUMNS}, created_at FROM threadline_writes WHERE thread_id = ?"
+    # (thread_id) → checkpoint_ns, checkpoint_id, task_id, idx of every pending write of a thread
+    THREAD_WRITE_KEYS = "SELECT checkpoint_ns, checkpoint_id, task_id, idx FROM threadline_writes WHERE thread_id = ?"
     # (thread_id, channel) → checkpoint_ns, checkpoint_id of the checkpoints with writes to that channel
     CHECKPOINTS_WRITING = "SELECT DISTINCT checkpoint_ns, checkpoint_id FROM threadline_writes WHERE thread_id = ? AND channel = ?"
 

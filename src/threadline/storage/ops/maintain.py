@@ -89,6 +89,15 @@ def gc_blobs(d: Dialect, thread_id: str, found: tuple[set, list] | None = None) 
     return len(dead)
 
 
+def open_ref(bc: codec.BlobCodec, row: Sequence) -> tuple[str, bytes | None, str, list[tuple[str, int]]]:
+    """A ``DELTA_REF`` blob row (``BLOB_COLUMNS``), its seal checked: its opened type and bytes,
+    the checkpoint_id and the (task_id, idx) of the pending writes it references.
+    CorruptRowError (EncryptionError) when it cannot be read."""
+    tag, data = bc.open(R.blob_row_ref(*row[:4], row[6]), row[4], row[5])
+    where = f"blob ({row[0]!r}, {row[1]!r}, {row[2]!r}, {row[3]!r})"
+    return tag, data, *codec.ref_of(codec.decompress(tag[len(codec.DELTA_REF):], data, where)[1], where)[1:]
+
+
 def _copy_referenced_items(d: Dialect, tid: str, gone: set[tuple[str, str]], live: set, bc: codec.BlobCodec) -> Op[None]:
     """Once the checkpoints ``gone`` (checkpoint_ns, checkpoint_id) of thread ``tid`` are deleted and
     before their writes are, rewrite every delta the remaining checkpoints need (``live``, from
@@ -102,9 +111,7 @@ def _copy_referenced_items(d: Dialect, tid: str, gone: set[tuple[str, str]], liv
     for b in found:
         if (b[1], b[2], b[3]) not in live:
             continue  # garbage: gc_blobs deletes it
-        tag, data = bc.open(R.blob_row_ref(*b[:4], b[6]), b[4], b[5])
-        where = f"blob ({tid!r}, {b[1]!r}, {b[2]!r}, {b[3]!r})"
-        refs[(b[1], b[2], b[3])] = codec.ref_of(codec.decompress(tag[len(codec.DELTA_REF):], data, where)[1], where)[1]
+        tag, data, refs[(b[1], b[2], b[3])], _ = open_ref(bc, b)
         opened.setdefault((tid, b[1], b[2]), {})[b[3]] = (tag, data, b[6])
     copy = set(refs_to_copy(live, refs, gone))
     todo = {g: {v: row for v, row in group.items() if (*g[1:], v) in copy} for g, group in opened.items()}
