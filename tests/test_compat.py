@@ -63,9 +63,13 @@ def test_reads_the_foundation_database_exactly(foundation_db: Path) -> None:
     conn = sqlite3.connect(foundation_db)
     try:  # schema 5: the rows were copied into tables stored in their primary key's order
         clustered = {name for name, sql in conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'table'") if sql.endswith("WITHOUT ROWID")}
+        indexes = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'threadline_checkpoints'")}
     finally:
         conn.close()
     assert clustered == {"threadline_blobs", "threadline_writes"}
+    # schema 6: the (source, step) index, which no query used, is gone
+    assert {"threadline_checkpoints_run_id", "threadline_checkpoints_created_at"} <= indexes
+    assert "threadline_checkpoints_source_step" not in indexes
 
 
 async def test_async_saver_reads_the_foundation_database_exactly(foundation_db: Path) -> None:
