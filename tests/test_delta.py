@@ -39,7 +39,7 @@ from threadline.keys import key_of
 from threadline.codec.serde import default_serde
 
 from backends import Backend
-from test_delta_codec import JSONISH
+from test_delta_codec import JSONISH, cont, dumps
 
 SERDE = default_serde()
 
@@ -54,16 +54,6 @@ def _load_fixture_module():
 
 
 FX = _load_fixture_module()
-
-
-def dumps(value: Any) -> bytes:
-    return SERDE.dumps_typed(value)[1]
-
-
-def cont(value: Any) -> codec.Container:
-    c = codec.container(dumps(value))
-    assert c is not None
-    return c
 
 
 # --- the property: get_tuple returns exactly what was put -----------------------------
