@@ -55,9 +55,10 @@ ENTRY_OVERHEAD = 576
 # 990 counted.
 VERSIONS_OVERHEAD = 300 + 120  # + the namespace's ``head`` entry it may hold (its key tuple, the dict slot)
 PAIR_OVERHEAD = 100
-# A thread's list of keys in the per-thread index (the list and its dict slot: 128 bytes
-# measured for 3,000 threads of one value each), counted once per thread with a value held.
-THREAD_OVERHEAD = 144
+# A thread's keys in the per-thread index (a small dict and its slot: 264 bytes measured for
+# 3,000 threads of one value and one versions map each), counted once per thread with
+# anything cached; a further key costs ~36 bytes, within the margins of the counts above.
+THREAD_OVERHEAD = 288
 DEFAULT_MAX_BYTES = 64 << 20  # 64 MiB: everything a saver's cache holds
 
 
@@ -117,10 +118,11 @@ class BlobCache:
         self._blobs: OrderedDict[tuple, tuple[Entry, int]] = OrderedDict()
         self._versions: OrderedDict[tuple, tuple[Versions, int]] = OrderedDict()
         self._heads: dict[tuple, str] = {}
-        # thread_id → its keys in _blobs and _versions, so forgetting a thread touches only its
-        # own entries (a full cache holds tens of thousands; the sweeper forgets threads one by
-        # one). A list: a thread has a few, and a list costs least.
-        self._keys_of: dict[str, list[tuple]] = {}
+        # thread_id → its keys in _blobs and _versions (a dict used as an ordered set: adding and
+        # removing one is O(1) however many a long thread has), so forgetting a thread touches
+        # only its own entries (a full cache holds tens of thousands; the sweeper forgets threads
+        # one by one)
+        self._keys_of: dict[str, dict[tuple, None]] = {}
         self._bytes = 0  # values, versions maps and writes
         self._vbytes = 0  # versions maps
         self._lock = threading.Lock()
@@ -136,13 +138,13 @@ class BlobCache:
     def _track(self, key: tuple) -> None:
         keys = self._keys_of.get(key[0])
         if keys is None:
-            keys = self._keys_of[key[0]] = []
+            keys = self._keys_of[key[0]] = {}
             self._bytes += THREAD_OVERHEAD
-        keys.append(key)
+        keys[key] = None
 
     def _untrack(self, key: tuple) -> None:
         keys = self._keys_of[key[0]]
-        keys.remove(key)
+        del keys[key]
         if not keys:
             del self._keys_of[key[0]]
             self._bytes -= THREAD_OVERHEAD
