@@ -244,7 +244,9 @@ class BlobCache:
             return [(t, i, b) for ch, _, t, i, b in sorted(found, key=lambda w: w[1:4]) if ch == channel]
 
     def forget_threads(self, thread_ids: Any) -> None:
-        """Drop everything cached for these threads (after deletes; tidy, never needed for correctness)."""
+        """Drop everything cached for these threads, after their rows were deleted: frees the
+        memory, and a later put on a deleted checkpoint can no longer reference its pending
+        writes (remembered here), which went with it. Touches only these threads' entries."""
         tids = set(thread_ids)
         with self._lock:
             for tid in tids:
