@@ -147,7 +147,7 @@ def _referenced_writes(bc: BlobCodec, raw: Raw, blob: tuple) -> list[tuple]:
     if not tag.startswith(codec.DELTA_REF):
         return []
     tag, data = bc.open(R.blob_row_ref(*blob, base), tag, data)
-    _, cid, refs = codec.ref_of(codec.decompress(tag[len(codec.DELTA_REF):], data, blob)[1], blob)
+    _, cid, refs = codec.ref_in(tag, data, blob)
     return [(blob[0], blob[1], cid, task, idx) for task, idx in refs]
 
 

@@ -84,7 +84,7 @@ from threadline.codec.deltas import Resolved, is_delta, load, make_delta, resolv
 from threadline.codec.fingerprinting import fingerprints
 from threadline.codec.keyring import Keyring
 from threadline.codec.policy import PLAIN, BlobCodec
-from threadline.codec.refs import list_body, ref_of, splice
+from threadline.codec.refs import list_body, ref_in, ref_of, splice
 from threadline.codec.seal import GCM, SUM, Row, is_encrypted, is_sealed
 from threadline.codec.tags import DELTA_DICT, DELTA_LIST, DELTA_REF, EMPTY, check_size, compress, decode, decompress, encode
 
@@ -121,6 +121,7 @@ __all__ = [
     "list_body",
     "load",
     "make_delta",
+    "ref_in",
     "ref_of",
     "resolve",
     "skip",

@@ -14,7 +14,7 @@ message twice, so such a delta is stored as a reference to those writes:
   items in that order.
 
 ``make_ref`` builds one when the delta's items are exactly those of the candidate
-writes; ``ref_of`` reads one back; ``splice`` turns it and the writes' item bytes into
+writes; ``ref_of`` reads one back (``ref_in``: from a stored row's opened type and bytes); ``splice`` turns it and the writes' item bytes into
 the equivalent ``delta-list`` payload, which ``deltas.resolve`` checks (count, length
 and CRC-32) like any delta. ``storage.ops.read`` fetches the writes.
 """
@@ -26,6 +26,7 @@ from collections.abc import Sequence
 
 from threadline.codec.containers import LIST, _header, split
 from threadline.codec.deltas import _HEADER
+from threadline.codec.tags import DELTA_REF, decompress
 from threadline.errors import CorruptRowError
 
 WriteRef = tuple[str, int]  # (task_id, idx) of a pending write
@@ -74,6 +75,13 @@ def ref_of(payload: bytes, where: object) -> tuple[bytes, str, list[WriteRef]]:
     if not ok:
         raise CorruptRowError(f"{where}: malformed pending-write reference")
     return bytes(payload[: _HEADER.size]), found[0], [(r[0], r[1]) for r in found[1]]
+
+
+def ref_in(tag: str, data: bytes | None, where: object) -> tuple[bytes, str, list[WriteRef]]:
+    """``ref_of`` of a ``DELTA_REF`` row's opened (unsealed) type and bytes, decompressed first.
+
+    Raises CorruptRowError as ``ref_of`` and ``tags.decompress``."""
+    return ref_of(decompress(tag[len(DELTA_REF):], data, where)[1], where)
 
 
 def splice(header: bytes, items: Sequence[tuple[int, memoryview | bytes]]) -> bytes:

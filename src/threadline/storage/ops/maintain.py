@@ -95,7 +95,7 @@ def open_ref(bc: codec.BlobCodec, row: Sequence) -> tuple[str, bytes | None, str
     CorruptRowError (EncryptionError) when it cannot be read."""
     tag, data = bc.open(R.blob_row_ref(*row[:4], row[6]), row[4], row[5])
     where = f"blob ({row[0]!r}, {row[1]!r}, {row[2]!r}, {row[3]!r})"
-    return tag, data, *codec.ref_of(codec.decompress(tag[len(codec.DELTA_REF):], data, where)[1], where)[1:]
+    return tag, data, *codec.ref_in(tag, data, where)[1:]
 
 
 def _copy_referenced_items(d: Dialect, tid: str, gone: set[tuple[str, str]], live: set, bc: codec.BlobCodec) -> Op[None]:

@@ -64,7 +64,7 @@ def splice_refs(d: Dialect, opened: dict[tuple[str, str, str], dict[str, tuple]]
         for v, (tag, data, base) in group.items():
             if tag.startswith(codec.DELTA_REF):
                 where = f"blob ({tid!r}, {ns!r}, {ch!r}, {v!r})"
-                found[(tid, ns, ch, v)] = (*codec.ref_of(codec.decompress(tag[len(codec.DELTA_REF):], data, where)[1], where), base, where)
+                found[(tid, ns, ch, v)] = (*codec.ref_in(tag, data, where), base, where)
     if not found:
         return []
     wanted = sorted({(k[0], k[1], cid, task, idx) for k, (_, cid, refs, _, _) in found.items() for task, idx in refs})
