@@ -27,6 +27,8 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
+# Helper modules' asserts report their values as a test's do.
+pytest.register_assert_rewrite("backends", "bad_input_access", "cli_support", "langgraph_scenarios", "side_by_side_run", "web_helpers")
 
 from hypothesis import settings  # noqa: E402
 

@@ -1,143 +1,30 @@
-"""Bad input, tampered rows and hostile payloads, on every backend.
+"""Bad input on every backend: malformed configs, hostile filters, and values the
+database cannot hold.
 
-For each bad call: the right error (``ConfigError``, ``FilterError``,
-``CorruptRowError``) or the right empty result, never a raw driver error;
-every row in every table is byte-for-byte what it was before (compared with
-``Backend.snapshot()``); and the saver still works afterwards.
-
-Tests marked ``xfail(strict=True)`` document bugs found in ``src/threadline``
-(see each reason); they turn into failures once the bug is fixed, so the
-marker can be removed.
+For each bad call: the right error (``ConfigError``, ``FilterError``) or the right
+empty result, never a raw driver error; every row in every table is byte-for-byte
+what it was before (compared with ``Backend.snapshot()``); and the saver still works
+afterwards. Tampered rows and hostile payloads are in ``test_bad_rows.py``; the
+seeded database both use is in ``bad_input_access.py``.
 """
 
 from __future__ import annotations
 
-import base64
-import json
-import os
-import pickle
 import uuid
-from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from typing import Any
 
-import ormsgpack
 import pytest
-from langgraph.checkpoint.base import empty_checkpoint
-from langgraph.checkpoint.base.id import uuid6
-from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
-from langgraph.graph import END, START, StateGraph
-from typing_extensions import TypedDict
-
 from backends import Backend
+from bad_input_access import (
+    assert_still_works,
+    cfg,
+    cid_of,
+    ckpt,
+    seeded,
+)
+from langgraph.checkpoint.base.id import uuid6
+
 from threadline import ConfigError, CorruptRowError, FilterError
-
-# --- uniform sync/async access --------------------------------------------------
-
-
-@dataclass
-class Api:
-    """Calls a saver's sync methods (sync savers) or ``a``-methods (async savers) by one name."""
-
-    saver: Any
-    is_async: bool
-
-    async def call(self, name: str, *args: Any, **kw: Any) -> Any:
-        if self.is_async:
-            return await getattr(self.saver, "a" + name)(*args, **kw)
-        return getattr(self.saver, name)(*args, **kw)
-
-    async def list(self, config: Any, **kw: Any) -> list:
-        if self.is_async:
-            return [t async for t in self.saver.alist(config, **kw)]
-        return list(self.saver.list(config, **kw))
-
-    async def ids(self, config: Any, **kw: Any) -> list[str]:
-        return [t.config["configurable"]["checkpoint_id"] for t in await self.list(config, **kw)]
-
-
-def cfg(thread_id: Any, ns: Any = "", cid: Any = None) -> dict:
-    conf: dict[str, Any] = {"thread_id": thread_id, "checkpoint_ns": ns}
-    if cid is not None:
-        conf["checkpoint_id"] = cid
-    return {"configurable": conf}
-
-
-def ckpt(values: dict, versions: dict) -> dict:
-    c = empty_checkpoint()
-    c["id"] = str(uuid6(clock_seq=-1))
-    c["channel_values"] = dict(values)
-    c["channel_versions"] = dict(versions)
-    return c
-
-
-HOSTILE_META = {
-    "a": 1,
-    "$.a": "dollar",
-    '"': "quote",
-    "x') OR 1=1 --": "inj",
-    "nested": {"a": 1, "b": 2},
-    "tags": ["x", "y"],
-    "none": None,
-}
-
-
-@dataclass
-class Seed:
-    """What ``seeded`` stored (configs returned by put)."""
-
-    alpha: list[dict]  # three checkpoints on ("alpha", "")
-    sub: dict  # one on ("alpha", "sub:1")
-    beta: dict  # one on ("beta", "")
-
-
-@asynccontextmanager
-async def seeded(backend: Backend):
-    """Open a saver and store a small known database; yield (api, seed)."""
-    if backend.is_async:
-        async with backend.open() as saver:
-            api = Api(saver, True)
-            yield api, await _seed(api)
-    else:
-        with backend.open() as saver:
-            api = Api(saver, False)
-            yield api, await _seed(api)
-
-
-async def _seed(api: Api) -> Seed:
-    alpha = []
-    config = cfg("alpha")
-    values = {"msgs": ["hello"], "count": 0}
-    versions = {"msgs": "1", "count": "1"}
-    config = await api.call("put", config, ckpt(values, versions), {"source": "input", "step": -1, **HOSTILE_META}, versions)
-    alpha.append(config)
-    await api.call("put_writes", config, [("msgs", "w0"), ("count", 1)], "task-0", "~0")
-    values, versions = {"msgs": ["hello", "w0"], "count": 1}, {"msgs": "2", "count": "2"}
-    config = await api.call("put", config, ckpt(values, versions), {"source": "loop", "step": 0, "a": 2}, versions)
-    alpha.append(config)
-    values, versions = {"msgs": ["hello", "w0", "x"], "count": 1}, {"msgs": "3", "count": "2"}
-    config = await api.call("put", config, ckpt(values, versions), {"source": "loop", "step": 1, "a": 1, "run_id": "r1"}, {"msgs": "3"})
-    alpha.append(config)
-    await api.call("put_writes", config, [("msgs", "w2")], "task-2", "~2")
-    await api.call("put_writes", config, [("__interrupt__", {"q": "?"})], "task-3")
-    sub = await api.call("put", cfg("alpha", "sub:1"), ckpt({"inner": 1}, {"inner": "1"}), {"source": "loop", "step": 0}, {"inner": "1"})
-    beta = await api.call("put", cfg("beta"), ckpt({"msgs": ["b"]}, {"msgs": "1"}), {"source": "input", "step": -1, "a": 1}, {"msgs": "1"})
-    return Seed(alpha, sub, beta)
-
-
-async def assert_still_works(api: Api, seed: Seed) -> None:
-    """The saver is usable after an error: the seeded data reads back whole."""
-    latest = await api.call("get_tuple", cfg("alpha"))
-    assert latest.config == seed.alpha[-1]
-    assert latest.checkpoint["channel_values"] == {"msgs": ["hello", "w0", "x"], "count": 1}
-    seeded_ids = {cid_of(c) for c in (*seed.alpha, seed.sub, seed.beta)}
-    assert seeded_ids <= set(await api.ids(None))
-    assert await api.ids(cfg("alpha")) == [cid_of(c) for c in reversed(seed.alpha)]
-
-
-def cid_of(config: dict) -> str:
-    return config["configurable"]["checkpoint_id"]
-
 
 # --- malformed configs --------------------------------------------------------
 
@@ -195,7 +82,7 @@ async def test_malformed_configs_raise_config_error_and_change_nothing(backend: 
 
 
 async def test_list_before_without_checkpoint_id(backend: Backend) -> None:
-    async with seeded(backend) as (api, seed):
+    async with seeded(backend) as (api, _seed):
         before = backend.snapshot()
         with pytest.raises(ConfigError, match="before"):
             await api.list(cfg("alpha"), before=cfg("alpha"))
@@ -207,7 +94,7 @@ async def test_list_before_without_checkpoint_id(backend: Backend) -> None:
 async def test_int_and_uuid_thread_ids_are_their_string(backend: Backend) -> None:
     """keys.thread_id_of: ints and UUIDs (common in LangGraph apps) are stored as ``str(value)``;
     ``put`` hands back the caller's thread_id as given, as the official savers do."""
-    async with seeded(backend) as (api, seed):
+    async with seeded(backend) as (api, _seed):
         u = uuid.uuid4()
         for tid in (7, u):
             stored = await api.call("put", cfg(tid), ckpt({"v": 1}, {"v": "1"}), {"step": 0}, {"v": "1"})
@@ -261,7 +148,7 @@ async def test_unserializable_values_write_nothing(backend: Backend) -> None:
         assert not isinstance(info.value, CorruptRowError)
         with pytest.raises(ConfigError, match="metadata"):
             await api.call("put", cfg("alpha"), ckpt({"ok": 1}, {"ok": "1"}), {"step": 5, "obj": object()}, {"ok": "1"})
-        with pytest.raises(Exception):
+        with pytest.raises(Exception):  # noqa: B017 (any error: what counts is that nothing is written)
             await api.call("put_writes", seed.alpha[-1], [("ok", 1), ("bad", object())], "task-new")
         assert backend.snapshot() == before
         await assert_still_works(api, seed)
@@ -476,324 +363,3 @@ async def test_nul_character_in_keys_is_refused(backend: Backend, where: str) ->
                     await api.call(*call)
         assert backend.snapshot() == before
         await assert_still_works(api, seed)
-
-
-# --- tampered rows ----------------------------------------------------------------
-
-
-def _others_untouched(backend: Backend, original: dict, tampered: dict[str, tuple[str, tuple]]) -> None:
-    """Every row of every table equals ``original``, except the tampered rows (``table → (where, params)``)."""
-    now = backend.snapshot()
-    for table, rows in original.items():
-        if table not in tampered:
-            assert now[table] == rows, table
-            continue
-        where, params = tampered[table]
-        changed = backend.sql(f"SELECT * FROM threadline_{table} WHERE {where}", params)
-        assert changed, f"the tampered {table} rows are still there"
-        kept = [r for r in now[table] if r not in changed]
-        assert len(kept) == len(rows) - len(changed), table
-        assert all(r in rows for r in kept), table
-
-
-@asynccontextmanager
-async def tampered(backend: Backend, table: str, set_sql: str, where: str, params: tuple):
-    """Seed, run ``UPDATE table SET set_sql WHERE where`` behind the saver's back, yield (api, seed).
-
-    On exit: the reads (failed or not) wrote nothing, and only the tampered rows differ from before.
-    """
-    async with seeded(backend) as (api, seed):
-        original = backend.snapshot()
-        backend.sql(f"UPDATE threadline_{table} SET {set_sql} WHERE {where}", params)
-        after_tamper = backend.snapshot()
-        yield api, seed
-        assert backend.snapshot() == after_tamper
-        _others_untouched(backend, original, {table: (where, params)})
-
-
-async def test_corrupted_blob_row(backend: Backend) -> None:
-    payload = "x'deadbeef'" if not backend.is_postgres else "'\\xdeadbeef'::bytea"
-    where = "thread_id = ? AND channel = ? AND version = ?"
-    async with tampered(backend, "blobs", f"blob = {payload}", where, ("alpha", "msgs", "3")) as (api, seed):
-        for call in (
-            lambda: api.call("get_tuple", cfg("alpha")),
-            lambda: api.call("get_tuple", seed.alpha[-1]),
-            lambda: api.list(cfg("alpha")),
-            lambda: api.list(None, filter={"run_id": "r1"}),
-        ):
-            with pytest.raises(CorruptRowError) as info:
-                await call()
-            msg = str(info.value)
-            assert "blob" in msg and "'alpha'" in msg and "'msgs'" in msg and "'3'" in msg, msg
-        # other checkpoints (older versions of msgs, other threads) still read
-        older = await api.call("get_tuple", seed.alpha[1])
-        assert older.checkpoint["channel_values"] == {"msgs": ["hello", "w0"], "count": 1}
-        assert (await api.call("get_tuple", cfg("beta"))).checkpoint["channel_values"] == {"msgs": ["b"]}
-        assert len(await api.list(cfg("alpha"), before=seed.alpha[-1])) == 2
-
-
-async def test_corrupted_write_row(backend: Backend) -> None:
-    payload = "x'deadbeef'" if not backend.is_postgres else "'\\xdeadbeef'::bytea"
-    where = "thread_id = ? AND task_id = ?"
-    async with tampered(backend, "writes", f"blob = {payload}", where, ("alpha", "task-0")) as (api, seed):
-        with pytest.raises(CorruptRowError) as info:
-            await api.call("get_tuple", seed.alpha[0])
-        msg = str(info.value)
-        assert "write" in msg and "'alpha'" in msg and cid_of(seed.alpha[0]) in msg and "'task-0'" in msg, msg
-        # the DeltaChannel history walk reads that write too
-        with pytest.raises(CorruptRowError, match="task-0"):
-            await api.call("get_delta_channel_history", config=seed.alpha[1], channels=["count"])
-        # the latest checkpoint's own writes are intact
-        assert (await api.call("get_tuple", cfg("alpha"))).pending_writes == [
-            ("task-3", "__interrupt__", {"q": "?"}),
-            ("task-2", "msgs", "w2"),
-        ]
-
-
-def _doc(backend: Backend, column: str, cid: str) -> Any:
-    (value,) = backend.sql(f"SELECT {column} FROM threadline_checkpoints WHERE checkpoint_id = ?", (cid,))[0]
-    return json.loads(value) if isinstance(value, (str, bytes)) else value
-
-
-CHECKPOINT_CORRUPTIONS = {
-    # name: (column, function of the stored doc → new JSON value, or raw text for SQLite only)
-    "not-an-object": ("checkpoint", lambda doc: [1, 2, 3]),
-    "string": ("checkpoint", lambda doc: "checkpoint"),
-    "metadata-not-an-object": ("metadata", lambda doc: 42),
-    "pending-sends-garbage": ("checkpoint", lambda doc: {**doc, "__pending_sends__": ["msgpack", "!!not base64!!"]}),
-    "pending-sends-pickle": (
-        "checkpoint",
-        lambda doc: {**doc, "__pending_sends__": ["pickle", base64.b64encode(pickle.dumps(["x"])).decode()]},
-    ),
-    "pending-sends-shape": ("checkpoint", lambda doc: {**doc, "__pending_sends__": 5}),
-    "channel-versions-list": ("checkpoint", lambda doc: {**doc, "channel_versions": [1, 2]}),
-    "channel-versions-string": ("checkpoint", lambda doc: {**doc, "channel_versions": "msgs"}),
-}
-
-
-@pytest.mark.parametrize("case", sorted(CHECKPOINT_CORRUPTIONS))
-async def test_corrupted_checkpoint_row(backend: Backend, case: str, request) -> None:
-    column, change = CHECKPOINT_CORRUPTIONS[case]
-    async with seeded(backend) as (api, seed):
-        target = cid_of(seed.alpha[1])
-        new = json.dumps(change(_doc(backend, column, target)))
-        original = backend.snapshot()
-        backend.sql(f"UPDATE threadline_checkpoints SET {column} = ? WHERE checkpoint_id = ?", (new, target))
-        after_tamper = backend.snapshot()
-        with pytest.raises(CorruptRowError) as info:
-            await api.call("get_tuple", seed.alpha[1])
-        msg = str(info.value)
-        assert target in msg, msg
-        assert "'alpha'" in msg or "checkpoint" in msg, msg
-        with pytest.raises(CorruptRowError):
-            await api.list(cfg("alpha"))
-        # neighbours still read
-        assert (await api.call("get_tuple", seed.alpha[2])).checkpoint["channel_values"]["msgs"] == ["hello", "w0", "x"]
-        assert (await api.call("get_tuple", seed.alpha[0])).metadata["source"] == "input"
-        assert (await api.call("get_tuple", cfg("beta"))) is not None
-        assert backend.snapshot() == after_tamper
-        _others_untouched(backend, original, {"checkpoints": ("checkpoint_id = ?", (target,))})
-
-
-@pytest.mark.parametrize("column, text", [("checkpoint", "{not json"), ("metadata", "nope"), ("checkpoint", "")])
-async def test_unreadable_checkpoint_json_sqlite(sqlite_backend_fx: Backend, column: str, text: str) -> None:
-    """SQLite stores JSON as text, so a row can hold text that is not JSON at all."""
-    backend = sqlite_backend_fx
-    async with seeded(backend) as (api, seed):
-        target = cid_of(seed.alpha[0])
-        original = backend.snapshot()
-        backend.sql(f"UPDATE threadline_checkpoints SET {column} = ? WHERE checkpoint_id = ?", (text, target))
-        with pytest.raises(CorruptRowError, match=target):
-            await api.call("get_tuple", seed.alpha[0])
-        with pytest.raises(CorruptRowError, match="JSON"):
-            await api.list(cfg("alpha"))
-        assert (await api.call("get_tuple", cfg("alpha"))).config == seed.alpha[-1]
-        _others_untouched(backend, original, {"checkpoints": ("checkpoint_id = ?", (target,))})
-
-
-# --- strict deserialization ---------------------------------------------------
-
-CANARY: list[str] = []
-
-
-@dataclass
-class Canary:
-    """Not in any allowlist. Instantiating it is observable."""
-
-    note: str
-
-    def __post_init__(self) -> None:
-        CANARY.append(self.note)
-
-
-@dataclass
-class Point:
-    x: int
-    y: int
-
-
-class Sentinel:
-    """A plain class (not a data class), so no policy revives it. Instantiating it is observable."""
-
-    def __init__(self, note: str) -> None:
-        CANARY.append(note)
-
-
-class Evil:
-    def __init__(self, marker: str) -> None:
-        self.marker = marker
-
-    def __reduce__(self):
-        return (os.system, (f"touch {self.marker}",))
-
-
-def _payloads(marker: str) -> dict[str, tuple[str, bytes]]:
-    """(type, bytes) payloads that would run code or build a foreign object if loaded naively."""
-    touch = f"touch {marker}"
-    return {
-        "msgpack-os.system-posargs": ("msgpack", ormsgpack.packb(ormsgpack.Ext(1, ormsgpack.packb(("os", "system", [touch]))))),
-        "msgpack-os.system-single": ("msgpack", ormsgpack.packb(ormsgpack.Ext(0, ormsgpack.packb(("os", "system", touch))))),
-        "msgpack-subprocess-kwargs": (
-            "msgpack",
-            ormsgpack.packb(ormsgpack.Ext(2, ormsgpack.packb(("subprocess", "Popen", {"args": ["touch", marker]})))),
-        ),
-        "msgpack-method": (
-            "msgpack",
-            ormsgpack.packb(ormsgpack.Ext(3, ormsgpack.packb(("os", "system", touch, "__call__")))),
-        ),
-        "msgpack-sentinel-class": (
-            "msgpack",
-            ormsgpack.packb(ormsgpack.Ext(2, ormsgpack.packb((__name__, "Sentinel", {"note": "loaded"})))),
-        ),
-        "json-lc2-os.system": (
-            "json",
-            json.dumps({"lc": 2, "type": "constructor", "id": ["os", "system"], "args": [touch]}).encode(),
-        ),
-        "json-lc2-sentinel": (
-            "json",
-            json.dumps({"lc": 2, "type": "constructor", "id": [__name__, "Sentinel"], "kwargs": {"note": "json"}}).encode(),
-        ),
-        "pickle-os.system": ("pickle", pickle.dumps(Evil(marker))),
-    }
-
-
-@pytest.mark.parametrize("payload", sorted(_payloads("/x")))
-async def test_tampered_payloads_never_run_code(backend: Backend, payload: str, tmp_path) -> None:
-    marker = tmp_path / "pwned"
-    tag, data = _payloads(str(marker))[payload]
-    CANARY.clear()
-    async with seeded(backend) as (api, seed):
-        original = backend.snapshot()
-        blob_key = ("thread_id = ? AND channel = ? AND version = ?", ("alpha", "msgs", "3"))
-        write_key = ("thread_id = ? AND task_id = ?", ("alpha", "task-2"))
-        for table, (where, params) in (("blobs", blob_key), ("writes", write_key)):
-            backend.sql(f"UPDATE threadline_{table} SET type = ?, blob = ? WHERE {where}", (tag, data, *params))
-        after_tamper = backend.snapshot()
-        for read in (
-            lambda: api.call("get_tuple", cfg("alpha")),
-            lambda: api.list(cfg("alpha")),
-            lambda: api.call("get_delta_channel_history", config=cfg("alpha"), channels=["msgs"]),
-        ):
-            try:
-                result = await read()
-            except CorruptRowError:
-                continue
-            # loaded as plain data: no foreign object, nothing executed
-            for value in _loaded_values(result):
-                assert not isinstance(value, (Sentinel, Evil)), value
-                assert type(value).__module__ in ("builtins",), (payload, type(value))
-        assert not marker.exists(), f"{payload}: code ran"
-        assert CANARY == [], f"{payload}: Sentinel was instantiated"
-        if tag == "pickle":
-            with pytest.raises(CorruptRowError, match="pickle"):
-                await api.call("get_tuple", cfg("alpha"))
-        assert backend.snapshot() == after_tamper
-        _others_untouched(backend, original, {"blobs": blob_key, "writes": write_key})
-
-
-def _loaded_values(result: Any) -> list[Any]:
-    tuples = result if isinstance(result, list) else [result] if not isinstance(result, dict) else []
-    values: list[Any] = []
-    for t in tuples:
-        values += list(t.checkpoint["channel_values"].values())
-        values += [w[2] for w in t.pending_writes]
-    if isinstance(result, dict):
-        for entry in result.values():
-            values += [w[2] for w in entry["writes"]]
-            if "seed" in entry:
-                values.append(entry["seed"])
-    return values
-
-
-async def test_saver_stores_but_never_revives_foreign_classes(backend: Backend) -> None:
-    """With an allowlist (LangGraph's strict mode passes one), a value of a class outside it can be
-    written, but reading gives plain data, not the class."""
-    CANARY.clear()
-    async with seeded(backend) as (api, seed):
-        api.saver = api.saver.with_allowlist([Point])
-        stored = await api.call("put", cfg("delta"), ckpt({"c": Canary("via-put")}, {"c": "1"}), {"step": 0}, {"c": "1"})
-        await api.call("put_writes", stored, [("c", Canary("via-write"))], "task")
-        CANARY.clear()
-        got = await api.call("get_tuple", stored)
-        assert not isinstance(got.checkpoint["channel_values"]["c"], Canary)
-        assert not isinstance(got.pending_writes[0][2], Canary)
-        assert CANARY == []
-
-
-class PointState(TypedDict):
-    point: Point
-    other: Any
-
-
-async def _run_point_graph(backend: Backend) -> dict:
-    """Run a graph whose state schema holds a dataclass; read the state back with a NEW saver."""
-
-    def move(state: PointState) -> dict:
-        return {"point": Point(state["point"].x + 1, state["point"].y), "other": Canary("in-graph")}
-
-    b = StateGraph(PointState)
-    b.add_node("move", move)
-    b.add_edge(START, "move")
-    b.add_edge("move", END)
-    thread = cfg("points")
-    if backend.is_async:
-        async with backend.open() as saver:
-            await b.compile(checkpointer=saver).ainvoke({"point": Point(1, 2), "other": None}, thread)
-    else:
-        with backend.open() as saver:
-            b.compile(checkpointer=saver).invoke({"point": Point(1, 2), "other": None}, thread)
-    CANARY.clear()
-    if backend.is_async:
-        async with backend.open() as saver:
-            return (await b.compile(checkpointer=saver).aget_state(thread)).values
-    with backend.open() as saver:
-        return b.compile(checkpointer=saver).get_state(thread).values
-
-
-async def test_schema_types_allowlisted_in_langgraph_strict_mode(backend: Backend, monkeypatch) -> None:
-    """Positive control: with LANGGRAPH_STRICT_MSGPACK, compile() passes the state schema's types to
-    ``saver.with_allowlist``; they round-trip, while a type outside the schema (field typed Any) stays blocked."""
-    import langgraph._internal._serde as lg_serde
-
-    monkeypatch.setattr(lg_serde, "STRICT_MSGPACK_ENABLED", True)
-    values = await _run_point_graph(backend)
-    assert values["point"] == Point(2, 2) and isinstance(values["point"], Point)
-    assert not isinstance(values["other"], Canary)
-    assert values["other"] == {"note": "in-graph"}
-    assert CANARY == []
-
-
-async def test_schema_types_round_trip_in_langgraph_default_mode(backend: Backend) -> None:
-    """LangGraph's default mode passes no allowlist: imported data classes round-trip (as with the
-    official savers), while non-data classes and anything not yet imported stay blocked (the payload tests)."""
-    values = await _run_point_graph(backend)
-    assert isinstance(values["point"], Point) and values["point"] == Point(2, 2)
-
-
-def test_json_refuses_a_nul_but_not_the_text_of_an_escaped_one() -> None:
-    from threadline.storage.dialect import dumps_json
-
-    assert dumps_json({"\\u0000": "\\\\u0000"}) == '{"\\\\u0000":"\\\\\\\\u0000"}'  # backslashes, then "u0000"
-    for bad in ({"\x00": 1}, {"k": "a\\\x00"}):
-        with pytest.raises(ValueError, match="NUL"):
-            dumps_json(bad)

@@ -6,8 +6,8 @@ LangGraph < v4 with their sends kept as the parent's TASKS writes, and the error
 at the door (a file that is not a database, a read-only file, an unreachable or
 wrongly authenticated Postgres, a schema of a newer release) — one threadline error
 each, never a driver traceback, nothing written. The API surface and round-trip
-fidelity against the official classes are in test_drop_in_api.py and
-test_side_by_side.py.
+fidelity against the official classes are in test_drop_in_api.py,
+test_drop_in_idioms.py and test_side_by_side.py.
 """
 
 from __future__ import annotations

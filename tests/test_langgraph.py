@@ -6,148 +6,32 @@ Each scenario is written once and runs on ``sqlite``, ``sqlite-async``,
 ``ainvoke`` / ``aget_state`` / ``aupdate_state`` (the ``Graph`` helper picks).
 Where LangGraph's own ``InMemorySaver`` is the oracle, the same graph runs on it
 and the observable results (state, history shape) must be identical.
+
+The ``Graph`` helper and the shared graphs live in ``langgraph_scenarios.py``.
+Here: conversations, interrupts, state history, forks, ``update_state`` and
+subgraphs; durability modes, ``DeltaChannel`` and parallel branches are in
+``test_langgraph_writes.py``.
 """
 
 from __future__ import annotations
 
 import operator
-import threading
-import time
-from contextlib import asynccontextmanager
-from dataclasses import dataclass
-from typing import Annotated, Any
-
-import pytest
-from langgraph.channels.delta import DeltaChannel
-from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.graph import END, START, StateGraph
-from langgraph.types import Command, StateSnapshot, interrupt
-from typing_extensions import TypedDict
+from typing import Annotated
 
 from backends import Backend
-
-# --- the helper: one scenario, sync or async ------------------------------------
-
-
-@dataclass
-class Graph:
-    """A compiled graph and how to drive it: sync methods for sync savers, ``a``-methods for async ones."""
-
-    compiled: Any
-    is_async: bool
-
-    async def invoke(self, input: Any, config: dict, **kw: Any) -> Any:
-        if self.is_async:
-            return await self.compiled.ainvoke(input, config, **kw)
-        return self.compiled.invoke(input, config, **kw)
-
-    async def state(self, config: dict, *, subgraphs: bool = False) -> StateSnapshot:
-        if self.is_async:
-            return await self.compiled.aget_state(config, subgraphs=subgraphs)
-        return self.compiled.get_state(config, subgraphs=subgraphs)
-
-    async def history(self, config: dict, **kw: Any) -> list[StateSnapshot]:
-        if self.is_async:
-            return [s async for s in self.compiled.aget_state_history(config, **kw)]
-        return list(self.compiled.get_state_history(config, **kw))
-
-    async def update(self, config: dict, values: Any, as_node: str | None = None) -> dict:
-        if self.is_async:
-            return await self.compiled.aupdate_state(config, values, as_node=as_node)
-        return self.compiled.update_state(config, values, as_node=as_node)
-
-    @property
-    def saver(self) -> Any:
-        return self.compiled.checkpointer
-
-
-@asynccontextmanager
-async def opened(backend: Backend, builder: StateGraph, **compile_kw: Any):
-    """A NEW saver instance on ``backend``'s database and ``builder`` compiled on it."""
-    if backend.is_async:
-        async with backend.open() as saver:
-            yield Graph(builder.compile(checkpointer=saver, **compile_kw), True)
-    else:
-        with backend.open() as saver:
-            yield Graph(builder.compile(checkpointer=saver, **compile_kw), False)
-
-
-def reference(builder: StateGraph, **compile_kw: Any) -> Graph:
-    """The same graph on LangGraph's InMemorySaver (the oracle)."""
-    return Graph(builder.compile(checkpointer=InMemorySaver(), **compile_kw), False)
-
-
-def cfg(thread_id: str, checkpoint_id: str | None = None, ns: str | None = None) -> dict:
-    conf: dict[str, Any] = {"thread_id": thread_id}
-    if checkpoint_id is not None:
-        conf["checkpoint_id"] = checkpoint_id
-    if ns is not None:
-        conf["checkpoint_ns"] = ns
-    return {"configurable": conf}
-
-
-def cid(config_or_snapshot: Any) -> str:
-    config = config_or_snapshot.config if isinstance(config_or_snapshot, StateSnapshot) else config_or_snapshot
-    return config["configurable"]["checkpoint_id"]
-
-
-def shape(snap: StateSnapshot) -> tuple:
-    """What must agree between two savers for the same run (ids and timestamps differ)."""
-    return (
-        snap.values,
-        snap.next,
-        snap.metadata["step"],
-        snap.metadata["source"],
-        tuple((t.name, tuple(i.value for i in t.interrupts)) for t in snap.tasks),
-        snap.parent_config is None,
-    )
-
-
-def assert_parent_links(history: list[StateSnapshot]) -> None:
-    """Newest first, each snapshot's parent is the next one in the list; the oldest is a root."""
-    for newer, older in zip(history, history[1:]):
-        assert newer.parent_config is not None
-        assert cid(newer.parent_config) == cid(older)
-    assert history[-1].parent_config is None
-
-
-# --- graphs -------------------------------------------------------------------
-
-
-class ChatState(TypedDict):
-    turns: Annotated[list[str], operator.add]
-
-
-def chat_builder() -> StateGraph:
-    def reply(state: ChatState) -> dict:
-        return {"turns": [f"echo:{state['turns'][-1]}"]}
-
-    b = StateGraph(ChatState)
-    b.add_node("reply", reply)
-    b.add_edge(START, "reply")
-    b.add_edge("reply", END)
-    return b
-
-
-class LineState(TypedDict):
-    log: Annotated[list[str], operator.add]
-    x: int
-
-
-def line_builder(names: tuple[str, ...] = ("a", "b", "c")) -> StateGraph:
-    b = StateGraph(LineState)
-    prev = START
-    for name in names:
-
-        def node(state: LineState, name=name) -> dict:
-            return {"log": [f"{name}:{state['x']}"], "x": state["x"] + 1}
-
-        b.add_node(name, node)
-        b.add_edge(prev, name)
-        prev = name
-    b.add_edge(prev, END)
-    return b
-
+from langgraph.graph import END, START, StateGraph
+from langgraph.types import Command, StateSnapshot, interrupt
+from langgraph_scenarios import (
+    assert_parent_links,
+    cfg,
+    chat_builder,
+    cid,
+    line_builder,
+    opened,
+    reference,
+    shape,
+)
+from typing_extensions import TypedDict
 
 # --- scenarios ----------------------------------------------------------------
 
@@ -431,7 +315,7 @@ async def test_subgraph_namespaces_and_interrupt_inside(backend: Backend) -> Non
         assert {s.config["configurable"]["checkpoint_ns"] for s in root_history} == {""}
         sub_history = await g.history(sub_state.config)
         assert sub_history and {s.config["configurable"]["checkpoint_ns"] for s in sub_history} == {sub_ns}
-        assert [s.values for s in sub_history][0] == {"inner": ["s1"]}
+        assert [s.values for s in sub_history][0] == {"inner": ["s1"]}  # noqa: RUF015
 
     namespaces = {r[0] for r in backend.sql("SELECT DISTINCT checkpoint_ns FROM threadline_checkpoints WHERE thread_id = ?", ("nested",))}
     assert namespaces == {"", sub_ns}
@@ -449,191 +333,3 @@ async def test_subgraph_namespaces_and_interrupt_inside(backend: Backend) -> Non
     await ref.invoke(Command(resume="ok"), thread)
     async with opened(backend, builder) as g:
         assert [shape(s) for s in await g.history(thread)] == [shape(s) for s in await ref.history(thread)]
-
-
-@pytest.mark.parametrize("durability, expected", [("sync", 5), ("async", 5), ("exit", 1)])
-async def test_durability_modes(backend: Backend, durability: str, expected: int) -> None:
-    builder = line_builder()
-    thread = cfg(f"dur-{durability}")
-    async with opened(backend, builder) as g:
-        out = await g.invoke({"log": [], "x": 0}, thread, durability=durability)
-        assert out == {"log": ["a:0", "b:1", "c:2"], "x": 3}
-    # every checkpoint LangGraph handed over is on disk once the saver is closed
-    async with opened(backend, builder) as g:
-        history = await g.history(thread)
-        assert len(history) == expected
-        assert history[0].values == {"log": ["a:0", "b:1", "c:2"], "x": 3}
-        assert history[0].next == ()
-        assert_parent_links(history)
-    rows = backend.sql("SELECT COUNT(*) FROM threadline_checkpoints WHERE thread_id = ?", (thread["configurable"]["thread_id"],))
-    assert rows == [(expected,)]
-    ref = reference(builder)
-    await ref.invoke({"log": [], "x": 0}, thread, durability=durability)
-    assert [shape(s) for s in history] == [shape(s) for s in await ref.history(thread)]
-
-
-def extend(state: list, writes: list) -> list:
-    """Batching-invariant DeltaChannel reducer: each write is a list of items to append."""
-    out = list(state)
-    for w in writes:
-        out.extend(w if isinstance(w, list) else [w])
-    return out
-
-
-class DeltaState(TypedDict):
-    items: Annotated[list, DeltaChannel(extend, snapshot_frequency=3)]
-    n: int
-
-
-def delta_builder(stop_every: int = 7) -> StateGraph:
-    def add(state: DeltaState) -> dict:
-        return {"items": [f"i{state['n']}"], "n": state["n"] + 1}
-
-    b = StateGraph(DeltaState)
-    b.add_node("add", add)
-    b.add_edge(START, "add")
-    b.add_conditional_edges("add", lambda s: "add" if s["n"] % stop_every else END)
-    return b
-
-
-async def test_delta_channel_matches_in_memory_and_survives_reopen_and_prune(backend: Backend) -> None:
-    builder = delta_builder()
-    thread = cfg("delta")
-    turns = [{"items": ["start"], "n": 1}, {"items": ["second"], "n": 1}, {"items": ["third"], "n": 8}]
-
-    ref = reference(builder)
-    for turn in turns:
-        await ref.invoke(turn, thread)
-    ref_state = await ref.state(thread)
-    ref_history = [shape(s) for s in await ref.history(thread)]
-    assert len(ref_history) > 3 * 3  # enough supersteps to cross several snapshots
-
-    async with opened(backend, builder) as g:
-        for turn in turns:
-            await g.invoke(turn, thread)
-        assert (await g.state(thread)).values == ref_state.values
-        assert [shape(s) for s in await g.history(thread)] == ref_history
-
-    # deltas really are in use, at the same checkpoints as in memory: "items" is stored (as a
-    # _DeltaSnapshot) only every few updates, and otherwise rebuilt from ancestors' writes
-    def snapshot_pattern(saver: Any) -> list[tuple[int, str | None]]:
-        return [
-            (t.metadata["step"], type(t.checkpoint["channel_values"].get("items")).__name__)
-            for t in saver.list(thread)
-        ]
-
-    ref_pattern = snapshot_pattern(ref.saver)
-    assert 0 < sum(kind == "_DeltaSnapshot" for _, kind in ref_pattern) < len(ref_pattern) / 2
-    with backend.open(is_async=False) as twin:
-        assert snapshot_pattern(twin) == ref_pattern
-
-    async with opened(backend, builder) as g:
-        state = await g.state(thread)
-        assert state.values == ref_state.values
-        history = await g.history(thread)
-        assert [shape(s) for s in history] == ref_history
-        # every historical checkpoint reconstructs the same as the in-memory one
-        ref_by_step = {(s.metadata["step"], s.metadata["source"]): s.values for s in await ref.history(thread)}
-        for snap in history[::3]:
-            assert (await g.state(snap.config)).values == ref_by_step[(snap.metadata["step"], snap.metadata["source"])]
-
-        async def prune() -> None:
-            if g.is_async:
-                await g.saver.aprune(["delta"], strategy="keep_latest")
-            else:
-                g.saver.prune(["delta"], strategy="keep_latest")
-
-        if backend.is_postgres:  # refused, nothing pruned, as the official PostgresSaver
-            with pytest.raises(NotImplementedError, match="DeltaChannel"):
-                await prune()
-            assert len(await g.history(thread)) == len(history)
-        else:
-            await prune()
-            pruned = await g.state(thread)
-            assert pruned.values == ref_state.values
-            assert cid(pruned) == cid(state)
-            assert len(await g.history(thread)) < len(history)
-
-    async with opened(backend, builder) as g:
-        assert (await g.state(thread)).values == ref_state.values
-        # the thread keeps working after pruning, same as the unpruned in-memory thread
-        await g.invoke({"items": ["after-prune"], "n": 1}, thread)
-        await ref.invoke({"items": ["after-prune"], "n": 1}, thread)
-        assert (await g.state(thread)).values == (await ref.state(thread)).values
-
-
-class FanState(TypedDict):
-    log: Annotated[list[str], operator.add]
-    total: Annotated[int, operator.add]
-
-
-def fan_builder(fail_once: list[bool] | None = None, runs: list[str] | None = None) -> StateGraph:
-    """START → (left, right) in one superstep → join. ``fail_once=[True]`` makes right fail once,
-    after left has finished (a failure that comes first cancels left: LangGraph stores the
-    writes of tasks finished by then, so the test would depend on thread timing)."""
-    left_done = threading.Event()
-
-    def left(state: FanState) -> dict:
-        if runs is not None:
-            runs.append("left")
-        left_done.set()
-        return {"log": ["left"], "total": 1}
-
-    def right(state: FanState) -> dict:
-        if fail_once:
-            fail_once.pop()
-            left_done.wait(10)
-            time.sleep(0.2)  # left's writes are handed to the saver as it returns
-            raise RuntimeError("right failed")
-        return {"log": ["right"], "total": 10}
-
-    def join(state: FanState) -> dict:
-        return {"log": [f"join:{state['total']}"], "total": 100}
-
-    b = StateGraph(FanState)
-    b.add_node("left", left)
-    b.add_node("right", right)
-    b.add_node("join", join)
-    b.add_edge(START, "left")
-    b.add_edge(START, "right")
-    b.add_edge(["left", "right"], "join")
-    b.add_edge("join", END)
-    return b
-
-
-async def test_parallel_branches_same_state_as_in_memory(backend: Backend) -> None:
-    builder = fan_builder()
-    thread = cfg("fan")
-    ref = reference(builder)
-    expected = await ref.invoke({"log": ["go"], "total": 0}, thread)
-    await ref.invoke({"log": ["again"], "total": 0}, thread)
-    async with opened(backend, builder) as g:
-        out = await g.invoke({"log": ["go"], "total": 0}, thread)
-        assert out == expected
-        await g.invoke({"log": ["again"], "total": 0}, thread)
-    async with opened(backend, builder) as g:
-        assert (await g.state(thread)).values == (await ref.state(thread)).values
-        assert [shape(s) for s in await g.history(thread)] == [shape(s) for s in await ref.history(thread)]
-
-
-async def test_failed_branch_keeps_sibling_writes_for_resume(backend: Backend) -> None:
-    """One parallel node fails: the other's pending writes survive, and resuming (with a new saver) does not re-run it."""
-    calls: list[str] = []
-    builder = fan_builder(fail_once=[True], runs=calls)
-    thread = cfg("fail")
-    async with opened(backend, builder) as g:
-        with pytest.raises(RuntimeError, match="right failed"):
-            await g.invoke({"log": [], "total": 0}, thread)
-        state = await g.state(thread)
-        assert state.next == ("right",)  # left's writes are stored: only right is still to run
-        errored = [t for t in state.tasks if t.error]
-        assert [t.name for t in errored] == ["right"]
-        assert "right failed" in repr(errored[0].error)
-    assert calls == ["left"]
-    writes = backend.sql("SELECT channel FROM threadline_writes WHERE thread_id = ? ORDER BY channel", ("fail",))
-    assert ("__error__",) in writes and ("log",) in writes
-
-    async with opened(backend, builder) as g:
-        out = await g.invoke(None, thread)
-        assert out == {"log": ["left", "right", "join:11"], "total": 111}
-    assert calls == ["left"]  # its stored writes were reused, not recomputed

@@ -29,12 +29,11 @@ from typing import Annotated, Any, TypedDict
 
 import ormsgpack
 import pytest
-from langgraph.checkpoint.base import empty_checkpoint
-from langgraph.checkpoint.base.id import uuid6
 from langgraph.graph import END, START, StateGraph
 from typer.testing import CliRunner
 
 from backends import Backend
+from bad_input_access import cfg, ckpt
 from threadline import BackendError, ConfigError, CorruptRowError, FilterError, lifecycle
 from threadline import read as H
 from threadline.cli import app
@@ -42,21 +41,6 @@ from threadline.transfer.official import import_langgraph
 
 runner = CliRunner()
 TESTS = Path(__file__).resolve().parent
-
-
-def cfg(thread_id: Any, ns: str = "", cid: str | None = None) -> dict:
-    conf: dict[str, Any] = {"thread_id": thread_id, "checkpoint_ns": ns}
-    if cid is not None:
-        conf["checkpoint_id"] = cid
-    return {"configurable": conf}
-
-
-def ckpt(values: dict, versions: dict) -> dict:
-    c = empty_checkpoint()
-    c["id"] = str(uuid6(clock_seq=-1))
-    c["channel_values"] = dict(values)
-    c["channel_versions"] = dict(versions)
-    return c
 
 
 def cli(*args: str, code: int | None = 0) -> Any:
@@ -349,7 +333,7 @@ def test_f6_opening_takes_no_write_lock_and_a_foreign_lock_is_a_backend_error(sy
 
 
 async def test_f7_bad_keys_and_arguments_are_threadline_errors(backend: Backend) -> None:
-    from test_bad_input import Api
+    from bad_input_access import Api
 
     from threadline import limits
     from threadline.errors import FilterTooLargeError, KeyTooLongError, ValueTooLargeError
