@@ -44,9 +44,8 @@ START, END = "<!-- store-bench:start -->", "<!-- store-bench:end -->"
 DSN = os.environ.get("THREADLINE_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
 NAMESPACES = 100
 NOTE = (
-    "\n\nSQLite put: the official store's connection keeps SQLite's default `synchronous=FULL` (an fsync "
-    "per commit); threadline's uses the WAL and `synchronous=NORMAL` of its savers (durable across process "
-    "crashes, not power loss). SQLite search: threadline finds a filter's field by its decoded name "
+    "\n\nSQLite put: both stores commit with `synchronous=FULL` (SQLite's default: an fsync per commit). "
+    "SQLite search: threadline finds a filter's field by its decoded name "
     "(`json_each`), so every field name matches exactly; the official store's `json_extract` paths are "
     "faster and refuse names outside `[A-Za-z0-9_.-]`."
 )

@@ -8,7 +8,7 @@ statement loop (``threadline.storage.runner``).
 A connection the caller passes in is used as it is: its ``isolation_level`` and
 pragmas are never changed (the saver issues its own ``BEGIN``/``COMMIT``). A
 connection ``from_conn_string`` opens is set up for concurrent use (WAL, a 30 s
-busy timeout).
+busy timeout) and is as durable as the official savers' (``synchronous=FULL``).
 """
 
 from __future__ import annotations
@@ -41,7 +41,9 @@ AUTO_VACUUM = "PRAGMA auto_vacuum=INCREMENTAL"
 PAGE_COUNT = "PRAGMA page_count"
 PRAGMAS = (
     WAL,
-    "PRAGMA synchronous=NORMAL",  # durable across process crashes; WAL's recommended setting
+    # A commit is on disk before put returns, as with the official savers (SQLite's default);
+    # NORMAL would lose the last commits on power loss (docs/operations.md: choosing it).
+    "PRAGMA synchronous=FULL",
     f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}",
 )
 
@@ -97,7 +99,7 @@ def _begin(write: bool) -> str:
 
 def connect(conn_string: str) -> sqlite3.Connection:
     """A connection for ``from_conn_string`` (savers, stores, caches): autocommit, WAL, a 30 s
-    busy timeout, incremental auto-vacuum on a new file. Accepts a path, ``":memory:"`` or
+    busy timeout, ``synchronous=FULL``, incremental auto-vacuum on a new file. Accepts a path, ``":memory:"`` or
     ``sqlite:///path``; BackendError when it cannot be opened or is not a SQLite database."""
     path = path_of(conn_string)
     try:
