@@ -154,6 +154,33 @@ def test_a_channel_named_at_a_version_never_stored_reads_back_without_a_value(sy
         assert [f.checkpoint_id for f in lifecycle.fsck(fresh).findings if f.kind == "dangling_blob"] == [first["id"], second["id"]]
 
 
+# --- durability: a commit waits for the disk, as with the official classes -------------------
+
+
+def _durability(conn: sqlite3.Connection) -> tuple:
+    return tuple(conn.execute(f"PRAGMA {p}").fetchone()[0] for p in ("journal_mode", "synchronous"))
+
+
+def test_sqlite_connections_are_as_durable_as_the_official_ones(tmp_path: Path) -> None:
+    """``from_conn_string`` (saver, store) and ``SqliteCache(path=)`` open WAL connections with the
+    official classes' ``synchronous`` (SQLite's default, FULL): a returned put is on disk."""
+    from langgraph.cache.sqlite import SqliteCache as OfficialCache
+    from langgraph.checkpoint.sqlite import SqliteSaver as OfficialSaver
+    from langgraph.store.sqlite import SqliteStore as OfficialStore
+
+    from threadline import SqliteStore
+    from threadline.cache import SqliteCache
+
+    with OfficialSaver.from_conn_string(str(tmp_path / "o.db")) as off, SqliteSaver.from_conn_string(str(tmp_path / "t.db")) as mine:
+        off.setup()
+        assert _durability(mine.conn) == _durability(off.conn) == ("wal", 2)
+    with OfficialStore.from_conn_string(str(tmp_path / "os.db")) as off, SqliteStore.from_conn_string(str(tmp_path / "ts.db")) as mine:
+        off.setup()
+        assert _durability(mine.conn)[1] == _durability(off.conn)[1] == 2
+    off_cache, my_cache = OfficialCache(path=str(tmp_path / "oc.db")), SqliteCache(path=str(tmp_path / "tc.db"))
+    assert _durability(my_cache.conn) == _durability(off_cache._conn) == ("wal", 2)
+
+
 # --- 6. errors at the door ----------------------------------------------------------
 
 
