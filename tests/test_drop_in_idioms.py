@@ -65,6 +65,16 @@ async def _aroundtrip(cp_saver: Any, thread_id: str = "1") -> None:
     _assert_roundtrip(saved, await cp_saver.aget_tuple({"configurable": {"thread_id": thread_id}}), cp)
 
 
+async def _aset_up_and_run(cp_saver: Any) -> None:
+    """``await setup()``, a put read back, and a real graph run and read through the saver."""
+    await cp_saver.setup()
+    await _aroundtrip(cp_saver)
+    graph = _tiny_graph(cp_saver)
+    config = {"configurable": {"thread_id": "g"}}
+    assert await graph.ainvoke(3, config) == 4
+    assert (await graph.aget_state(config)).values == 4
+
+
 def _tiny_graph(checkpointer: Any) -> Any:
     from langgraph.graph import StateGraph
 
@@ -193,12 +203,7 @@ async def test_async_postgres_saver_on_official_style_pool(pg_url: str) -> None:
     await pool.open()
     try:
         cp = AsyncPostgresSaver(pool)
-        await cp.setup()
-        await _aroundtrip(cp)
-        graph = _tiny_graph(cp)
-        config = {"configurable": {"thread_id": "g"}}
-        assert await graph.ainvoke(3, config) == 4
-        assert (await graph.aget_state(config)).values == 4
+        await _aset_up_and_run(cp)
         async with pool.connection() as conn:
             assert conn.autocommit is True and conn.row_factory is dict_row
     finally:
@@ -232,12 +237,7 @@ async def test_async_sqlite_saver_on_aiosqlite_connection(sqlite_path: str) -> N
 
     async with aiosqlite.connect(sqlite_path) as conn:
         cp = AsyncSqliteSaver(conn)
-        await cp.setup()
-        await _aroundtrip(cp)
-        graph = _tiny_graph(cp)
-        config = {"configurable": {"thread_id": "g"}}
-        assert await graph.ainvoke(3, config) == 4
-        assert (await graph.aget_state(config)).values == 4
+        await _aset_up_and_run(cp)
 
 
 # instances carry the official public attributes
@@ -249,6 +249,13 @@ async def test_async_sqlite_saver_on_aiosqlite_connection(sqlite_path: str) -> N
 OFFICIAL_INTERNAL_INSTANCE_ATTRS = frozenset({"jsonplus_serde", "supports_pipeline"})
 
 
+def _assert_has_official_attributes(off: Any, mine: Any) -> None:
+    """``mine`` has every public instance attribute the official instance ``off`` has."""
+    want = {n for n in vars(off) if not n.startswith("_")} - OFFICIAL_INTERNAL_INSTANCE_ATTRS
+    missing = sorted(n for n in want if not hasattr(mine, n))
+    assert not missing, f"{type(mine).__name__} instances lack {missing}"
+
+
 def test_sqlite_instance_attributes(sqlite_path: str) -> None:
     from langgraph.checkpoint.sqlite import SqliteSaver as Official
 
@@ -258,9 +265,7 @@ def test_sqlite_instance_attributes(sqlite_path: str) -> None:
     my_conn = sqlite3.connect(sqlite_path, check_same_thread=False)
     try:
         off, mine = Official(off_conn), SqliteSaver(my_conn)
-        want = {n for n in vars(off) if not n.startswith("_")} - OFFICIAL_INTERNAL_INSTANCE_ATTRS
-        missing = sorted(n for n in want if not hasattr(mine, n))
-        assert not missing, f"SqliteSaver instances lack {missing}"
+        _assert_has_official_attributes(off, mine)
         assert mine.conn is my_conn
     finally:
         off_conn.close()
@@ -276,9 +281,7 @@ def test_postgres_instance_attributes(pg_url: str) -> None:
 
     with psycopg.connect(pg_url, autocommit=True, prepare_threshold=0, row_factory=dict_row) as conn:
         off, mine = Official(conn), PostgresSaver(conn)
-        want = {n for n in vars(off) if not n.startswith("_")} - OFFICIAL_INTERNAL_INSTANCE_ATTRS
-        missing = sorted(n for n in want if not hasattr(mine, n))
-        assert not missing, f"PostgresSaver instances lack {missing}"
+        _assert_has_official_attributes(off, mine)
         assert mine.conn is conn
 
 
@@ -292,9 +295,7 @@ async def test_async_postgres_instance_attributes(pg_url: str) -> None:
     conn = await psycopg.AsyncConnection.connect(pg_url, autocommit=True, prepare_threshold=0, row_factory=dict_row)
     try:
         off, mine = Official(conn), AsyncPostgresSaver(conn)
-        want = {n for n in vars(off) if not n.startswith("_")} - OFFICIAL_INTERNAL_INSTANCE_ATTRS
-        missing = sorted(n for n in want if not hasattr(mine, n))
-        assert not missing, f"AsyncPostgresSaver instances lack {missing}"
+        _assert_has_official_attributes(off, mine)
         assert mine.conn is conn
     finally:
         await conn.close()
