@@ -127,3 +127,16 @@ async def assert_still_works(api: Api, seed: Seed) -> None:
 
 def cid_of(config: dict) -> str:
     return config["configurable"]["checkpoint_id"]
+
+
+CANARY: list[str] = []
+
+
+@dataclass
+class Canary:
+    """Not in any allowlist. Instantiating it is observable (it appends to ``CANARY``)."""
+
+    note: str
+
+    def __post_init__(self) -> None:
+        CANARY.append(self.note)

@@ -24,7 +24,7 @@ from typing import Any
 import ormsgpack
 import pytest
 from backends import Backend
-from bad_input_access import cfg, cid_of, ckpt, seeded
+from bad_input_access import CANARY, Canary, cfg, cid_of, ckpt, seeded
 from langgraph.graph import END, START, StateGraph
 from typing_extensions import TypedDict
 
@@ -164,19 +164,6 @@ async def test_unreadable_checkpoint_json_sqlite(sqlite_backend_fx: Backend, col
 
 
 # --- strict deserialization ---------------------------------------------------
-
-CANARY: list[str] = []
-
-
-@dataclass
-class Canary:
-    """Not in any allowlist. Instantiating it is observable."""
-
-    note: str
-
-    def __post_init__(self) -> None:
-        CANARY.append(self.note)
-
 
 @dataclass
 class Point:

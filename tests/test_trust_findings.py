@@ -23,7 +23,6 @@ import sqlite3
 import subprocess
 import sys
 import tracemalloc
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
@@ -33,7 +32,7 @@ from langgraph.graph import END, START, StateGraph
 from typer.testing import CliRunner
 
 from backends import Backend
-from bad_input_access import cfg, ckpt
+from bad_input_access import CANARY, Canary, cfg, ckpt
 from threadline import BackendError, ConfigError, CorruptRowError, FilterError, lifecycle
 from threadline import read as H
 from threadline.cli import app
@@ -410,20 +409,9 @@ class _opened:
 
 # --- 8. inspection constructs nothing; enum.Enum is never called ----------------------------------
 
-CANARY: list[str] = []
-
-
-@dataclass
-class Canary:
-    note: str
-
-    def __post_init__(self) -> None:
-        CANARY.append(self.note)
-
-
 def test_f8_inspection_paths_construct_nothing(sync_backend: Backend, tmp_path: Path) -> None:
     b = sync_backend
-    payload = _ext(2, __name__, "Canary", {"note": "constructed"})
+    payload = _ext(2, Canary.__module__, "Canary", {"note": "constructed"})
     pwn = _ext(1, "enum", "Enum", ["Pwn", "A B"])
     with b.open() as saver:
         a = saver.put(cfg("t"), ckpt({"x": "plain", "e": "plain"}, {"x": "1", "e": "1"}), {"step": 0}, {"x": "1", "e": "1"})
