@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Awaitable, Callable, Sequence
+from functools import lru_cache
 from typing import Any, NamedTuple, TypeVar
 
 from threadline.storage.dialect import Dialect
@@ -47,14 +48,26 @@ def statements(q: Q, max_params: int) -> list[Statement]:
         return [Statement(q.sql, q.params, False)]
     if not q.params:
         return []
-    m = _VALUES_ROW.search(q.sql)
-    if m is None:
+    rows = _rows_per_statement(q.sql, max_params)
+    if rows is None:
         return [Statement(q.sql, q.params, True)]
-    row, width = m.group(1), m.group(1).count("?")
-    return [
-        Statement(q.sql[: m.start(1)] + ",".join([row] * len(part)) + q.sql[m.end(1) :], flat(part), False)
-        for part in chunks(q.params, max(1, max_params // width))
-    ]
+    return [Statement(_multi_row(q.sql, len(part)), flat(part), False) for part in chunks(q.params, rows)]
+
+
+@lru_cache(maxsize=256)
+def _rows_per_statement(sql: str, max_params: int) -> int | None:
+    """How many rows of ``sql``'s ``VALUES (?, …)`` one statement takes, or None (no such row)."""
+    m = _VALUES_ROW.search(sql)
+    return None if m is None else max(1, max_params // m.group(1).count("?"))
+
+
+@lru_cache(maxsize=1024)
+def _multi_row(sql: str, rows: int) -> str:
+    """``sql`` with its ``VALUES (?, …)`` row repeated ``rows`` times (the statements of a put
+    take a few shapes, each built once)."""
+    m = _VALUES_ROW.search(sql)
+    assert m is not None
+    return sql[: m.start(1)] + ",".join([m.group(1)] * rows) + sql[m.end(1) :]
 
 
 def needs_transaction(q: Q, stmts: list[Statement]) -> bool:
@@ -82,7 +95,8 @@ class _Plan:
         else:
             needed = needs_transaction(q, stmts)
             self.begun = True
-        return needed, [s._replace(sql=self.d.sql(s.sql)) for s in stmts]
+        sql = self.d.sql
+        return needed, [Statement(sql(s.sql), s.params, s.many) for s in stmts]
 
 
 def drive(
