@@ -18,11 +18,15 @@ import stat
 import subprocess
 import sys
 from pathlib import Path
+from typing import Annotated, TypedDict
 
 import pytest
-from langgraph.checkpoint.base import empty_checkpoint
+from langchain_core.messages import AIMessage
+from langgraph.checkpoint.base import CheckpointTuple, empty_checkpoint
 from langgraph.checkpoint.base.id import uuid6
 from langgraph.checkpoint.serde.types import TASKS
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.message import add_messages
 from langgraph.types import Send
 
 from backends import Backend
@@ -89,6 +93,88 @@ def _official_twin(backend: Backend):
             yield official
 
     return opened()
+
+
+
+# --- a thread deleted by another process while a run goes on --------------------------------
+
+
+class _Notes(TypedDict):
+    messages: Annotated[list, add_messages]
+    notes: dict
+
+
+def _deleting_graph(checkpointer, delete):
+    """Three steps on two channels; the second step deletes the thread (``delete()``, another
+    process's saver) before the graph writes its checkpoint. ``notes`` is written once, first
+    (a dict: the official PostgresSaver keeps a str inline in the checkpoint, a dict as a blob)."""
+
+    def first(state: _Notes) -> dict:
+        return {"messages": [AIMessage("one " * 100, id="1")], "notes": {"kept": True}}
+
+    def second(state: _Notes) -> dict:
+        delete()
+        return {"messages": [AIMessage("two " * 100, id="2")]}
+
+    def third(state: _Notes) -> dict:
+        return {"messages": [AIMessage("three " * 100, id="3")]}
+
+    g = StateGraph(_Notes)
+    for node in (first, second, third):
+        g.add_node(node.__name__, node)
+    g.add_edge(START, "first")
+    g.add_edge("first", "second")
+    g.add_edge("second", "third")
+    g.add_edge("third", END)
+    return g.compile(checkpointer=checkpointer)
+
+
+def _listed(saver) -> list:
+    """(step, channels, messages) of each stored checkpoint of thread ``t``, newest first."""
+    return [
+        (t.metadata["step"], sorted(t.checkpoint["channel_values"]), len(t.checkpoint["channel_values"].get("messages", [])))
+        for t in saver.list({"configurable": {"thread_id": "t"}})
+    ]
+
+
+def _after_deletion(graph, saver) -> tuple[dict, list]:
+    config = {"configurable": {"thread_id": "t"}}
+    graph.invoke({"messages": []}, config, durability="sync")
+    return graph.get_state(config).values, _listed(saver)
+
+
+def _delete_after_step_1(saver) -> None:
+    """Delete thread ``t`` once its checkpoint of step 1 is stored (LangGraph may still be
+    writing it while the next step runs)."""
+    import time
+
+    deadline = time.monotonic() + 10
+    while (saver.get_tuple({"configurable": {"thread_id": "t"}}) or CheckpointTuple({}, {}, {"step": None})).metadata.get("step") != 1:
+        assert time.monotonic() < deadline, "step 1 was never stored"
+        time.sleep(0.01)
+    saver.delete_thread("t")
+
+
+def test_a_run_goes_on_after_another_process_deletes_its_thread(sync_backend: Backend) -> None:
+    """A saver that cached a checkpoint another process then deleted (``delete_thread``, the TTL
+    sweeper) builds the run's next checkpoints on it. They read back as the official PostgresSaver
+    returns its own: without the channels whose values went with the deleted checkpoints (here
+    ``notes``), every channel written since intact — never a CorruptRowError."""
+    from langgraph.checkpoint.postgres import PostgresSaver as Official
+
+    from backends import pg_schemas
+
+    with sync_backend.open() as saver, sync_backend.open() as other:
+        ours = _after_deletion(_deleting_graph(saver, lambda: _delete_after_step_1(other)), saver)
+    with pg_schemas().fresh() as url, Official.from_conn_string(url) as official:
+        official.setup()
+        theirs = _after_deletion(_deleting_graph(official, lambda: _delete_after_step_1(official)), official)
+    assert ours == theirs
+    values, listed = ours
+    assert "notes" not in values and [m.id for m in values["messages"]] == ["1", "2", "3"]
+    assert listed == [(3, ["messages"], 3), (2, ["branch:to:third", "messages"], 2)]
+    with sync_backend.open() as fresh:  # another process, nothing cached, reads the same
+        assert _listed(fresh) == listed
 
 
 def test_pre_v4_pending_sends_read_back_as_the_official_saver_returns_them(sync_backend: Backend) -> None:

@@ -330,11 +330,13 @@ def absent_channels(doc: Mapping[str, Any]) -> frozenset[str]:
     return frozenset(found)
 
 
-def unexplained(pairs: Iterable[tuple[str, str]], new_versions: Mapping[str, Any], parent: Mapping[str, str] | None) -> list[str]:
+def unexplained(pairs: Iterable[tuple[str, str]], new_versions: Mapping[str, Any], parent: codec.Versions | None) -> list[str]:
     """The channels of a ``put`` (``pairs``: (channel, version key) it names) that it does not
-    store (not in ``new_versions``) at a version its ``parent``'s (channel → version key; None:
-    no parent) does not name either: ``ABSENT`` of its doc, sorted."""
-    return sorted(ch for ch, v in pairs if ch not in new_versions and (parent is None or parent.get(ch) != v))
+    store (not in ``new_versions``) at a version its ``parent`` (None: no parent) does not name
+    either, or names as possibly without a blob (its ``absent``): ``ABSENT`` of its doc, sorted."""
+    return sorted(
+        ch for ch, v in pairs if ch not in new_versions and (parent is None or parent.of.get(ch) != v or ch in parent.absent)
+    )
 
 
 def channel_values(

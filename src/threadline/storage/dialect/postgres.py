@@ -32,9 +32,9 @@ def _put_statement(blobs: int) -> str:
     # the whole of threadline_blobs on every put until the table is analyzed again.
     parts = [
         "r(thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata, step, source, run_id, created_at, "
-        "checksum, expected, bytes) AS (VALUES (CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS JSONB), "
-        "CAST(? AS JSONB), CAST(? AS BIGINT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS DOUBLE PRECISION), CAST(? AS TEXT), "
-        "CAST(? AS BIGINT), CAST(? AS BIGINT)))",
+        "checksum, expected, bytes, parent_required) AS (VALUES (CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), "
+        "CAST(? AS JSONB), CAST(? AS JSONB), CAST(? AS BIGINT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS DOUBLE PRECISION), "
+        "CAST(? AS TEXT), CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS BOOLEAN)))",
     ]
     stored = "0"
     if blobs:
@@ -62,10 +62,13 @@ def _put_statement(blobs: int) -> str:
         f"n(stored) AS (SELECT {stored})",
         "e AS (SELECT 1 FROM threadline_checkpoints x JOIN r ON x.thread_id = r.thread_id AND x.checkpoint_ns = r.checkpoint_ns "
         "AND x.checkpoint_id = r.checkpoint_id)",
+        # the parent checkpoint as stored before this statement (another process may have deleted it)
+        "p AS (SELECT 1 FROM threadline_checkpoints x JOIN r ON x.thread_id = r.thread_id AND x.checkpoint_ns = r.checkpoint_ns "
+        "AND x.checkpoint_id = r.parent_checkpoint_id)",
         "c AS (INSERT INTO threadline_checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, "
         "metadata, step, source, run_id, created_at, checksum) SELECT r.thread_id, r.checkpoint_ns, r.checkpoint_id, "
         "r.parent_checkpoint_id, r.checkpoint, r.metadata, r.step, r.source, r.run_id, r.created_at, r.checksum FROM r, n "
-        "WHERE n.stored = r.expected "
+        "WHERE n.stored = r.expected AND (NOT r.parent_required OR EXISTS (SELECT 1 FROM p) OR EXISTS (SELECT 1 FROM e)) "
         "ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET checkpoint = excluded.checkpoint, "
         "metadata = excluded.metadata, step = excluded.step, source = excluded.source, run_id = excluded.run_id, "
         # the row keeps its parent: the new checksum holds only when that parent is the one given
@@ -78,7 +81,7 @@ def _put_statement(blobs: int) -> str:
         "checkpoint_count = threadline_threads.checkpoint_count + excluded.checkpoint_count, "
         "bytes = threadline_threads.bytes + excluded.bytes)",
     ]
-    return "WITH " + ", ".join(parts) + " SELECT n.stored, (SELECT COUNT(*) FROM c), (SELECT COUNT(*) FROM e) FROM n"
+    return "WITH " + ", ".join(parts) + " SELECT n.stored, (SELECT COUNT(*) FROM c), (SELECT COUNT(*) FROM e), (SELECT COUNT(*) FROM p) FROM n"
 
 
 def _probe(table: str, on: str, alias: str = "t") -> str:
@@ -174,10 +177,12 @@ class PostgresDialect(Dialect):
         and the thread index row — the checkpoint and thread rows only when the expected
         number of checked blob rows are stored as written. (thread_id, checkpoint_ns,
         checkpoint_id, parent_checkpoint_id, checkpoint, metadata, step, source, run_id,
-        created_at, checksum, expected, bytes added to the thread, then ``blobs`` × (the INSERT_BLOB
-        parameters, the type and stored size the base row must have, NULL for a snapshot, and
-        whether the row is checked)) → how many checked rows are stored, whether the
-        checkpoint row was written (1 or 0), whether it existed before (1 or 0)"""
+        created_at, checksum, expected, bytes added to the thread, whether a new row needs its
+        parent stored (not written when another process deleted it), then ``blobs`` × (the
+        INSERT_BLOB parameters, the type and stored size the base row must have, NULL for a
+        snapshot, and whether the row is checked)) → how many checked rows are stored, whether
+        the checkpoint row was written (1 or 0), whether it existed before (1 or 0), whether
+        the parent is stored (1 or 0)"""
         return _put_statement(blobs)
 
     def get_statement(self, latest: bool) -> str:

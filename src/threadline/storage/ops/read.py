@@ -218,7 +218,7 @@ def _remember(bc: codec.BlobCodec, row: Sequence[Any], doc: dict, blobs: Mapping
     pairs = R.blob_pairs(doc)
     # an empty or missing value is no delta base: the next put need not read it back (write._versions_of)
     empty = {ch for ch, v in pairs if (blobs.get((tid, ns, ch, v)) or (codec.EMPTY,))[0] == codec.EMPTY}
-    bc.cache.put_versions((tid, ns, row[2]), codec.Versions(dict(pairs), frozenset(empty)))
+    bc.cache.put_versions((tid, ns, row[2]), codec.Versions(dict(pairs), frozenset(empty), R.absent_channels(doc)))
     for ch, v in pairs:
         if bc.cache.get((tid, ns, ch, v)) is not None:
             continue  # what a put cached is as good, and may carry item fingerprints

@@ -34,7 +34,8 @@ def _parent_versions(d: Dialect, bc: codec.BlobCodec, key: Key) -> Op[codec.Vers
     found = yield Q(d.CHECKPOINT_DOC, parent, read=True)
     try:
         doc = d.load_object(found[0][0], f"checkpoint {parent!r}") if found else None
-        versions = codec.Versions(dict(R.blob_pairs(doc)), R.absent_channels(doc)) if doc is not None else None
+        absent = R.absent_channels(doc) if doc is not None else frozenset()
+        versions = codec.Versions(dict(R.blob_pairs(doc)), absent, absent) if doc is not None else None
     except CorruptRowError:
         return None
     if versions is not None and bc.cache is not None:
@@ -91,22 +92,27 @@ def _versions_of(pairs: Sequence[tuple[str, str]], blob_rows: Sequence[R.BlobRow
     where they were empty, or ``absent`` — so a child never reads an empty base back."""
     written = {r.params[2]: r.params[4] for r in blob_rows}
     empty = {ch for ch, _ in pairs if written.get(ch) == codec.EMPTY or (ch not in written and parent is not None and ch in parent.empty)}
-    return codec.Versions(dict(pairs), frozenset(empty.union(absent)))
+    return codec.Versions(dict(pairs), frozenset(empty.union(absent)), frozenset(absent))
 
 
 def _put_statements(
-    d: Dialect, bc: codec.BlobCodec, key: Key, blob_rows: list[R.BlobRow], checked: list[R.BlobRow], row: tuple, size: int
-) -> Op[int]:
+    d: Dialect, bc: codec.BlobCodec, key: Key, blob_rows: list[R.BlobRow], checked: list[R.BlobRow], row: tuple, size: int,
+    required_parent: str | None,
+) -> Op[int | None]:
     """``put``'s writes as several statements (a backend without ``Dialect.put_statement``):
     the blobs, the checkpoint row (inserted, or updated when put again) and the thread index.
-    Returns how many ``checked`` rows are stored as written."""
+    Returns how many ``checked`` rows are stored as written, or None when a new checkpoint row
+    was not written because its ``required_parent`` is no longer stored."""
     if any(r.delta for r in blob_rows):
         yield Q(d.insert_blob_guarded(), [r.params + r.guard for r in blob_rows], many=True, stores=(("blobs", size),))
     elif blob_rows:
         yield Q(d.INSERT_BLOB, [r.params for r in blob_rows], many=True, stores=(("blobs", size),))
     checked_params = [p for r in checked for p in (r.params[2], r.params[3], r.params[4], len(r.params[5] or b""))]
     count_params = [*checked_params, key.thread_id, key.checkpoint_ns] if checked else []
-    inserted = yield Q(d.insert_checkpoint(len(checked)), [*row, *count_params], stores=(("checkpoints", len(row[4]) + len(row[5])),))
+    parent_key = (required_parent, key.thread_id, key.checkpoint_ns, required_parent)
+    inserted = yield Q(d.insert_checkpoint(len(checked)), [*row, *parent_key, *count_params], stores=(("checkpoints", len(row[4]) + len(row[5])),))
+    if not inserted and required_parent is not None and not (yield Q(d.CHECKPOINT_PARENT, row[:3])):
+        return None  # not stored, and neither is the parent it was built on
     if inserted:
         stored = inserted[0][1]
     else:
@@ -166,7 +172,7 @@ def put(
     inherits = absent is None and any(ch not in new_versions for ch, _ in pairs)
     parent = (yield from _parent_versions(d, bc, key)) if key.checkpoint_id and (inherits or candidates) else None
     if absent is None:
-        absent = R.unexplained(pairs, new_versions, parent.of if parent is not None else None)
+        absent = R.unexplained(pairs, new_versions, parent)
     if absent:
         doc[R.ABSENT] = list(absent)
     try:
@@ -190,6 +196,8 @@ def put(
     # statement that writes the checkpoint row, so this costs no extra round trip.
     checked = [r for r in blob_rows if r.value is not None] if bc.cache is not None else []
     row = (key.thread_id, key.checkpoint_ns, checkpoint["id"], key.checkpoint_id, doc_json, meta_json, step, source, run_id, now, checksum)
+    # channels taken unchanged from the parent are stored with it: a new row needs it still stored
+    required = key.checkpoint_id if inherits and parent is not None else None
     one = d.put_statement(len(blob_rows))
     if one is not None:
         # blobs, checkpoint and thread index in one round trip; the checkpoint and thread rows
@@ -197,11 +205,20 @@ def put(
         is_checked = [r.value is not None and bc.cache is not None for r in blob_rows]
         blob_params = flat((*r.params, *r.guard, c) for r, c in zip(blob_rows, is_checked))
         stores = (("checkpoints", len(doc_json) + len(meta_json)), ("blobs", size))
-        stored, _, existed = (yield Q(one, [*row, len(checked), size, *blob_params], single=True, stores=stores))[0]
-        if existed and not d.reput_sets_parent:
+        stored, _, existed, parent_stored = (yield Q(one, [*row, len(checked), size, required is not None, *blob_params], single=True, stores=stores))[0]
+        if required is not None and not existed and not parent_stored:
+            stored = None
+        elif existed and not d.reput_sets_parent:
             yield from _reseal(d, bc, ck_key, key.checkpoint_id, doc_json, meta_json)
     else:
-        stored = yield from _put_statements(d, bc, key, blob_rows, checked, row, size)
+        stored = yield from _put_statements(d, bc, key, blob_rows, checked, row, size, required)
+    if stored is None:
+        # Another process deleted the parent (with its thread) after this saver cached it: put
+        # again as on a parent not stored, its channels recorded absent (as the official
+        # PostgresSaver reads such a checkpoint: without the channels whose blobs are gone).
+        if bc.cache is not None:
+            bc.cache.forget_threads([key.thread_id])
+        return (yield from put(d, serde, config, checkpoint, metadata, new_versions, bc))
     if checked and stored != len(checked):
         # Rare: a delta's base row changed since it was cached, or a key was already stored
         # with other bytes. Find out which rows are not stored as written.
@@ -217,7 +234,7 @@ def put(
             if r.delta and k not in have:  # the delta was refused: store the value whole
                 retry.append(R.snapshot_row(v, key, bc))
         if one is not None:  # the checkpoint and thread rows, with the refused deltas as snapshots
-            yield Q(d.put_statement(len(retry)), [*row, 0, size, *flat((*r, None, None, False) for r in retry)])
+            yield Q(d.put_statement(len(retry)), [*row, 0, size, False, *flat((*r, None, None, False) for r in retry)])
         elif retry:
             yield Q(d.INSERT_BLOB, retry, many=True, stores=(("blobs", sum(len(r[5] or b"") for r in retry)),))
     if bc.cache is not None:
