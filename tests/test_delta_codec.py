@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import random
 import struct
+import uuid
+from datetime import datetime, timezone
 from typing import Any
 
 import pytest
@@ -191,6 +193,10 @@ def test_fingerprints_are_exact_about_content_and_type() -> None:
 
     assert fp([Tag("x")]) is None  # subclasses are refused: no fingerprint, whole serialization
     assert fp([object()]) is None
+    # anything but the exact core types, on which LangGraph's serializer writes what the fingerprint does
+    for odd in ((1, 2), datetime.now(timezone.utc), uuid.uuid4(), {1: "non-str key"}, "\ud800", 1 << 70, {"a": [(1,)]}):
+        assert fp([odd]) is None, odd
+    assert fp(["x" * 20] * 70_000).extends(fp(["x" * 20] * 10))  # array 32 and fixarray headers
     msg = AIMessage(content="hello", id="m1", additional_kwargs={"k": [1]})
     before = fp([msg])
     msg.additional_kwargs["k"].append(2)  # mutated in place, two levels down
