@@ -118,6 +118,38 @@ async def _open(backend, **kw):
             yield saver
 
 
+
+def test_a_threads_own_ttl_is_read_as_langgraph_merges_checkpoint_metadata() -> None:
+    """``ttl_minutes`` from the put's metadata, the config's metadata or ``configurable``,
+    with ``get_checkpoint_metadata``'s precedence and filters, on every mix of values."""
+    import itertools
+
+    from langgraph.checkpoint.base import get_checkpoint_metadata
+
+    from threadline.ttl import NEVER, TTL_KEY, thread_ttl_of
+
+    def expected(value):
+        if value is None:
+            return None
+        if value == "never":
+            return NEVER
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+            return ConfigError
+        return float(value)
+
+    values = [None, 5, 0, -1, 2.5, True, "never", "never\x00", "x", [1], "<absent>"]
+    for own, meta, conf in itertools.product(values, repeat=3):
+        metadata = {} if own == "<absent>" else {TTL_KEY: own}
+        configurable = {"thread_id": "t"} if conf == "<absent>" else {"thread_id": "t", TTL_KEY: conf}
+        config = {"configurable": configurable, "metadata": {} if meta == "<absent>" else {TTL_KEY: meta}}
+        want = expected(get_checkpoint_metadata(config, dict(metadata)).get(TTL_KEY))
+        try:
+            got = thread_ttl_of(config, metadata)
+        except ConfigError:
+            got = ConfigError
+        assert got == want, (own, meta, conf)
+
+
 def test_bad_ttl_settings_are_one_clear_error(tmp_path):
     url = str(tmp_path / "t.db")
     for ttl, word in (({"default_tll": 5}, "default_tll"), ({"default_ttl": -1}, "default_ttl"), ({"refresh_on_read": "yes"}, "refresh_on_read"), (5, "mapping")):

@@ -14,8 +14,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from langgraph.checkpoint.base import get_checkpoint_metadata
-
 from threadline.errors import ConfigError
 
 TTL_KEY = "ttl_minutes"  # a thread's own TTL, in configurable or metadata
@@ -75,7 +73,15 @@ def thread_ttl_of(config: Any, metadata: Any) -> float | None:
         and isinstance(config.get("metadata") or {}, Mapping)
     ):
         return None  # the put itself reports a malformed config
-    value = get_checkpoint_metadata(config, dict(metadata)).get(TTL_KEY)
+    # get_checkpoint_metadata's precedence for one key: the metadata's value of any type, else the
+    # first str or number in the config's metadata, then configurable (NUL characters dropped)
+    if TTL_KEY in metadata:
+        value = metadata[TTL_KEY]
+    else:
+        found = (config.get("metadata") or {}).get(TTL_KEY), config["configurable"].get(TTL_KEY)
+        value = next((v for v in found if isinstance(v, (str, int, float))), None)
+    if isinstance(value, str):
+        value = value.replace("\x00", "")
     if value is None:
         return None
     if value == "never":
