@@ -15,12 +15,12 @@ _CORE = frozenset({dict, list, tuple, str, bytes, int, float, bool, type(None)})
 # MAX_CLASSES classes (~200 KB; classes made at run time) it starts over.
 MAX_CLASSES = 1024
 _PLAIN_MODELS: dict[type, bool] = {}
-# Every type but the exact core ones goes to ``_refuse``: subclasses, tuples, dataclasses,
-# datetimes, enums, UUIDs, big ints (others, and non-str keys and surrogates, raise anyway).
+# Every type but the exact core ones goes to ``_refuse``: subclasses, dataclasses, datetimes,
+# enums, UUIDs, big ints (others, and non-str keys and surrogates, raise anyway). A tuple is
+# written as an array, as LangGraph's serializer writes it.
 _EXACT = (
-    ormsgpack.OPT_PASSTHROUGH_SUBCLASS | ormsgpack.OPT_PASSTHROUGH_TUPLE | ormsgpack.OPT_PASSTHROUGH_DATACLASS
-    | ormsgpack.OPT_PASSTHROUGH_DATETIME | ormsgpack.OPT_PASSTHROUGH_ENUM | ormsgpack.OPT_PASSTHROUGH_UUID
-    | ormsgpack.OPT_PASSTHROUGH_BIG_INT
+    ormsgpack.OPT_PASSTHROUGH_SUBCLASS | ormsgpack.OPT_PASSTHROUGH_DATACLASS | ormsgpack.OPT_PASSTHROUGH_DATETIME
+    | ormsgpack.OPT_PASSTHROUGH_ENUM | ormsgpack.OPT_PASSTHROUGH_UUID | ormsgpack.OPT_PASSTHROUGH_BIG_INT
 )
 
 
@@ -85,11 +85,11 @@ def fingerprints(items: Any) -> Fingerprint | None:
     msgpack (``ormsgpack``, the library LangGraph's serializer writes with) is C-speed, a
     function of content alone, exact about types (``True``, ``1`` and ``1.0`` differ, and so
     do ``0.0`` and ``-0.0``) and it keeps dict key order. Only the exact core types are
-    taken: str, int, float, bool, None, bytes, list and dict with str keys; anything else (a
-    subclass, a tuple, a datetime, another object, a non-str key, a lone surrogate) means no
-    fingerprint. On those types LangGraph's serializer writes the same msgpack, so with the
-    same item classes, equal fingerprints mean equal content, and equal content serializes
-    to equal bytes. (``marshal`` was 2.6× slower in format 2; from format 3 on it marks an
+    taken: str, int, float, bool, None, bytes, list, tuple and dict with str keys; anything
+    else (a subclass, a datetime, another object, a non-str key, a lone surrogate) means no
+    fingerprint. On those types LangGraph's serializer writes the same msgpack (a tuple, like
+    a list, as an array), so with the same item classes, equal fingerprints mean equal
+    serialized content, and equal content serializes to equal bytes. (``marshal`` was 2.6× slower in format 2; from format 3 on it marks an
     object that has other references at the time, so the same content fingerprinted
     differently from one put to the next.) Unequal fingerprints only cost a whole serialization.
     A pydantic model's state (no computed fields, no custom serializers) is its ``__dict__``
