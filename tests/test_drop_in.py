@@ -22,7 +22,7 @@ from typing import Annotated, TypedDict
 
 import pytest
 from langchain_core.messages import AIMessage
-from langgraph.checkpoint.base import CheckpointTuple, empty_checkpoint
+from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.base.id import uuid6
 from langgraph.checkpoint.serde.types import TASKS
 from langgraph.graph import END, START, StateGraph
@@ -148,8 +148,12 @@ def _delete_after_step_1(saver) -> None:
     writing it while the next step runs)."""
     import time
 
+    def head_step():
+        head = saver.get_tuple({"configurable": {"thread_id": "t"}})
+        return head.metadata.get("step") if head is not None else None
+
     deadline = time.monotonic() + 10
-    while (saver.get_tuple({"configurable": {"thread_id": "t"}}) or CheckpointTuple({}, {}, {"step": None})).metadata.get("step") != 1:
+    while head_step() != 1:
         assert time.monotonic() < deadline, "step 1 was never stored"
         time.sleep(0.01)
     saver.delete_thread("t")

@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from langgraph.checkpoint.base import get_checkpoint_metadata
+
 from threadline.errors import ConfigError
 
 TTL_KEY = "ttl_minutes"  # a thread's own TTL, in configurable or metadata
@@ -73,15 +75,7 @@ def thread_ttl_of(config: Any, metadata: Any) -> float | None:
         and isinstance(config.get("metadata") or {}, Mapping)
     ):
         return None  # the put itself reports a malformed config
-    # get_checkpoint_metadata's precedence for one key: the metadata's value of any type, else the
-    # first str or number in the config's metadata, then configurable (NUL characters dropped)
-    if TTL_KEY in metadata:
-        value = metadata[TTL_KEY]
-    else:
-        found = (config.get("metadata") or {}).get(TTL_KEY), config["configurable"].get(TTL_KEY)
-        value = next((v for v in found if isinstance(v, (str, int, float))), None)
-    if isinstance(value, str):
-        value = value.replace("\x00", "")
+    value = get_checkpoint_metadata(config, dict(metadata)).get(TTL_KEY)
     if value is None:
         return None
     if value == "never":
