@@ -14,6 +14,7 @@ checkpoint_id), a blob (thread_id, checkpoint_ns, channel, version), a write
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from threadline.storage.rows import BLOB_COLUMNS, CHECKPOINT_COLUMNS, CHECKPOINT_ROW, WRITE_COLUMNS
 
@@ -79,6 +80,7 @@ class Statements:
     reput_sets_parent: bool
     official_blobs_table: str | None
     bytes_of: Callable[[str, str], str]
+    metadata_filter: Callable[[Any], tuple[str, list[Any]]]
 
     # --- checkpoints ------------------------------------------------------------------
 
@@ -176,6 +178,24 @@ class Statements:
             f"SELECT {prefixed(CHECKPOINT_ROW, 'c')} FROM threadline_checkpoints c WHERE {where} "
             "ORDER BY c.checkpoint_id DESC, c.thread_id DESC, c.checkpoint_ns DESC LIMIT ?"
         )
+
+    def list_where(self, selection: Any) -> tuple[str, list[Any]]:
+        """``list``'s WHERE clause on alias ``c`` and its parameters for a ``ops.read.Selection``
+        (the metadata filter through ``metadata_filter``: all bound parameters)."""
+        clauses: list[str] = []
+        params: list[Any] = []
+        for column, value in (("thread_id", selection.thread_id), ("checkpoint_ns", selection.checkpoint_ns), ("checkpoint_id", selection.checkpoint_id)):
+            if value is not None:
+                clauses.append(f"c.{column} = ?")
+                params.append(value)
+        if selection.filter:
+            sql, p = self.metadata_filter(selection.filter)
+            clauses.append(sql)
+            params.extend(p)
+        if selection.before_id is not None:
+            clauses.append("c.checkpoint_id < ?")
+            params.append(selection.before_id)
+        return (" AND ".join(clauses) or "1 = 1"), params
 
     def checkpoints_of_runs(self, count: int) -> str:
         """(``count`` run_ids) → thread_id, checkpoint_ns, checkpoint_id"""
@@ -354,6 +374,10 @@ class Statements:
         "UPDATE threadline_threads SET created_at = (SELECT MIN(created_at) FROM threadline_checkpoints WHERE thread_id = ?), "
         "updated_at = (SELECT MAX(created_at) FROM threadline_checkpoints WHERE thread_id = ?) WHERE thread_id = ?"
     )
+    # (ttl_minutes, thread_id): the thread's own TTL (``threadline.ttl``; negative: never expires)
+    SET_THREAD_TTL = "UPDATE threadline_threads SET ttl_minutes = ? WHERE thread_id = ?"
+    # (now, thread_id): a read restarts the thread's TTL clock (``refresh_on_read``)
+    TOUCH_READ = "UPDATE threadline_threads SET accessed_at = ? WHERE thread_id = ?"
     # (thread_id)
     DROP_EMPTY_THREAD = "DELETE FROM threadline_threads WHERE thread_id = ? AND checkpoint_count = 0"
     # (thread_id) each, in this order: what deleting a thread deletes

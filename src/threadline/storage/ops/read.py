@@ -8,6 +8,7 @@ blobs and writes (``load_tuples``, which can fill a saver's blob cache via
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import dataclass
 from collections.abc import Mapping, Sequence
 from functools import partial
 from typing import Any
@@ -273,41 +274,35 @@ def get_tuple(d: Dialect, serde: SerializerProtocol, key: Key, bc: codec.BlobCod
     return (yield from load_tuples(d, serde, found, bc))[0]
 
 
-def list_where(
-    d: Dialect, config: Any, filter: Mapping[str, Any] | None, before: Any
-) -> tuple[str, list[Any]]:
-    """WHERE clause and parameters for ``list(config, filter=, before=)``.
+@dataclass(frozen=True)
+class Selection:
+    """What ``list(config, filter=, before=)`` selects, in logical terms: a thread (None: every
+    thread), a checkpoint_ns (None: every namespace; it filters only when the config carries
+    it), one checkpoint_id, checkpoints older than ``before_id``, and the metadata ``filter``
+    (matched as the backend's official saver matches it). A dialect turns it into its own
+    query (``Dialect.list_where``)."""
 
-    ``config`` may be None (every thread). ``checkpoint_ns`` filters only when the
-    config carries it; ``checkpoint_id`` selects one checkpoint; ``before`` keeps
-    checkpoints with a smaller checkpoint_id; ``filter`` matches metadata as the official
-    saver of the backend does (``Dialect.metadata_filter``; all bound parameters).
-    """
-    clauses: list[str] = []
-    params: list[Any] = []
+    thread_id: str | None = None
+    checkpoint_ns: str | None = None
+    checkpoint_id: str | None = None
+    before_id: str | None = None
+    filter: Mapping[str, Any] | None = None
+
+
+def list_where(d: Dialect, config: Any, filter: Mapping[str, Any] | None, before: Any) -> tuple[Any, list[Any]]:
+    """The selection of ``list(config, filter=, before=)`` in the dialect's terms and its
+    parameters (``Dialect.list_where``), for ``list_page``. ``config`` may be None (every thread)."""
+    thread_id = ns = cid = before_id = None
     if config is not None:
         key = key_of(config, require_thread=False)
-        conf = config["configurable"]
-        if key.thread_id is not None:
-            clauses.append("c.thread_id = ?")
-            params.append(key.thread_id)
-        if conf.get("checkpoint_ns") is not None:
-            clauses.append("c.checkpoint_ns = ?")
-            params.append(key.checkpoint_ns)
-        if key.checkpoint_id:
-            clauses.append("c.checkpoint_id = ?")
-            params.append(key.checkpoint_id)
-    if filter:
-        sql, p = d.metadata_filter(filter)
-        clauses.append(sql)
-        params.extend(p)
+        thread_id, cid = key.thread_id, key.checkpoint_id or None
+        if config["configurable"].get("checkpoint_ns") is not None:
+            ns = key.checkpoint_ns
     if before is not None:
         before_id = key_of(before, require_thread=False).checkpoint_id
         if not before_id:
             raise ConfigError("'before' config has no checkpoint_id")
-        clauses.append("c.checkpoint_id < ?")
-        params.append(before_id)
-    return (" AND ".join(clauses) or "1 = 1"), params
+    return d.list_where(Selection(thread_id, ns, cid, before_id, filter or None))
 
 
 def list_page(

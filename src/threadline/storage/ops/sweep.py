@@ -75,13 +75,13 @@ def last_run(d: Dialect, job: str) -> Op[dict[str, Any] | None]:
 def with_thread_ttl(d: Dialect, op: Op[Any], thread_id: str, minutes: float) -> Op[Any]:
     """``op`` (a put of ``thread_id``), then, in the same transaction, the thread's own TTL set to ``minutes``."""
     result = yield from op
-    yield Q("UPDATE threadline_threads SET ttl_minutes = ? WHERE thread_id = ?", (minutes, thread_id))
+    yield Q(d.SET_THREAD_TTL, (minutes, thread_id))
     return result
 
 
 def touch(d: Dialect, thread_id: str, now: float) -> Op[None]:
     """Restart ``thread_id``'s TTL clock (a read, with ``refresh_on_read``)."""
-    yield Q("UPDATE threadline_threads SET accessed_at = ? WHERE thread_id = ?", (now, thread_id), single=True)
+    yield Q(d.TOUCH_READ, (now, thread_id), single=True)
 
 
 def expired_threads(d: Dialect, default_ttl: float | None, now: float, limit: int) -> Op[list[str]]:

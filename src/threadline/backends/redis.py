@@ -1,0 +1,248 @@
+"""Redis shell: ``RedisSaver``, ``AsyncRedisSaver`` and their shallow twins, on plain Redis 7
+or Redis Cluster (no modules), drop-in for ``langgraph-checkpoint-redis``'s classes of the
+same names. Connect and run only: the storage logic is ``storage.ops`` on the Redis
+statements (``storage.redis``).
+
+URLs: ``redis://[user:password@]host:port/db``, ``rediss://…`` (TLS), and for a cluster
+``redis+cluster://host:port`` or ``rediss+cluster://host:port`` (any one node; the client
+discovers the others).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import redis
+import redis.asyncio as aredis
+from langgraph.checkpoint.serde.base import SerializerProtocol
+from redis import exceptions as rx
+from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
+from redis.cluster import RedisCluster
+
+from threadline.errors import BackendError, ConfigError
+from threadline.saver import AsyncShell, SyncShell
+from threadline.storage import ops
+from threadline.storage.redis import RedisDialect
+from threadline.storage.redis.runner import adrive, drive, error
+
+logger = logging.getLogger("threadline.redis")
+
+DEFAULT_PREFIX = "threadline"  # not the official saver's "checkpoint": the two never share keys
+
+
+def _cluster_url(url: str) -> str | None:
+    """The plain URL of a cluster URL (``redis+cluster://`` → ``redis://``), or None."""
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    if scheme in ("redis+cluster", "rediss+cluster"):
+        return urlunsplit((scheme.split("+")[0], *parts[1:]))
+    if scheme in ("redis", "rediss", "unix"):
+        return None
+    raise BackendError(f"not a Redis URL: {describe(url)}; use redis://, rediss://, redis+cluster:// or rediss+cluster://")
+
+
+def describe(url: str) -> str:
+    """The URL with its password masked, for messages."""
+    parts = urlsplit(url)
+    if parts.password:
+        netloc = f"{parts.username or ''}:***@{parts.hostname}" + (f":{parts.port}" if parts.port else "")
+        return urlunsplit((parts.scheme, netloc, *parts[2:]))
+    return url
+
+
+def connect(url: str, connection_args: dict[str, Any] | None = None) -> Any:
+    """A sync client for ``url``, checked with a PING. BackendError naming the problem."""
+    plain = _cluster_url(url)
+    args = dict(connection_args or {})
+    try:
+        client = RedisCluster.from_url(plain, **args) if plain else redis.Redis.from_url(url, **args)
+        client.ping()
+    except rx.RedisError as exc:
+        raise BackendError(f"cannot use Redis at {describe(url)}: {error(exc, RedisDialect()).args[0]}") from exc
+    return client
+
+
+async def aconnect(url: str, connection_args: dict[str, Any] | None = None) -> Any:
+    """An async client for ``url``, checked with a PING."""
+    plain = _cluster_url(url)
+    args = dict(connection_args or {})
+    try:
+        client = AsyncRedisCluster.from_url(plain, **args) if plain else aredis.Redis.from_url(url, **args)
+        await client.ping()
+    except rx.RedisError as exc:
+        raise BackendError(f"cannot use Redis at {describe(url)}: {error(exc, RedisDialect()).args[0]}") from exc
+    return client
+
+
+def _check_ttl(ttl: Any) -> Any:
+    if ttl is not None and not isinstance(ttl, dict):
+        raise ConfigError(f"ttl must be a dict such as {{'default_ttl': minutes, 'refresh_on_read': True}}, got {ttl!r}")
+    return ttl
+
+
+def warnings_of(config: dict[str, Any]) -> list[str]:
+    """One line per setting of ``CONFIG GET`` output that can lose threads: an eviction
+    policy that evicts keys without a TTL, or no persistence at all."""
+    out = []
+    policy = str(config.get("maxmemory-policy", ""))
+    if policy.startswith("allkeys-"):
+        out.append(f"Redis maxmemory-policy is {policy}: under memory pressure Redis evicts threads (keys without a TTL); use noeviction or volatile-*")
+    if config.get("appendonly") == "no" and not config.get("save"):
+        out.append("Redis persistence is off (appendonly no, no save points): a server restart loses every thread")
+    return out
+
+
+class _RedisParts:
+    """The constructor all four savers share: the official classes' keywords, plus threadline's."""
+
+    shallow = False
+
+    def __init__(
+        self,
+        redis_url: str | None = None,
+        *,
+        redis_client: Any = None,
+        connection_args: dict[str, Any] | None = None,
+        ttl: dict[str, Any] | None = None,
+        checkpoint_prefix: str = DEFAULT_PREFIX,
+        checkpoint_write_prefix: str = "checkpoint_write",
+        serde: SerializerProtocol | None = None,
+        retention: Any = None,
+        cache_max_bytes: int | None = None,
+        **shallow_options: Any,
+    ) -> None:
+        unknown = set(shallow_options) - {"key_cache_max_size", "channel_cache_max_size"}
+        if unknown:
+            raise TypeError(f"unexpected keyword argument(s) {sorted(unknown)}")
+        super().__init__(serde=serde, adopt=False, ttl=_check_ttl(ttl), retention=retention, cache_max_bytes=cache_max_bytes)  # type: ignore[call-arg]
+        try:
+            self.dialect = RedisDialect(checkpoint_prefix, self.ttl.default_ttl if self.ttl else None)  # type: ignore[attr-defined]
+        except ValueError as exc:
+            raise ConfigError(f"checkpoint_prefix: {exc}") from exc
+        self.checkpoint_prefix = checkpoint_prefix
+        # accepted as the official savers take it; a thread's writes live with its other keys (one hash tag)
+        self.checkpoint_write_prefix = checkpoint_write_prefix
+        if redis_client is None and redis_url is None:
+            raise ConfigError("give redis_url='redis://…' or redis_client=")
+        self._url = redis_url
+        self._connection_args = connection_args
+        self._redis = redis_client
+        self._owns_client = redis_client is None
+
+    def _warn(self, config: dict[str, Any]) -> None:
+        for line in warnings_of(config):
+            logger.warning(line)
+
+    def _shallow_op(self, op: ops.Op, config: dict) -> ops.Op:
+        """``op`` (a put), then its thread pruned to each namespace's latest checkpoint."""
+        result = yield from op
+        yield from ops.prune(self.dialect, [result["configurable"]["thread_id"]], "keep_latest", self.blob_codec)  # type: ignore[attr-defined]
+        return result
+
+    def _put_op(self, config: dict, checkpoint: Any, metadata: Any, new_versions: Any) -> ops.Op:
+        op = super()._put_op(config, checkpoint, metadata, new_versions)  # type: ignore[misc]
+        return self._shallow_op(op, config) if self.shallow else op
+
+    def start_ttl_sweeper(self, sweep_interval_minutes: float | None = None) -> Any:
+        """Nothing to sweep for TTL: Redis expires a thread's keys itself. Retention still needs
+        ``sweep()``."""
+        return super().start_ttl_sweeper(sweep_interval_minutes) if self.retention is not None else _done()  # type: ignore[misc]
+
+
+def _done() -> Any:
+    import concurrent.futures
+
+    f: Any = concurrent.futures.Future()
+    f.set_result(None)
+    return f
+
+
+class RedisSaver(_RedisParts, SyncShell):
+    """Checkpoint saver on plain Redis 7 or Redis Cluster (no modules), sync.
+
+    Same constructor and ``from_conn_string`` keywords as ``langgraph.checkpoint.redis.RedisSaver``
+    (``redis_url``, ``redis_client``, ``connection_args``, ``ttl`` with ``default_ttl`` minutes and
+    ``refresh_on_read``, ``checkpoint_prefix``, ``checkpoint_write_prefix``); ``setup()`` checks
+    the server and warns (log ``threadline.redis``) about settings that can lose threads.
+    Storage as on the SQL backends: version-addressed blobs written only when a channel
+    changes, deltas, zstd, seals or encryption; TTL is Redis's own expiry on all of a thread's
+    keys at once. Raises BackendError when Redis cannot be reached or refuses a command.
+    """
+
+    def __init__(self, redis_url: str | None = None, **kwargs: Any) -> None:
+        super().__init__(redis_url, **kwargs)
+        if self._redis is None:
+            self._redis = connect(self._url, self._connection_args)  # type: ignore[arg-type]
+
+    @classmethod
+    @contextmanager
+    def from_conn_string(cls, redis_url: str | None = None, **kwargs: Any) -> Iterator[RedisSaver]:
+        """A saver on ``redis_url`` (or ``redis_client=``), set up; the client it opened is closed on exit."""
+        saver = cls(redis_url, **kwargs)
+        try:
+            saver.setup()
+            with saver._sweeping():
+                yield saver
+        finally:
+            if saver._owns_client:
+                saver._redis.close()
+
+    def setup(self) -> None:
+        try:
+            self._warn(self._redis.config_get("*"))
+        except rx.ResponseError:
+            pass  # CONFIG is disabled on managed services
+        except rx.RedisError as exc:
+            raise error(exc, self.dialect) from exc
+        super().setup()
+
+    def _transaction(self, op: ops.Op, write: bool) -> Any:
+        return drive(op, self._redis, self.dialect)
+
+
+class AsyncRedisSaver(_RedisParts, AsyncShell):
+    """``RedisSaver`` for asyncio (``redis.asyncio``): same keywords; ``setup`` is async;
+    ``from_conn_string`` an async context manager."""
+
+    @classmethod
+    @asynccontextmanager
+    async def from_conn_string(cls, redis_url: str | None = None, **kwargs: Any) -> AsyncIterator[AsyncRedisSaver]:
+        saver = cls(redis_url, **kwargs)
+        try:
+            await saver.asetup()
+            async with saver._sweeping():
+                yield saver
+        finally:
+            if saver._owns_client and saver._redis is not None:
+                await saver._redis.aclose()
+
+    async def setup(self) -> None:
+        if self._redis is None:
+            self._redis = await aconnect(self._url, self._connection_args)  # type: ignore[arg-type]
+        try:
+            self._warn(await self._redis.config_get("*"))
+        except rx.ResponseError:
+            pass
+        except rx.RedisError as exc:
+            raise error(exc, self.dialect) from exc
+        await super().setup()
+
+    async def _atransaction(self, op: ops.Op, write: bool) -> Any:
+        return await adrive(op, self._redis, self.dialect)
+
+
+class ShallowRedisSaver(RedisSaver):
+    """``RedisSaver`` keeping only each namespace's latest checkpoint (and its writes), as
+    ``langgraph.checkpoint.redis.shallow.ShallowRedisSaver``."""
+
+    shallow = True
+
+
+class AsyncShallowRedisSaver(AsyncRedisSaver):
+    """``AsyncRedisSaver`` keeping only each namespace's latest checkpoint."""
+
+    shallow = True

@@ -1,0 +1,703 @@
+"""The storage engine's named statements on Redis: the same names, parameters and result
+rows as the SQL dialects' (``storage.dialect.statements``), each a handler over the keys
+of ``layout`` instead of SQL text. The operations of ``storage.ops`` run unchanged on
+them: one storage logic for every backend.
+
+A handler is a generator: it yields a batch of commands — ``("HGET", key, field)`` or a
+``Call`` of a script of ``scripts`` — which the runner (``storage.redis.runner``) sends in
+one pipeline (one round trip), and is sent the replies; it returns the result rows.
+``Cmd`` binds a handler to the arguments a statement method was called with.
+
+Atomicity: ``put`` and ``put_writes`` are one script each (all of a thread's keys share a
+slot), deleting a thread is one ``DEL``; the maintenance operations (prune, copy, delete
+checkpoints) are a sequence of such steps, ordered so that a crash between them leaves
+every stored checkpoint readable (rows are written after the values they name, and
+deleted before them).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from threadline.errors import FilterError
+from threadline.storage.dialect.base import Dialect, check_filter
+from threadline.storage.redis import layout as L
+from threadline.storage.schema import MIGRATIONS
+
+Handler = Callable[..., Generator[list, list, list]]
+
+
+@dataclass(frozen=True)
+class Call:
+    """A script of ``scripts.SCRIPTS`` on one thread's keys."""
+
+    script: str
+    keys: Sequence[str]
+    args: Sequence[Any]
+
+
+@dataclass(frozen=True)
+class Cmd:
+    """A named statement on Redis: ``handler(dialect, params, many, *bound)``."""
+
+    handler: Handler
+    bound: tuple = ()
+    name: str = ""
+
+    def __str__(self) -> str:
+        return self.name or self.handler.__name__
+
+
+def _statement(fn: Handler) -> Cmd:
+    return Cmd(fn, (), fn.__name__)
+
+
+def _rows(params: Sequence[Any], many: bool) -> list[Sequence[Any]]:
+    return list(params) if many else [params]
+
+
+def _s(raw: bytes | str | None) -> str | None:
+    return raw.decode() if isinstance(raw, bytes) else raw
+
+
+def _ck_row(tid: str, ns: str, cid: str, raw: bytes) -> list[Any]:
+    """parent, checkpoint, metadata, step, source, run_id, created_at, checksum of a packed row."""
+    return L.unpack(raw, L.CHECKPOINT_WIDTH, f"checkpoint ({tid!r}, {ns!r}, {cid!r})")
+
+
+def _checkpoint_row(tid: str, ns: str, cid: str, raw: bytes) -> tuple:
+    """``rows.CHECKPOINT_ROW``."""
+    p, doc, meta, step, source, _run, created, checksum = _ck_row(tid, ns, cid, raw)
+    return (tid, ns, cid, p, doc, meta, step, source, created, checksum)
+
+
+def _blob_row(tid: str, f: bytes | str, raw: bytes) -> tuple:
+    """``rows.BLOB_COLUMNS``."""
+    ns, ch, v = L.split(f, 3, f"blob of thread {tid!r}")
+    return (tid, ns, ch, v, *L.unpack_blob(raw, f"blob ({tid!r}, {ns!r}, {ch!r}, {v!r})")[:2], L.unpack_blob(raw, "")[2])
+
+
+def _write_row(tid: str, f: bytes | str, raw: bytes) -> tuple:
+    """``rows.WRITE_COLUMNS`` plus created_at."""
+    ns, cid, task, idx = L.split(f, 4, f"pending write of thread {tid!r}")
+    channel, path, type_, blob, created = L.unpack(raw, L.WRITE_WIDTH, f"pending write ({tid!r}, {ns!r}, {cid!r}, {task!r}, {idx})")
+    return (tid, ns, cid, task, int(idx), channel, path, type_, blob, created)
+
+
+def _pairs(flat: Sequence[Any]) -> list[tuple[Any, Any]]:
+    return list(zip(flat[::2], flat[1::2]))
+
+
+def _by_thread(keys: Iterable[Sequence[Any]]) -> dict[str, list[Sequence[Any]]]:
+    out: dict[str, list[Sequence[Any]]] = defaultdict(list)
+    for k in keys:
+        out[k[0]].append(k)
+    return out
+
+
+def _group(flat: Sequence[Any], width: int) -> list[tuple]:
+    return [tuple(flat[i : i + width]) for i in range(0, len(flat), width)]
+
+
+# --- whole-thread reads --------------------------------------------------------------------
+
+
+def _thread_hash(d: RedisDialect, tid: str, part: str) -> Generator[list, list, list[tuple[bytes, bytes]]]:
+    found = (yield [("HGETALL", getattr(d.keys(tid), part))])[0]
+    return list(found.items())
+
+
+def thread_checkpoint_rows(d: RedisDialect, params: Sequence[Any], many: bool) -> Generator:
+    tid = params[0]
+    out = []
+    for f, raw in (yield from _thread_hash(d, tid, "ck")):
+        ns, cid = L.split(f, 2, f"checkpoint of thread {tid!r}")
+        out.append((ns, cid, *_ck_row(tid, ns, cid, raw)))
+    return out  # ns, cid, parent, doc, meta, step, source, run_id, created_at, checksum
+
+
+def _thread_blobs(d: RedisDialect, tid: str) -> Generator:
+    return [_blob_row(tid, f, raw) for f, raw in (yield from _thread_hash(d, tid, "bl"))]
+
+
+def _thread_writes(d: RedisDialect, tid: str) -> Generator:
+    return [_write_row(tid, f, raw) for f, raw in (yield from _thread_hash(d, tid, "wr"))]
+
+
+# --- checkpoints ---------------------------------------------------------------------------
+
+
+def checkpoint(d: RedisDialect, params: Sequence[Any], many: bool) -> Generator:
+    tid, ns, cid = params
+    raw = (yield [("HGET", d.keys(tid).ck, L.field(ns, cid))])[0]
+    return [] if raw is None else [_checkpoint_row(tid, ns, cid, raw)]
+
+
+def _latest(d: RedisDialect, tid: str, ns: str) -> Generator:
+    found = (yield [Call("latest", d.keys(tid), [ns])])[0]
+    if not found or found[1] is None:
+        return None
+    return L.split(found[0], 2, f"checkpoint of thread {tid!r}")[1], found[1]
+
+
+def latest_checkpoint(d: RedisDialect, params: Sequence[Any], many: bool) -> Generator:
+    tid, ns = params
+    found = yield from _latest(d, tid, ns)
+    return [] if found is None else [_checkpoint_row(tid, ns, found[0], found[1])]
+
+
+def latest_checkpoint_id(d: RedisDialect, params: Sequence[Any], many: bool) -> Generator:
+    found = yield from _latest(d, *params)
+    return [] if found is None else [(found[0],)]
+
+
+def checkpoint_column(index: int) -> Handler:
+    def handler(d: RedisDialect, params: Sequence[Any], many: bool) -> Generator:
+        found = yield from checkpoint(d, params, many)
+        return [(r[index],) for r in found]
+
+    return handler
+
+
+def thread_docs(d: RedisDialect, params: Sequence[Any], many: bool) -> Generator:
+    return [(r[0], r[3]) for r in (yield from thread_checkpoint_rows(d, params, many))]
+
+
+def thread_checkpoints(d: RedisDialect, params: Sequence[Any], many: bool) -> Generator:
+    return [(r[0], r[1], r[2], r[3], r[4], r[9]) for r in (yield from thread_checkpoint_rows(d, params, many))]
+
+
+def thread_checkpoint_full_rows(d: RedisDialect, params: Sequence[Any], many: bool) -> Generator:
+    """``CHECKPOINT_ROW`` plus run_id."""
+    tid = params[0]
+    return [(tid, r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[8], r[9], r[7]) for r in (yield from thread_checkpoint_rows(d, params, many))]
+
+
+def has_checkpoints(d: RedisDialect, params: Sequence[Any], many: bool) -> Generator:
+    return [(1,)] if (yield [("HLEN", d.keys(params[0]).ck)])[0] else []
+
+
+def ancestors(d: RedisDialect, params: Sequence[Any], many: bool) -> Generator:
+    """checkpoint_id, parent, checkpoint, metadata, checksum of a checkpoint and its ancestors."""
+    tid, ns, cid = params[:3]
+    rows = {r[1]: r for r in (yield from thread_checkpoint_rows(d, (tid,), False)) if r[0] == ns}
+    out, seen = [], set()
+    while cid in rows and cid not in seen:
+        seen.add(cid)
+        r = rows[cid]
+        out.append((r[1], r[2], r[3], r[4], r[9]))
+        cid = r[2]
+    return out
+
+
+def checkpoints_of_runs(d: RedisDialect, params: Sequence[Any], many: bool) -> Generator:
+    wanted = set(params)
+    out = []
+    for tid in (yield from _all_threads(d)):
+        out += [(tid, r[0], r[1]) for r in (yield from thread_checkpoint_rows(d, (tid,), False)) if r[7] in wanted]
+    return out
+
+
+def insert_checkpoint_rows(d: RedisDialect, params: Sequence[Any], many: bool) -> Generator:
+    """INSERT_CHECKPOINT_ROW: (thread_id, ns, cid, parent, checkpoint, metadata, step, source, run_id,
+    created_at, checksum), insert-or-ignore."""
+    cmds: list = []
+    for tid, ns, cid, parent, doc, meta, step, source, run_id, created, checksum in _rows(params, many):
+        k, f = d.keys(tid), L.field(ns, cid)
+        cmds += [("HSETNX", k.ck, f, L.pack((parent, doc, meta, step, source, run_id, created, checksum))), ("ZADD", k.ids, 0, f)]
+    yield cmds
+    return []
+
+
+def _update_checkpoints(d: RedisDialect, rows: Sequence[Sequence[Any]], change: Callable[[list, Sequence[Any]], None]) -> Generator:
+    """Rewrite stored checkpoint rows: ``rows`` end with (thread_id, ns, cid); ``change(row, params)``."""
+    keys = [(r[-3], r[-2], r[-1]) for r in rows]
+    found = yield [("HGET", d.keys(t).ck, L.field(ns, cid)) for t, ns, cid in keys]
+    cmds = []
+    for r, (t, ns, cid), raw in zip(rows, keys, found):
+        if raw is not None:
+            row = _ck_row(t, ns, cid, raw)
+            change(row, r)
+            cmds.append(("HSET", d.keys(t).ck, L.field(ns, cid), L.pack(row)))
+    if cmds:
+        yield cmds
+    return []
+
+
+def set_parent(d: RedisDialect, params: Sequence[Any], many: bool) -> Generator:
+    def change(row: list, p: Sequence[Any]) -> None:
+        row[0], row[7] = p[0], p[1]
+
+    return (yield from _update_checkpoints(d, _rows(params, many), change))
+
+
+def set_checksum(d: RedisDialect, params: Sequence[Any], many: bool) -> Generator:
+    def change(row: list, p: Sequence[Any]) -> None:
+        row[7] = p[0]
+
+    return (yield from _update_checkpoints(d, _rows(params, many), change))
+
+
+def set_checkpoint_doc(d: RedisDialect, params: Sequence[Any], many: bool) -> Generator:
+    def change(row: list, p: Sequence[Any]) -> None:
+        row[1], row[7] = p[0], p[1]
+
+    return (yield from _update_checkpoints(d, _rows(params, many), change))
+
+
+def set_created_at(d: RedisDialect, params: Sequence[Any], many: bool) -> Generator:
+    def change(row: list, p: Sequence[Any]) -> None:
+        row[6] = p[0]
+
+    return (yield from _update_checkpoints(d, _rows(params, many), change))
+
+
+def delete_checkpoint(d: RedisDialect, params: Sequence[Any], many: bool) -> Generator:
+    cmds: list = []
+    for tid, ns, cid in _rows(params, many):
+        k, f = d.keys(tid), L.field(ns, cid)
+        cmds += [("ZREM", k.ids, f), ("HDEL", k.ck, f)]
+    yield cmds
+    return []
+
+
+# --- blobs -----------------------------------------------------------------------------------
+
+
+def blob_chains(d: RedisDialect, params: Sequence[Any], many: bool) -> Generator:
+    keys = _group(params, 4)
+    threads = _by_thread(keys)
+    found = yield [Call("chains", d.keys(t), [L.field(*k[1:]) for k in ks]) for t, ks in threads.items()]
+    return [_blob_row(t, f, raw) for t, reply in zip(threads, found) for f, raw in _pairs(reply)]
+
+
+def _blobs_by_keys(d: RedisDialect, keys: Sequence[Sequence[Any]]) -> Generator:
+    found = yield [("HGET", d.keys(k[0]).bl, L.field(*k[1:4])) for k in keys]
+    return [(k, raw) for k, raw in zip(keys, found) if raw is not None]
+
+
+def blob_sizes_by_keys(d: RedisDialect, params: Sequence[Any], many: bool) -> Generator:
+    found = yield from _blobs_by_keys(d, _group(params, 4))
+    return [(k[2], k[3], L.unpack_blob(raw, f"blob {tuple(k)!r}")[0], L.blob_size(raw)) for k, raw in found]
+
+
+def blobs_with_value(d: RedisDialect, params: Sequence[Any], many: bool) -> Generator:
+    empty = params[-1]
+    found = yield from _blobs_by_keys(d, _group(params[:-1], 4))
+    return [(k[2], k[3]) for k, raw in found if L.unpack_blob(raw, f"blob {tuple(k)!r}")[0] != empty]
+
+
+def insert_blobs(d: RedisDialect, params: Sequence[Any], many: bool) -> Generator:
+    """INSERT_BLOB: insert-or-ignore of (thread_id, ns, channel, version, type, blob, base_version)."""
+    yield [("HSETNX", d.keys(r[0]).bl, L.field(*r[1:4]), L.pack_blob(r[4], r[5], r[6])) for r in _rows(params, many)]
+    return []
+
+
+def thread_blobs(d: RedisDialect, params: Sequence[Any], many: bool) -> Generator:
+    return (yield from _thread_blobs(d, params[0]))
+
+
+def thread_blob_bases(d: RedisDialect, params: Sequence[Any], many: bool) -> Generator:
+    return [(b[1], b[2], b[3], b[6]) for b in (yield from _thread_blobs(d, params[0]))]
+
+
+def thread_blobs_like(d: RedisDialect, params: Sequence[Any], many: bool) -> Generator:
+    tid, pattern = params
+    if not pattern.endswith("%") or any(c in pattern[:-1] for c in "%_"):
+        raise ValueError(f"the Redis statements match a type by prefix only ('…%'), got {pattern!r}")
+    return [b for b in (yield from _thread_blobs(d, tid)) if b[4].startswith(pattern[:-1])]
+
+
+def thread_blobs_not_of_type(d: RedisDialect, params: Sequence[Any], many: bool) -> Generator:
+    tid, type_ = params
+    return [(b[1], b[2], b[3]) for b in (yield from _thread_blobs(d, tid)) if b[4] != type_]
+
+
+def thread_blob_sizes(d: RedisDialect, params: Sequence[Any], many: bool) -> Generator:
+    found = yield from _thread_hash(d, params[0], "bl")
+    return [(*_blob_row(params[0], f, raw)[1:5], _blob_row(params[0], f, raw)[6], L.blob_size(raw)) for f, raw in found]
+
+
+def set_blob_value(d: RedisDialect, params: Sequence[Any], many: bool) -> Generator:
+    """(type, blob, thread_id, ns, channel, version): a value re-sealed in place, its base kept."""
+    rows = _rows(params, many)
+    found = yield [("HGET", d.keys(r[2]).bl, L.field(*r[3:6])) for r in rows]
+    cmds = [
+        ("HSET", d.keys(r[2]).bl, L.field(*r[3:6]), L.pack_blob(r[0], r[1], L.unpack_blob(raw, f"blob {tuple(r[2:])!r}")[2]))
+        for r, raw in zip(rows, found)
+        if raw is not None
+    ]
+    if cmds:
+        yield cmds
+    return []
+
+
+def delete_blob(d: RedisDialect, params: Sequence[Any], many: bool) -> Generator:
+    yield [("HDEL", d.keys(r[0]).bl, L.field(*r[1:4])) for r in _rows(params, many)]
+    return []
+
+
+# --- writes ----------------------------------------------------------------------------------
+
+
+def insert_writes(d: RedisDialect, params: Sequence[Any], many: bool, replace: bool) -> Generator:
+    """(WRITE_COLUMNS, created_at) rows → task_id, idx of those inserted (none with ``replace``)."""
+    rows = _rows(params, many)
+    threads = _by_thread(rows)
+    calls = []
+    for tid, part in threads.items():
+        args: list[Any] = ["1" if replace else "0", d.ttl_minutes]
+        for r in part:
+            args += [L.field(r[1], r[2], r[3], r[4]), L.pack((r[5], r[6], r[7], r[8], r[9]))]
+        calls.append(Call("writes", d.keys(tid), args))
+    found = yield calls
+    if replace:
+        return []
+    return [(part[i - 1][3], part[i - 1][4]) for part, reply in zip(threads.values(), found) for i in reply]
+
+
+def _writes_of(d: RedisDialect, checkpoints: Sequence[Sequence[Any]]) -> Generator:
+    """Every write of (thread_id, ns, checkpoint_id) keys: WRITE_COLUMNS plus created_at."""
+    threads = _by_thread(checkpoints)
+    found = yield [Call("writes_of", d.keys(t), [L.field(k[1], k[2]) for k in ks]) for t, ks in threads.items()]
+    return [_write_row(t, f, raw) for t, reply in zip(threads, found) for f, raw in _pairs(reply)]
+
+
+def writes_by_keys(d: RedisDialect, params: Sequence[Any], many: bool, channel: bool) -> Generator:
+    keys = _group(params[:-1] if channel else params, 3)
+    rows = yield from _writes_of(d, keys)
+    if channel:
+        rows = [w for w in rows if w[5] == params[-1]]
+    rows.sort(key=lambda w: (w[6], w[3], w[4]))  # LangGraph's writes_sort_key
+    return [w[:9] for w in rows]
+
+
+def writes_by_write_keys(d: RedisDialect, params: Sequence[Any], many: bool) -> Generator:
+    keys = _group(params, 5)
+    found = yield [("HGET", d.keys(k[0]).wr, L.field(*k[1:])) for k in keys]
+    return [_write_row(k[0], L.field(*k[1:]), raw)[:9] for k, raw in zip(keys, found) if raw is not None]
+
+
+def thread_writes(d: RedisDialect, params: Sequence[Any], many: bool) -> Generator:
+    return (yield from _thread_writes(d, params[0]))
+
+
+def thread_write_keys(d: RedisDialect, params: Sequence[Any], many: bool) -> Generator:
+    return [w[1:5] for w in (yield from _thread_writes(d, params[0]))]
+
+
+def checkpoints_writing(d: RedisDialect, params: Sequence[Any], many: bool) -> Generator:
+    tid, channel = params
+    return sorted({(w[1], w[2]) for w in (yield from _thread_writes(d, tid)) if w[5] == channel})
+
+
+def channel_writes(d: RedisDialect, params: Sequence[Any], many: bool, checkpoints: int) -> Generator:
+    tid, ns = params[:2]
+    cids, channels = params[2 : 2 + checkpoints], set(params[2 + checkpoints :])
+    rows = yield from _writes_of(d, [(tid, ns, c) for c in cids])
+    return [(w[2], w[3], w[5], w[7], w[8], w[6], w[4]) for w in rows if w[5] in channels]
+
+
+def thread_write_sizes(d: RedisDialect, params: Sequence[Any], many: bool) -> Generator:
+    sizes: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
+    for w in (yield from _thread_writes(d, params[0])):
+        s = sizes[(w[1], w[2])]
+        s[0] += 1
+        s[1] += len(w[8] or b"")
+    return [(ns, cid, n, b) for (ns, cid), (n, b) in sizes.items()]
+
+
+def delete_writes(d: RedisDialect, params: Sequence[Any], many: bool) -> Generator:
+    keys = _rows(params, many)
+    rows = yield from _writes_of(d, keys)
+    cmds: list = []
+    for w in rows:
+        k, f = d.keys(w[0]), L.field(*w[1:5])
+        cmds += [("ZREM", k.wix, f), ("HDEL", k.wr, f)]
+    if cmds:
+        yield cmds
+    return []
+
+
+# --- the thread index ------------------------------------------------------------------------
+
+
+def _all_threads(d: RedisDialect) -> Generator:
+    return [_s(t) for t in (yield [("ZRANGE", d.index, 0, -1)])[0]]
+
+
+def thread_row(d: RedisDialect, params: Sequence[Any], many: bool) -> Generator:
+    row = (yield [("HMGET", d.keys(params[0]).th, "created", "updated", "count", "bytes")])[0]
+    return [] if row[0] is None else [(float(row[0]), float(row[1]), int(row[2]), int(row[3]))]
+
+
+def restat_thread(d: RedisDialect, params: Sequence[Any], many: bool) -> Generator:
+    tid = params[0]
+    k = d.keys(tid)
+    count, blobs, exists = yield [("HLEN", k.ck), ("HVALS", k.bl), ("EXISTS", k.th)]
+    if exists:
+        yield [("HSET", k.th, "count", count, "bytes", sum(L.blob_size(b) for b in blobs))]
+    return []
+
+
+def drop_empty_thread(d: RedisDialect, params: Sequence[Any], many: bool) -> Generator:
+    k = d.keys(params[0])
+    if int((yield [("HGET", k.th, "count")])[0] or 0) == 0:
+        yield [("DEL", *k), ("ZREM", d.index, params[0])]
+    return []
+
+
+def delete_thread(d: RedisDialect, params: Sequence[Any], many: bool) -> Generator:
+    yield [("DEL", *d.keys(params[0])), ("ZREM", d.index, params[0])]
+    return []
+
+
+def ensure_thread(d: RedisDialect, params: Sequence[Any], many: bool, only_with_checkpoints: bool) -> Generator:
+    tid, created, updated = params[:3]
+    k = d.keys(tid)
+    if only_with_checkpoints and not (yield [("HLEN", k.ck)])[0]:
+        return []
+    yield [("HSETNX", k.th, "created", created), ("HSETNX", k.th, "updated", updated), ("HSETNX", k.th, "count", 0),
+           ("HSETNX", k.th, "bytes", 0), ("ZADD", d.index, "NX", updated, tid)]
+    return []
+
+
+def set_thread_ttl(d: RedisDialect, params: Sequence[Any], many: bool) -> Generator:
+    minutes, tid = params
+    yield [Call("expire", d.keys(tid), [d.ttl_minutes, minutes])]
+    return []
+
+
+def touch_read(d: RedisDialect, params: Sequence[Any], many: bool) -> Generator:
+    now, tid = params
+    yield [Call("expire", d.keys(tid), [d.ttl_minutes, ""]), ("HSET", d.keys(tid).th, "accessed", now)]
+    return []
+
+
+# --- put ---------------------------------------------------------------------------------------
+
+
+def put_checkpoint(d: RedisDialect, params: Sequence[Any], many: bool, blobs: int) -> Generator:
+    """``Dialect.put_statement``'s parameters and result, as one script."""
+    tid, ns, cid, parent, doc, meta, step, source, run_id, created, checksum, expected, size, needs_parent = params[:14]
+    args: list[Any] = [
+        L.field(ns, cid), L.pack((parent, doc, meta, step, source, run_id, created, checksum)),
+        L.field(ns, parent) if parent else "", "1" if needs_parent else "0", expected, size, repr(float(created)), d.ttl_minutes, blobs,
+    ]
+    for b in _group(params[14:], 10):
+        _, bns, ch, v, type_, blob, base, guard_type, guard_size, checked = b
+        guarded = base is not None and guard_type is not None
+        args += [L.field(bns, ch, v), L.pack_blob(type_, blob, base), L.field(bns, ch, base) if guarded else "",
+                 guard_type or "", guard_size if guard_size is not None else 0, "1" if checked else "0"]
+    index_score = float(created)
+    found = yield [("ZADD", d.index, "GT", index_score, tid), Call("put", d.keys(tid), args)]
+    return [tuple(int(x) for x in found[1])]
+
+
+# --- listing --------------------------------------------------------------------------------
+
+
+def _matches(meta: Mapping[str, Any], filter: Mapping[str, Any]) -> bool:
+    return all(meta.get(k) == v for k, v in filter.items())
+
+
+def list_checkpoints(d: RedisDialect, params: Sequence[Any], many: bool, selection: Any, after: bool) -> Generator:
+    """``list``'s page, newest checkpoint_id first (then thread_id, checkpoint_ns, descending)."""
+    size = params[-1]
+    cursor = tuple(params[:3]) if after else None
+    threads = [selection.thread_id] if selection.thread_id is not None else (yield from _all_threads(d))
+    found = yield [("ZRANGE", d.keys(t).ids, 0, -1) for t in threads]
+    candidates = []
+    for tid, members in zip(threads, found):
+        for m in members:
+            ns, cid = L.split(m, 2, f"checkpoint of thread {tid!r}")
+            if selection.checkpoint_ns is not None and ns != selection.checkpoint_ns:
+                continue
+            if selection.checkpoint_id is not None and cid != selection.checkpoint_id:
+                continue
+            if selection.before_id is not None and not cid < selection.before_id:
+                continue
+            if cursor is not None and not (cid, tid, ns) < cursor:
+                continue
+            candidates.append((cid, tid, ns))
+    candidates.sort(reverse=True)
+    out: list[tuple] = []
+    step = max(int(size), 16)
+    for i in range(0, len(candidates), step):
+        part = candidates[i : i + step]
+        rows = yield [("HGET", d.keys(tid).ck, L.field(ns, cid)) for cid, tid, ns in part]
+        for (cid, tid, ns), raw in zip(part, rows):
+            if raw is None:
+                continue
+            row = _checkpoint_row(tid, ns, cid, raw)
+            if selection.filter:
+                meta = d.load_json(row[5], f"checkpoint ({tid!r}, {ns!r}, {cid!r})")
+                if not isinstance(meta, dict) or not _matches(meta, selection.filter):
+                    continue
+            out.append(row)
+            if len(out) == size:
+                return out
+    return out
+
+
+# --- schema ---------------------------------------------------------------------------------
+
+
+def tables(d: RedisDialect, params: Sequence[Any], many: bool) -> Generator:
+    return [("threadline_migrations",)] if (yield [("EXISTS", d.migrations_key)])[0] else []
+
+
+def applied_migrations(d: RedisDialect, params: Sequence[Any], many: bool) -> Generator:
+    return [(int(v),) for v in (yield [("HKEYS", d.migrations_key)])[0]]
+
+
+def record_migration(d: RedisDialect, params: Sequence[Any], many: bool) -> Generator:
+    yield [("HSET", d.migrations_key, params[0], params[1])]
+    return []
+
+
+def nothing(d: RedisDialect, params: Sequence[Any], many: bool) -> Generator:
+    return []
+    yield  # a generator
+
+
+class RedisDialect(Dialect):
+    """The named statements on Redis under a key ``prefix``, for one saver (its default TTL
+    in minutes goes into every script that writes a thread)."""
+
+    name = "redis"
+    types: dict[str, str] = {}
+    max_params = 1 << 20
+    setup_lock = None
+    official_tables = ("\x00none",)  # no official saver shares these keys: nothing to adopt
+    migrates_parent_sends = False
+    echoes_config = False
+    replaced_write_columns = ()
+    reput_sets_parent = True  # the official RedisSaver writes a checkpoint put again whole
+    prune_refuses_delta_threads = False
+
+    def __init__(self, prefix: str = "threadline", ttl_minutes: float | None = None) -> None:
+        if not isinstance(prefix, str) or not prefix or any(c in prefix for c in "{}\x00"):
+            raise ValueError(f"key prefix must be a non-empty string without braces or NUL, got {prefix!r}")
+        self.prefix = prefix
+        self.index = f"{prefix}:threads"
+        self.migrations_key = f"{prefix}:migrations"
+        self.ttl_minutes = float(ttl_minutes) if ttl_minutes else 0
+
+    def keys(self, thread_id: str) -> L.ThreadKeys:
+        return L.thread_keys(self.prefix, thread_id)
+
+    # statements with parameters in their name (the SQL dialects' methods)
+    def put_statement(self, blobs: int) -> Cmd:
+        return Cmd(put_checkpoint, (blobs,), "put")
+
+    def insert_writes(self, replace: bool) -> Cmd:
+        return Cmd(insert_writes, (replace,), "insert_writes")
+
+    def writes_by_keys(self, count: int, channel: bool = False) -> Cmd:
+        return Cmd(writes_by_keys, (channel,), "writes_by_keys")
+
+    def channel_writes(self, checkpoints: int, channels: int) -> Cmd:
+        return Cmd(channel_writes, (checkpoints,), "channel_writes")
+
+    def list_where(self, selection: Any) -> tuple[Any, list[Any]]:
+        if selection.filter:
+            check_filter(selection.filter)
+            try:
+                json.dumps(dict(selection.filter))
+            except (TypeError, ValueError) as exc:
+                raise FilterError(f"metadata filter cannot be matched: {exc}") from exc
+        return selection, []
+
+    def list_checkpoints(self, where: Any, after: bool) -> Cmd:
+        return Cmd(list_checkpoints, (where, after), "list_checkpoints")
+
+    def migrations(self) -> list[tuple[int, list[str]]]:
+        return [(v, []) for v, _ in MIGRATIONS]
+
+    def create_migrations_table(self) -> Cmd:  # type: ignore[override]
+        return NOTHING
+
+    def delete_by_keys(self, table: str, key: Sequence[str]) -> None:
+        return None
+
+    def blob_chains(self, count: int) -> Cmd:  # type: ignore[override]
+        return BLOB_CHAINS
+
+    def blob_sizes_by_keys(self, count: int) -> Cmd:  # type: ignore[override]
+        return BLOB_SIZES
+
+    def blobs_with_value(self, count: int) -> Cmd:  # type: ignore[override]
+        return BLOBS_WITH_VALUE
+
+    def writes_by_write_keys(self, count: int) -> Cmd:  # type: ignore[override]
+        return WRITES_BY_WRITE_KEYS
+
+    def checkpoints_of_runs(self, count: int) -> Cmd:  # type: ignore[override]
+        return CHECKPOINTS_OF_RUNS
+
+    def restat_thread(self) -> Cmd:  # type: ignore[override]
+        return RESTAT_THREAD
+
+    def thread_blob_sizes(self) -> Cmd:  # type: ignore[override]
+        return THREAD_BLOB_SIZES
+
+    def thread_write_sizes(self) -> Cmd:  # type: ignore[override]
+        return THREAD_WRITE_SIZES
+
+
+NOTHING = _statement(nothing)
+BLOB_CHAINS = _statement(blob_chains)
+BLOB_SIZES = _statement(blob_sizes_by_keys)
+BLOBS_WITH_VALUE = _statement(blobs_with_value)
+WRITES_BY_WRITE_KEYS = _statement(writes_by_write_keys)
+CHECKPOINTS_OF_RUNS = _statement(checkpoints_of_runs)
+RESTAT_THREAD = _statement(restat_thread)
+THREAD_BLOB_SIZES = _statement(thread_blob_sizes)
+THREAD_WRITE_SIZES = _statement(thread_write_sizes)
+
+# the named statements that are attributes on the SQL dialects
+for _name, _fn in {
+    "tables_sql": tables,
+    "APPLIED_MIGRATIONS": applied_migrations,
+    "RECORD_MIGRATION": record_migration,
+    "CHECKPOINT": checkpoint,
+    "LATEST_CHECKPOINT": latest_checkpoint,
+    "LATEST_CHECKPOINT_ID": latest_checkpoint_id,
+    "CHECKPOINT_DOC": checkpoint_column(4),
+    "CHECKPOINT_PARENT": checkpoint_column(3),
+    "THREAD_DOCS": thread_docs,
+    "THREAD_CHECKPOINTS": thread_checkpoints,
+    "THREAD_CHECKPOINT_ROWS": thread_checkpoint_full_rows,
+    "HAS_CHECKPOINTS": has_checkpoints,
+    "ANCESTORS": ancestors,
+    "SET_PARENT": set_parent,
+    "SET_CHECKSUM": set_checksum,
+    "SET_CHECKPOINT_DOC": set_checkpoint_doc,
+    "SET_CREATED_AT": set_created_at,
+    "DELETE_CHECKPOINT": delete_checkpoint,
+    "INSERT_CHECKPOINT_ROW": insert_checkpoint_rows,
+    "INSERT_BLOB": insert_blobs,
+    "THREAD_BLOBS": thread_blobs,
+    "THREAD_BLOB_BASES": thread_blob_bases,
+    "THREAD_BLOBS_LIKE": thread_blobs_like,
+    "THREAD_BLOBS_NOT_OF_TYPE": thread_blobs_not_of_type,
+    "SET_BLOB_VALUE": set_blob_value,
+    "DELETE_BLOB": delete_blob,
+    "DELETE_WRITES": delete_writes,
+    "THREAD_WRITES": thread_writes,
+    "THREAD_WRITE_KEYS": thread_write_keys,
+    "CHECKPOINTS_WRITING": checkpoints_writing,
+    "THREAD": thread_row,
+    "DROP_EMPTY_THREAD": drop_empty_thread,
+    "SET_THREAD_TTL": set_thread_ttl,
+    "TOUCH_READ": touch_read,
+}.items():
+    setattr(RedisDialect, _name, _statement(_fn))
+RedisDialect.DELETE_THREAD = (_statement(delete_thread),)  # type: ignore[assignment]
+RedisDialect.ENSURE_THREAD = Cmd(ensure_thread, (False,), "ENSURE_THREAD")  # type: ignore[assignment]
+RedisDialect.ENSURE_COPIED_THREAD = Cmd(ensure_thread, (True,), "ENSURE_COPIED_THREAD")  # type: ignore[assignment]

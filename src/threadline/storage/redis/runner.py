@@ -1,0 +1,139 @@
+"""Drive a sans-IO operation (``storage.ops``) on a Redis client, sync or async.
+
+The Redis twin of ``storage.runner``: each ``Q`` the operation yields names a Redis
+statement (``dialect.Cmd``); its handler yields batches of commands, each batch sent as
+one pipeline (one round trip; a batch of one, as one command), and the replies go back
+into the handler, whose rows go back into the operation. Scripts run by their SHA1
+(``EVALSHA``) and are loaded on a ``NOSCRIPT`` reply (a restarted or flushed server).
+
+Errors become threadline's: a connection failure or an out-of-memory reply a
+``BackendError``, a key of the wrong type under the saver's prefix a ``CorruptRowError``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from typing import Any, TypeVar
+
+from redis import exceptions as rx
+
+from threadline.errors import BackendError, CorruptRowError
+from threadline.storage.ops import Op, Q
+from threadline.storage.redis.dialect import Call, RedisDialect
+from threadline.storage.redis.scripts import SCRIPTS
+
+T = TypeVar("T")
+
+SHA = {name: hashlib.sha1(text.encode()).hexdigest() for name, text in SCRIPTS.items()}
+
+
+def _args(c: Any) -> Sequence[Any]:
+    if isinstance(c, Call):
+        return ("EVALSHA", SHA[c.script], len(c.keys), *c.keys, *c.args)
+    return c
+
+
+def error(exc: BaseException, d: RedisDialect) -> Exception:
+    """The threadline error for a Redis client error."""
+    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    if isinstance(exc, rx.ResponseError) and text.startswith("WRONGTYPE"):
+        return CorruptRowError(
+            f"a key under threadline's prefix {d.prefix!r} holds another type than threadline wrote ({text}); "
+            "another program writes under this prefix: give threadline a prefix of its own (checkpoint_prefix=)"
+        )
+    if isinstance(exc, rx.ResponseError) and text.startswith("OOM"):
+        return BackendError(
+            f"Redis refused the write: out of memory ({text}); nothing was written. Raise maxmemory or delete threads (threadline prune)"
+        )
+    if isinstance(exc, (rx.ConnectionError, rx.TimeoutError)):
+        return BackendError(f"Redis connection failed ({text}); check that the server is up and the URL is right")
+    if isinstance(exc, rx.AuthenticationError):
+        return BackendError(f"Redis refused the credentials ({text}); check the password in the URL")
+    return BackendError(f"Redis error: {text}")
+
+
+def _sync_batch(client: Any, batch: list) -> list:
+    if len(batch) == 1:
+        return [client.execute_command(*_args(batch[0]))]
+    pipe = client.pipeline(transaction=False)
+    for c in batch:
+        pipe.execute_command(*_args(c))
+    return pipe.execute()
+
+
+async def _async_batch(client: Any, batch: list) -> list:
+    if len(batch) == 1:
+        return [await client.execute_command(*_args(batch[0]))]
+    pipe = client.pipeline(transaction=False)
+    for c in batch:
+        pipe.execute_command(*_args(c))
+    return await pipe.execute()
+
+
+def _load_scripts(client: Any) -> None:
+    for text in SCRIPTS.values():
+        client.script_load(text)
+
+
+async def _aload_scripts(client: Any) -> None:
+    for text in SCRIPTS.values():
+        await client.script_load(text)
+
+
+def drive(op: Op[T], client: Any, d: RedisDialect) -> T:
+    """Run ``op`` on the sync client (``redis.Redis`` or ``redis.cluster.RedisCluster``)."""
+
+    def send(batch: list) -> list:
+        try:
+            return _sync_batch(client, batch)
+        except rx.NoScriptError:
+            _load_scripts(client)
+            return _sync_batch(client, batch)
+
+    def execute(q: Q) -> list:
+        gen = q.sql.handler(d, q.params, q.many, *q.sql.bound)
+        try:
+            batch = next(gen)
+            while True:
+                batch = gen.send(send(batch))
+        except StopIteration as stop:
+            return stop.value
+
+    try:
+        q = next(op)
+        while True:
+            q = op.send(execute(q))
+    except StopIteration as stop:
+        return stop.value
+    except rx.RedisError as exc:
+        raise error(exc, d) from exc
+
+
+async def adrive(op: Op[T], client: Any, d: RedisDialect) -> T:
+    """``drive`` on an async client (``redis.asyncio.Redis`` or its ``RedisCluster``)."""
+
+    async def send(batch: list) -> list:
+        try:
+            return await _async_batch(client, batch)
+        except rx.NoScriptError:
+            await _aload_scripts(client)
+            return await _async_batch(client, batch)
+
+    async def execute(q: Q) -> list:
+        gen = q.sql.handler(d, q.params, q.many, *q.sql.bound)
+        try:
+            batch = next(gen)
+            while True:
+                batch = gen.send(await send(batch))
+        except StopIteration as stop:
+            return stop.value
+
+    try:
+        q = next(op)
+        while True:
+            q = op.send(await execute(q))
+    except StopIteration as stop:
+        return stop.value
+    except rx.RedisError as exc:
+        raise error(exc, d) from exc

@@ -1,0 +1,144 @@
+"""The server-side scripts (Lua) of the Redis statements that must be atomic or that
+follow a chain without a round trip per step. Each takes a thread's six keys
+(``layout.thread_keys``) as KEYS, in that order, so it runs in one cluster slot.
+
+TTL: a script that writes a thread ends by giving every key of the thread the same
+expiry (``expire``): the thread's own TTL (``th.ttl``, minutes; negative: never) or the
+saver's default (an argument; 0: none) — a thread never half-expires.
+"""
+
+from __future__ import annotations
+
+_COMMON = r"""
+local SEP = '\0'
+local function btype(v) local i = string.find(v, SEP, 1, true); return string.sub(v, 1, i - 1) end
+local function bbase(v)
+  local i = string.find(v, SEP, 1, true); local j = string.find(v, SEP, i + 1, true)
+  return string.sub(v, i + 1, j - 1)
+end
+local function bsize(v)
+  local i = string.find(v, SEP, 1, true); local j = string.find(v, SEP, i + 1, true)
+  return #v - j - 1
+end
+local function expire(default)
+  local own = redis.call('HGET', KEYS[6], 'ttl')
+  local minutes = tonumber(own or default) or 0
+  for i = 1, 6 do
+    if minutes > 0 then redis.call('PEXPIRE', KEYS[i], math.floor(minutes * 60000))
+    elseif minutes < 0 then redis.call('PERSIST', KEYS[i]) end
+  end
+end
+"""
+
+# ARGV: checkpoint field, packed row, parent field ('' none), whether a new row needs its parent
+# ('1'/'0'), checked rows expected, bytes added, now, default TTL minutes, blob count, then per
+# blob: field, packed value, base field ('' snapshot), base type, base size, checked ('1'/'0').
+# → {checked rows stored as written, row written (1/0), existed before (1/0), parent stored (1/0)}
+PUT = _COMMON + r"""
+local existed = redis.call('HEXISTS', KEYS[1], ARGV[1])
+local parent_ok = 1
+if ARGV[4] == '1' then parent_ok = redis.call('HEXISTS', KEYS[1], ARGV[3]) end
+if existed == 0 and parent_ok == 0 then return {0, 0, 0, 0} end
+local stored = 0
+for b = 10, 9 + 6 * tonumber(ARGV[9]), 6 do
+  local f, v = ARGV[b], ARGV[b + 1]
+  local ok = true
+  if ARGV[b + 2] ~= '' then
+    local base = redis.call('HGET', KEYS[3], ARGV[b + 2])
+    ok = base and btype(base) == ARGV[b + 3] and bsize(base) == tonumber(ARGV[b + 4])
+  end
+  if ok then redis.call('HSETNX', KEYS[3], f, v) end
+  if ARGV[b + 5] == '1' then
+    local cur = redis.call('HGET', KEYS[3], f)
+    if cur and btype(cur) == btype(v) and bsize(cur) == bsize(v) then stored = stored + 1 end
+  end
+end
+if stored ~= tonumber(ARGV[5]) then return {stored, 0, existed, parent_ok} end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+redis.call('ZADD', KEYS[2], 0, ARGV[1])
+local now = tonumber(ARGV[7])
+local updated = tonumber(redis.call('HGET', KEYS[6], 'updated') or '')
+if updated == nil then
+  redis.call('HSET', KEYS[6], 'created', ARGV[7], 'updated', ARGV[7], 'count', 0, 'bytes', 0)
+elseif now >= updated + 1 then
+  redis.call('HSET', KEYS[6], 'updated', ARGV[7])
+end
+if existed == 0 then redis.call('HINCRBY', KEYS[6], 'count', 1) end
+redis.call('HINCRBY', KEYS[6], 'bytes', tonumber(ARGV[6]))
+expire(ARGV[8])
+return {stored, 1, existed, parent_ok}
+"""
+
+# ARGV: replace ('1': special channels, last write wins; '0': insert-or-ignore), default TTL
+# minutes, then per row: field, packed row. → the 1-based positions of the rows inserted
+WRITES = _COMMON + r"""
+local inserted = {}
+for i = 3, #ARGV, 2 do
+  if ARGV[1] == '1' then
+    redis.call('HSET', KEYS[4], ARGV[i], ARGV[i + 1])
+    redis.call('ZADD', KEYS[5], 0, ARGV[i])
+  elseif redis.call('HSETNX', KEYS[4], ARGV[i], ARGV[i + 1]) == 1 then
+    redis.call('ZADD', KEYS[5], 0, ARGV[i])
+    inserted[#inserted + 1] = (i - 1) / 2
+  end
+end
+if redis.call('EXISTS', KEYS[6]) == 1 then expire(ARGV[2]) end
+return inserted
+"""
+
+# ARGV: blob fields. → field, value pairs of those stored and of every base their deltas are built on
+CHAINS = r"""
+local out, seen, todo = {}, {}, {}
+for i = 1, #ARGV do todo[#todo + 1] = ARGV[i] end
+local n = 1
+while n <= #todo do
+  local f = todo[n]
+  n = n + 1
+  if not seen[f] then
+    seen[f] = true
+    local v = redis.call('HGET', KEYS[3], f)
+    if v then
+      out[#out + 1] = f
+      out[#out + 1] = v
+      local i = string.find(v, '\0', 1, true); local j = string.find(v, '\0', i + 1, true)
+      local base = string.sub(v, i + 1, j - 1)
+      if base ~= '' then
+        local k = string.find(f, '\0', 1, true); local l = string.find(f, '\0', k + 1, true)
+        todo[#todo + 1] = string.sub(f, 1, l) .. base
+      end
+    end
+  end
+end
+return out
+"""
+
+# ARGV: namespace ('' the root). → {field, row} of the namespace's latest checkpoint, or {}
+LATEST = r"""
+local found = redis.call('ZRANGE', KEYS[2], '(' .. ARGV[1] .. '\1', '[' .. ARGV[1] .. '\0', 'BYLEX', 'REV', 'LIMIT', 0, 1)
+if #found == 0 then return {} end
+return {found[1], redis.call('HGET', KEYS[1], found[1])}
+"""
+
+# ARGV: checkpoint fields (ns \0 checkpoint_id). → field, row pairs of every write of those checkpoints
+WRITES_OF = r"""
+local out = {}
+for i = 1, #ARGV do
+  local fields = redis.call('ZRANGE', KEYS[5], '[' .. ARGV[i] .. '\0', '(' .. ARGV[i] .. '\1', 'BYLEX')
+  if #fields > 0 then
+    local rows = redis.call('HMGET', KEYS[4], unpack(fields))
+    for j = 1, #fields do
+      if rows[j] then out[#out + 1] = fields[j]; out[#out + 1] = rows[j] end
+    end
+  end
+end
+return out
+"""
+
+# ARGV: default TTL minutes, [own TTL minutes to record ('' keep)]. Restarts the thread's expiry.
+EXPIRE = _COMMON + r"""
+if ARGV[2] and ARGV[2] ~= '' then redis.call('HSET', KEYS[6], 'ttl', ARGV[2]) end
+if redis.call('EXISTS', KEYS[6]) == 1 then expire(ARGV[1]) end
+return 1
+"""
+
+SCRIPTS = {"put": PUT, "writes": WRITES, "chains": CHAINS, "latest": LATEST, "writes_of": WRITES_OF, "expire": EXPIRE}
