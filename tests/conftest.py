@@ -14,9 +14,13 @@
   an interrupt); facts are what ``populate`` returned.
 * ``pg_url`` — the URL of a fresh Postgres schema, for tests that open savers of
   their own on it (the official ones).
+* ``redis_target`` (plain Redis), ``redis_cluster_target`` (the session's local 3-master
+  cluster), ``any_redis_target`` (both): a ``RedisTarget`` — URL plus a key prefix of
+  this test's own, its keys deleted after the test; ``redis_cluster`` — the session's
+  ``LocalCluster`` (``.url``). See ``tests/redis_support.py``.
 
-Postgres params are skipped when the server is unreachable, unless ``CI=true``,
-where that is a failure.
+Postgres and Redis params are skipped when the server is unreachable, unless
+``CI=true``, where that is a failure.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 # Helper modules' asserts report their values as a test's do.
-pytest.register_assert_rewrite("backends", "bad_input_access", "cli_support", "langgraph_scenarios", "side_by_side_run", "web_helpers")
+pytest.register_assert_rewrite("backends", "bad_input_access", "cli_support", "langgraph_scenarios", "redis_support", "side_by_side_run", "web_helpers")
 
 from hypothesis import settings  # noqa: E402
 
@@ -42,6 +46,7 @@ from backends import (  # noqa: E402
     in_ci,
     make_backend,
 )
+from redis_support import RedisTarget, cluster_target, plain_target, start_cluster  # noqa: E402
 
 # Property tests explore new random cases on every local run; CI replays a fixed
 # sequence, so a landing's result does not depend on the draw.
@@ -112,3 +117,32 @@ def db(sync_backend: Backend) -> tuple[Backend, dict]:
 def pg_url(request: pytest.FixtureRequest) -> str:
     """The URL of a fresh Postgres schema (dropped after the test)."""
     return fresh_postgres_url(request)
+
+
+@pytest.fixture(scope="session")
+def redis_cluster(tmp_path_factory: pytest.TempPathFactory):
+    """The session's local Redis Cluster (3 masters on free loopback ports), or why there is none."""
+    cluster = start_cluster(tmp_path_factory.mktemp("redis-cluster"))
+    yield cluster
+    if not isinstance(cluster, str):
+        cluster.stop()
+
+
+@pytest.fixture
+def redis_target(request: pytest.FixtureRequest) -> RedisTarget:
+    """Plain Redis (``THREADLINE_TEST_REDIS``) and a key prefix of this test's own."""
+    return plain_target(request)
+
+
+@pytest.fixture
+def redis_cluster_target(request: pytest.FixtureRequest, redis_cluster) -> RedisTarget:
+    """The local cluster and a key prefix of this test's own."""
+    return cluster_target(redis_cluster, request)
+
+
+@pytest.fixture(params=("redis", "cluster"))
+def any_redis_target(request: pytest.FixtureRequest) -> RedisTarget:
+    """Plain Redis, then the local cluster, each with a key prefix of this test's own."""
+    if request.param == "redis":
+        return plain_target(request)
+    return cluster_target(request.getfixturevalue("redis_cluster"), request)
