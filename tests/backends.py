@@ -50,6 +50,9 @@ TABLES = ("checkpoints", "blobs", "writes", "threads", "migrations", "adopted")
 SQLITE_KINDS = ("sqlite", "sqlite-async")
 POSTGRES_KINDS = ("postgres", "postgres-async")
 ALL_KINDS = SQLITE_KINDS + POSTGRES_KINDS
+# Redis: plain Redis 7 and the session's local cluster (no SQL: tests reading rows behind the
+# saver's back run on ALL_KINDS only)
+REDIS_KINDS = ("redis", "redis-async", "redis-cluster", "redis-cluster-async")
 SYNC_KINDS = ("sqlite", "postgres")
 
 DEFAULT_PG_DSN = "postgresql://postgres@127.0.0.1:5432/test"
@@ -196,8 +199,8 @@ def _norm(value: Any) -> Any:
 class Backend:
     """One saver class on one fresh database. See the module docstring."""
 
-    kind: str  # "sqlite" | "sqlite-async" | "postgres" | "postgres-async"
-    url: str  # SQLite file path, or the Postgres DSN with search_path set
+    kind: str  # "sqlite" | "sqlite-async" | "postgres" | "postgres-async" | one of REDIS_KINDS
+    url: str  # SQLite file path, the Postgres DSN with search_path set, or a Redis URL with ?prefix=
 
     @property
     def is_async(self) -> bool:
@@ -254,5 +257,10 @@ def make_backend(kind: str, directory: Path, request: pytest.FixtureRequest) -> 
     Postgres schema dropped when the test ends."""
     if kind in SQLITE_KINDS:
         return Backend(kind=kind, url=str(directory / "threadline.db"))
+    if kind in REDIS_KINDS:
+        from redis_support import cluster_target, plain_target
+
+        target = cluster_target(request.getfixturevalue("redis_cluster"), request) if "cluster" in kind else plain_target(request)
+        return Backend(kind=kind, url=f"{target.url}{'&' if '?' in target.url else '?'}prefix={target.prefix}")
     assert kind in POSTGRES_KINDS, kind
     return Backend(kind=kind, url=fresh_postgres_url(request))

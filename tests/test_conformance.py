@@ -20,12 +20,12 @@ from langgraph.checkpoint.conformance import checkpointer_test, validate
 from langgraph.checkpoint.conformance.capabilities import ALL_CAPABILITIES
 from langgraph.checkpoint.conformance.report import ProgressCallbacks
 
-from backends import ALL_KINDS, Backend
+from backends import ALL_KINDS, REDIS_KINDS, Backend
 
 EXPECTED = sorted(c.value for c in ALL_CAPABILITIES)
 
 
-@pytest.mark.parametrize("kind", ALL_KINDS)
+@pytest.mark.parametrize("kind", ALL_KINDS + REDIS_KINDS)
 async def test_official_conformance_suite(kind: str, fresh_backend) -> None:
     async def factory():
         # A fresh database for every capability suite.

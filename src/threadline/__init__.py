@@ -24,11 +24,27 @@ from threadline.backends import aopen_saver, open_saver
 from threadline.store import AsyncPostgresStore, AsyncSqliteStore, PostgresStore, SqliteStore, aopen_store, open_store
 from threadline.cache import PostgresCache, SqliteCache, open_cache
 
+# The Redis classes load redis-py on first use, so SQLite and Postgres users never import it.
+_REDIS = {"RedisSaver", "AsyncRedisSaver", "ShallowRedisSaver", "AsyncShallowRedisSaver"}
+
+
+def __getattr__(name: str):
+    if name in _REDIS:
+        from threadline.backends import redis
+
+        return getattr(redis, name)
+    raise AttributeError(f"module 'threadline' has no attribute {name!r}")
+
+
 __all__ = [
     "AsyncPostgresSaver",
     "PostgresSaver",
     "AsyncSqliteSaver",
     "SqliteSaver",
+    "AsyncRedisSaver",
+    "AsyncShallowRedisSaver",
+    "RedisSaver",
+    "ShallowRedisSaver",
     "aopen_saver",
     "open_saver",
     "AsyncPostgresStore",

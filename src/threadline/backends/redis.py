@@ -14,14 +14,16 @@ import logging
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from dataclasses import dataclass
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import redis
 import redis.asyncio as aredis
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from redis import exceptions as rx
+from redis.asyncio.cluster import ClusterNode as AsyncClusterNode
 from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
-from redis.cluster import RedisCluster
+from redis.cluster import ClusterNode, RedisCluster
 
 from threadline.errors import BackendError, ConfigError
 from threadline.saver import AsyncShell, SyncShell
@@ -34,32 +36,64 @@ logger = logging.getLogger("threadline.redis")
 DEFAULT_PREFIX = "threadline"  # not the official saver's "checkpoint": the two never share keys
 
 
-def _cluster_url(url: str) -> str | None:
-    """The plain URL of a cluster URL (``redis+cluster://`` → ``redis://``), or None."""
+PREFIX_PARAM = "prefix"  # URL query parameter naming the key prefix (``?prefix=myapp``)
+
+
+@dataclass(frozen=True)
+class Target:
+    """A parsed Redis URL: the URL redis-py takes (no ``prefix`` parameter; for a cluster, its
+    first node), the cluster's nodes (empty: a single server) and the key prefix it names."""
+
+    url: str
+    nodes: tuple[tuple[str, int], ...]
+    prefix: str | None
+
+
+def parse(url: str) -> Target:
+    """``redis://``, ``rediss://``, ``unix://`` or ``redis+cluster://h1:p1[,h2:p2…]`` (``rediss+cluster``:
+    TLS), with an optional ``?prefix=`` for the key prefix. BackendError for anything else."""
     parts = urlsplit(url)
     scheme = parts.scheme.lower()
-    if scheme in ("redis+cluster", "rediss+cluster"):
-        return urlunsplit((scheme.split("+")[0], *parts[1:]))
-    if scheme in ("redis", "rediss", "unix"):
-        return None
-    raise BackendError(f"not a Redis URL: {describe(url)}; use redis://, rediss://, redis+cluster:// or rediss+cluster://")
+    if scheme not in ("redis", "rediss", "unix", "redis+cluster", "rediss+cluster"):
+        raise BackendError(f"not a Redis URL: {describe(url)}; use redis://, rediss://, redis+cluster:// or rediss+cluster://")
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    prefix = next((v for k, v in query if k == PREFIX_PARAM), None)
+    rest = urlencode([(k, v) for k, v in query if k != PREFIX_PARAM])
+    nodes: tuple[tuple[str, int], ...] = ()
+    netloc = parts.netloc
+    if scheme.endswith("+cluster"):
+        scheme = scheme.split("+")[0]
+        auth, _, hosts = netloc.rpartition("@")
+        try:
+            nodes = tuple((h.rpartition(":")[0] or h, int(h.rpartition(":")[2] or 6379)) for h in hosts.split(","))
+        except ValueError:
+            raise BackendError(f"bad cluster node list in {describe(url)}; use redis+cluster://host:port[,host:port…]") from None
+        netloc = (auth + "@" if auth else "") + f"{nodes[0][0]}:{nodes[0][1]}"
+    return Target(urlunsplit((scheme, netloc, parts.path, rest, parts.fragment)), nodes, prefix)
 
 
 def describe(url: str) -> str:
     """The URL with its password masked, for messages."""
     parts = urlsplit(url)
     if parts.password:
-        netloc = f"{parts.username or ''}:***@{parts.hostname}" + (f":{parts.port}" if parts.port else "")
+        user, _, hosts = parts.netloc.rpartition("@")
+        netloc = f"{user.partition(':')[0]}:***@{hosts}"
         return urlunsplit((parts.scheme, netloc, *parts[2:]))
     return url
 
 
+def _client(target: Target, connection_args: dict[str, Any] | None, cluster: type, single: type, node: type) -> Any:
+    args = dict(connection_args or {})
+    if target.nodes:
+        nodes = [node(h, p) for h, p in target.nodes]
+        return cluster.from_url(target.url, startup_nodes=nodes, **args) if len(nodes) > 1 else cluster.from_url(target.url, **args)
+    return single.from_url(target.url, **args)
+
+
 def connect(url: str, connection_args: dict[str, Any] | None = None) -> Any:
     """A sync client for ``url``, checked with a PING. BackendError naming the problem."""
-    plain = _cluster_url(url)
-    args = dict(connection_args or {})
     try:
-        client = RedisCluster.from_url(plain, **args) if plain else redis.Redis.from_url(url, **args)
+        client = _client(parse(url), connection_args, RedisCluster, redis.Redis, ClusterNode)
         client.ping()
     except rx.RedisError as exc:
         raise BackendError(f"cannot use Redis at {describe(url)}: {error(exc, RedisDialect()).args[0]}") from exc
@@ -68,10 +102,8 @@ def connect(url: str, connection_args: dict[str, Any] | None = None) -> Any:
 
 async def aconnect(url: str, connection_args: dict[str, Any] | None = None) -> Any:
     """An async client for ``url``, checked with a PING."""
-    plain = _cluster_url(url)
-    args = dict(connection_args or {})
     try:
-        client = AsyncRedisCluster.from_url(plain, **args) if plain else aredis.Redis.from_url(url, **args)
+        client = _client(parse(url), connection_args, AsyncRedisCluster, aredis.Redis, AsyncClusterNode)
         await client.ping()
     except rx.RedisError as exc:
         raise BackendError(f"cannot use Redis at {describe(url)}: {error(exc, RedisDialect()).args[0]}") from exc
@@ -108,7 +140,7 @@ class _RedisParts:
         redis_client: Any = None,
         connection_args: dict[str, Any] | None = None,
         ttl: dict[str, Any] | None = None,
-        checkpoint_prefix: str = DEFAULT_PREFIX,
+        checkpoint_prefix: str | None = None,
         checkpoint_write_prefix: str = "checkpoint_write",
         serde: SerializerProtocol | None = None,
         retention: Any = None,
@@ -119,6 +151,8 @@ class _RedisParts:
         if unknown:
             raise TypeError(f"unexpected keyword argument(s) {sorted(unknown)}")
         super().__init__(serde=serde, adopt=False, ttl=_check_ttl(ttl), retention=retention, cache_max_bytes=cache_max_bytes)  # type: ignore[call-arg]
+        if checkpoint_prefix is None:
+            checkpoint_prefix = (parse(redis_url).prefix if redis_url else None) or DEFAULT_PREFIX
         try:
             self.dialect = RedisDialect(checkpoint_prefix, self.ttl.default_ttl if self.ttl else None)  # type: ignore[attr-defined]
         except ValueError as exc:

@@ -91,6 +91,17 @@ REGISTRY: tuple[BackendEntry, ...] = (
         },
         example="postgresql://",
     ),
+    BackendEntry(
+        name="redis",
+        schemes=("redis", "rediss", "redis+cluster", "rediss+cluster"),
+        module="threadline.backends.redis",
+        parts={
+            "saver": "RedisSaver",
+            "async_saver": "AsyncRedisSaver",
+            "describe": "describe",
+        },
+        example="redis://",
+    ),
 )
 
 
