@@ -220,6 +220,19 @@ class Backend:
         ``is_async`` picks the twin class instead; ``kw`` go to ``from_conn_string``."""
         return self.saver_class(is_async).from_conn_string(self.url, **kw)
 
+    def stored(self, thread_id: str) -> dict[str, list]:
+        """A thread's stored rows as the engine's named statements read them, on any backend:
+        ``checkpoints`` (checkpoint_ns, checkpoint_id) and the ``writes``' channels, sorted."""
+        from threadline.storage.ops import Q
+
+        def op(d: Any) -> Any:
+            cks = yield Q(d.THREAD_CHECKPOINT_ROWS, (thread_id,))
+            writes = yield Q(d.THREAD_WRITES, (thread_id,))
+            return {"checkpoints": sorted((r[1], r[2]) for r in cks), "writes": sorted(w[5] for w in writes)}
+
+        with self.saver_class(False).from_conn_string(self.url) as saver:
+            return saver.run(op(saver.dialect))
+
     # raw SQL, behind the saver's back
 
     @contextmanager

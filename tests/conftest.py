@@ -38,6 +38,7 @@ from hypothesis import settings  # noqa: E402
 
 from backends import (  # noqa: E402
     ALL_KINDS,
+    REDIS_KINDS,
     SQLITE_KINDS,
     SYNC_KINDS,
     Backend,
@@ -61,6 +62,12 @@ def pytest_sessionfinish(session, exitstatus):
 
 @pytest.fixture(params=ALL_KINDS)
 def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
+    return make_backend(request.param, tmp_path, request)
+
+
+@pytest.fixture(params=ALL_KINDS + REDIS_KINDS)
+def graph_backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
+    """Every backend, Redis (plain and the local cluster) included, for tests that read through the savers only."""
     return make_backend(request.param, tmp_path, request)
 
 
