@@ -43,10 +43,19 @@ def _official(name: str) -> type:
         from langgraph.checkpoint.postgres import PostgresSaver
 
         return PostgresSaver
-    assert name == "AsyncPostgresSaver"
-    from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+    if name == "AsyncPostgresSaver":
+        from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 
-    return AsyncPostgresSaver
+        return AsyncPostgresSaver
+    # langgraph-checkpoint-redis (it needs RedisJSON and RediSearch to run; introspected only)
+    from langgraph.checkpoint import redis
+
+    return {
+        "RedisSaver": redis.RedisSaver,
+        "AsyncRedisSaver": redis.AsyncRedisSaver,
+        "ShallowRedisSaver": redis.ShallowRedisSaver,
+        "AsyncShallowRedisSaver": redis.AsyncShallowRedisSaver,
+    }[name]
 
 
 def _threadline(name: str) -> type:
@@ -55,7 +64,10 @@ def _threadline(name: str) -> type:
     return getattr(threadline, name)
 
 
-CLASS_NAMES = ("SqliteSaver", "AsyncSqliteSaver", "PostgresSaver", "AsyncPostgresSaver")
+CLASS_NAMES = (
+    "SqliteSaver", "AsyncSqliteSaver", "PostgresSaver", "AsyncPostgresSaver",
+    "RedisSaver", "AsyncRedisSaver", "ShallowRedisSaver", "AsyncShallowRedisSaver",
+)
 
 # Public, NON-callable class attributes of the official savers that are internals
 # of the official storage layout, not API: the SQL text and migration list the
@@ -75,6 +87,11 @@ OFFICIAL_SQL_INTERNALS = frozenset(
         "INSERT_CHECKPOINT_WRITES_SQL",
     }
 )
+
+
+# The official Redis savers' internals of their own layout: the RediSearch index schemas
+# (dicts) and the default sizes of the shallow saver's client-side key caches (ints).
+OFFICIAL_REDIS_INTERNALS = frozenset({"checkpoints_schema", "writes_schema", "DEFAULT_KEY_CACHE_MAX_SIZE", "DEFAULT_CHANNEL_CACHE_MAX_SIZE"})
 
 
 def _public_names(cls: type) -> list[str]:
@@ -170,6 +187,16 @@ def test_exclusions_are_only_sql_text(name: str) -> None:
         assert all(isinstance(v, str) for v in items), f"{attr} is not SQL text: {value!r}"
 
 
+@pytest.mark.parametrize("name", [n for n in CLASS_NAMES if "Redis" in n])
+def test_redis_exclusions_are_index_schemas_and_cache_sizes(name: str) -> None:
+    official = _official(name)
+    for attr in OFFICIAL_REDIS_INTERNALS:
+        raw = inspect.getattr_static(official, attr, None)
+        if raw is None:
+            continue
+        assert isinstance(raw, property) if attr.endswith("_schema") else isinstance(raw, int), (attr, raw)
+
+
 @pytest.mark.parametrize("name", CLASS_NAMES)
 def test_is_a_checkpoint_saver(name: str) -> None:
     assert issubclass(_official(name), BaseCheckpointSaver)
@@ -187,7 +214,8 @@ def test_every_official_public_callable_exists(name: str) -> None:
 def test_every_official_public_attribute_exists(name: str) -> None:
     """Non-callable public class attributes (``serde``, the ``config_specs`` property), minus SQL internals."""
     official, mine = _official(name), _threadline(name)
-    names = [n for n in _public_names(official) if not callable(getattr(official, n)) and n not in OFFICIAL_SQL_INTERNALS]
+    internals = OFFICIAL_SQL_INTERNALS | OFFICIAL_REDIS_INTERNALS
+    names = [n for n in _public_names(official) if not callable(getattr(official, n)) and n not in internals]
     missing = [n for n in names if not hasattr(mine, n)]
     assert not missing, f"threadline.{name} lacks official public attributes: {missing}"
     for n in names:

@@ -33,7 +33,7 @@ from threadline.storage.redis.runner import adrive, drive, error
 
 logger = logging.getLogger("threadline.redis")
 
-DEFAULT_PREFIX = "threadline"  # not the official saver's "checkpoint": the two never share keys
+DEFAULT_PREFIX = "checkpoint"  # the official default; threadline's keys have another shape (``layout``)
 
 
 PREFIX_PARAM = "prefix"  # URL query parameter naming the key prefix (``?prefix=myapp``)
@@ -140,19 +140,19 @@ class _RedisParts:
         redis_client: Any = None,
         connection_args: dict[str, Any] | None = None,
         ttl: dict[str, Any] | None = None,
-        checkpoint_prefix: str | None = None,
+        checkpoint_prefix: str = DEFAULT_PREFIX,
         checkpoint_write_prefix: str = "checkpoint_write",
         serde: SerializerProtocol | None = None,
         retention: Any = None,
         cache_max_bytes: int | None = None,
-        **shallow_options: Any,
+        key_cache_max_size: int | None = None,
+        channel_cache_max_size: int | None = None,
     ) -> None:
-        unknown = set(shallow_options) - {"key_cache_max_size", "channel_cache_max_size"}
-        if unknown:
-            raise TypeError(f"unexpected keyword argument(s) {sorted(unknown)}")
+        # key_cache_max_size / channel_cache_max_size size the official shallow saver's client-side
+        # caches; threadline's value cache is bounded by cache_max_bytes instead.
         super().__init__(serde=serde, adopt=False, ttl=_check_ttl(ttl), retention=retention, cache_max_bytes=cache_max_bytes)  # type: ignore[call-arg]
-        if checkpoint_prefix is None:
-            checkpoint_prefix = (parse(redis_url).prefix if redis_url else None) or DEFAULT_PREFIX
+        if checkpoint_prefix == DEFAULT_PREFIX and redis_url:
+            checkpoint_prefix = parse(redis_url).prefix or DEFAULT_PREFIX
         try:
             self.dialect = RedisDialect(checkpoint_prefix, self.ttl.default_ttl if self.ttl else None)  # type: ignore[attr-defined]
         except ValueError as exc:
@@ -166,6 +166,67 @@ class _RedisParts:
         self._connection_args = connection_args
         self._redis = redis_client
         self._owns_client = redis_client is None
+
+    @property
+    def cluster_mode(self) -> bool:
+        """Whether the client is a Redis Cluster client (the official attribute)."""
+        return isinstance(self._redis, (RedisCluster, AsyncRedisCluster))
+
+    def configure_client(self, redis_url: str | None = None, redis_client: Any = None, connection_args: dict[str, Any] | None = None) -> None:
+        """Use ``redis_client``, or a client for ``redis_url`` opened on the next ``setup``/first use
+        (the official method)."""
+        if redis_client is None and redis_url is None:
+            raise ConfigError("give redis_url='redis://…' or redis_client=")
+        self._url, self._connection_args, self._redis = redis_url, connection_args, redis_client
+        self._owns_client = redis_client is None
+
+    def create_indexes(self) -> None:
+        """The official saver creates its RediSearch indexes here; on plain Redis threadline needs
+        none (its keys are their own index), so there is nothing to create. ``setup()`` checks the server."""
+
+    def get_channel_values(
+        self, thread_id: str, checkpoint_ns: str = "", checkpoint_id: str = "", channel_versions: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """The channel values of a checkpoint (the latest of the namespace when ``checkpoint_id`` is
+        empty), as the official method returns them; ``channel_versions`` restricts to those channels."""
+        found = self.get_tuple(_config(thread_id, checkpoint_ns, checkpoint_id))  # type: ignore[attr-defined]
+        return _values(found, channel_versions)
+
+    async def aget_channel_values(
+        self, thread_id: str, checkpoint_ns: str = "", checkpoint_id: str = "", channel_versions: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """Async ``get_channel_values``."""
+        found = await self.aget_tuple(_config(thread_id, checkpoint_ns, checkpoint_id))  # type: ignore[attr-defined]
+        return _values(found, channel_versions)
+
+    def prune(self, thread_ids: Any, *, strategy: str = "keep_latest", keep_last: int | None = None, max_results: int = 10000) -> None:
+        """``prune`` with the official RedisSaver's ``keep_last`` (keep each namespace's N newest
+        checkpoints); ``max_results`` bounds the official saver's index search and has no use here."""
+        for tid in ops.thread_ids_of(thread_ids):
+            self._adopt(tid)  # type: ignore[attr-defined]
+        self._run(ops.prune(self.dialect, thread_ids, strategy, self.blob_codec, keep_last or 1), write=True)  # type: ignore[attr-defined]
+
+    async def aprune(self, thread_ids: Any, *, strategy: str = "keep_latest", keep_last: int | None = None, max_results: int = 10000) -> None:
+        """Async ``prune``."""
+        await self._arun(ops.prune(self.dialect, thread_ids, strategy, self.blob_codec, keep_last or 1), write=True)  # type: ignore[attr-defined]
+
+    async def aput(self, config: dict, checkpoint: Any, metadata: Any, new_versions: Any, stream_mode: str = "values") -> dict:
+        """``aput``; ``stream_mode`` is the official AsyncRedisSaver's extra argument, with no effect on storage."""
+        return await super().aput(config, checkpoint, metadata, new_versions)  # type: ignore[misc]
+
+    def set_client_info(self) -> None:
+        """Name threadline to the server (``CLIENT SETINFO LIB-NAME``) where it knows the command (Redis 7.2+)."""
+        try:
+            self._redis.client_setinfo("LIB-NAME", LIB_NAME)
+        except rx.ResponseError:
+            pass  # older servers: the name is only informative
+
+    async def aset_client_info(self) -> None:
+        """Async ``set_client_info``."""
+        try:
+            await self._redis.client_setinfo("LIB-NAME", LIB_NAME)
+        except rx.ResponseError:
+            pass
 
     def _warn(self, config: dict[str, Any]) -> None:
         for line in warnings_of(config):
@@ -185,6 +246,18 @@ class _RedisParts:
         """Nothing to sweep for TTL: Redis expires a thread's keys itself. Retention still needs
         ``sweep()``."""
         return super().start_ttl_sweeper(sweep_interval_minutes) if self.retention is not None else _done()  # type: ignore[misc]
+
+
+LIB_NAME = "threadline"
+
+
+def _config(thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> dict:
+    return {"configurable": {"thread_id": thread_id, "checkpoint_ns": checkpoint_ns, **({"checkpoint_id": checkpoint_id} if checkpoint_id else {})}}
+
+
+def _values(found: Any, channel_versions: dict[str, Any] | None) -> dict[str, Any]:
+    values = dict(found.checkpoint["channel_values"]) if found is not None else {}
+    return values if channel_versions is None else {k: v for k, v in values.items() if k in channel_versions}
 
 
 def _done() -> Any:
@@ -207,25 +280,39 @@ class RedisSaver(_RedisParts, SyncShell):
     keys at once. Raises BackendError when Redis cannot be reached or refuses a command.
     """
 
-    def __init__(self, redis_url: str | None = None, **kwargs: Any) -> None:
-        super().__init__(redis_url, **kwargs)
-        if self._redis is None:
-            self._redis = connect(self._url, self._connection_args)  # type: ignore[arg-type]
-
     @classmethod
     @contextmanager
-    def from_conn_string(cls, redis_url: str | None = None, **kwargs: Any) -> Iterator[RedisSaver]:
-        """A saver on ``redis_url`` (or ``redis_client=``), set up; the client it opened is closed on exit."""
-        saver = cls(redis_url, **kwargs)
+    def from_conn_string(
+        cls,
+        redis_url: str | None = None,
+        *,
+        redis_client: Any = None,
+        connection_args: dict[str, Any] | None = None,
+        ttl: dict[str, Any] | None = None,
+        checkpoint_prefix: str = DEFAULT_PREFIX,
+        checkpoint_write_prefix: str = "checkpoint_write",
+        key_cache_max_size: int | None = None,
+        channel_cache_max_size: int | None = None,
+        **options: Any,
+    ) -> Iterator[RedisSaver]:
+        """A saver on ``redis_url`` (or ``redis_client=``), set up; the client it opened is closed on
+        exit. ``options``: threadline's (``serde``, ``retention``, ``cache_max_bytes``)."""
+        saver = cls(
+            redis_url, redis_client=redis_client, connection_args=connection_args, ttl=ttl, checkpoint_prefix=checkpoint_prefix,
+            checkpoint_write_prefix=checkpoint_write_prefix, key_cache_max_size=key_cache_max_size,
+            channel_cache_max_size=channel_cache_max_size, **options,
+        )
         try:
             saver.setup()
             with saver._sweeping():
                 yield saver
         finally:
-            if saver._owns_client:
+            if saver._owns_client and saver._redis is not None:
                 saver._redis.close()
 
     def setup(self) -> None:
+        if self._redis is None:
+            self._redis = connect(self._url, self._connection_args)  # type: ignore[arg-type]
         try:
             self._warn(self._redis.config_get("*"))
         except rx.ResponseError:
@@ -244,8 +331,25 @@ class AsyncRedisSaver(_RedisParts, AsyncShell):
 
     @classmethod
     @asynccontextmanager
-    async def from_conn_string(cls, redis_url: str | None = None, **kwargs: Any) -> AsyncIterator[AsyncRedisSaver]:
-        saver = cls(redis_url, **kwargs)
+    async def from_conn_string(
+        cls,
+        redis_url: str | None = None,
+        *,
+        redis_client: Any = None,
+        connection_args: dict[str, Any] | None = None,
+        ttl: dict[str, Any] | None = None,
+        checkpoint_prefix: str = DEFAULT_PREFIX,
+        checkpoint_write_prefix: str = "checkpoint_write",
+        key_cache_max_size: int | None = None,
+        channel_cache_max_size: int | None = None,
+        **options: Any,
+    ) -> AsyncIterator[AsyncRedisSaver]:
+        """``RedisSaver.from_conn_string`` for asyncio."""
+        saver = cls(
+            redis_url, redis_client=redis_client, connection_args=connection_args, ttl=ttl, checkpoint_prefix=checkpoint_prefix,
+            checkpoint_write_prefix=checkpoint_write_prefix, key_cache_max_size=key_cache_max_size,
+            channel_cache_max_size=channel_cache_max_size, **options,
+        )
         try:
             await saver.asetup()
             async with saver._sweeping():

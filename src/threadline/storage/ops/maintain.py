@@ -245,8 +245,9 @@ PRUNE_STRATEGIES = ("keep_latest", "delete")
 DELTA_KEYS = frozenset({"counters_since_delta_snapshot", "delta_writes_versioned"})
 
 
-def prune(d: Dialect, thread_ids: Any, strategy: str, bc: codec.BlobCodec | None = None) -> Op[None]:
-    """Prune threads. ``delete`` removes them; ``keep_latest`` keeps each checkpoint_ns's latest checkpoint.
+def prune(d: Dialect, thread_ids: Any, strategy: str, bc: codec.BlobCodec | None = None, keep_last: int = 1) -> Op[None]:
+    """Prune threads. ``delete`` removes them; ``keep_latest`` keeps each checkpoint_ns's latest
+    checkpoint (its ``keep_last`` newest: the official RedisSaver's ``prune(keep_last=)``).
 
     As the official PostgresSaver's ``prune``, ``keep_latest`` also keeps the parent of a
     LangGraph < v4 head that has pending sends (its TASKS writes), and deletes a subgraph
@@ -261,6 +262,8 @@ def prune(d: Dialect, thread_ids: Any, strategy: str, bc: codec.BlobCodec | None
     """
     if strategy not in PRUNE_STRATEGIES:
         raise ValueError(f"unknown prune strategy {strategy!r}; expected one of {PRUNE_STRATEGIES}")
+    if isinstance(keep_last, bool) or not isinstance(keep_last, int) or keep_last < 1:
+        raise ConfigError(f"keep_last must be a positive integer, got {keep_last!r}")
     tids = thread_ids_of(thread_ids)
     if strategy == "delete":
         for tid in tids:
@@ -279,7 +282,7 @@ def prune(d: Dialect, thread_ids: Any, strategy: str, bc: codec.BlobCodec | None
         ):
             # the whole batch is one transaction: nothing is pruned, as the official saver
             raise NotImplementedError(f"keep_latest can't prune threads that use a DeltaChannel: {tid}")
-        kept = _keep_latest(d, tid, found, nonempty, with_sends)
+        kept = _keep_latest(d, tid, found, nonempty, with_sends, keep_last)
         doomed += [(tid, r[0], r[1]) for r in found if (r[0], r[1]) not in kept]
         orphaned[tid] = [
             (r[0], r[1], None, *_parsed(d, tid, r)[2:]) for r in found if (r[0], r[1]) in kept and r[2] and (r[0], r[2]) not in kept
@@ -289,10 +292,10 @@ def prune(d: Dialect, thread_ids: Any, strategy: str, bc: codec.BlobCodec | None
     yield from delete_checkpoints(d, doomed, bc)
 
 
-def _keep_latest(d: Dialect, tid: str, found: list, nonempty: set, with_sends: set) -> set[tuple[str, str]]:
+def _keep_latest(d: Dialect, tid: str, found: list, nonempty: set, with_sends: set, last: int = 1) -> set[tuple[str, str]]:
     """The (checkpoint_ns, checkpoint_id) ``prune(keep_latest)`` keeps of one thread's
     checkpoint rows (``THREAD_CHECKPOINTS``), given its blobs holding a value and the
-    checkpoints with TASKS writes."""
+    checkpoints with TASKS writes: each namespace's ``last`` newest, with what they need."""
     by_id = {(r[0], r[1]): r for r in found}
     docs: dict[tuple[str, str], Any] = {}
 
@@ -305,16 +308,18 @@ def _keep_latest(d: Dialect, tid: str, found: list, nonempty: set, with_sends: s
     keep: set[tuple[str, str]] = set()
     roots: dict[str, str | None] = {}
     for ns in sorted({r[0] for r in found}):
-        head = max(r[1] for r in found if r[0] == ns)
-        keep.add((ns, head))
-        where = f"checkpoint ({tid!r}, {ns!r}, {head!r})"
-        doc, meta = d.load_json(by_id[(ns, head)][3], where), d.load_json(by_id[(ns, head)][4], where)
-        parent = by_id[(ns, head)][2]
-        if R.needs_parent_sends(parent, doc) and (ns, parent) in with_sends:
-            keep.add((ns, parent))
-        roots[ns] = (meta.get("parents") or {}).get("") if isinstance(meta.get("parents"), dict) else None
-        # the ancestors the head rebuilds its DeltaChannel values from, with their writes
-        keep |= {(ns, cid) for cid in lineage.needs(ns, parent, meta)}
+        newest = sorted((r[1] for r in found if r[0] == ns), reverse=True)[:last]
+        for head in newest:
+            keep.add((ns, head))
+            where = f"checkpoint ({tid!r}, {ns!r}, {head!r})"
+            doc, meta = d.load_json(by_id[(ns, head)][3], where), d.load_json(by_id[(ns, head)][4], where)
+            parent = by_id[(ns, head)][2]
+            if R.needs_parent_sends(parent, doc) and (ns, parent) in with_sends:
+                keep.add((ns, parent))
+            if head == newest[0]:
+                roots[ns] = (meta.get("parents") or {}).get("") if isinstance(meta.get("parents"), dict) else None
+            # the ancestors the checkpoint rebuilds its DeltaChannel values from, with their writes
+            keep |= {(ns, cid) for cid in lineage.needs(ns, parent, meta)}
     # a subgraph call goes with the saved root checkpoint it started from
     calls = {ns for ns, root in roots.items() if ":" in ns and ("", root) in by_id and ("", root) not in keep}
     return {k for k in keep if k[0] not in calls}
