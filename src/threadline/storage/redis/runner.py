@@ -42,7 +42,7 @@ def error(exc: BaseException, d: RedisDialect) -> Exception:
             f"a key under threadline's prefix {d.prefix!r} holds another type than threadline wrote ({text}); "
             "another program writes under this prefix: give threadline a prefix of its own (checkpoint_prefix=)"
         )
-    if isinstance(exc, rx.ResponseError) and text.startswith("OOM"):
+    if isinstance(exc, rx.OutOfMemoryError) or (isinstance(exc, rx.ResponseError) and text.startswith("OOM")):
         return BackendError(
             f"Redis refused the write: out of memory ({text}); nothing was written. Raise maxmemory or delete threads (threadline prune)"
         )

@@ -1,0 +1,227 @@
+"""What only the Redis backend has to show (the contract itself runs in ``test_conformance``
+and the LangGraph scenarios in ``test_langgraph*``, on plain Redis and the local cluster):
+one hash tag per thread and no scanning command on any path, Redis's own expiry on all of
+a thread's keys at once, a thread resumed by a fresh process, sealed and encrypted values,
+and one clear threadline error for every fault (server down, wrong password, a key of the
+wrong type, out of memory), nothing half-written.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import redis
+from langgraph.graph import END, START, MessagesState, StateGraph
+from langchain_core.messages import AIMessage
+
+from redis_support import RedisTarget, free_ports
+from threadline import BackendError, CorruptRowError, open_saver
+from threadline.codec import BlobCodec, Keyring
+from threadline.storage.redis.layout import THREAD_KEYS
+
+K1 = bytes(range(32)).hex()
+
+
+def url_of(target: RedisTarget) -> str:
+    return f"{target.url}{'&' if '?' in target.url else '?'}prefix={target.prefix}"
+
+
+def chat() -> StateGraph:
+    def reply(state: MessagesState) -> dict:
+        return {"messages": [AIMessage(content=f"reply {len(state['messages'])}")]}
+
+    b = StateGraph(MessagesState)
+    b.add_node("reply", reply)
+    b.add_edge(START, "reply")
+    b.add_edge("reply", END)
+    return b
+
+
+def cfg(thread_id: str) -> dict:
+    return {"configurable": {"thread_id": thread_id}}
+
+
+def test_a_thread_lives_in_one_slot_and_nothing_scans(redis_target: RedisTarget) -> None:
+    """Every key of a thread carries its hash tag; the saver never sends KEYS, SCAN or MODULE."""
+    seen: list[str] = []
+    client = redis_target.client()
+    stop = threading.Event()
+
+    def watch() -> None:
+        with client.monitor() as m:
+            for event in m.listen():
+                seen.append(event["command"].split(" ")[0].upper())
+                if stop.is_set() and event["command"].startswith("ECHO"):
+                    return
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    time.sleep(0.2)
+    with open_saver(url_of(redis_target)) as saver:
+        g = chat().compile(checkpointer=saver)
+        for i in range(3):
+            g.invoke({"messages": [("user", f"hi {i}")]}, cfg("t-one"))
+        g.get_state(cfg("t-one"))
+        list(saver.list(None))
+        saver.copy_thread("t-one", "t-two")
+        saver.prune(["t-one"])
+        saver.delete_thread("t-two")
+    stop.set()
+    client.echo("done")
+    watcher.join(5)
+    assert "EVALSHA" in seen and "HGETALL" in seen
+    assert not {"KEYS", "SCAN", "MODULE"} & set(seen), sorted(set(seen))
+    keys = [k.decode() for k in redis_target.keys()]
+    thread_keys = [k for k in keys if "{t-one}" in k]
+    assert sorted(k.rsplit(":", 1)[1] for k in thread_keys) == sorted(THREAD_KEYS[:3] + THREAD_KEYS[5:])
+    slots = {redis.cluster.key_slot(k.encode()) for k in thread_keys}
+    assert len(slots) == 1
+
+
+def test_ttl_is_redis_expiry_on_every_key_of_a_thread(redis_target: RedisTarget) -> None:
+    client = redis_target.client()
+    with open_saver(url_of(redis_target), ttl={"default_ttl": 10, "refresh_on_read": True}) as saver:
+        g = chat().compile(checkpointer=saver)
+        g.invoke({"messages": [("user", "hi")]}, cfg("ttl-thread"))
+        keys = [k for k in redis_target.keys() if b"{ttl-thread}" in k]
+        ttls = [client.pttl(k) for k in keys]
+        assert len(keys) == 6 and all(9 * 60_000 < t <= 10 * 60_000 for t in ttls), ttls
+        for k in keys:
+            client.pexpire(k, 1000)
+        g.get_state(cfg("ttl-thread"))  # a read restarts the clock of all six keys
+        assert all(client.pttl(k) > 9 * 60_000 for k in keys)
+        # a thread's own TTL (configurable ttl_minutes): "never" keeps it
+        g.invoke({"messages": [("user", "keep")]}, {"configurable": {"thread_id": "ttl-thread", "ttl_minutes": "never"}})
+        assert all(client.pttl(k) == -1 for k in keys)
+
+
+def test_an_interrupted_agent_resumes_in_a_fresh_process(any_redis_target: RedisTarget, tmp_path: Path) -> None:
+    """A real graph stops at ``interrupt()`` in one process; another process resumes it."""
+    script = tmp_path / "agent.py"
+    script.write_text(textwrap.dedent('''
+        import json, sys
+        from typing import TypedDict
+        from langgraph.graph import END, START, StateGraph
+        from langgraph.types import Command, interrupt
+        from threadline import open_saver
+
+        class S(TypedDict):
+            log: list
+
+        def ask(state):
+            answer = interrupt({"question": "approve?"})
+            return {"log": state["log"] + [f"answer:{answer}"]}
+
+        b = StateGraph(S)
+        b.add_node("prep", lambda s: {"log": s["log"] + ["prep"]})
+        b.add_node("ask", ask)
+        b.add_edge(START, "prep"); b.add_edge("prep", "ask"); b.add_edge("ask", END)
+        url, step = sys.argv[1], sys.argv[2]
+        with open_saver(url) as saver:
+            g = b.compile(checkpointer=saver)
+            config = {"configurable": {"thread_id": "hitl"}}
+            out = g.invoke({"log": []} if step == "start" else Command(resume="yes"), config)
+            print(json.dumps({"out": out.get("log"), "next": list(g.get_state(config).next),
+                              "interrupts": [i.value for i in out.get("__interrupt__", [])]}))
+    '''))
+
+    def run(step: str) -> str:
+        done = subprocess.run([sys.executable, str(script), url_of(any_redis_target), step], capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        return done.stdout.strip()
+
+    assert run("start") == '{"out": ["prep"], "next": ["ask"], "interrupts": [{"question": "approve?"}]}'
+    assert run("resume") == '{"out": ["prep", "answer:yes"], "next": [], "interrupts": []}'
+
+
+def test_encrypted_values_on_redis_refuse_tampering(redis_target: RedisTarget) -> None:
+    codec = BlobCodec(keys=Keyring([K1]))
+    with open_saver(url_of(redis_target), codec=codec) as saver:
+        g = chat().compile(checkpointer=saver)
+        g.invoke({"messages": [("user", "secret plan")]}, cfg("enc"))
+    client = redis_target.client()
+    blobs = next(k for k in redis_target.keys() if k.endswith(b"{enc}:bl"))
+    stored = client.hgetall(blobs)
+    assert stored and not any(b"secret plan" in v for v in stored.values())
+    for field, value in stored.items():  # every version of the channel: one flipped bit each
+        if field.startswith(b"\x00messages"):
+            client.hset(blobs, field, value[:-1] + bytes([value[-1] ^ 1]))
+    with open_saver(url_of(redis_target), codec=BlobCodec(keys=Keyring([K1]))) as saver:
+        with pytest.raises(CorruptRowError):
+            saver.get_tuple(cfg("enc"))
+
+
+@contextmanager
+def private_redis(directory: Path, *args: str) -> Iterator[int]:
+    """A Redis server of this test's own on a free loopback port, with ``args``; its port."""
+    port = free_ports(1)[0]
+    subprocess.run(
+        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--daemonize", "yes",
+         "--dir", str(directory), "--pidfile", str(directory / f"redis-{port}.pid"), *args],
+        check=True,
+    )
+    try:
+        for _ in range(50):
+            try:
+                redis.Redis(port=port).ping()
+                break
+            except redis.AuthenticationError:
+                break
+            except redis.ConnectionError:
+                time.sleep(0.1)
+        yield port
+    finally:
+        pid = directory / f"redis-{port}.pid"
+        if pid.exists():
+            os.kill(int(pid.read_text()), signal.SIGTERM)
+
+
+def test_faults_are_one_line_threadline_errors(redis_target: RedisTarget, tmp_path: Path) -> None:
+    port = free_ports(1)[0]
+    with pytest.raises(BackendError, match="cannot use Redis at redis://127.0.0.1:.*connection failed") as down:
+        with open_saver(f"redis://127.0.0.1:{port}/0"):
+            pass
+    assert "\n" not in str(down.value)
+    with private_redis(tmp_path, "--requirepass", "right-password") as port:
+        with pytest.raises(BackendError, match=r"redis://:\*\*\*@127\.0\.0\.1.*password") as auth:
+            with open_saver(f"redis://:wrong-password@127.0.0.1:{port}/0"):
+                pass
+        assert "wrong-password" not in str(auth.value) and "\n" not in str(auth.value)
+    # a key of another type planted where threadline keeps a thread
+    redis_target.client().set(f"{redis_target.prefix}:{{planted}}:ids", "not a sorted set")
+    with open_saver(url_of(redis_target)) as saver:
+        with pytest.raises(CorruptRowError, match="holds another type than threadline wrote"):
+            saver.get_tuple(cfg("planted"))
+
+
+def test_out_of_memory_is_a_clear_error_and_writes_nothing(tmp_path: Path) -> None:
+    """A private server with a tiny maxmemory and noeviction: the put is refused whole."""
+    with private_redis(tmp_path, "--maxmemory", "8mb", "--maxmemory-policy", "noeviction") as port:
+        client = redis.Redis(port=port)
+        url = f"redis://127.0.0.1:{port}/0"
+        with open_saver(url) as saver:
+            g = chat().compile(checkpointer=saver)
+            g.invoke({"messages": [("user", "small")]}, cfg("oom"))
+            before = g.get_state(cfg("oom"))
+            for i in range(200):  # fill memory up to maxmemory
+                try:
+                    client.set(f"ballast{i}", b"x" * 100_000)
+                except redis.OutOfMemoryError:
+                    break
+            with pytest.raises(BackendError, match="out of memory") as oom:
+                g.invoke({"messages": [("user", base64.b64encode(os.urandom(300_000)).decode())]}, cfg("oom"))
+            assert "\n" not in str(oom.value)
+            client.delete(*[f"ballast{i}" for i in range(200)])
+            after = g.get_state(cfg("oom"))
+            assert after.values == before.values and after.config == before.config
