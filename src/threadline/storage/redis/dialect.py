@@ -25,6 +25,7 @@ from typing import Any
 
 from threadline.errors import FilterError
 from threadline.storage.dialect.base import Dialect, check_filter
+from threadline.storage import rows as R
 from threadline.storage.redis import layout as L
 from threadline.storage.schema import MIGRATIONS
 
@@ -66,7 +67,7 @@ def _s(raw: bytes | str | None) -> str | None:
 
 def _ck_row(tid: str, ns: str, cid: str, raw: bytes) -> list[Any]:
     """parent, checkpoint, metadata, step, source, run_id, created_at, checksum of a packed row."""
-    return L.unpack(raw, L.CHECKPOINT_WIDTH, f"checkpoint ({tid!r}, {ns!r}, {cid!r})")
+    return L.unpack_checkpoint(raw, f"checkpoint ({tid!r}, {ns!r}, {cid!r})")
 
 
 def _checkpoint_row(tid: str, ns: str, cid: str, raw: bytes) -> tuple:
@@ -78,7 +79,7 @@ def _checkpoint_row(tid: str, ns: str, cid: str, raw: bytes) -> tuple:
 def _blob_row(tid: str, f: bytes | str, raw: bytes) -> tuple:
     """``rows.BLOB_COLUMNS``."""
     ns, ch, v = L.split(f, 3, f"blob of thread {tid!r}")
-    return (tid, ns, ch, v, *L.unpack_blob(raw, f"blob ({tid!r}, {ns!r}, {ch!r}, {v!r})")[:2], L.unpack_blob(raw, "")[2])
+    return (tid, ns, ch, v, *L.unpack_blob(raw, f"blob ({tid!r}, {ns!r}, {ch!r}, {v!r})"))
 
 
 def _write_row(tid: str, f: bytes | str, raw: bytes) -> tuple:
@@ -208,7 +209,7 @@ def insert_checkpoint_rows(d: RedisDialect, params: Sequence[Any], many: bool) -
     cmds: list = []
     for tid, ns, cid, parent, doc, meta, step, source, run_id, created, checksum in _rows(params, many):
         k, f = d.keys(tid), L.field(ns, cid)
-        cmds += [("HSETNX", k.ck, f, L.pack((parent, doc, meta, step, source, run_id, created, checksum))), ("ZADD", k.ids, 0, f)]
+        cmds += [("HSETNX", k.ck, f, L.pack_checkpoint((parent, doc, meta, step, source, run_id, created, checksum))), ("ZADD", k.ids, 0, f)]
     yield cmds
     return []
 
@@ -222,7 +223,7 @@ def _update_checkpoints(d: RedisDialect, rows: Sequence[Sequence[Any]], change: 
         if raw is not None:
             row = _ck_row(t, ns, cid, raw)
             change(row, r)
-            cmds.append(("HSET", d.keys(t).ck, L.field(ns, cid), L.pack(row)))
+            cmds.append(("HSET", d.keys(t).ck, L.field(ns, cid), L.pack_checkpoint(row)))
     if cmds:
         yield cmds
     return []
@@ -319,7 +320,7 @@ def thread_blobs_not_of_type(d: RedisDialect, params: Sequence[Any], many: bool)
 
 def thread_blob_sizes(d: RedisDialect, params: Sequence[Any], many: bool) -> Generator:
     found = yield from _thread_hash(d, params[0], "bl")
-    return [(*_blob_row(params[0], f, raw)[1:5], _blob_row(params[0], f, raw)[6], L.blob_size(raw)) for f, raw in found]
+    return [(*b[1:5], b[6], L.blob_size(raw)) for b, raw in ((_blob_row(params[0], f, raw), raw) for f, raw in found)]
 
 
 def set_blob_value(d: RedisDialect, params: Sequence[Any], many: bool) -> Generator:
@@ -414,12 +415,9 @@ def thread_write_sizes(d: RedisDialect, params: Sequence[Any], many: bool) -> Ge
 def delete_writes(d: RedisDialect, params: Sequence[Any], many: bool) -> Generator:
     keys = _rows(params, many)
     rows = yield from _writes_of(d, keys)
-    cmds: list = []
-    for w in rows:
-        k, f = d.keys(w[0]), L.field(*w[1:5])
-        cmds += [("ZREM", k.wix, f), ("HDEL", k.wr, f)]
-    if cmds:
-        yield cmds
+    cmds: list = [("HDEL", d.keys(w[0]).wr, L.field(*w[1:5])) for w in rows]
+    cmds += [("HDEL", d.keys(tid).wix, L.field(ns, cid)) for tid, ns, cid in keys]
+    yield cmds
     return []
 
 
@@ -478,6 +476,36 @@ def touch_read(d: RedisDialect, params: Sequence[Any], many: bool) -> Generator:
     return []
 
 
+def get_checkpoint(d: RedisDialect, params: Sequence[Any], many: bool, latest: bool) -> Generator:
+    """``Dialect.get_statement``'s parameters and rows in two round trips: the checkpoint row, then
+    its blobs with their delta chains and its writes in one pipeline (the values the saver's
+    cache holds, the last two parameters, are not fetched)."""
+    tid, ns = params[0], params[1]
+    k = d.keys(tid)
+    if latest:
+        found = yield from _latest(d, tid, ns)
+        if found is None:
+            return []
+        cid, raw = found
+    else:
+        cid = params[2]
+        raw = (yield [("HGET", k.ck, L.field(ns, cid))])[0]
+        if raw is None:
+            return []
+    row = _checkpoint_row(tid, ns, cid, raw)
+    doc = d.load_object(row[4], f"checkpoint ({tid!r}, {ns!r}, {cid!r})")  # parsed once: load_tuples takes it as is
+    cached = set(zip(params[-2], params[-1]))
+    fields = [L.field(ns, ch, v) for ch, v in R.blob_pairs(doc) if (ch, v) not in cached]
+    blobs, writes = yield [Call("chains", k, fields), Call("writes_of", k, [L.field(ns, cid)])]
+    out: list[tuple] = [(0, tid, ns, cid, row[3], row[7], row[9], None, row[6], row[8], doc, row[5], None)]
+    for f, b in _pairs(blobs):
+        _, bns, ch, v, type_, blob, base = _blob_row(tid, f, b)
+        out.append((1, tid, bns, ch, v, type_, base, None, None, None, None, None, blob))
+    rows = sorted((_write_row(tid, f, w) for f, w in _pairs(writes)), key=lambda w: (w[6], w[3], w[4]))
+    out += [(2, tid, ns, cid, w[3], w[5], w[6], w[7], w[4], None, None, None, w[8]) for w in rows]
+    return out
+
+
 # --- put ---------------------------------------------------------------------------------------
 
 
@@ -485,7 +513,7 @@ def put_checkpoint(d: RedisDialect, params: Sequence[Any], many: bool, blobs: in
     """``Dialect.put_statement``'s parameters and result, as one script."""
     tid, ns, cid, parent, doc, meta, step, source, run_id, created, checksum, expected, size, needs_parent = params[:14]
     args: list[Any] = [
-        L.field(ns, cid), L.pack((parent, doc, meta, step, source, run_id, created, checksum)),
+        L.field(ns, cid), L.pack_checkpoint((parent, doc, meta, step, source, run_id, created, checksum)),
         L.field(ns, parent) if parent else "", "1" if needs_parent else "0", expected, size, repr(float(created)), d.ttl_minutes, blobs,
     ]
     for b in _group(params[14:], 10):
@@ -595,6 +623,9 @@ class RedisDialect(Dialect):
     def put_statement(self, blobs: int) -> Cmd:
         return Cmd(put_checkpoint, (blobs,), "put")
 
+    def get_statement(self, latest: bool) -> Cmd:  # type: ignore[override]
+        return GET_LATEST if latest else GET_CHECKPOINT
+
     def insert_writes(self, replace: bool) -> Cmd:
         return Cmd(insert_writes, (replace,), "insert_writes")
 
@@ -651,6 +682,8 @@ class RedisDialect(Dialect):
 
 
 NOTHING = _statement(nothing)
+GET_LATEST = Cmd(get_checkpoint, (True,), "get_latest")
+GET_CHECKPOINT = Cmd(get_checkpoint, (False,), "get_checkpoint")
 BLOB_CHAINS = _statement(blob_chains)
 BLOB_SIZES = _statement(blob_sizes_by_keys)
 BLOBS_WITH_VALUE = _statement(blobs_with_value)

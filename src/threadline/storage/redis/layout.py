@@ -11,7 +11,7 @@ key         type    field / member                                  value
 ``ids``     ZSET    ``ns \\0 checkpoint_id`` (score 0: lexical)       —  (latest, ``before``, ``limit``)
 ``bl``      HASH    ``ns \\0 channel \\0 version``                    blob: ``type \\0 base_version \\0`` flag bytes
 ``wr``      HASH    ``ns \\0 checkpoint_id \\0 task_id \\0 idx``        pending write row (msgpack)
-``wix``     ZSET    as ``wr``'s fields (score 0)                     —  (a checkpoint's writes by range)
+``wix``     HASH    ``ns \0 checkpoint_id``                         its writes' ``task_id \0 idx``, ``\1``-separated
 ``th``      HASH    created, updated, count, bytes, ttl, accessed    the thread index row
 ==========  ======  ==============================================  ====================================
 
@@ -31,6 +31,7 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 import ormsgpack
+import zstandard
 
 from threadline.errors import CorruptRowError
 
@@ -103,6 +104,31 @@ WRITE_WIDTH = 5
 
 def pack(values: Sequence[Any]) -> bytes:
     return ormsgpack.packb(list(values))
+
+
+# A checkpoint row is mostly JSON of version strings: zstd halves it (memory is what Redis costs).
+# First byte: 0 as is, 1 zstd. Only Python reads these rows; the scripts test their presence.
+_ZSTD_FROM = 128
+_compress = zstandard.ZstdCompressor(level=1, write_content_size=True).compress
+_decompress = zstandard.ZstdDecompressor().decompress
+
+
+def pack_checkpoint(values: Sequence[Any]) -> bytes:
+    raw = ormsgpack.packb(list(values))
+    return b"\x01" + _compress(raw) if len(raw) >= _ZSTD_FROM else b"\x00" + raw
+
+
+def unpack_checkpoint(raw: bytes, where: str) -> list[Any]:
+    try:
+        body = _decompress(raw[1:], max_output_size=MAX_CHECKPOINT_BYTES) if raw[:1] == b"\x01" else raw[1:] if raw[:1] == b"\x00" else None
+    except zstandard.ZstdError:
+        body = None
+    if body is None:
+        raise CorruptRowError(f"{where}: not a threadline checkpoint row")
+    return unpack(body, CHECKPOINT_WIDTH, where)
+
+
+MAX_CHECKPOINT_BYTES = 1 << 30
 
 
 def unpack(raw: bytes, width: int, where: str) -> list[Any]:

@@ -73,12 +73,17 @@ return {stored, 1, existed, parent_ok}
 # minutes, then per row: field, packed row. → the 1-based positions of the rows inserted
 WRITES = _COMMON + r"""
 local inserted = {}
+local function index(f)
+  local ck = string.match(f, '^[^%z]*%z[^%z]*')
+  local cur = redis.call('HGET', KEYS[5], ck)
+  local member = string.sub(f, #ck + 2)
+  redis.call('HSET', KEYS[5], ck, cur and (cur .. '\1' .. member) or member)
+end
 for i = 3, #ARGV, 2 do
   if ARGV[1] == '1' then
-    redis.call('HSET', KEYS[4], ARGV[i], ARGV[i + 1])
-    redis.call('ZADD', KEYS[5], 0, ARGV[i])
+    if redis.call('HSET', KEYS[4], ARGV[i], ARGV[i + 1]) == 1 then index(ARGV[i]) end
   elseif redis.call('HSETNX', KEYS[4], ARGV[i], ARGV[i + 1]) == 1 then
-    redis.call('ZADD', KEYS[5], 0, ARGV[i])
+    index(ARGV[i])
     inserted[#inserted + 1] = (i - 1) / 2
   end
 end
@@ -123,8 +128,10 @@ return {found[1], redis.call('HGET', KEYS[1], found[1])}
 WRITES_OF = r"""
 local out = {}
 for i = 1, #ARGV do
-  local fields = redis.call('ZRANGE', KEYS[5], '[' .. ARGV[i] .. '\0', '(' .. ARGV[i] .. '\1', 'BYLEX')
-  if #fields > 0 then
+  local listed = redis.call('HGET', KEYS[5], ARGV[i])
+  if listed then
+    local fields = {}
+    for member in string.gmatch(listed, '[^\1]+') do fields[#fields + 1] = ARGV[i] .. '\0' .. member end
     local rows = redis.call('HMGET', KEYS[4], unpack(fields))
     for j = 1, #fields do
       if rows[j] then out[#out + 1] = fields[j]; out[#out + 1] = rows[j] end
