@@ -17,7 +17,11 @@ from typing import Any
 
 from threadline import limits
 from threadline.errors import CorruptRowError, FilterError, FilterTooLargeError
+from threadline.storage.dialect.lifecycle import LifecycleStatements
+from threadline.storage.dialect.reads import ReadsStatements
 from threadline.storage.dialect.statements import Statements
+from threadline.storage.dialect.transfer import TransferStatements
+from threadline.storage.dialect.web import WebStatements
 from threadline.storage.schema import MIGRATIONS
 
 _NUL = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")  # \u0000 after an even number of backslashes
@@ -90,7 +94,7 @@ def check_filter(filter: Any) -> None:
         raise FilterTooLargeError(f"metadata filter is {size} bytes of JSON, more than max_filter_bytes={top.max_filter_bytes} (threadline.limits)")
 
 
-class Dialect(Statements):
+class Dialect(Statements, ReadsStatements, LifecycleStatements, TransferStatements, WebStatements):
     """One backend's SQL. Subclasses set the attributes and implement the methods that
     raise NotImplementedError here (see ``sqlite.SqliteDialect``, ``postgres.PostgresDialect``)."""
 

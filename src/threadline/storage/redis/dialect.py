@@ -19,115 +19,22 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Generator, Mapping, Sequence
 from typing import Any
 
 from threadline.errors import FilterError
 from threadline.storage.dialect.base import Dialect, check_filter
 from threadline.storage import rows as R
 from threadline.storage.redis import layout as L
+from threadline.storage.redis.lifecycle import RedisLifecycleStatements
+from threadline.storage.redis.reads import RedisReadsStatements
+from threadline.storage.redis.transfer import RedisTransferStatements
+from threadline.storage.redis.web import RedisWebStatements
+from threadline.storage.redis.base import (
+    Call, Cmd, Handler, all_threads, blob_row, by_thread, checkpoint_row, ck_row, group, latest_of, pairs, rows_of, statement,
+    thread_blobs_of, thread_checkpoint_rows, thread_hash, thread_writes_of, write_row,
+)
 from threadline.storage.schema import MIGRATIONS
-
-Handler = Callable[..., Generator[list, list, list]]
-
-
-@dataclass(frozen=True)
-class Call:
-    """A script of ``scripts.SCRIPTS`` on one thread's keys."""
-
-    script: str
-    keys: Sequence[str]
-    args: Sequence[Any]
-
-
-@dataclass(frozen=True)
-class Cmd:
-    """A named statement on Redis: ``handler(dialect, params, many, *bound)``."""
-
-    handler: Handler
-    bound: tuple = ()
-    name: str = ""
-
-    def __str__(self) -> str:
-        return self.name or self.handler.__name__
-
-
-def _statement(fn: Handler) -> Cmd:
-    return Cmd(fn, (), fn.__name__)
-
-
-def _rows(params: Sequence[Any], many: bool) -> list[Sequence[Any]]:
-    return list(params) if many else [params]
-
-
-def _s(raw: bytes | str | None) -> str | None:
-    return raw.decode() if isinstance(raw, bytes) else raw
-
-
-def _ck_row(tid: str, ns: str, cid: str, raw: bytes) -> list[Any]:
-    """parent, checkpoint, metadata, step, source, run_id, created_at, checksum of a packed row."""
-    return L.unpack_checkpoint(raw, f"checkpoint ({tid!r}, {ns!r}, {cid!r})")
-
-
-def _checkpoint_row(tid: str, ns: str, cid: str, raw: bytes) -> tuple:
-    """``rows.CHECKPOINT_ROW``."""
-    p, doc, meta, step, source, _run, created, checksum = _ck_row(tid, ns, cid, raw)
-    return (tid, ns, cid, p, doc, meta, step, source, created, checksum)
-
-
-def _blob_row(tid: str, f: bytes | str, raw: bytes) -> tuple:
-    """``rows.BLOB_COLUMNS``."""
-    ns, ch, v = L.split(f, 3, f"blob of thread {tid!r}")
-    return (tid, ns, ch, v, *L.unpack_blob(raw, f"blob ({tid!r}, {ns!r}, {ch!r}, {v!r})"))
-
-
-def _write_row(tid: str, f: bytes | str, raw: bytes) -> tuple:
-    """``rows.WRITE_COLUMNS`` plus created_at."""
-    ns, cid, task, idx = L.split(f, 4, f"pending write of thread {tid!r}")
-    channel, path, type_, blob, created = L.unpack(raw, L.WRITE_WIDTH, f"pending write ({tid!r}, {ns!r}, {cid!r}, {task!r}, {idx})")
-    return (tid, ns, cid, task, int(idx), channel, path, type_, blob, created)
-
-
-def _pairs(flat: Sequence[Any]) -> list[tuple[Any, Any]]:
-    return list(zip(flat[::2], flat[1::2]))
-
-
-def _by_thread(keys: Iterable[Sequence[Any]]) -> dict[str, list[Sequence[Any]]]:
-    out: dict[str, list[Sequence[Any]]] = defaultdict(list)
-    for k in keys:
-        out[k[0]].append(k)
-    return out
-
-
-def _group(flat: Sequence[Any], width: int) -> list[tuple]:
-    return [tuple(flat[i : i + width]) for i in range(0, len(flat), width)]
-
-
-# --- whole-thread reads --------------------------------------------------------------------
-
-
-def _thread_hash(d: RedisDialect, tid: str, part: str) -> Generator[list, list, list[tuple[bytes, bytes]]]:
-    found = (yield [("HGETALL", getattr(d.keys(tid), part))])[0]
-    return list(found.items())
-
-
-def thread_checkpoint_rows(d: RedisDialect, params: Sequence[Any], many: bool) -> Generator:
-    tid = params[0]
-    out = []
-    for f, raw in (yield from _thread_hash(d, tid, "ck")):
-        ns, cid = L.split(f, 2, f"checkpoint of thread {tid!r}")
-        out.append((ns, cid, *_ck_row(tid, ns, cid, raw)))
-    return out  # ns, cid, parent, doc, meta, step, source, run_id, created_at, checksum
-
-
-def _thread_blobs(d: RedisDialect, tid: str) -> Generator:
-    return [_blob_row(tid, f, raw) for f, raw in (yield from _thread_hash(d, tid, "bl"))]
-
-
-def _thread_writes(d: RedisDialect, tid: str) -> Generator:
-    return [_write_row(tid, f, raw) for f, raw in (yield from _thread_hash(d, tid, "wr"))]
-
 
 # --- checkpoints ---------------------------------------------------------------------------
 
@@ -135,24 +42,17 @@ def _thread_writes(d: RedisDialect, tid: str) -> Generator:
 def checkpoint(d: RedisDialect, params: Sequence[Any], many: bool) -> Generator:
     tid, ns, cid = params
     raw = (yield [("HGET", d.keys(tid).ck, L.field(ns, cid))])[0]
-    return [] if raw is None else [_checkpoint_row(tid, ns, cid, raw)]
-
-
-def _latest(d: RedisDialect, tid: str, ns: str) -> Generator:
-    found = (yield [Call("latest", d.keys(tid), [ns])])[0]
-    if not found or found[1] is None:
-        return None
-    return L.split(found[0], 2, f"checkpoint of thread {tid!r}")[1], found[1]
+    return [] if raw is None else [checkpoint_row(tid, ns, cid, raw)]
 
 
 def latest_checkpoint(d: RedisDialect, params: Sequence[Any], many: bool) -> Generator:
     tid, ns = params
-    found = yield from _latest(d, tid, ns)
-    return [] if found is None else [_checkpoint_row(tid, ns, found[0], found[1])]
+    found = yield from latest_of(d, tid, ns)
+    return [] if found is None else [checkpoint_row(tid, ns, found[0], found[1])]
 
 
 def latest_checkpoint_id(d: RedisDialect, params: Sequence[Any], many: bool) -> Generator:
-    found = yield from _latest(d, *params)
+    found = yield from latest_of(d, *params)
     return [] if found is None else [(found[0],)]
 
 
@@ -198,7 +98,7 @@ def ancestors(d: RedisDialect, params: Sequence[Any], many: bool) -> Generator:
 def checkpoints_of_runs(d: RedisDialect, params: Sequence[Any], many: bool) -> Generator:
     wanted = set(params)
     out = []
-    for tid in (yield from _all_threads(d)):
+    for tid in (yield from all_threads(d)):
         out += [(tid, r[0], r[1]) for r in (yield from thread_checkpoint_rows(d, (tid,), False)) if r[7] in wanted]
     return out
 
@@ -207,7 +107,7 @@ def insert_checkpoint_rows(d: RedisDialect, params: Sequence[Any], many: bool) -
     """INSERT_CHECKPOINT_ROW: (thread_id, ns, cid, parent, checkpoint, metadata, step, source, run_id,
     created_at, checksum), insert-or-ignore."""
     cmds: list = []
-    for tid, ns, cid, parent, doc, meta, step, source, run_id, created, checksum in _rows(params, many):
+    for tid, ns, cid, parent, doc, meta, step, source, run_id, created, checksum in rows_of(params, many):
         k, f = d.keys(tid), L.field(ns, cid)
         cmds += [("HSETNX", k.ck, f, L.pack_checkpoint((parent, doc, meta, step, source, run_id, created, checksum))), ("ZADD", k.ids, 0, f)]
     yield cmds
@@ -221,7 +121,7 @@ def _update_checkpoints(d: RedisDialect, rows: Sequence[Sequence[Any]], change: 
     cmds = []
     for r, (t, ns, cid), raw in zip(rows, keys, found):
         if raw is not None:
-            row = _ck_row(t, ns, cid, raw)
+            row = ck_row(t, ns, cid, raw)
             change(row, r)
             cmds.append(("HSET", d.keys(t).ck, L.field(ns, cid), L.pack_checkpoint(row)))
     if cmds:
@@ -233,33 +133,33 @@ def set_parent(d: RedisDialect, params: Sequence[Any], many: bool) -> Generator:
     def change(row: list, p: Sequence[Any]) -> None:
         row[0], row[7] = p[0], p[1]
 
-    return (yield from _update_checkpoints(d, _rows(params, many), change))
+    return (yield from _update_checkpoints(d, rows_of(params, many), change))
 
 
 def set_checksum(d: RedisDialect, params: Sequence[Any], many: bool) -> Generator:
     def change(row: list, p: Sequence[Any]) -> None:
         row[7] = p[0]
 
-    return (yield from _update_checkpoints(d, _rows(params, many), change))
+    return (yield from _update_checkpoints(d, rows_of(params, many), change))
 
 
 def set_checkpoint_doc(d: RedisDialect, params: Sequence[Any], many: bool) -> Generator:
     def change(row: list, p: Sequence[Any]) -> None:
         row[1], row[7] = p[0], p[1]
 
-    return (yield from _update_checkpoints(d, _rows(params, many), change))
+    return (yield from _update_checkpoints(d, rows_of(params, many), change))
 
 
 def set_created_at(d: RedisDialect, params: Sequence[Any], many: bool) -> Generator:
     def change(row: list, p: Sequence[Any]) -> None:
         row[6] = p[0]
 
-    return (yield from _update_checkpoints(d, _rows(params, many), change))
+    return (yield from _update_checkpoints(d, rows_of(params, many), change))
 
 
 def delete_checkpoint(d: RedisDialect, params: Sequence[Any], many: bool) -> Generator:
     cmds: list = []
-    for tid, ns, cid in _rows(params, many):
+    for tid, ns, cid in rows_of(params, many):
         k, f = d.keys(tid), L.field(ns, cid)
         cmds += [("ZREM", k.ids, f), ("HDEL", k.ck, f)]
     yield cmds
@@ -270,10 +170,10 @@ def delete_checkpoint(d: RedisDialect, params: Sequence[Any], many: bool) -> Gen
 
 
 def blob_chains(d: RedisDialect, params: Sequence[Any], many: bool) -> Generator:
-    keys = _group(params, 4)
-    threads = _by_thread(keys)
+    keys = group(params, 4)
+    threads = by_thread(keys)
     found = yield [Call("chains", d.keys(t), [L.field(*k[1:]) for k in ks]) for t, ks in threads.items()]
-    return [_blob_row(t, f, raw) for t, reply in zip(threads, found) for f, raw in _pairs(reply)]
+    return [blob_row(t, f, raw) for t, reply in zip(threads, found) for f, raw in pairs(reply)]
 
 
 def _blobs_by_keys(d: RedisDialect, keys: Sequence[Sequence[Any]]) -> Generator:
@@ -282,50 +182,50 @@ def _blobs_by_keys(d: RedisDialect, keys: Sequence[Sequence[Any]]) -> Generator:
 
 
 def blob_sizes_by_keys(d: RedisDialect, params: Sequence[Any], many: bool) -> Generator:
-    found = yield from _blobs_by_keys(d, _group(params, 4))
+    found = yield from _blobs_by_keys(d, group(params, 4))
     return [(k[2], k[3], L.unpack_blob(raw, f"blob {tuple(k)!r}")[0], L.blob_size(raw)) for k, raw in found]
 
 
 def blobs_with_value(d: RedisDialect, params: Sequence[Any], many: bool) -> Generator:
     empty = params[-1]
-    found = yield from _blobs_by_keys(d, _group(params[:-1], 4))
+    found = yield from _blobs_by_keys(d, group(params[:-1], 4))
     return [(k[2], k[3]) for k, raw in found if L.unpack_blob(raw, f"blob {tuple(k)!r}")[0] != empty]
 
 
 def insert_blobs(d: RedisDialect, params: Sequence[Any], many: bool) -> Generator:
     """INSERT_BLOB: insert-or-ignore of (thread_id, ns, channel, version, type, blob, base_version)."""
-    yield [("HSETNX", d.keys(r[0]).bl, L.field(*r[1:4]), L.pack_blob(r[4], r[5], r[6])) for r in _rows(params, many)]
+    yield [("HSETNX", d.keys(r[0]).bl, L.field(*r[1:4]), L.pack_blob(r[4], r[5], r[6])) for r in rows_of(params, many)]
     return []
 
 
 def thread_blobs(d: RedisDialect, params: Sequence[Any], many: bool) -> Generator:
-    return (yield from _thread_blobs(d, params[0]))
+    return (yield from thread_blobs_of(d, params[0]))
 
 
 def thread_blob_bases(d: RedisDialect, params: Sequence[Any], many: bool) -> Generator:
-    return [(b[1], b[2], b[3], b[6]) for b in (yield from _thread_blobs(d, params[0]))]
+    return [(b[1], b[2], b[3], b[6]) for b in (yield from thread_blobs_of(d, params[0]))]
 
 
 def thread_blobs_like(d: RedisDialect, params: Sequence[Any], many: bool) -> Generator:
     tid, pattern = params
     if not pattern.endswith("%") or any(c in pattern[:-1] for c in "%_"):
         raise ValueError(f"the Redis statements match a type by prefix only ('…%'), got {pattern!r}")
-    return [b for b in (yield from _thread_blobs(d, tid)) if b[4].startswith(pattern[:-1])]
+    return [b for b in (yield from thread_blobs_of(d, tid)) if b[4].startswith(pattern[:-1])]
 
 
 def thread_blobs_not_of_type(d: RedisDialect, params: Sequence[Any], many: bool) -> Generator:
     tid, type_ = params
-    return [(b[1], b[2], b[3]) for b in (yield from _thread_blobs(d, tid)) if b[4] != type_]
+    return [(b[1], b[2], b[3]) for b in (yield from thread_blobs_of(d, tid)) if b[4] != type_]
 
 
 def thread_blob_sizes(d: RedisDialect, params: Sequence[Any], many: bool) -> Generator:
-    found = yield from _thread_hash(d, params[0], "bl")
-    return [(*b[1:5], b[6], L.blob_size(raw)) for b, raw in ((_blob_row(params[0], f, raw), raw) for f, raw in found)]
+    found = yield from thread_hash(d, params[0], "bl")
+    return [(*b[1:5], b[6], L.blob_size(raw)) for b, raw in ((blob_row(params[0], f, raw), raw) for f, raw in found)]
 
 
 def set_blob_value(d: RedisDialect, params: Sequence[Any], many: bool) -> Generator:
     """(type, blob, thread_id, ns, channel, version): a value re-sealed in place, its base kept."""
-    rows = _rows(params, many)
+    rows = rows_of(params, many)
     found = yield [("HGET", d.keys(r[2]).bl, L.field(*r[3:6])) for r in rows]
     cmds = [
         ("HSET", d.keys(r[2]).bl, L.field(*r[3:6]), L.pack_blob(r[0], r[1], L.unpack_blob(raw, f"blob {tuple(r[2:])!r}")[2]))
@@ -338,7 +238,7 @@ def set_blob_value(d: RedisDialect, params: Sequence[Any], many: bool) -> Genera
 
 
 def delete_blob(d: RedisDialect, params: Sequence[Any], many: bool) -> Generator:
-    yield [("HDEL", d.keys(r[0]).bl, L.field(*r[1:4])) for r in _rows(params, many)]
+    yield [("HDEL", d.keys(r[0]).bl, L.field(*r[1:4])) for r in rows_of(params, many)]
     return []
 
 
@@ -347,8 +247,8 @@ def delete_blob(d: RedisDialect, params: Sequence[Any], many: bool) -> Generator
 
 def insert_writes(d: RedisDialect, params: Sequence[Any], many: bool, replace: bool) -> Generator:
     """(WRITE_COLUMNS, created_at) rows → task_id, idx of those inserted (none with ``replace``)."""
-    rows = _rows(params, many)
-    threads = _by_thread(rows)
+    rows = rows_of(params, many)
+    threads = by_thread(rows)
     calls = []
     for tid, part in threads.items():
         args: list[Any] = ["1" if replace else "0", d.ttl_minutes]
@@ -363,13 +263,13 @@ def insert_writes(d: RedisDialect, params: Sequence[Any], many: bool, replace: b
 
 def _writes_of(d: RedisDialect, checkpoints: Sequence[Sequence[Any]]) -> Generator:
     """Every write of (thread_id, ns, checkpoint_id) keys: WRITE_COLUMNS plus created_at."""
-    threads = _by_thread(checkpoints)
+    threads = by_thread(checkpoints)
     found = yield [Call("writes_of", d.keys(t), [L.field(k[1], k[2]) for k in ks]) for t, ks in threads.items()]
-    return [_write_row(t, f, raw) for t, reply in zip(threads, found) for f, raw in _pairs(reply)]
+    return [write_row(t, f, raw) for t, reply in zip(threads, found) for f, raw in pairs(reply)]
 
 
 def writes_by_keys(d: RedisDialect, params: Sequence[Any], many: bool, channel: bool) -> Generator:
-    keys = _group(params[:-1] if channel else params, 3)
+    keys = group(params[:-1] if channel else params, 3)
     rows = yield from _writes_of(d, keys)
     if channel:
         rows = [w for w in rows if w[5] == params[-1]]
@@ -378,22 +278,22 @@ def writes_by_keys(d: RedisDialect, params: Sequence[Any], many: bool, channel: 
 
 
 def writes_by_write_keys(d: RedisDialect, params: Sequence[Any], many: bool) -> Generator:
-    keys = _group(params, 5)
+    keys = group(params, 5)
     found = yield [("HGET", d.keys(k[0]).wr, L.field(*k[1:])) for k in keys]
-    return [_write_row(k[0], L.field(*k[1:]), raw)[:9] for k, raw in zip(keys, found) if raw is not None]
+    return [write_row(k[0], L.field(*k[1:]), raw)[:9] for k, raw in zip(keys, found) if raw is not None]
 
 
 def thread_writes(d: RedisDialect, params: Sequence[Any], many: bool) -> Generator:
-    return (yield from _thread_writes(d, params[0]))
+    return (yield from thread_writes_of(d, params[0]))
 
 
 def thread_write_keys(d: RedisDialect, params: Sequence[Any], many: bool) -> Generator:
-    return [w[1:5] for w in (yield from _thread_writes(d, params[0]))]
+    return [w[1:5] for w in (yield from thread_writes_of(d, params[0]))]
 
 
 def checkpoints_writing(d: RedisDialect, params: Sequence[Any], many: bool) -> Generator:
     tid, channel = params
-    return sorted({(w[1], w[2]) for w in (yield from _thread_writes(d, tid)) if w[5] == channel})
+    return sorted({(w[1], w[2]) for w in (yield from thread_writes_of(d, tid)) if w[5] == channel})
 
 
 def channel_writes(d: RedisDialect, params: Sequence[Any], many: bool, checkpoints: int) -> Generator:
@@ -405,7 +305,7 @@ def channel_writes(d: RedisDialect, params: Sequence[Any], many: bool, checkpoin
 
 def thread_write_sizes(d: RedisDialect, params: Sequence[Any], many: bool) -> Generator:
     sizes: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
-    for w in (yield from _thread_writes(d, params[0])):
+    for w in (yield from thread_writes_of(d, params[0])):
         s = sizes[(w[1], w[2])]
         s[0] += 1
         s[1] += len(w[8] or b"")
@@ -413,7 +313,7 @@ def thread_write_sizes(d: RedisDialect, params: Sequence[Any], many: bool) -> Ge
 
 
 def delete_writes(d: RedisDialect, params: Sequence[Any], many: bool) -> Generator:
-    keys = _rows(params, many)
+    keys = rows_of(params, many)
     rows = yield from _writes_of(d, keys)
     cmds: list = [("HDEL", d.keys(w[0]).wr, L.field(*w[1:5])) for w in rows]
     cmds += [("HDEL", d.keys(tid).wix, L.field(ns, cid)) for tid, ns, cid in keys]
@@ -422,10 +322,6 @@ def delete_writes(d: RedisDialect, params: Sequence[Any], many: bool) -> Generat
 
 
 # --- the thread index ------------------------------------------------------------------------
-
-
-def _all_threads(d: RedisDialect) -> Generator:
-    return [_s(t) for t in (yield [("ZRANGE", d.index, 0, -1)])[0]]
 
 
 def thread_row(d: RedisDialect, params: Sequence[Any], many: bool) -> Generator:
@@ -483,7 +379,7 @@ def get_checkpoint(d: RedisDialect, params: Sequence[Any], many: bool, latest: b
     tid, ns = params[0], params[1]
     k = d.keys(tid)
     if latest:
-        found = yield from _latest(d, tid, ns)
+        found = yield from latest_of(d, tid, ns)
         if found is None:
             return []
         cid, raw = found
@@ -492,16 +388,16 @@ def get_checkpoint(d: RedisDialect, params: Sequence[Any], many: bool, latest: b
         raw = (yield [("HGET", k.ck, L.field(ns, cid))])[0]
         if raw is None:
             return []
-    row = _checkpoint_row(tid, ns, cid, raw)
+    row = checkpoint_row(tid, ns, cid, raw)
     doc = d.load_object(row[4], f"checkpoint ({tid!r}, {ns!r}, {cid!r})")  # parsed once: load_tuples takes it as is
     cached = set(zip(params[-2], params[-1]))
     fields = [L.field(ns, ch, v) for ch, v in R.blob_pairs(doc) if (ch, v) not in cached]
     blobs, writes = yield [Call("chains", k, fields), Call("writes_of", k, [L.field(ns, cid)])]
     out: list[tuple] = [(0, tid, ns, cid, row[3], row[7], row[9], None, row[6], row[8], doc, row[5], None)]
-    for f, b in _pairs(blobs):
-        _, bns, ch, v, type_, blob, base = _blob_row(tid, f, b)
+    for f, b in pairs(blobs):
+        _, bns, ch, v, type_, blob, base = blob_row(tid, f, b)
         out.append((1, tid, bns, ch, v, type_, base, None, None, None, None, None, blob))
-    rows = sorted((_write_row(tid, f, w) for f, w in _pairs(writes)), key=lambda w: (w[6], w[3], w[4]))
+    rows = sorted((write_row(tid, f, w) for f, w in pairs(writes)), key=lambda w: (w[6], w[3], w[4]))
     out += [(2, tid, ns, cid, w[3], w[5], w[6], w[7], w[4], None, None, None, w[8]) for w in rows]
     return out
 
@@ -516,7 +412,7 @@ def put_checkpoint(d: RedisDialect, params: Sequence[Any], many: bool, blobs: in
         L.field(ns, cid), L.pack_checkpoint((parent, doc, meta, step, source, run_id, created, checksum)),
         L.field(ns, parent) if parent else "", "1" if needs_parent else "0", expected, size, repr(float(created)), d.ttl_minutes, blobs,
     ]
-    for b in _group(params[14:], 10):
+    for b in group(params[14:], 10):
         _, bns, ch, v, type_, blob, base, guard_type, guard_size, checked = b
         guarded = base is not None and guard_type is not None
         args += [L.field(bns, ch, v), L.pack_blob(type_, blob, base), L.field(bns, ch, base) if guarded else "",
@@ -537,7 +433,7 @@ def list_checkpoints(d: RedisDialect, params: Sequence[Any], many: bool, selecti
     """``list``'s page, newest checkpoint_id first (then thread_id, checkpoint_ns, descending)."""
     size = params[-1]
     cursor = tuple(params[:3]) if after else None
-    threads = [selection.thread_id] if selection.thread_id is not None else (yield from _all_threads(d))
+    threads = [selection.thread_id] if selection.thread_id is not None else (yield from all_threads(d))
     found = yield [("ZRANGE", d.keys(t).ids, 0, -1) for t in threads]
     candidates = []
     for tid, members in zip(threads, found):
@@ -561,7 +457,7 @@ def list_checkpoints(d: RedisDialect, params: Sequence[Any], many: bool, selecti
         for (cid, tid, ns), raw in zip(part, rows):
             if raw is None:
                 continue
-            row = _checkpoint_row(tid, ns, cid, raw)
+            row = checkpoint_row(tid, ns, cid, raw)
             if selection.filter:
                 meta = d.load_json(row[5], f"checkpoint ({tid!r}, {ns!r}, {cid!r})")
                 if not isinstance(meta, dict) or not _matches(meta, selection.filter):
@@ -593,7 +489,7 @@ def nothing(d: RedisDialect, params: Sequence[Any], many: bool) -> Generator:
     yield  # a generator
 
 
-class RedisDialect(Dialect):
+class RedisDialect(RedisReadsStatements, RedisLifecycleStatements, RedisTransferStatements, RedisWebStatements, Dialect):
     """The named statements on Redis under a key ``prefix``, for one saver (its default TTL
     in minutes goes into every script that writes a thread)."""
 
@@ -681,17 +577,17 @@ class RedisDialect(Dialect):
         return THREAD_WRITE_SIZES
 
 
-NOTHING = _statement(nothing)
+NOTHING = statement(nothing)
 GET_LATEST = Cmd(get_checkpoint, (True,), "get_latest")
 GET_CHECKPOINT = Cmd(get_checkpoint, (False,), "get_checkpoint")
-BLOB_CHAINS = _statement(blob_chains)
-BLOB_SIZES = _statement(blob_sizes_by_keys)
-BLOBS_WITH_VALUE = _statement(blobs_with_value)
-WRITES_BY_WRITE_KEYS = _statement(writes_by_write_keys)
-CHECKPOINTS_OF_RUNS = _statement(checkpoints_of_runs)
-RESTAT_THREAD = _statement(restat_thread)
-THREAD_BLOB_SIZES = _statement(thread_blob_sizes)
-THREAD_WRITE_SIZES = _statement(thread_write_sizes)
+BLOB_CHAINS = statement(blob_chains)
+BLOB_SIZES = statement(blob_sizes_by_keys)
+BLOBS_WITH_VALUE = statement(blobs_with_value)
+WRITES_BY_WRITE_KEYS = statement(writes_by_write_keys)
+CHECKPOINTS_OF_RUNS = statement(checkpoints_of_runs)
+RESTAT_THREAD = statement(restat_thread)
+THREAD_BLOB_SIZES = statement(thread_blob_sizes)
+THREAD_WRITE_SIZES = statement(thread_write_sizes)
 
 # the named statements that are attributes on the SQL dialects
 for _name, _fn in {
@@ -730,7 +626,7 @@ for _name, _fn in {
     "SET_THREAD_TTL": set_thread_ttl,
     "TOUCH_READ": touch_read,
 }.items():
-    setattr(RedisDialect, _name, _statement(_fn))
-RedisDialect.DELETE_THREAD = (_statement(delete_thread),)  # type: ignore[assignment]
+    setattr(RedisDialect, _name, statement(_fn))
+RedisDialect.DELETE_THREAD = (statement(delete_thread),)  # type: ignore[assignment]
 RedisDialect.ENSURE_THREAD = Cmd(ensure_thread, (False,), "ENSURE_THREAD")  # type: ignore[assignment]
 RedisDialect.ENSURE_COPIED_THREAD = Cmd(ensure_thread, (True,), "ENSURE_COPIED_THREAD")  # type: ignore[assignment]

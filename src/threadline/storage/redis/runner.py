@@ -20,7 +20,8 @@ from redis import exceptions as rx
 
 from threadline.errors import BackendError, CorruptRowError
 from threadline.storage.ops import Op, Q
-from threadline.storage.redis.dialect import Call, RedisDialect
+from threadline.storage.redis.base import Call
+from threadline.storage.redis.dialect import RedisDialect
 from threadline.storage.redis.scripts import SCRIPTS
 
 T = TypeVar("T")
