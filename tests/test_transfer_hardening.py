@@ -268,5 +268,5 @@ def test_import_suggestion_masks_the_password(pg_url):
     url = pg_url.replace("postgresql://postgres@", "postgresql://postgres:s3cret-user@") + "&password=s3cret-param"
     assert "s3cret-user" in url
     proc = cli("threads", "--db", url)
-    line = one_line_error(proc, 2, "threadline import", "postgres:***@", "password=***")
+    line = one_line_error(proc, 2, "threadline import", "//***@", "password=***")
     assert "s3cret" not in proc.stdout + proc.stderr, line
