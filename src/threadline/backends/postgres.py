@@ -17,7 +17,6 @@ leads with ``thread_id``, so the tables shard by thread (e.g. Citus
 from __future__ import annotations
 
 import asyncio
-import re
 import threading
 from collections.abc import AsyncIterator, Iterator
 from contextlib import AsyncExitStack, ExitStack, asynccontextmanager, contextmanager
@@ -28,6 +27,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from psycopg.rows import tuple_row
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
+from threadline.backends.registry import masked
 from threadline.storage import ops
 from threadline.storage.dialect import POSTGRES
 from threadline.storage.runner import adrive, drive
@@ -45,13 +45,9 @@ T = TypeVar("T")
 POOL = {"max_idle": 300.0, "reconnect_timeout": 300.0}
 
 
-def _masked(dsn: str) -> str:
-    return re.sub(r"//[^@/]*@", "//***@", dsn)  # never print a password
-
-
 def door_error(exc: Exception, dsn: str | None = None) -> BackendError:
     """The one-line error for a Postgres failure while connecting or setting up."""
-    where = f"Postgres at {_masked(dsn)}" if dsn else "Postgres"
+    where = f"Postgres at {masked(dsn)}" if dsn else "Postgres"
     text = " ".join(str(exc).split())
     if isinstance(exc, psycopg.errors.InsufficientPrivilege):
         return BackendError(f"{where}: {text}; threadline needs CREATE on the schema to set up its tables (or run setup once as its owner)")
@@ -347,7 +343,7 @@ def write_refusal(url: str) -> str | None:
 
 def describe(url: str) -> str:
     """How messages name the database at ``url`` (password masked)."""
-    return f"Postgres at {_masked(url)}"
+    return f"Postgres at {masked(url)}"
 
 
 class AsyncPostgresSaver(_PostgresSaverParts, AsyncShell):

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sqlite3
+import stat
 import threading
 import urllib.parse
 from collections.abc import AsyncIterator, Iterator, Sequence
@@ -359,12 +360,15 @@ def open_read_only(url: str, serde: Any = None) -> Iterator[tuple[SqliteSaver, o
 
 
 def _existing_file(url: str) -> str:
-    """The path of ``url``; NotADatabaseError when no file is there (or a directory is)."""
+    """The path of ``url``; NotADatabaseError when no file is there, a directory is, or anything
+    else that is not a regular file (a named pipe would block the open forever, a device never end)."""
     path = path_of(url)
     if path == ":memory:" or not os.path.exists(path):
         raise NotADatabaseError(f"no SQLite database at {path!r}: it does not exist")
     if os.path.isdir(path):
         raise NotADatabaseError(f"{path!r} is a directory, not a database file")
+    if not stat.S_ISREG(os.stat(path).st_mode):
+        raise NotADatabaseError(f"{path!r} is not a regular file (a named pipe, device or socket): name a database file")
     return path
 
 
