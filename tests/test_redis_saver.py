@@ -195,7 +195,7 @@ def test_faults_are_one_line_threadline_errors(redis_target: RedisTarget, tmp_pa
             pass
     assert "\n" not in str(down.value)
     with private_redis(tmp_path, "--requirepass", "right-password") as port:
-        with pytest.raises(BackendError, match=r"redis://:\*\*\*@127\.0\.0\.1.*password") as auth:
+        with pytest.raises(BackendError, match=r"redis://\*\*\*@127\.0\.0\.1.*password") as auth:
             with open_saver(f"redis://:wrong-password@127.0.0.1:{port}/0"):
                 pass
         assert "wrong-password" not in str(auth.value) and "\n" not in str(auth.value)

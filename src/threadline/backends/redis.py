@@ -25,6 +25,7 @@ from redis.asyncio.cluster import ClusterNode as AsyncClusterNode
 from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
 from redis.cluster import ClusterNode, RedisCluster
 
+from threadline.backends.registry import masked
 from threadline.errors import BackendError, ConfigError
 from threadline.saver import AsyncShell, SyncShell
 from threadline.storage import ops
@@ -73,13 +74,8 @@ def parse(url: str) -> Target:
 
 
 def describe(url: str) -> str:
-    """The URL with its password masked, for messages."""
-    parts = urlsplit(url)
-    if parts.password:
-        user, _, hosts = parts.netloc.rpartition("@")
-        netloc = f"{user.partition(':')[0]}:***@{hosts}"
-        return urlunsplit((parts.scheme, netloc, *parts[2:]))
-    return url
+    """The URL as messages show it, its password masked (``registry.masked``)."""
+    return masked(url)
 
 
 def _client(target: Target, connection_args: dict[str, Any] | None, cluster: type, single: type, node: type) -> Any:
