@@ -48,6 +48,10 @@ _DIGEST = 8
 _NONCE = 12
 _GCM_MIN = 2 + KEY_ID_BYTES + _NONCE + 16
 _encode_str = json.encoder.encode_basestring  # type: ignore[attr-defined]
+UNSEALED_HELP = (
+    "either it was written behind threadline's back, or the database is not encrypted yet: then run "
+    "`threadline rekey` with THREADLINE_ENCRYPTION_REQUIRED=false (docs/security.md, \"Encrypt an existing database\")"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,7 +133,7 @@ def open_sealed(keys: Keyring | None, row: Row, tag: str, data: Any) -> tuple[st
                 continue
         raise CorruptRowError(f"{row}: encrypted value does not authenticate (damaged, cut short, re-tagged or moved from another row)")
     if keys is not None and keys.require:
-        raise EncryptionError(f"{row}: stored unencrypted ({tag!r}) but this keyring requires encryption; run `threadline rekey`")
+        raise EncryptionError(f"{row}: stored unencrypted ({tag!r}) but this keyring requires encryption; {UNSEALED_HELP}")
     if tag.endswith(SUM):
         inner = tag[: -len(SUM)]
         if len(raw) < 2 + _DIGEST or raw[:2] != _SUM_HEAD:
@@ -245,7 +249,7 @@ def check_checkpoint(
         raise CorruptRowError(f"{where}: its checksum is not text ({type(stored).__name__})")
     if stored is None or stored.startswith("b2:"):
         if keys is not None and keys.require:
-            raise EncryptionError(f"{where}: has no keyed checksum but this keyring requires encryption; run `threadline rekey`")
+            raise EncryptionError(f"{where}: has no keyed checksum but this keyring requires encryption; {UNSEALED_HELP}")
         if stored is None:
             return
         expected = "b2:" + hashlib.blake2b(_content(key, parent, doc, meta), digest_size=_DIGEST).hexdigest()

