@@ -105,3 +105,56 @@ def test_r1_only_the_encrypt_mode_seals_plaintext(sync_backend: Backend) -> None
         saver.blob_codec = enc(K1)
         assert values(saver, config) == {"x": [1, 2]}
         assert lifecycle.rekey(saver).ok
+
+
+# --- 2. official rows never override or inject threads ------------------------------------------
+
+
+def _official_saver(b: Backend) -> Any:
+    if b.is_postgres:
+        from langgraph.checkpoint.postgres import PostgresSaver as Official
+    else:
+        from langgraph.checkpoint.sqlite import SqliteSaver as Official
+    return Official.from_conn_string(b.url)
+
+
+def _forge_official(b: Backend, *threads: str) -> None:
+    """Someone who can write the database puts a newer checkpoint of each thread in the official tables."""
+    with _official_saver(b) as off:
+        off.setup()
+        for tid in threads:
+            off.put(cfg(tid), ckpt({"x": "forged"}, {"x": "9"}), {"source": "input", "step": 9}, {"x": "9"})
+
+
+def test_r2_encrypted_savers_adopt_nothing_unless_enabled_and_never_an_existing_thread(sync_backend: Backend) -> None:
+    b = sync_backend
+    with b.open() as saver:
+        saver.blob_codec = enc()
+        mine = saver.put(cfg("mine"), ckpt({"x": "real"}, {"x": "1"}), {"step": 0}, {"x": "1"})
+    _forge_official(b, "mine", "injected")
+    with b.open() as saver:  # the default: encryption required, so no adoption
+        saver.blob_codec = enc()
+        assert values(saver, cfg("mine")) == {"x": "real"}
+        assert saver.get_tuple(cfg("injected")) is None and list(saver.list(cfg("injected"))) == []
+        assert [cid_of(t.config) for t in saver.list(cfg("mine"))] == [cid_of(mine)]
+    assert b.sql("SELECT COUNT(*) FROM threadline_adopted")[0][0] == 0
+    with b.open(adopt=True) as saver:  # enabled explicitly: new threads only
+        saver.blob_codec = enc()
+        assert values(saver, cfg("mine")) == {"x": "real"}
+        assert values(saver, cfg("injected")) == {"x": "forged"}
+    assert b.sql("SELECT thread_id FROM threadline_adopted") == [("injected",)]
+
+
+def test_r2_adoption_never_overrides_a_thread_threadline_wrote(sync_backend: Backend) -> None:
+    """Without keys too: a thread threadline wrote, or continued after adopting it, stays its own."""
+    b = sync_backend
+    _forge_official(b, "adopted")
+    with b.open() as saver:
+        saver.put(cfg("mine"), ckpt({"x": "real"}, {"x": "1"}), {"step": 0}, {"x": "1"})
+        adopted = saver.get_tuple(cfg("adopted")).config
+        saver.put(adopted, ckpt({"x": "continued"}, {"x": "10"}), {"step": 10}, {"x": "10"})
+    _forge_official(b, "mine", "adopted")
+    with b.open() as saver:
+        assert values(saver, cfg("mine")) == {"x": "real"}
+        assert values(saver, cfg("adopted")) == {"x": "continued"}
+        assert len(list(saver.list(cfg("adopted")))) == 2
