@@ -158,3 +158,50 @@ def test_r2_adoption_never_overrides_a_thread_threadline_wrote(sync_backend: Bac
         assert values(saver, cfg("mine")) == {"x": "real"}
         assert values(saver, cfg("adopted")) == {"x": "continued"}
         assert len(list(saver.list(cfg("adopted")))) == 2
+
+
+# --- 4. an empty row is sealed like any value ----------------------------------------------------
+
+
+def test_r4_a_value_turned_into_an_empty_row_is_refused(sync_backend: Backend) -> None:
+    b = sync_backend
+    with b.open() as saver:
+        saver.blob_codec = enc()
+        # "e" has a version and no value: an empty row, sealed like any other
+        config = saver.put(cfg("t"), ckpt({"x": [1, 2]}, {"x": "1", "e": "1"}), {"step": 0}, {"x": "1", "e": "1"})
+        assert values(saver, config) == {"x": [1, 2]}
+    (sealed_empty,) = b.sql("SELECT blob FROM threadline_blobs WHERE channel = 'e'")[0]
+    assert sealed_empty is not None
+    for blob in (None, sealed_empty):  # unsealed, or the seal of another row
+        b.sql("UPDATE threadline_blobs SET type = 'empty', blob = ? WHERE channel = 'x'", (blob,))
+        with b.open() as saver:
+            saver.blob_codec = enc(K2, K1)
+            with pytest.raises(CorruptRowError, match="'x'"):
+                values(saver, config)
+            assert not lifecycle.fsck(saver, deep=True).ok
+            report = lifecycle.rekey(saver)  # a rotation leaves it refused
+            assert not report.ok and all("'x'" in u for u in report.unreadable), report.to_json()
+            assert b.sql("SELECT type, blob FROM threadline_blobs WHERE channel = 'x'") == [("empty", blob)]
+            with pytest.raises(CorruptRowError, match="'x'"):
+                values(saver, config)
+    b.sql("UPDATE threadline_blobs SET type = 'empty', blob = NULL WHERE channel = 'e'")
+    with b.open() as saver:
+        saver.blob_codec = enc(K2, K1)
+        with pytest.raises(EncryptionError, match="'e'"):  # an unsealed empty row too
+            saver.get_tuple(cfg("t"))
+
+
+def test_r4_empty_rows_of_earlier_releases_load_until_sealed(sync_backend: Backend) -> None:
+    """Unsealed (NULL) empty rows load without keys and while encrypting; rekey seals them."""
+    b = sync_backend
+    with b.open() as saver:
+        config = saver.put(cfg("t"), ckpt({"x": 1}, {"x": "1", "e": "1"}), {"step": 0}, {"x": "1", "e": "1"})
+    b.sql("UPDATE threadline_blobs SET blob = NULL WHERE channel = 'e'")
+    with b.open() as saver:
+        assert values(saver, config) == {"x": 1}
+        saver.blob_codec = enc(require=False)
+        assert values(saver, config) == {"x": 1}
+        report = lifecycle.rekey(saver)
+        assert report.ok and report.resealed["blobs"] == 2
+        saver.blob_codec = enc()
+        assert values(saver, config) == {"x": 1}

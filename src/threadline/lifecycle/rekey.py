@@ -65,6 +65,7 @@ def _reader(bc: codec.BlobCodec) -> codec.BlobCodec:
 def _current(bc: codec.BlobCodec, tag: str, data: Any) -> bool:
     """Whether a stored value row is already sealed as ``bc`` would seal it now."""
     writer = bc.keys.writer if bc.keys is not None else None
+    tag = codec.sealed_as(tag, data)
     if writer is None:
         return tag.endswith(codec.SUM)
     return tag.endswith(codec.GCM) and data is not None and bytes(data[2:6]) == writer[0]
@@ -79,7 +80,7 @@ def rekey_thread_op(d: Dialect, thread_id: str, bc: codec.BlobCodec, *, dry_run:
     def value(table: str, row: codec.Row, tag: Any, data: Any) -> tuple | None:
         """(new type, new bytes, the packed (type, bytes) it holds) of a row to re-seal; None when
         it is current, or unreadable (reported)."""
-        if tag == codec.EMPTY or isinstance(tag, str) and _current(bc, tag, data):
+        if isinstance(tag, str) and _current(bc, tag, data):
             report.current[table] += 1
             return None
         try:

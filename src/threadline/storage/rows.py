@@ -203,7 +203,8 @@ def blob_rows(
     parent = (key.thread_id, key.checkpoint_ns, key.checkpoint_id)
     for v in values:
         if v.tag is None:
-            rows.append(BlobRow((key.thread_id, key.checkpoint_ns, v.channel, v.version, codec.EMPTY, None, None)))
+            empty = bc.seal(blob_row_ref(key.thread_id, key.checkpoint_ns, v.channel, v.version), codec.EMPTY, None)
+            rows.append(BlobRow((key.thread_id, key.checkpoint_ns, v.channel, v.version, *empty, None)))
             continue
         base = (bases or {}).get(v.channel)
         writes = bc.cache.writes(parent, v.channel) if base is not None and bc.cache is not None else None
