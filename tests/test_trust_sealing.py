@@ -9,25 +9,31 @@ cannot forge or alter a value when encryption is required.
    own tables hold beyond what it adopted.
 4. A value row turned into ``type='empty', blob=NULL`` is refused when encryption is required
    (empty rows are sealed like any other).
-12. A special value (stored pending sends, a Send, interrupts) validly sealed but of the wrong
-    shape is a ``CorruptRowError``, never a raw error in LangGraph.
+12. A special value validly sealed but of a shape LangGraph cannot take (a checkpoint's stored
+    pending sends or its TASKS channel that is no list), or a stored pending-sends entry of a
+    shape threadline never writes, is a ``CorruptRowError``, never a raw error in LangGraph.
 """
 
 from __future__ import annotations
 
 import base64
 import json
-from typing import Any
+import operator
+from typing import Annotated, Any, TypedDict
 
 import pytest
+from langgraph.checkpoint.serde.types import INTERRUPT, TASKS
+from langgraph.graph import END, START, StateGraph
+from langgraph.types import Command, Send, interrupt
 from typer.testing import CliRunner
 
 from backends import Backend
 from bad_input_access import cfg, ckpt, cid_of
-from threadline import lifecycle
+from threadline import codec, lifecycle
 from threadline.cli import app
 from threadline.codec import BlobCodec, Keyring
 from threadline.errors import CorruptRowError, EncryptionError
+from threadline.storage import rows as R
 
 K1 = base64.b64encode(bytes(range(32))).decode()
 K2 = bytes(range(100, 132)).hex()
@@ -205,3 +211,99 @@ def test_r4_empty_rows_of_earlier_releases_load_until_sealed(sync_backend: Backe
         assert report.ok and report.resealed["blobs"] == 2
         saver.blob_codec = enc()
         assert values(saver, config) == {"x": 1}
+
+
+# --- 12. special values of the wrong shape ---------------------------------------------------------
+
+
+class Fan(TypedDict, total=False):
+    items: Annotated[list, operator.add]
+    n: int
+
+
+def _fan_graph(saver: Any) -> Any:
+    """Send fan-out, then an interrupt: Sends stored as TASKS writes and values, an interrupt write."""
+    def ask(state: Fan) -> dict:
+        return {"items": [interrupt("ok?")]}
+
+    g = StateGraph(Fan)
+    g.add_node("start", lambda state: {})
+    g.add_node("work", lambda state: {"items": [state["n"]]})
+    g.add_node("ask", ask)
+    g.add_edge(START, "start")
+    g.add_conditional_edges("start", lambda state: [Send("work", {"n": i}) for i in range(2)], ["work"])
+    g.add_edge("work", "ask")
+    g.add_edge("ask", END)
+    return g.compile(checkpointer=saver)
+
+
+def _reseal(b: Backend, saver: Any, channel: str, value: Any) -> None:
+    """Replace every stored value of ``channel`` by ``value``, validly sealed to its row (as anyone
+    can without keys: the checksum is not secret)."""
+    for r in b.sql("SELECT thread_id, checkpoint_ns, channel, version, base_version FROM threadline_blobs WHERE channel = ? AND type <> 'empty'", (channel,)):
+        tag, data = saver.blob_codec.store(R.blob_row_ref(*r), *codec.encode(saver.serde, value))
+        b.sql("UPDATE threadline_blobs SET type = ?, blob = ? WHERE thread_id = ? AND checkpoint_ns = ? AND channel = ? AND version = ?", (tag, data, *r[:4]))
+
+
+def test_r12_a_tasks_channel_that_is_no_list_is_a_corrupt_row(sync_backend: Backend) -> None:
+    """LangGraph keeps its Sends in the TASKS channel as a list; another type, validly sealed,
+    used to reach LangGraph and fail there with a raw TypeError."""
+    b = sync_backend
+    thread = cfg("t")
+    with b.open() as saver:
+        graph = _fan_graph(saver)
+        graph.invoke({"items": []}, thread)
+        assert graph.get_state(thread).interrupts
+        assert lifecycle.fsck(saver, deep=True).ok  # genuine Sends pass every check
+    b.sql("CREATE TABLE kept_blobs AS SELECT * FROM threadline_blobs")
+    for bad in (5, "work", {"node": "work", "arg": {"n": 0}}, None):
+        with b.open() as saver:
+            _reseal(b, saver, TASKS, bad)
+            graph = _fan_graph(saver)
+            for read in (lambda: list(saver.list(thread)), lambda: graph.get_state(thread),
+                         lambda: list(graph.get_state_history(thread)), lambda: graph.invoke(Command(resume="yes"), thread)):
+                saver.blob_codec.cache.clear()
+                with pytest.raises(CorruptRowError, match=TASKS):
+                    read()
+            assert not lifecycle.fsck(saver, deep=True).ok
+        b.sql("DELETE FROM threadline_blobs")
+        b.sql("INSERT INTO threadline_blobs SELECT * FROM kept_blobs")
+    with b.open() as saver:  # restored: it resumes
+        assert _fan_graph(saver).invoke(Command(resume="yes"), thread)["items"] == [0, 1, "yes"]
+
+
+def test_r12_stored_pending_sends_of_the_wrong_shape_are_corrupt_rows(sync_backend: Backend) -> None:
+    """A LangGraph < v4 checkpoint's ``pending_sends``, sealed to the checkpoint, decoding to no
+    list, or stored in a shape threadline never writes: a CorruptRowError on every path."""
+    b = sync_backend
+    with b.open() as saver:
+        c = {**ckpt({"items": [1]}, {"items": "1"}), "v": 3, "pending_sends": [Send("work", {"n": 0})]}
+        stored = saver.put(cfg("t"), c, {"step": 0}, {"items": "1"})
+        assert saver.get_tuple(stored).checkpoint["pending_sends"] == [Send("work", {"n": 0})]
+        saver.copy_thread("t", "copy")  # sealed again to the copy
+        assert saver.get_tuple(cfg("copy")).checkpoint["pending_sends"] == [Send("work", {"n": 0})]
+        saver.delete_thread("copy")
+        key = ("t", "", cid_of(stored))
+
+        def store(entry: Any) -> None:
+            (doc, meta) = b.sql("SELECT checkpoint, metadata FROM threadline_checkpoints")[0]
+            doc, meta = (json.loads(x) if isinstance(x, str) else x for x in (doc, meta))
+            doc[R.SENDS] = entry
+            b.sql("UPDATE threadline_checkpoints SET checkpoint = ?, checksum = ?",
+                  (json.dumps(doc), saver.blob_codec.checkpoint_checksum(key, None, doc, meta)))
+            saver.blob_codec.cache.clear()
+
+        for bad in (5, "work", {"node": "work"}):
+            tag, data = saver.blob_codec.store(R.sends_ref(*key), *codec.encode(saver.serde, bad))
+            store([tag, base64.b64encode(data).decode()])
+            with pytest.raises(CorruptRowError, match="pending_sends"):
+                saver.get_tuple(stored)
+            with pytest.raises(CorruptRowError, match="pending_sends"):
+                _fan_graph(saver).get_state(stored)
+        for entry in ({"0": tag}, [tag], [tag, "not base64!"], tag):  # shapes threadline never writes
+            store(entry)
+            with pytest.raises(CorruptRowError, match="pending_sends"):
+                saver.get_tuple(stored)
+            with pytest.raises(CorruptRowError, match="pending_sends"):
+                saver.copy_thread("t", "copy")
+            assert not lifecycle.rekey(saver).ok

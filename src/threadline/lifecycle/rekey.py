@@ -130,14 +130,11 @@ def rekey_thread_op(d: Dialect, thread_id: str, bc: codec.BlobCodec, *, dry_run:
 
 def _resealed_sends(doc: dict, key: tuple, bc: codec.BlobCodec, reader: codec.BlobCodec) -> dict:
     """``doc`` with its stored pending_sends (LangGraph < v4) re-sealed, or ``doc`` itself when current."""
-    sends = doc.get(R.SENDS)
-    try:
-        if not sends or _current(bc, sends[0], base64.b64decode(sends[1])):
-            return doc
-        row = R.sends_ref(*key)
-        tag, data = bc.seal(row, *reader.open(row, sends[0], base64.b64decode(sends[1])))  # type: ignore[arg-type]
-    except (TypeError, ValueError, IndexError, AttributeError) as exc:
-        raise CorruptRowError(f"checkpoint {key!r}: malformed pending_sends") from exc
+    sends = R.stored_sends(doc, key)
+    if sends is None or _current(bc, *sends):
+        return doc
+    row = R.sends_ref(*key)
+    tag, data = bc.seal(row, *reader.open(row, *sends))
     return {**doc, R.SENDS: [tag, base64.b64encode(data).decode()]}
 
 

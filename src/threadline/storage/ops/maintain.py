@@ -216,6 +216,7 @@ def copy_thread(d: Dialect, source: Any, target: Any, bc: codec.BlobCodec | None
         where = f"checkpoint ({src!r}, {r[1]!r}, {r[2]!r})"
         doc, meta = d.load_object(r[4], where), d.load_json(r[5], where)
         R.check_row(r[:10], doc, meta, bc)
+        doc = R.resealed_sends(doc, (src, r[1], r[2]), (dst, r[1], r[2]), bc)
         checksum = bc.checkpoint_checksum((dst, r[1], r[2]), r[3], doc, meta)
         cks.append((dst, r[1], r[2], r[3], dumps_json(doc), dumps_json(meta, sort_keys=False), r[6], r[7], r[10], r[8], checksum))
     if cks:
