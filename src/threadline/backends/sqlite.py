@@ -272,8 +272,8 @@ class SqliteSaver(_SqliteSaverParts, SyncShell):
     @classmethod
     @contextmanager
     def from_conn_string(
-        cls, conn_string: str, *, serde: SerializerProtocol | None = None, adopt: bool | None = None, ttl: Any = None, retention: Any = None,
-        cache_max_bytes: int | None = None,
+        cls, conn_string: str, *, serde: SerializerProtocol | None = None, adopt: bool | None = None, ttl: Any = None,
+        retention: Any = None, cache_max_bytes: int | None = None,
     ) -> Iterator[SqliteSaver]:
         """Open (creating if needed) a SQLite database — a path, ``":memory:"`` or
         ``sqlite:///path`` — and set up threadline's tables. With a ``ttl`` naming
@@ -417,8 +417,8 @@ class AsyncSqliteSaver(_SqliteSaverParts, AsyncShell):
     @classmethod
     @asynccontextmanager
     async def from_conn_string(
-        cls, conn_string: str, *, serde: SerializerProtocol | None = None, adopt: bool | None = None, ttl: Any = None, retention: Any = None,
-        cache_max_bytes: int | None = None,
+        cls, conn_string: str, *, serde: SerializerProtocol | None = None, adopt: bool | None = None, ttl: Any = None,
+        retention: Any = None, cache_max_bytes: int | None = None,
     ) -> AsyncIterator[AsyncSqliteSaver]:
         """Open (creating if needed) a SQLite database — a path, ``":memory:"`` or
         ``sqlite:///path`` — and set up threadline's tables."""

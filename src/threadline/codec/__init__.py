@@ -25,9 +25,10 @@ stays readable:
 =============================  ==============================================================
 
 Every row written is sealed (``+sum``, or ``+gcm`` with a ``Keyring``), after delta
-encoding and compression; an ``empty`` row keeps its type and holds the seal of no payload.
-Rows written before sealing (no suffix, or an ``empty`` row with NULL bytes) still load, strictly: a ``null`` holds no bytes, a ``msgpack`` value
-ends where its bytes end, a zstd frame states its size within ``threadline.limits``.
+encoding and compression; an ``empty`` row keeps its type and holds the seal of no
+payload. Rows written before sealing (no suffix, or an ``empty`` row with NULL bytes)
+still load, strictly: a ``null`` holds no bytes, a ``msgpack`` value ends where its bytes
+end, a zstd frame states its size within ``threadline.limits``.
 
 Delta rows (seed 000 "方式 B"). A list or dict channel value whose serialized
 form extends the value its channel had in the parent checkpoint is stored as the

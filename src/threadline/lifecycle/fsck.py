@@ -161,7 +161,8 @@ def fsck_thread_op(
             except CorruptRowError as exc:
                 findings.append(Finding("unreadable_value", tid, ns, cid, str(exc), False))
     if repair:
-        orphan_writes = yield from _free_orphan_writes(d, tid, orphan_writes, live if live is not None else set(t.blob_sizes), bc, findings)
+        needed = live if live is not None else set(t.blob_sizes)
+        orphan_writes = yield from _free_orphan_writes(d, tid, orphan_writes, needed, bc, findings)
         if orphan_writes:
             yield from ops.delete_keys(d, "threadline_writes", CHECKPOINT_KEY, [(tid, ns, cid) for ns, cid in orphan_writes], d.DELETE_WRITES)
         if broken:

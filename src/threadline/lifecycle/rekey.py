@@ -8,9 +8,9 @@ with the write key. Each re-sealed row is read back and opened in the same trans
 and compared with what it held (verified); a row that does not open is reported and left
 as it is. While the keyring requires encryption (the default), a plaintext value row or a
 checkpoint row without a keyed checksum does not open: only encrypting an existing
-database (``Keyring(require=False)``) seals such rows. One transaction per thread: savers keep working meanwhile (online), rows
-written meanwhile already use the write key, and a run stopped half-way resumes where
-it stopped (rows already current are skipped).
+database (``Keyring(require=False)``) seals such rows. One transaction per thread: savers
+keep working meanwhile (online), rows written meanwhile already use the write key, and a
+run stopped half-way resumes where it stopped (rows already current are skipped).
 """
 
 from __future__ import annotations
