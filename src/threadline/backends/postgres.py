@@ -222,7 +222,7 @@ class _PostgresSaverParts(Piped):
         pipe: Any = None,
         serde: SerializerProtocol | None = None,
         *,
-        adopt: bool = True,
+        adopt: bool | None = None,
         ttl: Any = None,
         retention: Any = None,
         cache_max_bytes: int | None = None,
@@ -242,8 +242,8 @@ class PostgresSaver(_PostgresSaverParts, SyncShell):
     each operation borrows its own connection, so many threads run concurrently. A
     connection passed in should be in autocommit mode, as for the official saver.
 
-    ``adopt=False`` turns off adopting threads of an official ``PostgresSaver`` in the
-    same schema (see ``threadline.storage.adopt``).
+    ``adopt``: whether to adopt threads of an official ``PostgresSaver`` in the same schema
+    (see ``EngineSaver`` and ``threadline.storage.adopt``).
 
     Usage::
 
@@ -266,7 +266,7 @@ class PostgresSaver(_PostgresSaverParts, SyncShell):
         pipeline: bool = False,
         pool_size: int | None = None,
         serde: SerializerProtocol | None = None,
-        adopt: bool = True,
+        adopt: bool | None = None,
         ttl: Any = None,
         retention: Any = None,
         prepare_threshold: int | None = PREPARE_THRESHOLD,
@@ -373,7 +373,7 @@ class AsyncPostgresSaver(_PostgresSaverParts, AsyncShell):
         pipeline: bool = False,
         serde: SerializerProtocol | None = None,
         pool_size: int | None = None,
-        adopt: bool = True,
+        adopt: bool | None = None,
         ttl: Any = None,
         retention: Any = None,
         prepare_threshold: int | None = PREPARE_THRESHOLD,

@@ -240,7 +240,7 @@ class _SqliteSaverParts:
     dialect = SQLITE
 
     def __init__(
-        self, conn: Any, *, serde: SerializerProtocol | None = None, adopt: bool = True, ttl: Any = None, retention: Any = None,
+        self, conn: Any, *, serde: SerializerProtocol | None = None, adopt: bool | None = None, ttl: Any = None, retention: Any = None,
         cache_max_bytes: int | None = None,
     ) -> None:
         super().__init__(serde=serde, adopt=adopt, ttl=ttl, retention=retention, cache_max_bytes=cache_max_bytes)  # type: ignore[call-arg]
@@ -256,8 +256,8 @@ class SqliteSaver(_SqliteSaverParts, SyncShell):
     (LangGraph's ``durability="async"`` puts run in a background thread): one lock
     serializes use of the connection. Several processes may share one file.
 
-    ``adopt=False`` turns off adopting threads of an official ``SqliteSaver`` in the
-    same file (see ``threadline.storage.adopt``).
+    ``adopt``: whether to adopt threads of an official ``SqliteSaver`` in the same file
+    (see ``EngineSaver`` and ``threadline.storage.adopt``).
 
     Usage::
 
@@ -273,8 +273,8 @@ class SqliteSaver(_SqliteSaverParts, SyncShell):
     @classmethod
     @contextmanager
     def from_conn_string(
-        cls, conn_string: str, *, serde: SerializerProtocol | None = None, adopt: bool = True, ttl: Any = None, retention: Any = None,
-        cache_max_bytes: int | None = None,
+        cls, conn_string: str, *, serde: SerializerProtocol | None = None, adopt: bool | None = None, ttl: Any = None,
+        retention: Any = None, cache_max_bytes: int | None = None,
     ) -> Iterator[SqliteSaver]:
         """Open (creating if needed) a SQLite database — a path, ``":memory:"`` or
         ``sqlite:///path`` — and set up threadline's tables. With a ``ttl`` naming
@@ -421,8 +421,8 @@ class AsyncSqliteSaver(_SqliteSaverParts, AsyncShell):
     @classmethod
     @asynccontextmanager
     async def from_conn_string(
-        cls, conn_string: str, *, serde: SerializerProtocol | None = None, adopt: bool = True, ttl: Any = None, retention: Any = None,
-        cache_max_bytes: int | None = None,
+        cls, conn_string: str, *, serde: SerializerProtocol | None = None, adopt: bool | None = None, ttl: Any = None,
+        retention: Any = None, cache_max_bytes: int | None = None,
     ) -> AsyncIterator[AsyncSqliteSaver]:
         """Open (creating if needed) a SQLite database — a path, ``":memory:"`` or
         ``sqlite:///path`` — and set up threadline's tables."""
