@@ -13,10 +13,23 @@ limit                    default       exceeded by … → error
                                        anything is allocated (a decompression bomb).
 ``max_filter_keys``      64            a ``list(filter=…)`` with more keys → ``FilterTooLargeError``
 ``max_filter_bytes``     64 KiB        a filter whose JSON is larger → ``FilterTooLargeError``
+``max_filter_path_depth``  16          a Store filter key naming a path of more fields
+                                       (``"a.b.c"`` is 3) → ``FilterTooLargeError``
+``max_json_depth``       64            checkpoint metadata, a Store value or a filter nested deeper
+                                       (objects and arrays within each other) →
+                                       ``ValueTooLargeError`` (a filter: ``FilterTooLargeError``)
+``max_metadata_bytes``   16 MiB        checkpoint metadata whose JSON is larger → ``ValueTooLargeError``
+``max_namespace_bytes``  1024          a Store namespace (labels joined with ``.``) or Cache namespace
+                                       (a JSON array) longer in UTF-8 → ``KeyTooLongError``; with a
+                                       key of ``max_key_bytes`` it fits Postgres's index entry
+``max_ttl_seconds``      10**11        a Store TTL (minutes × 60) or Cache TTL (seconds) beyond ±this
+                                       (about 3,000 years) → ``ConfigError``
 =======================  ============  =================================================================
 
 The limits are process-wide: ``configure(max_value_bytes=1 << 30)`` changes them,
 ``override(...)`` changes them for a ``with`` block (tests), ``current()`` reads them.
+``check_bytes`` and ``check_depth`` apply the byte and nesting limits to JSON text already
+made, in time that does not grow with the data on the common path.
 """
 
 from __future__ import annotations
@@ -25,6 +38,9 @@ import dataclasses
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
+
+from threadline.errors import ThreadlineError
 
 
 @dataclass(frozen=True)
@@ -35,6 +51,11 @@ class Limits:
     max_value_bytes: int = 256 << 20
     max_filter_keys: int = 64
     max_filter_bytes: int = 64 << 10
+    max_filter_path_depth: int = 16
+    max_json_depth: int = 64
+    max_metadata_bytes: int = 16 << 20
+    max_namespace_bytes: int = 1024
+    max_ttl_seconds: int = 10**11
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
@@ -71,3 +92,37 @@ def override(**changes: int) -> Iterator[Limits]:
         yield configure(**changes)
     finally:
         _current = before
+
+
+def check_bytes(text: str, limit: str, what: str, error: type[ThreadlineError]) -> None:
+    """``error`` naming ``limit`` (a field of ``Limits``) when ``text`` is longer in UTF-8; text
+    short enough in characters is not encoded."""
+    top = getattr(_current, limit)
+    if len(text) * 4 <= top:
+        return
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size > top:
+        raise error(f"{what} is {size} bytes of JSON, more than {limit}={top} (threadline.limits)")
+
+
+def too_deep(what: str, error: type[ThreadlineError]) -> ThreadlineError:
+    """The ``error`` for ``what`` nested deeper than ``max_json_depth``."""
+    return error(f"{what} is nested more than max_json_depth={_current.max_json_depth} objects and arrays deep (threadline.limits)")
+
+
+def check_depth(value: Any, text: str, what: str, error: type[ThreadlineError]) -> None:
+    """``too_deep`` when ``value`` (whose JSON is ``text``) nests more than ``max_json_depth``
+    objects and arrays. Walked only when ``text`` has more brackets than the limit."""
+    top = _current.max_json_depth
+    if text.count("{") + text.count("[") <= top:
+        return
+    stack = [(value, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict):
+            node = node.values()
+        elif not isinstance(node, (list, tuple)):
+            continue
+        if depth == top:
+            raise too_deep(what, error)
+        stack.extend((child, depth + 1) for child in node)
