@@ -219,3 +219,30 @@ async def test_f9_a_checkpoint_with_10000_channels_is_stored_and_read(backend: B
     got = await api.call("get_tuple", stored)
     assert got.checkpoint["channel_values"] == more
     assert [t.metadata["step"] for t in await api.list(cfg("wide"))] == [1, 0]
+
+
+# --- the documentation states each limit, its default and its error -----------------------------
+
+
+def test_docs_state_the_limits_and_their_errors() -> None:
+    import dataclasses
+    from pathlib import Path
+
+    docs = Path(__file__).resolve().parent.parent / "docs"
+    security, store_md = (docs / "security.md").read_text(), (docs / "store.md").read_text()
+    rows = {line.split("|")[1].strip(): line for line in security.splitlines() if line.startswith("| `max_")}
+    assert set(rows) == {f"`{f.name}`" for f in dataclasses.fields(limits.Limits)}
+    for name, default, error in (
+        ("max_filter_path_depth", "16", "FilterTooLargeError"),
+        ("max_json_depth", "64", "ValueTooLargeError"),
+        ("max_metadata_bytes", "16 MiB", "ValueTooLargeError"),
+        ("max_namespace_bytes", "1024", "KeyTooLongError"),
+        ("max_ttl_seconds", "10¹¹", "ConfigError"),
+    ):
+        assert f"| {default}" in rows[f"`{name}`"] and error in rows[f"`{name}`"], name
+        assert name in store_md or name == "max_metadata_bytes", name
+    for words in ("never\na `RecursionError`", "compare JSON numbers exactly", "stored in chunks in one transaction"):
+        assert words in security, words
+    for words in ("`threadline.store.checks`", "NaN, an infinity", "from 0 to 2⁶³ − 1", "each operator counts", "`10**400`"):
+        assert words in store_md, words
+    assert limits.Limits().max_metadata_bytes == 16 << 20 and limits.Limits().max_ttl_seconds == 10**11
