@@ -29,18 +29,20 @@ limit                    default       exceeded by … → error
 The limits are process-wide: ``configure(max_value_bytes=1 << 30)`` changes them,
 ``override(...)`` changes them for a ``with`` block (tests), ``current()`` reads them.
 ``check_bytes`` and ``check_depth`` apply the byte and nesting limits to JSON text already
-made, in time that does not grow with the data on the common path.
+made, in time that does not grow with the data on the common path; ``check_filter_json``
+applies both to a filter (the savers' ``list`` and the Store's ``search``).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from threadline.errors import ThreadlineError
+from threadline.errors import FilterError, FilterTooLargeError, ThreadlineError
 
 
 @dataclass(frozen=True)
@@ -126,3 +128,16 @@ def check_depth(value: Any, text: str, what: str, error: type[ThreadlineError]) 
         if depth == top:
             raise too_deep(what, error)
         stack.extend((child, depth + 1) for child in node)
+
+
+def check_filter_json(filter: Any, what: str) -> None:
+    """FilterTooLargeError for a filter of more than ``max_filter_bytes`` of JSON or nested more
+    than ``max_json_depth``; FilterError for one that is not JSON."""
+    try:
+        text = json.dumps(filter, ensure_ascii=False, default=str)
+    except RecursionError:
+        raise too_deep(what, FilterTooLargeError) from None
+    except (TypeError, ValueError) as exc:
+        raise FilterError(f"{what} cannot be matched: {exc}") from exc
+    check_bytes(text, "max_filter_bytes", what, FilterTooLargeError)
+    check_depth(filter, text, what, FilterTooLargeError)

@@ -19,7 +19,6 @@ or what every backend can store, and each raises one threadline error naming it:
 
 from __future__ import annotations
 
-import json
 import math
 import numbers
 from collections.abc import Mapping, Sequence
@@ -90,28 +89,20 @@ def path_of(field: Any) -> tuple[str, ...]:
 
 def conditions(filter: Mapping[str, Any] | None) -> list[tuple[tuple[str, ...], list[tuple[str, Any]]]]:
     """A ``search`` filter as (path, [(operator, value), …]) per key: ``{key: value}`` is
-    ``$eq``, ``{key: {"$op": value, …}}`` its operators. Raises ValueError for a bad key,
-    FilterTooLargeError beyond the limits above."""
+    ``$eq``, ``{key: {"$op": value, …}}`` its operators. Raises ValueError for a bad key
+    (FilterError: not JSON), FilterTooLargeError beyond the limits above."""
     if not filter:
         return []
-    top = limits.current()
-    try:
-        text = json.dumps(filter, ensure_ascii=False, default=str)
-    except RecursionError:
-        raise limits.too_deep("filter", FilterTooLargeError) from None
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"filter cannot be matched: {exc}") from exc
-    limits.check_bytes(text, "max_filter_bytes", "filter", FilterTooLargeError)
-    limits.check_depth(filter, text, "filter", FilterTooLargeError)
+    limits.check_filter_json(filter, "filter")
     found = []
     for field, spec in filter.items():
         if isinstance(spec, dict) and spec and all(isinstance(k, str) and k.startswith("$") for k in spec):
             found.append((path_of(field), list(spec.items())))
         else:
             found.append((path_of(field), [("$eq", spec)]))
-    count = sum(len(c) for _, c in found)
-    if count > top.max_filter_keys:
-        raise FilterTooLargeError(f"filter has {count} conditions, more than max_filter_keys={top.max_filter_keys} (threadline.limits)")
+    count, top = sum(len(c) for _, c in found), limits.current().max_filter_keys
+    if count > top:
+        raise FilterTooLargeError(f"filter has {count} conditions, more than max_filter_keys={top} (threadline.limits)")
     return found
 
 

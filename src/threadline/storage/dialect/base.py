@@ -76,14 +76,7 @@ def check_filter(filter: Any) -> None:
     top = limits.current()
     if len(filter) > top.max_filter_keys:
         raise FilterTooLargeError(f"metadata filter has {len(filter)} keys, more than max_filter_keys={top.max_filter_keys} (threadline.limits)")
-    try:
-        text = json.dumps(dict(filter), ensure_ascii=False, default=str)
-    except RecursionError:
-        raise limits.too_deep("metadata filter", FilterTooLargeError) from None
-    except (TypeError, ValueError) as exc:
-        raise FilterError(f"metadata filter cannot be matched: {exc}") from exc
-    limits.check_bytes(text, "max_filter_bytes", "metadata filter", FilterTooLargeError)
-    limits.check_depth(filter, text, "metadata filter", FilterTooLargeError)
+    limits.check_filter_json(dict(filter), "metadata filter")
     for key, value in filter.items():
         if not isinstance(key, str):
             raise FilterError(f"metadata filter keys must be strings, got {type(key).__name__} {key!r}")
