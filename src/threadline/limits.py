@@ -1,30 +1,31 @@
 """The size limits threadline enforces, in one place.
 
-=======================  ============  =================================================================
-limit                    default       exceeded by … → error
-=======================  ============  =================================================================
-``max_key_bytes``        512           a thread_id, checkpoint_ns, checkpoint_id, channel, version,
-                                       task_id or task_path longer than this in UTF-8 →
-                                       ``KeyTooLongError`` (a ``ConfigError``). Four keys of this size
-                                       fit Postgres's B-tree index entry (2,704 bytes) together.
-``max_value_bytes``      256 MiB       a serialized channel value or pending write larger than this →
-                                       ``ValueTooLargeError`` on write; a stored value that would
-                                       decompress to more → ``CorruptRowError`` on read, refused before
-                                       anything is allocated (a decompression bomb).
-``max_filter_keys``      64            a ``list(filter=…)`` with more keys → ``FilterTooLargeError``
-``max_filter_bytes``     64 KiB        a filter whose JSON is larger → ``FilterTooLargeError``
-``max_filter_path_depth``  16          a Store filter key naming a path of more fields
-                                       (``"a.b.c"`` is 3) → ``FilterTooLargeError``
-``max_json_depth``       64            checkpoint metadata, a Store value or a filter nested deeper
-                                       (objects and arrays within each other) →
-                                       ``ValueTooLargeError`` (a filter: ``FilterTooLargeError``)
-``max_metadata_bytes``   16 MiB        checkpoint metadata whose JSON is larger → ``ValueTooLargeError``
-``max_namespace_bytes``  1024          a Store namespace (labels joined with ``.``) or Cache namespace
-                                       (a JSON array) longer in UTF-8 → ``KeyTooLongError``; with a
-                                       key of ``max_key_bytes`` it fits Postgres's index entry
-``max_ttl_seconds``      10**11        a Store TTL (minutes × 60) or Cache TTL (seconds) beyond ±this
-                                       (about 3,000 years) → ``ConfigError``
-=======================  ============  =================================================================
+=========================  ============  =================================================================
+limit                      default       exceeded by … → error
+=========================  ============  =================================================================
+``max_key_bytes``          512           a thread_id, checkpoint_ns, checkpoint_id, channel, version,
+                                         task_id, task_path, Store key or Cache key longer than this in UTF-8 →
+                                         ``KeyTooLongError`` (a ``ConfigError``). Four keys of this size
+                                         fit Postgres's B-tree index entry (2,704 bytes) together.
+``max_value_bytes``        256 MiB       a serialized channel value or pending write larger than this →
+                                         ``ValueTooLargeError`` on write; a stored value that would
+                                         decompress to more → ``CorruptRowError`` on read, refused before
+                                         anything is allocated (a decompression bomb).
+``max_filter_keys``        64            a ``list(filter=…)`` with more keys, a Store ``search(filter=…)``
+                                         with more conditions → ``FilterTooLargeError``
+``max_filter_bytes``       64 KiB        a filter whose JSON is larger → ``FilterTooLargeError``
+``max_filter_path_depth``  16            a Store filter key naming a path of more fields
+                                         (``"a.b.c"`` is 3) → ``FilterTooLargeError``
+``max_json_depth``         64            checkpoint metadata, a Store value or a filter nested deeper
+                                         (objects and arrays within each other) →
+                                         ``ValueTooLargeError`` (a filter: ``FilterTooLargeError``)
+``max_metadata_bytes``     16 MiB        checkpoint metadata whose JSON is larger → ``ValueTooLargeError``
+``max_namespace_bytes``    1024          a Store namespace (labels joined with ``.``) or Cache namespace
+                                         (a JSON array) longer in UTF-8 → ``KeyTooLongError``; with a
+                                         key of ``max_key_bytes`` it fits Postgres's index entry
+``max_ttl_seconds``        10**11        a Store TTL (minutes × 60) or Cache TTL (seconds) beyond ±this
+                                         (about 3,000 years) → ``ConfigError``
+=========================  ============  =================================================================
 
 The limits are process-wide: ``configure(max_value_bytes=1 << 30)`` changes them,
 ``override(...)`` changes them for a ``with`` block (tests), ``current()`` reads them.

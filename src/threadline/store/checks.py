@@ -1,7 +1,7 @@
 """Store and Cache input, checked once for every backend, before anything runs.
 
-A Store backend calls ``op(op)`` on each operation of a batch (``ops.plan`` does); a
-Cache calls ``cache_key`` and ``ttl``. Every rule is a limit of ``threadline.limits``
+A Store backend calls ``op(op)`` on each operation of a batch (``ops.plan`` does) and
+``value`` on each value it stores; a Cache calls ``namespace``, ``key`` and ``ttl``. Every rule is a limit of ``threadline.limits``
 or what every backend can store, and each raises one threadline error naming it:
 
 * a key is a string without NUL or unpaired surrogates, at most ``max_key_bytes`` in
