@@ -25,6 +25,7 @@ import re
 from functools import lru_cache
 from typing import Any
 
+from threadline.store import checks
 from threadline.store.values import dumps, jsonable
 from threadline.store.vecmath import pack
 
@@ -77,16 +78,6 @@ VECTOR_TYPES = ("vector", "halfvec")
 RANGE_OPS = {"$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
 
 
-def path_of(key: Any) -> tuple[str, ...]:
-    """A filter key as its path: ``"user.level"`` names ``value["user"]["level"]``."""
-    if not isinstance(key, str):
-        raise ValueError(f"Invalid filter key: {key!r}; filter keys must be strings")
-    segments = tuple(key.split("."))
-    if not all(segments) or "\x00" in key:
-        raise ValueError(f"Invalid filter key: {key!r}; a key is field names joined by '.', none of them empty or holding NUL")
-    return segments
-
-
 def normalize(value: Any) -> Any:
     """A filter value as JSON would hold it (tuples as lists, datetimes as strings, …)."""
     if value is None or isinstance(value, (bool, int, float, str, list, dict)):
@@ -104,8 +95,14 @@ def never_matches(value: Any) -> bool:
 
 
 def bindable(number: int | float) -> int | float:
-    """Numbers beyond 64 bits compare as floats (no driver binds them as integers)."""
-    return float(number) if isinstance(number, int) and not -(2**63) <= number < 2**63 else number
+    """Numbers beyond 64 bits compare as floats (no driver binds them as integers); beyond a
+    double, as an infinity (as SQLite reads such a number in JSON)."""
+    if not isinstance(number, int) or -(2**63) <= number < 2**63:
+        return number
+    try:
+        return float(number)
+    except OverflowError:
+        return math.inf if number > 0 else -math.inf
 
 
 class StoreSql:
@@ -282,9 +279,11 @@ class PostgresStoreSql(StoreSql):
                 f"CASE WHEN jsonb_typeof(s.value #> ?) = 'string' THEN (s.value #>> ?) COLLATE \"C\" {op} ? ELSE FALSE END",
                 [list(path), list(path), value],
             )
+        # NUMERIC holds every JSON number exactly (DOUBLE PRECISION overflows beyond 1e308);
+        # the bound is its exact text ("inf" included)
         return (
-            f"CASE WHEN jsonb_typeof(s.value #> ?) = 'number' THEN CAST(s.value #> ? AS DOUBLE PRECISION) {op} ? ELSE FALSE END",
-            [list(path), list(path), float(value)],
+            f"CASE WHEN jsonb_typeof(s.value #> ?) = 'number' THEN CAST(s.value #> ? AS NUMERIC) {op} CAST(? AS NUMERIC) ELSE FALSE END",
+            [list(path), list(path), repr(value)],
         )
 
 
@@ -307,16 +306,12 @@ def where_filter(d: StoreSql, filter: dict[str, Any] | None) -> tuple[list[str],
     (the field is present and differs, as the official SQLite and Postgres stores),
     ``$gt``, ``$gte``, ``$lt``, ``$lte`` (ranges compare numbers with numbers, strings with
     strings). A dotted key names a nested field. Raises ValueError for an unknown operator
-    or a range bound that is neither a number nor a string.
+    or a range bound that is neither a number nor a string, FilterTooLargeError beyond
+    the limits (``checks.conditions``).
     """
     clauses: list[str] = []
     params: list[Any] = []
-    for key, spec in (filter or {}).items():
-        path = path_of(key)
-        if isinstance(spec, dict) and spec and all(isinstance(k, str) and k.startswith("$") for k in spec):
-            conditions = list(spec.items())
-        else:
-            conditions = [("$eq", spec)]
+    for path, conditions in checks.conditions(filter):
         for op, raw in conditions:
             sql, args = _condition(d, path, op, normalize(raw))
             clauses.append(sql)
