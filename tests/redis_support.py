@@ -29,6 +29,8 @@ import socket
 import subprocess
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
@@ -171,6 +173,11 @@ def _port_free(port: int) -> bool:
     return True
 
 
+def _listening(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
 def free_ports(n: int) -> list[int]:
     """``n`` loopback ports that are free, each with its cluster bus port (port + 10000) free too."""
     rng = random.Random()
@@ -180,6 +187,57 @@ def free_ports(n: int) -> list[int]:
         if p not in ports and _port_free(p) and _port_free(p + 10000):
             ports.append(p)
     return ports
+
+
+def start_server(directory: Path, port: int, *extra: str) -> None:
+    """Start ``redis-server`` on loopback ``port`` (daemonized, no persistence, files in
+    ``directory``) with ``extra`` arguments, and wait until it listens (RuntimeError naming
+    its log if it does not). ``stop_server(port)`` shuts it down."""
+    subprocess.run(
+        [
+            "redis-server",
+            "--port", str(port),
+            "--save", "",
+            "--appendonly", "no",
+            "--daemonize", "yes",
+            "--dir", str(directory),
+            "--bind", "127.0.0.1",
+            "--pidfile", str(directory / f"redis-{port}.pid"),
+            "--logfile", str(directory / f"redis-{port}.log"),
+            *extra,
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    deadline = time.monotonic() + 10
+    while not _listening(port):
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"redis-server on port {port} did not start; see {directory}/redis-{port}.log")
+        time.sleep(0.05)
+
+
+def stop_server(port: int, password: str | None = None) -> None:
+    """Shut down the server on ``port`` without saving; a server already gone is fine."""
+    auth = ["-a", password, "--no-auth-warning"] if password else []
+    subprocess.run(["redis-cli", "-p", str(port), *auth, "shutdown", "nosave"], capture_output=True, timeout=10)
+
+
+@contextmanager
+def private_server(directory: Path, *extra: str, password: str | None = None) -> Iterator[int]:
+    """A ``redis-server`` of the test's own (``extra`` arguments; ``--requirepass`` when
+    ``password``) on a free loopback port, yielded, shut down on exit. Skips (fails under
+    CI=true) without ``redis-server``."""
+    reason = cluster_tools_missing()
+    if reason is not None:
+        _skip_or_fail(reason)
+    port = free_ports(1)[0]
+    start_server(directory, port, *extra, *(("--requirepass", password) if password else ()))
+    try:
+        yield port
+    finally:
+        stop_server(port, password)
 
 
 class LocalCluster:
@@ -210,30 +268,9 @@ class LocalCluster:
         raise RuntimeError(f"could not start a local Redis Cluster: {last!r}")
 
     def _server(self, port: int) -> None:
-        subprocess.run(
-            [
-                "redis-server",
-                "--port", str(port),
-                "--cluster-enabled", "yes",
-                "--cluster-config-file", str(self.dir / f"nodes-{port}.conf"),
-                "--save", "",
-                "--appendonly", "no",
-                "--daemonize", "yes",
-                "--dir", str(self.dir),
-                "--bind", "127.0.0.1",
-                "--pidfile", str(self.dir / f"redis-{port}.pid"),
-                "--logfile", str(self.dir / f"redis-{port}.log"),
-            ],
-            check=True,
-            capture_output=True,
-            text=True,
-            timeout=30,
+        start_server(
+            self.dir, port, "--cluster-enabled", "yes", "--cluster-config-file", str(self.dir / f"nodes-{port}.conf")
         )
-        deadline = time.monotonic() + 10
-        while subprocess.run(["redis-cli", "-p", str(port), "ping"], capture_output=True, text=True).stdout.strip() != "PONG":
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"redis-server on port {port} did not answer PING; see {self.dir}/redis-{port}.log")
-            time.sleep(0.05)
 
     def _create(self) -> None:
         subprocess.run(
@@ -255,7 +292,7 @@ class LocalCluster:
     def stop(self) -> None:
         """Shut every node down (no save); a node already gone is fine."""
         for p in self.ports:
-            subprocess.run(["redis-cli", "-p", str(p), "shutdown", "nosave"], capture_output=True, timeout=10)
+            stop_server(p)
 
 
 def cluster_tools_missing() -> str | None:
