@@ -131,9 +131,10 @@ class RedisTarget:
         return c
 
     def keys(self) -> list[bytes]:
-        """Every key under the prefix, sorted (SCAN MATCH, on every master of a cluster)."""
+        """Every key holding the prefix, sorted: ``<prefix>…`` or in a hash tag, ``{<prefix>…}…``
+        (SCAN MATCH, on every master of a cluster)."""
         c = self.client()
-        pattern = self.prefix.replace("*", r"\*").replace("?", r"\?").replace("[", r"\[") + "*"
+        pattern = "*" + self.prefix.replace("*", r"\*").replace("?", r"\?").replace("[", r"\[") + "*"
         if self.is_cluster:
             found = c.scan_iter(match=pattern, count=1000, target_nodes=c.PRIMARIES)
         else:

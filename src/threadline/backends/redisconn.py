@@ -175,9 +175,9 @@ async def aat_door(url: str | None = None) -> AsyncIterator[None]:
         raise door_error(exc, url) from exc
 
 
-def _not_a_cluster_url(info: dict[str, Any], url: str) -> BackendError | None:
+def _not_a_cluster_url(info: dict[str, Any], url: str | None) -> BackendError | None:
     if int(info.get("cluster_enabled") or 0):
-        return BackendError(f"{describe(url)} is a Redis Cluster node; use redis+cluster://host:port[,host:port…] (rediss+cluster:// for TLS)")
+        return BackendError(f"{describe(url) if url else 'this Redis server'} is a Redis Cluster node; use redis+cluster://host:port[,host:port…] (rediss+cluster:// for TLS)")
     return None
 
 
@@ -208,29 +208,43 @@ def connect(url: str, **connection_args: Any) -> SyncClient:
         raise door_error(exc, url) from exc
 
 
-async def aconnect(url: str, **connection_args: Any) -> AsyncClient:
-    """``connect`` with ``redis.asyncio`` clients (``Redis`` or ``RedisCluster``)."""
+def async_client(url: str, **connection_args: Any) -> AsyncClient:
+    """A ``redis.asyncio`` client for ``url``, not yet connected (no I/O: for constructors that
+    cannot await); ``acheck`` it before use. BackendError for a malformed URL."""
     args = _with_timeout(connection_args)
-    client: AsyncClient | None = None
+    if is_cluster_url(url):
+        nodes, kwargs = _cluster_args(url)
+        Node = redis.asyncio.cluster.ClusterNode
+        return redis.asyncio.cluster.RedisCluster(startup_nodes=[Node(h, p) for h, p in nodes], **{**kwargs, **args})
+    _check_scheme(url)
+    return redis.asyncio.Redis.from_url(url, **args)
+
+
+async def acheck(client: AsyncClient, url: str | None = None) -> None:
+    """PING ``client`` (discovering a cluster's nodes first) and check that ``url``'s form (plain
+    or cluster) matches the server; raises ``connect``'s BackendErrors."""
     try:
-        if is_cluster_url(url):
-            nodes, kwargs = _cluster_args(url)
-            Node = redis.asyncio.cluster.ClusterNode
-            client = redis.asyncio.cluster.RedisCluster(startup_nodes=[Node(h, p) for h, p in nodes], **{**kwargs, **args})
+        if isinstance(client, redis.asyncio.cluster.RedisCluster):
             await client.initialize()
             await client.ping()
-            return client
-        _check_scheme(url)
-        client = redis.asyncio.Redis.from_url(url, **args)
+            return
         await client.ping()
         mismatch = _not_a_cluster_url(await _acluster_info(client), url)
         if mismatch is not None:
             raise mismatch
-        return client
-    except (*ERRORS, BackendError) as exc:
-        if client is not None:
-            await client.aclose()
+    except ERRORS as exc:
         raise door_error(exc, url) from exc
+
+
+async def aconnect(url: str, **connection_args: Any) -> AsyncClient:
+    """``connect`` with ``redis.asyncio`` clients (``Redis`` or ``RedisCluster``)."""
+    client = async_client(url, **connection_args)
+    try:
+        await acheck(client, url)
+    except BackendError:
+        await client.aclose()
+        raise
+    return client
 
 
 def _cluster_info(client: redis.Redis) -> dict[str, Any]:
