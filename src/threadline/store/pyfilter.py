@@ -1,6 +1,6 @@
 """A ``search`` filter evaluated in Python on decoded values, for stores that cannot ask their
-database (the Redis store): the same meaning as the SQL stores' ``sql.where_filter``, with
-the key paths, value normalization and operator checks taken from ``store.sql``.
+database (the Redis store): the terms of ``sql.filter_terms`` (the one reading and check of
+a filter, which ``sql.where_filter`` turns into SQL), given the SQL stores' meaning.
 
 ``{key: value}`` matches a value whose field at ``key`` (a dotted key is a path through
 objects) equals ``value``, JSON-type-exactly (``1`` equals ``1.0``, ``True`` does not equal
@@ -12,12 +12,11 @@ code-point order, which is UTF-8 byte order, as the SQL stores compare).
 
 from __future__ import annotations
 
-import math
 import operator
 from collections.abc import Callable
 from typing import Any
 
-from threadline.store.sql import RANGE_OPS, never_matches, normalize, path_of
+from threadline.store.sql import Term, filter_terms
 from threadline.store.values import dumps
 
 Predicate = Callable[[dict[str, Any]], bool]
@@ -52,38 +51,27 @@ def _equal(field: Any, value: Any) -> bool:
     return False
 
 
-def _condition(path: tuple[str, ...], op: str, value: Any) -> Predicate:
-    if op in ("$eq", "$ne"):
-        if never_matches(value):
-            return (lambda v: False) if op == "$eq" else (lambda v: _at(v, path) is not _MISSING)
-        if value is None:
-            if op == "$eq":
-                return lambda v: _at(v, path) in (_MISSING, None)
-            return lambda v: _at(v, path) not in (_MISSING, None)
-        if op == "$eq":
-            return lambda v: (f := _at(v, path)) is not _MISSING and f is not None and _equal(f, value)
-        return lambda v: (f := _at(v, path)) is not _MISSING and (f is None or not _equal(f, value))
-    if op not in RANGE_OPS:
-        raise ValueError(f"Unsupported operator: {op}; use one of $eq, $ne, $gt, $gte, $lt, $lte")
-    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-        raise ValueError(f"filter {'.'.join(path)!r} {op} needs a number or a string, got {type(value).__name__}")
-    if isinstance(value, float) and math.isnan(value) or isinstance(value, str) and "\x00" in value:
+def _predicate(t: Term) -> Predicate:
+    path, value = t.path, t.value
+    if t.kind == "false":
         return lambda v: False
-    compare = _COMPARE[RANGE_OPS[op]]
-    if isinstance(value, str):
-        return lambda v: isinstance(f := _at(v, path), str) and compare(f, value)
-    return lambda v: _is_number(f := _at(v, path)) and compare(f, value)
+    if t.kind == "present":
+        return lambda v: _at(v, path) is not _MISSING
+    if t.kind == "cmp":
+        compare, kind = _COMPARE[t.op], (str,) if isinstance(value, str) else (int, float)
+        return lambda v: isinstance(f := _at(v, path), kind) and not isinstance(f, bool) and compare(f, value)
+    if value is None:
+        if t.kind == "eq":
+            return lambda v: _at(v, path) in (_MISSING, None)
+        return lambda v: _at(v, path) not in (_MISSING, None)
+    if t.kind == "eq":
+        return lambda v: (f := _at(v, path)) is not _MISSING and f is not None and _equal(f, value)
+    return lambda v: (f := _at(v, path)) is not _MISSING and (f is None or not _equal(f, value))
 
 
 def compile_filter(filter: dict[str, Any] | None) -> Predicate:
-    """A predicate on decoded values for ``filter``; raises ValueError (as the SQL stores) for a
-    malformed key, an unknown operator or a range bound that is neither a number nor a string."""
-    checks: list[Predicate] = []
-    for key, spec in (filter or {}).items():
-        path = path_of(key)
-        if isinstance(spec, dict) and spec and all(isinstance(k, str) and k.startswith("$") for k in spec):
-            conditions = list(spec.items())
-        else:
-            conditions = [("$eq", spec)]
-        checks += [_condition(path, op, normalize(raw)) for op, raw in conditions]
+    """A predicate on decoded values for ``filter`` (``sql.filter_terms``: the same checks, so a
+    malformed key, an unknown operator or a range bound that is neither a number nor a string
+    raises ValueError as on the SQL stores)."""
+    checks = [_predicate(t) for t in filter_terms(filter)]
     return lambda value: all(check(value) for check in checks)
