@@ -343,3 +343,25 @@ async def test_official_constructor_shapes(redis_target: RedisTarget) -> None:
         assert (await a.aget(("o",), "k")).value == {"v": 1}
     with pytest.raises(ValueError, match="without braces"):
         RedisStore(redis_target.client(), store_prefix="a{b}")
+
+
+async def test_out_of_memory_stores_nothing_of_the_batch(tmp_path: Path) -> None:
+    with private_server(tmp_path, "--maxmemory", "2mb", "--maxmemory-policy", "noeviction") as port:
+        with RedisStore.from_conn_string(f"redis://127.0.0.1:{port}/0") as s:
+            with pytest.raises(BackendError, match=r"is out of memory .*nothing was written: raise maxmemory") as e:
+                for n in range(100):
+                    s.batch([PutOp(("fill",), f"k{n}", {"blob": "x" * 50_000}), PutOp(("pair",), f"k{n}", {"n": n})])
+            written = len(s.search(("fill",), limit=1000))
+            assert len(s.search(("pair",), limit=1000)) == written > 0  # every batch whole, or not at all
+            assert "\n" not in str(e.value)
+
+
+async def test_a_client_that_decodes_replies(redis_target: RedisTarget) -> None:
+    import redis
+
+    client = redis.Redis.from_url(redis_target.url, decode_responses=True)
+    s = RedisStore(client, store_prefix=redis_target.prefix, index={"dims": 27, "embed": Letters()}, ttl={"default_ttl": 1})
+    s.put(("d",), "k", {"text": "apple"})
+    assert s.get(("d",), "k").value == {"text": "apple"}
+    assert [i.key for i in s.search(("d",), query="apple")] == ["k"]
+    client.close()

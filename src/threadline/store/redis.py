@@ -511,6 +511,19 @@ def _now_us() -> int:
     return int(time.time() * 1e6)
 
 
+def _pipeline(client: Any, step: Cmds) -> Any:
+    """``step``'s commands queued on a non-transactional pipeline of ``client`` (sync or async)."""
+    pipe = client.pipeline(transaction=False)
+    for method, args, kwargs in step.commands:
+        getattr(pipe, method)(*args, **kwargs)
+    return pipe
+
+
+def _script(step: Call) -> tuple[Any, ...]:
+    """EVALSHA's arguments after the script: key count, keys, arguments."""
+    return (len(step.keys), *step.keys, *step.args)
+
+
 def run(client: Any, op: RedisOp, url: str | None) -> Any:
     """Drive ``op`` on a sync client; redis-py errors become one-line BackendErrors."""
     reply: Any = None
@@ -519,16 +532,13 @@ def run(client: Any, op: RedisOp, url: str | None) -> Any:
             while True:
                 step = op.send(reply)
                 if isinstance(step, Cmds):
-                    pipe = client.pipeline(transaction=False)
-                    for method, args, kwargs in step.commands:
-                        getattr(pipe, method)(*args, **kwargs)
-                    reply = pipe.execute(raise_on_error=False)
+                    reply = _pipeline(client, step).execute(raise_on_error=False)
                     _reply_error(step, reply, url)
                 else:
                     try:
-                        reply = client.evalsha(SHAS[step.name], len(step.keys), *step.keys, *step.args)
-                    except rex.NoScriptError:
-                        reply = client.eval(SCRIPTS[step.name], len(step.keys), *step.keys, *step.args)
+                        reply = client.evalsha(SHAS[step.name], *_script(step))
+                    except rex.NoScriptError:  # not cached on that server yet
+                        reply = client.eval(SCRIPTS[step.name], *_script(step))
         except StopIteration as stop:
             return stop.value
 
@@ -541,16 +551,13 @@ async def arun(client: Any, op: RedisOp, url: str | None) -> Any:
             while True:
                 step = op.send(reply)
                 if isinstance(step, Cmds):
-                    pipe = client.pipeline(transaction=False)
-                    for method, args, kwargs in step.commands:
-                        getattr(pipe, method)(*args, **kwargs)
-                    reply = await pipe.execute(raise_on_error=False)
+                    reply = await _pipeline(client, step).execute(raise_on_error=False)
                     _reply_error(step, reply, url)
                 else:
                     try:
-                        reply = await client.evalsha(SHAS[step.name], len(step.keys), *step.keys, *step.args)
+                        reply = await client.evalsha(SHAS[step.name], *_script(step))
                     except rex.NoScriptError:
-                        reply = await client.eval(SCRIPTS[step.name], len(step.keys), *step.keys, *step.args)
+                        reply = await client.eval(SCRIPTS[step.name], *_script(step))
         except StopIteration as stop:
             return stop.value
 
