@@ -11,7 +11,7 @@ import redis
 import redis.asyncio
 import redis.asyncio.cluster
 import redis.cluster
-from redis_support import RedisTarget, free_ports, private_server
+from redis_support import RedisTarget, Tls, free_ports, private_server, skip_or_fail, start_cluster
 
 from threadline.backends import redisconn
 from threadline.errors import BackendError
@@ -207,3 +207,45 @@ async def test_warnings_per_cluster_master(redis_cluster_target: RedisTarget) ->
     aclient = await redisconn.aconnect(url)
     assert sorted(await redisconn.asetup_warnings(aclient, url)) == sorted(found)
     await aclient.aclose()
+
+
+@pytest.fixture(scope="module")
+def tls(tmp_path_factory: pytest.TempPathFactory) -> Tls:
+    return Tls.make(tmp_path_factory.mktemp("tls"))
+
+
+async def test_tls_server(tls: Tls, tmp_path: Path) -> None:
+    with private_server(tmp_path, tls=tls) as port:
+        url = f"rediss://127.0.0.1:{port}/0"
+        client = redisconn.connect(f"{url}?ssl_ca_certs={tls.cert}")
+        assert client.ping()
+        client.close()
+        aclient = await redisconn.aconnect(url, ssl_ca_certs=str(tls.cert))
+        assert await aclient.ping()
+        await aclient.aclose()
+        with pytest.raises(BackendError, match=r"^TLS with Redis at rediss://.*certificate verify failed.*check .*the certificates"):
+            redisconn.connect(url)
+        with pytest.raises(BackendError, match=r"^cannot connect to Redis at redis://.*and rediss:// if it serves TLS"):
+            redisconn.connect(f"redis://127.0.0.1:{port}/0", socket_timeout=2)
+
+
+async def test_tls_cluster(tls: Tls, tmp_path: Path) -> None:
+    cluster = start_cluster(tmp_path, tls)
+    if isinstance(cluster, str):
+        skip_or_fail(cluster)
+    try:
+        url = f"{cluster.url}?ssl_ca_certs={tls.cert}"
+        assert url.startswith("rediss+cluster://")
+        client = redisconn.connect(url)
+        assert isinstance(client, redis.cluster.RedisCluster)
+        for n in range(10):
+            client.set(f"k{n}", b"v")
+        assert len({client.get_node_from_key(f"k{n}").name for n in range(10)}) > 1
+        client.close()
+        aclient = await redisconn.aconnect(url)
+        assert await aclient.get("k1") == b"v"
+        await aclient.aclose()
+        with pytest.raises(BackendError, match=r"^cannot connect to Redis Cluster at redis\+cluster://"):
+            redisconn.connect(cluster.url.replace("rediss+", "redis+", 1), socket_timeout=2)
+    finally:
+        cluster.stop()
