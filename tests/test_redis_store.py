@@ -365,3 +365,12 @@ async def test_a_client_that_decodes_replies(redis_target: RedisTarget) -> None:
     assert s.get(("d",), "k").value == {"text": "apple"}
     assert [i.key for i in s.search(("d",), query="apple")] == ["k"]
     client.close()
+
+
+async def test_corrupt_vectors_are_named(redis_target: RedisTarget) -> None:
+    async with opened(redis_target, False, index={"dims": 27, "embed": Letters()}) as s:
+        s.put(("d",), "k", {"text": "apple"})
+        key = s._ops.keys.vectors("d", "k")
+        redis_target.client().hset(key, "$", b"%%not base64%%")
+        with pytest.raises(CorruptRowError, match=re.escape(f"Redis store key {key}: a vector is not base64")):
+            s.search(("d",), query="apple")

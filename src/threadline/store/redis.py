@@ -297,6 +297,17 @@ def _row(keys: Keys, ns: str, key: str, reply: list[Any], loader: Any) -> Row | 
     return Row(ns, key, value, times[0], times[1], minutes)
 
 
+def _vectors(name: str, reply: dict[Any, Any]) -> dict[str, bytes]:
+    """An item's vectors from ``HGETALL``: field → float32 bytes; CorruptRowError naming the key."""
+    try:
+        out = {_s(f): base64.b64decode(v, validate=True) for f, v in reply.items()}
+    except ValueError as exc:
+        raise CorruptRowError(f"Redis store key {name}: a vector is not base64 ({exc}); delete the key") from exc
+    if any(len(v) % 4 for v in out.values()):
+        raise CorruptRowError(f"Redis store key {name}: a vector is not float32 values; delete the key")
+    return out
+
+
 def _search_item(row: Row, score: float | None) -> SearchItem:
     return SearchItem(
         namespace=V.ns_tuple(row.ns),
@@ -407,7 +418,7 @@ class StoreOps:
         out = []
         for n, (ns, key) in enumerate(items):
             row = _row(k, ns, key, reply[n * step], self.loader)
-            vecs = {_s(f): base64.b64decode(v) for f, v in reply[n * step + 1].items()} if vectors else {}
+            vecs = _vectors(k.vectors(ns, key), reply[n * step + 1]) if vectors else {}
             out.append((row, vecs))
         return out
 
