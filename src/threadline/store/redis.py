@@ -728,11 +728,12 @@ class AsyncRedisStore(_RedisCore, AsyncStore):
     ) -> None:
         if redis_url is None and redis_client is None:
             raise ValueError("Either redis_url or redis_client must be provided")
+        client = redis_client if redis_client is not None else redisconn.async_client(redis_url, **(connection_args or {}))
         super().__init__()
         self.loop = self._loop
         self._url = redis_url
         self._owns_client = redis_client is None
-        self._redis = redis_client if redis_client is not None else redisconn.async_client(redis_url, **(connection_args or {}))
+        self._redis = client
         self._door_checked = not self._owns_client
         self._init_redis(index, ttl, deserializer, store_prefix, vector_prefix, scan_limit, cluster_mode)
 
