@@ -33,6 +33,7 @@ from threadline.backends import entry_of
 from threadline.backends.postgres import PostgresDriver, at_door as pg_at_door, connect as pg_connect
 from threadline.backends.sqlite import SqliteDriver, connect, door_error as sqlite_door_error
 from threadline.cache import ops
+from threadline.cache.redis import RedisCache
 from threadline.codec.serde import default_serde
 from threadline.errors import CorruptRowError
 from threadline.store import checks, schema
@@ -179,4 +180,4 @@ def open_cache(url: str, *, serde: SerializerProtocol | None = None) -> Iterator
         yield cache
 
 
-__all__ = ["PostgresCache", "SqliteCache", "open_cache"]
+__all__ = ["PostgresCache", "RedisCache", "SqliteCache", "open_cache"]

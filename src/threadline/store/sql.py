@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -297,8 +298,22 @@ SQLITE = StoreSql()
 POSTGRES = PostgresStoreSql()
 
 
-def where_filter(d: StoreSql, filter: dict[str, Any] | None) -> tuple[list[str], list[Any]]:
-    """SQL conditions (on alias ``s``) and parameters for a ``search`` filter.
+@dataclass(frozen=True)
+class Term:
+    """One checked condition of a ``search`` filter, for a backend to express:
+    ``kind`` "false" (matches nothing), "present" (the field exists), "eq" / "ne" (JSON
+    equality with ``value``, or a present field that differs), "cmp" (the field, a number or a
+    string as ``value`` is, compares ``op`` — one of ``>``, ``>=``, ``<``, ``<=`` — to ``value``)."""
+
+    kind: str
+    path: tuple[str, ...]
+    value: Any = None
+    op: str = ""
+
+
+def filter_terms(filter: dict[str, Any] | None) -> list[Term]:
+    """The conditions of a ``search`` filter, checked (the one reading of a filter; every backend
+    expresses these terms).
 
     ``{key: value}`` matches items whose value at ``key`` equals ``value`` (type-exact JSON
     equality: ``1`` matches ``1.0`` but not ``True``; ``None`` also matches a missing
@@ -309,25 +324,39 @@ def where_filter(d: StoreSql, filter: dict[str, Any] | None) -> tuple[list[str],
     or a range bound that is neither a number nor a string, FilterTooLargeError beyond
     the limits (``checks.conditions``).
     """
-    clauses: list[str] = []
-    params: list[Any] = []
+    terms: list[Term] = []
     for path, conditions in checks.conditions(filter):
-        for op, raw in conditions:
-            sql, args = _condition(d, path, op, normalize(raw))
-            clauses.append(sql)
-            params += args
-    return clauses, params
+        terms += [_term(path, op, normalize(raw)) for op, raw in conditions]
+    return terms
 
 
-def _condition(d: StoreSql, path: tuple[str, ...], op: str, value: Any) -> tuple[str, list[Any]]:
+def _term(path: tuple[str, ...], op: str, value: Any) -> Term:
     if op in ("$eq", "$ne"):
         if never_matches(value):
-            return ("FALSE", []) if op == "$eq" else d.present(path)
-        return d.equals(path, value, negate=op == "$ne")
+            return Term("false", path) if op == "$eq" else Term("present", path)
+        return Term("eq" if op == "$eq" else "ne", path, value)
     if op not in RANGE_OPS:
         raise ValueError(f"Unsupported operator: {op}; use one of $eq, $ne, $gt, $gte, $lt, $lte")
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise ValueError(f"filter {'.'.join(path)!r} {op} needs a number or a string, got {type(value).__name__}")
     if isinstance(value, float) and math.isnan(value) or isinstance(value, str) and "\x00" in value:
-        return "FALSE", []
-    return d.compare(path, RANGE_OPS[op], value)
+        return Term("false", path)
+    return Term("cmp", path, value, RANGE_OPS[op])
+
+
+def where_filter(d: StoreSql, filter: dict[str, Any] | None) -> tuple[list[str], list[Any]]:
+    """SQL conditions (on alias ``s``) and parameters for a ``search`` filter (``filter_terms``)."""
+    clauses: list[str] = []
+    params: list[Any] = []
+    for t in filter_terms(filter):
+        if t.kind == "false":
+            sql, args = "FALSE", []
+        elif t.kind == "present":
+            sql, args = d.present(t.path)
+        elif t.kind == "cmp":
+            sql, args = d.compare(t.path, t.op, t.value)
+        else:
+            sql, args = d.equals(t.path, t.value, negate=t.kind == "ne")
+        clauses.append(sql)
+        params += args
+    return clauses, params
