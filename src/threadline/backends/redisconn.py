@@ -25,12 +25,11 @@ as on managed services). Nothing here sends ``KEYS`` or ``MODULE LIST``.
 
 from __future__ import annotations
 
-import re
 import ssl
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import redis
 import redis.asyncio
@@ -39,6 +38,7 @@ import redis.cluster
 from redis import exceptions as rex
 from redis.connection import SSLConnection, parse_url
 
+from threadline.backends.registry import masked
 from threadline.errors import BackendError
 
 SCHEMES = ("redis", "rediss", "redis+cluster", "rediss+cluster")
@@ -57,7 +57,22 @@ def _is_tls(url: str) -> bool:
 
 
 def _masked(url: str) -> str:
-    return re.sub(r"(//[^:@/]*):[^@/]*@", r"\1:***@", url)  # never print a password
+    return masked(url)  # never print a password
+
+
+PREFIX_PARAM = "prefix"  # ``?prefix=NAME``: the key prefix of threadline's classes, not a redis-py argument
+
+
+def prefix_of(url: str) -> str | None:
+    """The key prefix ``url`` names with ``?prefix=``, or None."""
+    return dict(parse_qsl(urlsplit(url).query)).get(PREFIX_PARAM)
+
+
+def _client_url(url: str) -> str:
+    """``url`` without threadline's own query arguments."""
+    parts = urlsplit(url)
+    query = urlencode([(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k != PREFIX_PARAM])
+    return urlunsplit((*parts[:3], query, parts.fragment))
 
 
 def describe(url: str) -> str:
@@ -189,6 +204,7 @@ def connect(url: str, **connection_args: Any) -> SyncClient:
     cluster node."""
     args = _with_timeout(connection_args)
     client: SyncClient | None = None
+    shown, url = url, _client_url(url)
     try:
         if is_cluster_url(url):
             nodes, kwargs = _cluster_args(url)
@@ -205,13 +221,14 @@ def connect(url: str, **connection_args: Any) -> SyncClient:
     except (*ERRORS, BackendError) as exc:
         if client is not None:
             client.close()
-        raise door_error(exc, url) from exc
+        raise door_error(exc, shown) from exc
 
 
 def async_client(url: str, **connection_args: Any) -> AsyncClient:
     """A ``redis.asyncio`` client for ``url``, not yet connected (no I/O: for constructors that
     cannot await); ``acheck`` it before use. BackendError for a malformed URL."""
     args = _with_timeout(connection_args)
+    url = _client_url(url)
     if is_cluster_url(url):
         nodes, kwargs = _cluster_args(url)
         Node = redis.asyncio.cluster.ClusterNode
