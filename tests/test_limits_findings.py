@@ -246,3 +246,17 @@ def test_docs_state_the_limits_and_their_errors() -> None:
     for words in ("`threadline.store.checks`", "NaN, an infinity", "from 0 to 2⁶³ − 1", "each operator counts", "`10**400`"):
         assert words in store_md, words
     assert limits.Limits().max_metadata_bytes == 16 << 20 and limits.Limits().max_ttl_seconds == 10**11
+
+
+@pytest.mark.parametrize("minutes", [math.inf, 1e308, math.nan, 0, -5, True, "60"])
+def test_a_saver_ttl_beyond_the_limit_is_refused(minutes: Any, tmp_path) -> None:
+    """The savers' TTLs (``ttl={"default_ttl"}`` and a thread's own ``ttl_minutes``) have the
+    Store's bound: an infinite or 1e308-minute TTL would overflow every sweep's expiry arithmetic."""
+    from threadline import SqliteSaver
+
+    with pytest.raises(ConfigError, match="max_ttl_seconds"):
+        SqliteSaver.from_conn_string(str(tmp_path / "a.db"), ttl={"default_ttl": minutes}).__enter__()
+    with SqliteSaver.from_conn_string(str(tmp_path / "b.db")) as saver:
+        with pytest.raises(ConfigError, match="max_ttl_seconds"):
+            saver.put({"configurable": {"thread_id": "t", "checkpoint_ns": "", "ttl_minutes": minutes}}, ckpt({}, {}), {}, {})
+        assert saver.get_tuple({"configurable": {"thread_id": "t"}}) is None
