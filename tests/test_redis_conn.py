@@ -250,3 +250,19 @@ async def test_tls_cluster(tls: Tls, tmp_path: Path) -> None:
             redisconn.connect(cluster.url.replace("rediss+", "redis+", 1), socket_timeout=2)
     finally:
         cluster.stop()
+
+
+def test_one_url_prefix_gives_saver_store_and_cache_keys_of_their_own(redis_target) -> None:
+    """``?prefix=P``: the saver's keys under ``P``, the Store's under ``P:store``, the Cache's under ``P:cache``."""
+    from threadline import open_cache, open_saver, open_store
+
+    url = f"{redis_target.url}?prefix={redis_target.prefix}"
+    with open_saver(url) as saver, open_store(url) as store, open_cache(url) as cache:
+        assert (saver.checkpoint_prefix, store.store_prefix) == (redis_target.prefix, f"{redis_target.prefix}:store")
+        store.put(("a",), "k", {"v": 1})
+        cache.set({(("n",), "k"): ({"x": 1}, None)})
+        assert store.get(("a",), "k").value == {"v": 1}
+    keys = [k.decode() for k in redis_target.keys()]
+    assert any(k.startswith("{" + redis_target.prefix + ":store}") for k in keys)
+    assert any(k.startswith("{" + redis_target.prefix + ":cache}") for k in keys)
+    assert f"{redis_target.prefix}:migrations" in keys

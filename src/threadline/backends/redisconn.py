@@ -68,6 +68,14 @@ def prefix_of(url: str) -> str | None:
     return dict(parse_qsl(urlsplit(url).query)).get(PREFIX_PARAM)
 
 
+def prefix_for(url: str, given: str, default: str, role: str) -> str:
+    """The key prefix of a Store or Cache opened on ``url``: ``given`` when it is not ``default``,
+    else ``<the URL's ?prefix=>:<role>`` (so a saver, a store and a cache on one URL never share a
+    key), else ``default``."""
+    named = prefix_of(url)
+    return given if given != default or not named else f"{named}:{role}"
+
+
 def _client_url(url: str) -> str:
     """``url`` without threadline's own query arguments."""
     parts = urlsplit(url)

@@ -77,6 +77,7 @@ class RedisCache(LangGraphRedisCache[ValueT]):
         """Connect to ``conn_string`` (``redis://``, ``rediss://``, ``redis+cluster://``,
         ``rediss+cluster://``), closed on exit. BackendError when Redis cannot be used."""
         client = redisconn.connect(conn_string, **(connection_args or {}))
+        prefix = redisconn.prefix_for(conn_string, prefix, PREFIX, "cache")
         try:
             cache = cls(client, serde=serde, prefix=prefix)
             cache._url = conn_string

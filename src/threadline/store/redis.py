@@ -661,6 +661,7 @@ class RedisStore(_RedisCore, SyncStore):
         """Connect to ``conn_string`` (``redis://``, ``rediss://``, ``redis+cluster://``,
         ``rediss+cluster://``; see ``threadline.backends.redisconn``), closed on exit."""
         client = redisconn.connect(conn_string, **(connection_args or {}))
+        store_prefix = redisconn.prefix_for(conn_string, store_prefix, STORE_PREFIX, "store")
         store = None
         try:
             store = cls(client, index=index, ttl=ttl, store_prefix=store_prefix, vector_prefix=vector_prefix, scan_limit=scan_limit)
@@ -752,6 +753,7 @@ class AsyncRedisStore(_RedisCore, AsyncStore):
     ) -> AsyncIterator[AsyncRedisStore]:
         """Async ``RedisStore.from_conn_string``."""
         client = await redisconn.aconnect(conn_string, **(connection_args or {}))
+        store_prefix = redisconn.prefix_for(conn_string, store_prefix, STORE_PREFIX, "store")
         store = None
         try:
             store = cls(
