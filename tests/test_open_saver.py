@@ -44,9 +44,9 @@ async def test_async_variants(request, tmp_path):
         assert (await graph.aget_state({"configurable": {"thread_id": "x"}})).values["turns"] == 1
 
 
-@pytest.mark.parametrize("url", ["mysql://root@localhost/db", "redis://127.0.0.1:6379", "s3://bucket/key"])
+@pytest.mark.parametrize("url", ["mysql://root@localhost/db", "valkey://127.0.0.1:6379", "s3://bucket/key"])
 def test_unknown_scheme_is_named(url):
-    with pytest.raises(BackendError, match=r"unknown database URL scheme .*; use a path, sqlite:///path or postgresql://"):
+    with pytest.raises(BackendError, match=r"unknown database URL scheme .*; use a path, sqlite:///path, postgresql:// or redis://"):
         with open_saver(url):
             pass
 
@@ -62,6 +62,9 @@ def test_unknown_scheme_is_named(url):
         ("postgresql://u@h:5432/db", "postgres"),
         ("postgres://u@h/db", "postgres"),
         ("postgresql+psycopg://u@h/db", "postgres"),
+        ("redis://h:6379/0", "redis"),
+        ("rediss://u:p@h:6380/0?prefix=app", "redis"),
+        ("redis+cluster://h1:7000,h2:7001", "redis"),
     ],
 )
 def test_backend_of_names_the_backend_of_each_url_form(url, name):
@@ -83,7 +86,8 @@ def test_every_registered_part_resolves(entry):
 
     saver, async_saver = entry.get("saver"), entry.get("async_saver")
     assert issubclass(saver, SyncShell) and issubclass(async_saver, AsyncShell)
-    assert saver.dialect is async_saver.dialect
+    # one dialect for both (SQL: a class attribute; Redis: one per saver, for its key prefix)
+    assert getattr(saver, "dialect", None) is getattr(async_saver, "dialect", None)
     assert callable(entry.get("read_only"))
     for role in ("store", "async_store"):
         assert issubclass(entry.get(role), BaseStore) and callable(entry.get(role).from_conn_string)
