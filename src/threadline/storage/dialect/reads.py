@@ -61,6 +61,13 @@ class WriteSelection:
     since: float | None = None
 
 
+def counted(table: str) -> str:
+    """``table`` when it is one of ``COUNTED_TABLES``; ValueError otherwise."""
+    if table not in COUNTED_TABLES:
+        raise ValueError(f"table must be one of {COUNTED_TABLES}, got {table!r}")
+    return table
+
+
 def like_prefix(prefix: str) -> str:
     """The LIKE pattern (``ESCAPE '\\'``) of the texts starting with ``prefix``."""
     return prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
@@ -289,11 +296,9 @@ class ReadsStatements:
 
     def table_totals(self, table: str, thread_ids: Sequence[str] | None) -> tuple[str, list[Any]]:
         """→ one row: the rows and stored bytes of ``table`` (one of ``COUNTED_TABLES``) of the threads."""
-        if table not in COUNTED_TABLES:
-            raise ValueError(f"table must be one of {COUNTED_TABLES}, got {table!r}")
         size = self.checkpoint_size() if table == "checkpoints" else self.bytes_of("blob", "blob")
         where, params = _in_threads("thread_id", thread_ids)
-        return f"SELECT COUNT(*), COALESCE(SUM({size}), 0) FROM threadline_{table} {where}", params
+        return f"SELECT COUNT(*), COALESCE(SUM({size}), 0) FROM threadline_{counted(table)} {where}", params
 
     def thread_count(self, thread_ids: Sequence[str] | None) -> tuple[str, list[Any]]:
         """→ one row: how many of the threads are in the ``threads`` index."""
