@@ -30,6 +30,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/scale.py --write-results $(SCALE_ARGS)
 	$(BIN)/python benchmarks/concurrency.py --write-results $(CONCURRENCY_ARGS)
 	$(BIN)/python benchmarks/seed002.py --write-results $(SEED002_ARGS)
+	$(BIN)/python benchmarks/redis_bench.py $(REDIS_BENCH_ARGS)
 
 # Longer runs of the multi-process tests (4 writers, 2 sweepers): more threads and turns.
 test-heavy: $(STAMP)

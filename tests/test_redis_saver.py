@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -225,3 +226,44 @@ def test_out_of_memory_is_a_clear_error_and_writes_nothing(tmp_path: Path) -> No
             client.delete(*[f"ballast{i}" for i in range(200)])
             after = g.get_state(cfg("oom"))
             assert after.values == before.values and after.config == before.config
+
+
+def test_kill_9_at_any_point_leaves_the_thread_readable_and_resumable(any_redis_target: RedisTarget, tmp_path: Path) -> None:
+    """A process running a graph in a loop is killed with SIGKILL at random moments; after each
+    kill a fresh saver reads every checkpoint of the thread and the graph runs on."""
+    script = tmp_path / "loop.py"
+    script.write_text(textwrap.dedent('''
+        import sys
+        from langgraph.graph import END, START, MessagesState, StateGraph
+        from langchain_core.messages import AIMessage
+        from threadline import open_saver
+
+        def reply(state):
+            return {"messages": [AIMessage(content="reply " + "x" * 2000)]}
+
+        b = StateGraph(MessagesState)
+        b.add_node("reply", reply)
+        b.add_edge(START, "reply"); b.add_edge("reply", END)
+        with open_saver(sys.argv[1]) as saver:
+            g = b.compile(checkpointer=saver)
+            print("ready", flush=True)
+            while True:
+                g.invoke({"messages": [("user", "more")]}, {"configurable": {"thread_id": "killed"}})
+    '''))
+    rng = random.Random(7)
+    url = url_of(any_redis_target)
+    for _ in range(3):
+        proc = subprocess.Popen([sys.executable, str(script), url], stdout=subprocess.PIPE, text=True)
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+        time.sleep(rng.uniform(0.3, 1.2))
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        with open_saver(url) as saver:
+            g = chat().compile(checkpointer=saver)
+            history = list(saver.list(cfg("killed")))
+            for t in history:  # every stored checkpoint loads whole
+                assert saver.get_tuple(t.config) is not None
+            g.invoke(None, cfg("killed"))  # finish the run the kill cut short (a no-op after a whole one)
+            before = len(g.get_state(cfg("killed")).values.get("messages", []))
+            g.invoke({"messages": [("user", "after the kill")]}, cfg("killed"))
+            assert len(g.get_state(cfg("killed")).values["messages"]) == before + 2

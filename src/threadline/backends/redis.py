@@ -230,7 +230,9 @@ class _RedisParts:
 
     def _warn(self, config: dict[str, Any]) -> None:
         for line in warnings_of(config):
-            logger.warning(line)
+            if line not in _WARNED:  # once a process: every saver of a server would say the same
+                _WARNED.add(line)
+                logger.warning(line)
 
     def _shallow_op(self, op: ops.Op, config: dict) -> ops.Op:
         """``op`` (a put), then its thread pruned to each namespace's latest checkpoint."""
@@ -249,6 +251,7 @@ class _RedisParts:
 
 
 LIB_NAME = "threadline"
+_WARNED: set[str] = set()
 
 
 def _config(thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> dict:
@@ -321,8 +324,36 @@ class RedisSaver(_RedisParts, SyncShell):
             raise error(exc, self.dialect) from exc
         super().setup()
 
+    read_only = False  # set by open_read_only: the runner then refuses every command that writes
+
     def _transaction(self, op: ops.Op, write: bool) -> Any:
-        return drive(op, self._redis, self.dialect)
+        return drive(op, self._redis, self.dialect, self.read_only)
+
+
+@contextmanager
+def open_read_only(url: str, serde: Any = None) -> Iterator[tuple[RedisSaver, ops.SchemaState]]:
+    """A ``RedisSaver`` on ``url`` that refuses every command that writes, never set up, and what
+    the server holds under the URL's prefix (``?prefix=``). BackendError when Redis cannot be used."""
+    saver = RedisSaver(url, serde=serde)
+    saver.read_only = True
+    saver._redis = connect(url, None)
+    try:
+        yield saver, saver.peek(ops.schema_state(saver.dialect))
+    finally:
+        saver._redis.close()
+
+
+def write_refusal(url: str) -> str | None:
+    """Why this process cannot write the server at ``url`` (a read-only replica), or None.
+    BackendError when it cannot be reached."""
+    client = connect(url, None)
+    try:
+        role = client.execute_command("ROLE")
+        return "the server is a read-only replica" if role and role[0] in (b"slave", "slave", b"replica", "replica") else None
+    except rx.ResponseError:
+        return None
+    finally:
+        client.close()
 
 
 class AsyncRedisSaver(_RedisParts, AsyncShell):

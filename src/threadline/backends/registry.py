@@ -98,6 +98,8 @@ REGISTRY: tuple[BackendEntry, ...] = (
         parts={
             "saver": "RedisSaver",
             "async_saver": "AsyncRedisSaver",
+            "read_only": "open_read_only",
+            "write_refusal": "write_refusal",
             "describe": "describe",
         },
         example="redis://",

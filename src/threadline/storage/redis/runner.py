@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 
 from redis import exceptions as rx
 
-from threadline.errors import BackendError, CorruptRowError
+from threadline.errors import BackendError, CorruptRowError, UnsafeOperationError
 from threadline.storage.ops import Op, Q
 from threadline.storage.redis.base import Call
 from threadline.storage.redis.dialect import RedisDialect
@@ -82,10 +82,26 @@ async def _aload_scripts(client: Any) -> None:
         await client.script_load(text)
 
 
-def drive(op: Op[T], client: Any, d: RedisDialect) -> T:
-    """Run ``op`` on the sync client (``redis.Redis`` or ``redis.cluster.RedisCluster``)."""
+# What a saver opened read-only may send: reads, and the scripts that only read.
+READS = frozenset({"HGET", "HGETALL", "HMGET", "HLEN", "HKEYS", "HVALS", "HEXISTS", "ZRANGE", "ZCARD", "EXISTS", "TYPE", "MEMORY"})
+READ_SCRIPTS = frozenset({"latest", "chains", "writes_of"})
+
+
+def refuse_writes(batch: list) -> None:
+    """UnsafeOperationError when ``batch`` holds a command that writes."""
+    for c in batch:
+        if not (c.script in READ_SCRIPTS if isinstance(c, Call) else str(c[0]).upper() in READS):
+            name = c.script if isinstance(c, Call) else c[0]
+            raise UnsafeOperationError(f"the Redis database was opened read-only, and this operation writes ({name}); open it for writing")
+
+
+def drive(op: Op[T], client: Any, d: RedisDialect, read_only: bool = False) -> T:
+    """Run ``op`` on the sync client (``redis.Redis`` or ``redis.cluster.RedisCluster``);
+    ``read_only``: refuse any command that writes (``refuse_writes``)."""
 
     def send(batch: list) -> list:
+        if read_only:
+            refuse_writes(batch)
         try:
             return _sync_batch(client, batch)
         except rx.NoScriptError:
