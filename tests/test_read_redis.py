@@ -14,19 +14,26 @@ so it is not the reference here).
 from __future__ import annotations
 
 import copy
+import json
 import re
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
-from backends import make_backend
-from cli_support import run_agent
+from typer.testing import CliRunner
+
+from backends import Backend, make_backend
+from cli_support import cli, one_line_error, run_agent
 from lifecycle_graphs import build_graph, cfg, populate
+from redis_support import RedisTarget
 from threadline import read
+from threadline.cli import app
 from threadline.errors import FilterError, NotFoundError
 from threadline.read import names
 
@@ -79,20 +86,30 @@ def same(a: Any, b: Any) -> None:
     assert timeless(as_json(b)) == timeless(as_json(a))
 
 
+class Pair(NamedTuple):
+    """One history on SQLite (``a``, at ``sqlite``) and on Redis (``b``, at ``redis``)."""
+
+    a: Any
+    b: Any
+    sqlite: Backend
+    redis: Backend
+    facts: dict[str, Any]
+
+
 @pytest.fixture(params=("redis", "redis-cluster"))
 def pair(request: pytest.FixtureRequest, tmp_path: Path):
-    """(SQLite saver, Redis saver, the Redis backend, facts): one history written to both."""
+    """A ``Pair``: one history (``lifecycle_graphs.populate`` and the agent) written to both."""
     sqlite = make_backend("sqlite", tmp_path, request)
     redis = make_backend(request.param, tmp_path, request)
     with sqlite.open() as a, redis.open() as b:
         tee = Tee(a, b)
         facts = populate(tee)
         run_agent(tee)
-        yield a, b, redis, facts
+        yield Pair(a, b, sqlite, redis, facts)
 
 
 def test_threads_listing(pair):
-    a, b, _, _ = pair
+    a, b = pair.a, pair.b
     now = time.time()
     for kwargs in ({}, {"metadata": {"user": "ada"}}, {"metadata": {"user": "nobody"}}, {"idle_for": 3600},
                    {"idle_for": 3600, "now": now + 7200}, {"active_within": 3600}, {"thread_ids": ["t-answer", "agent-1", "nope"]},
@@ -108,7 +125,7 @@ def test_threads_listing(pair):
 
 
 def test_history_state_and_diff(pair):
-    a, b, _, facts = pair
+    a, b, facts = pair.a, pair.b, pair.facts
     for tid in THREADS:
         for subgraphs in (False, True):
             same(read.thread_history(a, tid, include_subgraphs=subgraphs), read.thread_history(b, tid, include_subgraphs=subgraphs))
@@ -137,7 +154,7 @@ def test_history_state_and_diff(pair):
 
 
 def test_audit_and_task_stats(pair):
-    a, b, _, _ = pair
+    a, b = pair.a, pair.b
     for tid in THREADS:
         for kwargs in ({}, {"checkpoint_ns": None}, {"limit": 3, "offset": 2}):
             same(read.audit(a, tid, **kwargs), read.audit(b, tid, **kwargs))
@@ -153,7 +170,7 @@ def test_audit_and_task_stats(pair):
 
 
 def test_latest_values(pair):
-    a, b, _, _ = pair
+    a, b = pair.a, pair.b
     for args, kwargs in ((("messages",), {}), (("messages", ["t-answer", "agent-1", "nope"]), {}), (("route",), {}),
                          (("approved", ["t-interrupt"]), {}), (("messages",), {"limit": 2}), (("messages",), {"limit": 0})):
         la, lb = read.latest_values(a, *args, **kwargs), read.latest_values(b, *args, **kwargs)
@@ -163,7 +180,7 @@ def test_latest_values(pair):
 
 
 def test_stats(pair):
-    a, b, _, _ = pair
+    a, b = pair.a, pair.b
     now = time.time()
     for kwargs in ({}, {"thread_ids": ["t-research", "agent-1"]}, {"thread_ids": []}, {"top": 0}):
         same(read.stats(a, now=now, **kwargs), read.stats(b, now=now, **kwargs))
@@ -173,7 +190,7 @@ def test_stats(pair):
 
 
 def test_names(pair):
-    a, b, _, facts = pair
+    a, b, facts = pair.a, pair.b, pair.facts
     fork = facts["fork_point"]
     for name in ("HEAD", "HEAD~", "HEAD~2", "step:1", fork, fork[-8:], f"…{fork[-8:]}"):
         assert names.resolve_checkpoint(b, "t-research", name) == names.resolve_checkpoint(a, "t-research", name) != ""
@@ -191,7 +208,7 @@ def test_names(pair):
 
 
 def test_bad_input_is_one_threadline_error(pair):
-    _, b, _, _ = pair
+    b = pair.b
     with pytest.raises(FilterError):
         read.list_threads(b, metadata={1: "x"})
     with pytest.raises(FilterError):
@@ -205,23 +222,76 @@ def test_bad_input_is_one_threadline_error(pair):
 def test_a_thread_whose_keys_expired_is_gone(pair):
     """Redis expires a thread's six keys together (its TTL); the index keeps its id until the next
     put or delete, and no read model shows the thread meanwhile."""
-    _, b, backend, _ = pair
-    from redis_support import RedisTarget
-
-    server = backend.url.rsplit("prefix=", 1)[0][:-1]  # make_backend's URL without its ?prefix=
-    client = RedisTarget("cluster" if "cluster" in backend.kind else "redis", server, b.dialect.prefix).client()
-    try:
+    b = pair.b
+    with raw(pair.redis) as target:
+        client = target.client()
         for key in b.dialect.keys("t-answer"):
             client.delete(key)
         assert client.zscore(b.dialect.index, "t-answer") is not None
-    finally:
-        client.close()
     assert "t-answer" not in [t.thread_id for t in read.list_threads(b).threads]
     assert read.list_threads(b).total == 3 and read.stats(b).threads == 3
     assert read.latest_values(b, "messages", ["t-answer"]) == []
     assert names.expand_threads(b, ["t-*"]) == ["t-interrupt", "t-research"]
     with pytest.raises(NotFoundError, match="unknown thread 't-answer'"):
         names.resolve_thread(b, "t-answer")
+
+
+def _cli(*args: str, code: int = 0) -> Any:
+    result = CliRunner().invoke(app, list(args), env={"COLUMNS": "200"})
+    assert result.exit_code == code, (args, result.output, result.exception)
+    return result
+
+
+def _cli_json(*args: str) -> Any:
+    return json.loads(_cli(*args, "--json").stdout)
+
+
+@contextmanager
+def raw(backend: Backend) -> Iterator[RedisTarget]:
+    """The ``RedisTarget`` of a Redis ``Backend`` (its URL without the ``prefix`` make_backend
+    added), its clients closed on exit (its keys stay: the test's own target deletes them)."""
+    server, _, prefix = backend.url.rpartition("prefix=")
+    target = RedisTarget("cluster" if "cluster" in backend.kind else "redis", server[:-1], prefix)
+    try:
+        yield target
+    finally:
+        for client in target._clients:
+            client.close()
+
+
+def _stored(backend: Backend) -> dict[bytes, tuple]:
+    """Every key under the backend's prefix: its content (hash or sorted set) and expiry."""
+    with raw(backend) as target:
+        client = target.client()
+        read_key = {b"hash": client.hgetall, b"zset": lambda k: client.zrange(k, 0, -1, withscores=True)}
+        return {key: (read_key[client.type(key)](key), client.pttl(key)) for key in target.keys()}
+
+
+def test_cli_read_commands_on_redis(pair):
+    """``threadline threads|history|show|diff|latest|audit|stats --db redis://…?prefix=…`` print
+    what they print on the SQLite database of the same history, and write nothing."""
+    before = _stored(pair.redis)
+    fork = pair.facts["fork_point"]
+    for args in (("threads",), ("threads", "--where", "user=ada"), ("threads", "--limit", "1", "--offset", "1", "--order", "bytes"),
+                 ("history", "t-research", "--subgraphs"), ("show", "t-interrupt"), ("show", "agent-1", "HEAD~2"),
+                 ("show", "t-research", fork[-8:]), ("diff", "t-research", "HEAD~3", "HEAD"), ("diff", "agent-1", "step:1", "HEAD"),
+                 ("latest", "messages"), ("latest", "route", "t-*"), ("audit", "agent-1"), ("audit", "t-research", "--all-ns"),
+                 ("audit", "t-research", fork), ("audit",), ("stats",), ("stats", "--top", "1")):
+        on_sqlite = _cli_json(*args, "--db", pair.sqlite.url)
+        on_redis = _cli_json(*args, "--db", pair.redis.url)
+        assert timeless(on_redis) == timeless(on_sqlite), args
+    for args in (("threads",), ("history", "t-research", "--subgraphs"), ("show", "t-interrupt"), ("diff", "t-answer", "HEAD~1", "HEAD"),
+                 ("latest", "messages"), ("audit", "agent-1"), ("stats",)):
+        assert _cli(*args, "--db", pair.redis.url).stdout.strip()
+    assert "HEAD~99" in _cli("diff", "t-research", "HEAD~99", "HEAD", "--db", pair.redis.url, code=2).output
+    proc = cli("show", "t-interrupt", "--db", pair.redis.url)  # a real process
+    assert proc.returncode == 0 and "approve" in proc.stdout and not proc.stderr.strip(), proc.stderr
+    one_line_error(cli("show", "nope", "--db", pair.redis.url), 2, "nope")
+    assert _stored(pair.redis) == before  # read-only: not even a TTL refresh
+
+
+def test_cli_on_a_redis_that_is_down():
+    one_line_error(cli("threads", "--db", "redis://127.0.0.1:1/0?prefix=x"), 1, "Redis")
 
 
 @pytest.mark.parametrize("kind", ["redis-async", "redis-cluster-async"])

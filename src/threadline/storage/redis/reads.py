@@ -103,10 +103,6 @@ def _size(value: bytes | str | None) -> int:
     return len(value.encode() if isinstance(value, str) else value or b"")
 
 
-def _where(tid: str, ns: str, cid: str) -> str:
-    return f"checkpoint ({tid!r}, {ns!r}, {cid!r})"
-
-
 # --- threads -----------------------------------------------------------------------------------
 
 
@@ -292,7 +288,7 @@ def _states(d: Any, thread_ids: Sequence[str] | None) -> Generator:
     sizes = yield from _blob_sizes(d, tids)
     out = []
     for c in checkpoints:
-        pairs = R.blob_pairs(d.load_object(c[4], _where(*c[:3])))
+        pairs = R.blob_pairs(d.load_object(c[4], f"checkpoint ({c[0]!r}, {c[1]!r}, {c[2]!r})"))
         if pairs:
             out.append([sizes.get((c[0], c[1], ch, v), 0) for ch, v in pairs])
     return out
