@@ -48,6 +48,8 @@ Usage::
 Postgres: ``THREADLINE_TEST_POSTGRES`` (default
 ``postgresql://postgres@127.0.0.1:5432/test``); the role must be allowed to
 CREATE DATABASE (the suites make one per test). ``--no-postgres`` skips it.
+Redis (the ``redis-store`` and ``redis-sqlite-store`` suites): ``THREADLINE_TEST_REDIS``
+(default ``redis://127.0.0.1:6379/0``).
 
 A threadline-only failure that is not explained there is rerun once, alone
 (``--no-rerun`` to skip): one that passes then is reported as timing-sensitive.
@@ -170,6 +172,20 @@ def check_import(env: dict[str, str], module: str) -> str | None:
         return None
     lines = [line for line in proc.stderr.strip().splitlines() if line.strip()]
     return lines[-1] if lines else f"import {module} failed"
+
+
+def check_redis(url: str) -> str | None:
+    try:
+        import redis
+
+        client = redis.Redis.from_url(url, socket_connect_timeout=5)
+        try:
+            client.ping()
+        finally:
+            client.close()
+    except Exception as exc:
+        return " ".join(str(exc).split())
+    return None
 
 
 def check_postgres(dsn: str) -> str | None:
@@ -349,6 +365,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.no_postgres:
         suites = [s for s in suites if s.name not in ("postgres", "postgres-store")]
+    redis_url = env.setdefault("THREADLINE_TEST_REDIS", "redis://127.0.0.1:6379/0")
+    if any(s.name.startswith("redis-") for s in suites) and not args.report_only and (problem := check_redis(redis_url)):
+        log(f"Redis at THREADLINE_TEST_REDIS is not usable ({problem}); start it or leave out the redis-* suites")
+        return 2
     for suite in suites:
         for module in suite.needs:
             if problem := check_import(env, module):

@@ -54,6 +54,19 @@ SUITES = {
         "langgraph-checkpoint-postgres",
         ASYNCIO_AUTO,
     ),
+    # The Redis store: the tests above with threadline's Redis store (and RedisCache) in the
+    # threadline run, the official SQL stores they were written for in the official run.
+    "redis-store": Suite(
+        "redis-store",
+        "langgraph",
+        ANYIO_ONLY,
+        needs=("pytest_mock", "syrupy", "redis", "Crypto"),
+    ),
+    "redis-sqlite-store": Suite(
+        "redis-sqlite-store",
+        "langgraph-checkpoint-sqlite",
+        ASYNCIO_AUTO,
+    ),
 }
 
 # Row order and labels of the langgraph suite's saver variants (fixture params).

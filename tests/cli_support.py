@@ -30,13 +30,14 @@ LONG_ANSWER = "Paris is sunny, Rome is sunny and Oslo is sunny. " * 12
 
 
 def cli(*args: str, env: dict[str, str] | None = None, cwd: Any = None, columns: int = 80,
-        input: str | None = None) -> subprocess.CompletedProcess:
-    """Run ``threadline ARGS`` as a real process (no $THREADLINE_* from the caller's environment)."""
+        input: str | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
+    """Run ``threadline ARGS`` as a real process (no $THREADLINE_* from the caller's environment),
+    failing after ``timeout`` seconds."""
     base = {k: v for k, v in os.environ.items() if not k.startswith("THREADLINE_") or k == "THREADLINE_TEST_POSTGRES"}
     base.update({"COLUMNS": str(columns), "PYTHONPATH": str(TESTS)})
     base.pop("FORCE_COLOR", None)
     return subprocess.run([str(EXE), *args], capture_output=True, text=True, env={**base, **(env or {})}, cwd=cwd,
-                          input=input, timeout=300)
+                          input=input, timeout=timeout)
 
 
 def one_line_error(proc: subprocess.CompletedProcess, code: int, *fragments: str) -> str:

@@ -29,6 +29,8 @@ import socket
 import subprocess
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
@@ -46,7 +48,7 @@ def redis_url() -> str:
     return os.environ.get("THREADLINE_TEST_REDIS") or DEFAULT_REDIS_URL
 
 
-def _skip_or_fail(reason: str) -> NoReturn:
+def skip_or_fail(reason: str) -> NoReturn:
     if in_ci():
         pytest.fail(f"CI=true and Redis tests cannot run: {reason}", pytrace=False)
     pytest.skip(reason)
@@ -84,7 +86,7 @@ def require_redis() -> None:
     """Skip (or, with CI=true, fail) the running test when the plain Redis cannot be used."""
     reason = redis_unavailable()
     if reason is not None:
-        _skip_or_fail(reason)
+        skip_or_fail(reason)
 
 
 def fresh_prefix() -> str:
@@ -129,9 +131,10 @@ class RedisTarget:
         return c
 
     def keys(self) -> list[bytes]:
-        """Every key under the prefix, sorted (SCAN MATCH, on every master of a cluster)."""
+        """Every key holding the prefix, sorted: ``<prefix>…`` or in a hash tag, ``{<prefix>…}…``
+        (SCAN MATCH, on every master of a cluster)."""
         c = self.client()
-        pattern = self.prefix.replace("*", r"\*").replace("?", r"\?").replace("[", r"\[") + "*"
+        pattern = "*" + self.prefix.replace("*", r"\*").replace("?", r"\?").replace("[", r"\[") + "*"
         if self.is_cluster:
             found = c.scan_iter(match=pattern, count=1000, target_nodes=c.PRIMARIES)
         else:
@@ -171,6 +174,11 @@ def _port_free(port: int) -> bool:
     return True
 
 
+def _listening(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
 def free_ports(n: int) -> list[int]:
     """``n`` loopback ports that are free, each with its cluster bus port (port + 10000) free too."""
     rng = random.Random()
@@ -182,16 +190,116 @@ def free_ports(n: int) -> list[int]:
     return ports
 
 
+@dataclass(frozen=True)
+class Tls:
+    """A self-signed certificate for 127.0.0.1 (its own CA) and its key, as PEM files."""
+
+    cert: Path
+    key: Path
+
+    @classmethod
+    def make(cls, directory: Path) -> Tls:
+        import datetime
+        import ipaddress
+
+        from cryptography import x509
+        from cryptography.hazmat.primitives import hashes, serialization
+        from cryptography.hazmat.primitives.asymmetric import ec
+        from cryptography.x509.oid import NameOID
+
+        key = ec.generate_private_key(ec.SECP256R1())
+        name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+        now = datetime.datetime.now(datetime.timezone.utc)
+        cert = (
+            x509.CertificateBuilder()
+            .subject_name(name)
+            .issuer_name(name)
+            .public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(minutes=5))
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .sign(key, hashes.SHA256())
+        )
+        tls = cls(directory / "tls-cert.pem", directory / "tls-key.pem")
+        tls.cert.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+        tls.key.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
+        return tls
+
+    def server_args(self, port: int) -> tuple[str, ...]:
+        """``redis-server`` arguments serving TLS (only) on ``port``; clients need no certificate."""
+        return ("--port", "0", "--tls-port", str(port), "--tls-cert-file", str(self.cert), "--tls-key-file", str(self.key),
+                "--tls-ca-cert-file", str(self.cert), "--tls-auth-clients", "no")
+
+    @property
+    def cli_args(self) -> tuple[str, ...]:
+        return ("--tls", "--cacert", str(self.cert))
+
+
+def start_server(directory: Path, port: int, *extra: str) -> None:
+    """Start ``redis-server`` on loopback ``port`` (daemonized, no persistence, files in
+    ``directory``) with ``extra`` arguments, and wait until it listens (RuntimeError naming
+    its log if it does not). ``stop_server(port)`` shuts it down."""
+    subprocess.run(
+        [
+            "redis-server",
+            "--port", str(port),
+            "--save", "",
+            "--appendonly", "no",
+            "--daemonize", "yes",
+            "--dir", str(directory),
+            "--bind", "127.0.0.1",
+            "--pidfile", str(directory / f"redis-{port}.pid"),
+            "--logfile", str(directory / f"redis-{port}.log"),
+            *extra,
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    deadline = time.monotonic() + 10
+    while not _listening(port):
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"redis-server on port {port} did not start; see {directory}/redis-{port}.log")
+        time.sleep(0.05)
+
+
+def stop_server(port: int, password: str | None = None, tls: Tls | None = None) -> None:
+    """Shut down the server on ``port`` without saving; a server already gone is fine."""
+    auth = ["-a", password, "--no-auth-warning"] if password else []
+    subprocess.run(["redis-cli", "-p", str(port), *(tls.cli_args if tls else ()), *auth, "shutdown", "nosave"], capture_output=True, timeout=10)
+
+
+@contextmanager
+def private_server(directory: Path, *extra: str, password: str | None = None, tls: Tls | None = None) -> Iterator[int]:
+    """A ``redis-server`` of the test's own (``extra`` arguments; ``--requirepass`` when
+    ``password``; TLS only, with ``tls``'s certificate) on a free loopback port, yielded,
+    shut down on exit. Skips (fails under CI=true) without ``redis-server``."""
+    reason = cluster_tools_missing()
+    if reason is not None:
+        skip_or_fail(reason)
+    port = free_ports(1)[0]
+    start_server(directory, port, *extra, *(("--requirepass", password) if password else ()), *(tls.server_args(port) if tls else ()))
+    try:
+        yield port
+    finally:
+        stop_server(port, password, tls)
+
+
 class LocalCluster:
     """Three ``redis-server --cluster-enabled yes`` masters on loopback, joined into a cluster."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, tls: Tls | None = None) -> None:
         self.dir = directory
+        self.tls = tls  # TLS only, on the nodes' ports and the cluster bus
         self.ports: list[int] = []
+        self._cli = tls.cli_args if tls else ()
 
     @property
     def url(self) -> str:
-        return CLUSTER_SCHEME + ",".join(f"127.0.0.1:{p}" for p in self.ports)
+        return ("rediss+cluster://" if self.tls else CLUSTER_SCHEME) + ",".join(f"127.0.0.1:{p}" for p in self.ports)
 
     def start(self, attempts: int = 3) -> None:
         """Start the nodes and create the cluster; raises RuntimeError naming the failure."""
@@ -210,34 +318,14 @@ class LocalCluster:
         raise RuntimeError(f"could not start a local Redis Cluster: {last!r}")
 
     def _server(self, port: int) -> None:
-        subprocess.run(
-            [
-                "redis-server",
-                "--port", str(port),
-                "--cluster-enabled", "yes",
-                "--cluster-config-file", str(self.dir / f"nodes-{port}.conf"),
-                "--save", "",
-                "--appendonly", "no",
-                "--daemonize", "yes",
-                "--dir", str(self.dir),
-                "--bind", "127.0.0.1",
-                "--pidfile", str(self.dir / f"redis-{port}.pid"),
-                "--logfile", str(self.dir / f"redis-{port}.log"),
-            ],
-            check=True,
-            capture_output=True,
-            text=True,
-            timeout=30,
+        tls = (*self.tls.server_args(port), "--tls-cluster", "yes") if self.tls else ()
+        start_server(
+            self.dir, port, "--cluster-enabled", "yes", "--cluster-config-file", str(self.dir / f"nodes-{port}.conf"), *tls
         )
-        deadline = time.monotonic() + 10
-        while subprocess.run(["redis-cli", "-p", str(port), "ping"], capture_output=True, text=True).stdout.strip() != "PONG":
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"redis-server on port {port} did not answer PING; see {self.dir}/redis-{port}.log")
-            time.sleep(0.05)
 
     def _create(self) -> None:
         subprocess.run(
-            ["redis-cli", "--cluster", "create", *(f"127.0.0.1:{p}" for p in self.ports), "--cluster-replicas", "0", "--cluster-yes"],
+            ["redis-cli", *self._cli, "--cluster", "create", *(f"127.0.0.1:{p}" for p in self.ports), "--cluster-replicas", "0", "--cluster-yes"],
             check=True,
             capture_output=True,
             text=True,
@@ -247,7 +335,7 @@ class LocalCluster:
     def _wait_ok(self, timeout: float = 30) -> None:
         deadline = time.monotonic() + timeout
         for p in self.ports:
-            while "cluster_state:ok" not in subprocess.run(["redis-cli", "-p", str(p), "cluster", "info"], capture_output=True, text=True).stdout:
+            while "cluster_state:ok" not in subprocess.run(["redis-cli", "-p", str(p), *self._cli, "cluster", "info"], capture_output=True, text=True).stdout:
                 if time.monotonic() > deadline:
                     raise RuntimeError(f"node {p} did not reach cluster_state:ok within {timeout}s")
                 time.sleep(0.1)
@@ -255,7 +343,7 @@ class LocalCluster:
     def stop(self) -> None:
         """Shut every node down (no save); a node already gone is fine."""
         for p in self.ports:
-            subprocess.run(["redis-cli", "-p", str(p), "shutdown", "nosave"], capture_output=True, timeout=10)
+            stop_server(p, tls=self.tls)
 
 
 def cluster_tools_missing() -> str | None:
@@ -263,12 +351,12 @@ def cluster_tools_missing() -> str | None:
     return f"{' and '.join(missing)} not on PATH (apt-get install redis-server)" if missing else None
 
 
-def start_cluster(directory: Path) -> LocalCluster | str:
-    """A running ``LocalCluster`` in ``directory``, or the reason there is none."""
+def start_cluster(directory: Path, tls: Tls | None = None) -> LocalCluster | str:
+    """A running ``LocalCluster`` in ``directory`` (over TLS with ``tls``), or the reason there is none."""
     reason = cluster_tools_missing()
     if reason is not None:
         return reason
-    cluster = LocalCluster(directory)
+    cluster = LocalCluster(directory, tls)
     try:
         cluster.start()
     except (OSError, RuntimeError) as exc:
@@ -280,7 +368,7 @@ def cluster_target(cluster: LocalCluster | str, request: pytest.FixtureRequest) 
     """A fresh prefix on the session's cluster, cleaned up after the test; skips (fails under
     CI=true) when there is no cluster."""
     if isinstance(cluster, str):
-        _skip_or_fail(cluster)
+        skip_or_fail(cluster)
     target = RedisTarget("cluster", cluster.url, fresh_prefix())
     request.addfinalizer(target.cleanup)
     return target

@@ -190,19 +190,19 @@ def private_redis(directory: Path, *args: str) -> Iterator[int]:
 
 def test_faults_are_one_line_threadline_errors(redis_target: RedisTarget, tmp_path: Path) -> None:
     port = free_ports(1)[0]
-    with pytest.raises(BackendError, match="cannot use Redis at redis://127.0.0.1:.*connection failed") as down:
+    with pytest.raises(BackendError, match="cannot connect to Redis at redis://127.0.0.1:") as down:
         with open_saver(f"redis://127.0.0.1:{port}/0"):
             pass
     assert "\n" not in str(down.value)
     with private_redis(tmp_path, "--requirepass", "right-password") as port:
-        with pytest.raises(BackendError, match=r"redis://:\*\*\*@127\.0\.0\.1.*password") as auth:
+        with pytest.raises(BackendError, match=r"redis://\*\*\*@127\.0\.0\.1.*refused the login") as auth:
             with open_saver(f"redis://:wrong-password@127.0.0.1:{port}/0"):
                 pass
         assert "wrong-password" not in str(auth.value) and "\n" not in str(auth.value)
     # a key of another type planted where threadline keeps a thread
     redis_target.client().set(f"{redis_target.prefix}:{{planted}}:ids", "not a sorted set")
     with open_saver(url_of(redis_target)) as saver:
-        with pytest.raises(CorruptRowError, match="holds another type than threadline wrote"):
+        with pytest.raises(BackendError, match="holds another kind of value"):
             saver.get_tuple(cfg("planted"))
 
 

@@ -337,3 +337,63 @@ def test_long_thread_is_drawn_by_window(browser: Any, tmp_path: Path) -> None:
         assert page.evaluate(f"window.tlGraph.cy.getElementById('{history.head}').empty()")
         tab.shot("scrolled")
         tab.close()
+
+
+def test_launch_keeps_the_token_off_command_lines_and_out_of_other_servers(browser: Any, tmp_path: Path) -> None:
+    """``threadline ui`` launches the browser with a private redirect file, never the token URL
+    (issue 27, finding 10); a server on another port of 127.0.0.1 that the browser then visits
+    receives the cookie, but neither the token nor anything this server accepts from another port."""
+    import http.server
+    import signal
+    import stat
+    import subprocess
+    import threading
+
+    from cli_support import EXE
+
+    demo_path = wh.demo_db(str(tmp_path / "demo.db"))
+    launched = tmp_path / "launched.txt"
+    recorder = tmp_path / "browser.sh"
+    recorder.write_text(f'#!/bin/sh\necho "$@" >> {launched}\n')
+    recorder.chmod(0o700)
+    proc = subprocess.Popen([str(EXE), "ui", "--port", "0", "--db", demo_path], stdout=subprocess.PIPE, text=True,
+                            env={**os.environ, "BROWSER": str(recorder)})
+    try:
+        url = (proc.stdout.readline() + proc.stdout.readline()).split()[-1]
+        token = url.split("?token=")[1]
+        deadline = time.monotonic() + 30
+        while not (launched.exists() and launched.read_text().strip()):
+            assert time.monotonic() < deadline and proc.poll() is None, "the browser was not launched"
+            time.sleep(0.1)
+        [arg] = launched.read_text().split()
+        assert token not in arg and arg.startswith("file://")
+        page_file = Path(arg.removeprefix("file://"))
+        assert stat.S_IMODE(page_file.stat().st_mode) == 0o600 and token in page_file.read_text()
+        tab = Tab(browser, arg, "launch")
+        tab.page.wait_for_selector(f'tr[data-thread="{THREAD_ID}"]', timeout=15_000)
+        assert tab.page.url == url.split("?")[0]
+        tab.shot("threads")
+
+        got: list[str] = []
+
+        class Other(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                got.append(self.headers.get("Cookie") or "")
+                self.send_response(200)
+                self.end_headers()
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        other = http.server.HTTPServer(("127.0.0.1", 0), Other)
+        threading.Thread(target=other.serve_forever, daemon=True).start()
+        try:
+            tab.page.goto(f"http://127.0.0.1:{other.server_address[1]}/")
+        finally:
+            other.shutdown()
+        assert got and token not in got[0]  # the cookie reaches it (browsers ignore ports), the token never
+        tab.close()
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=30)
+    assert not page_file.exists()  # removed when the server stops

@@ -10,6 +10,13 @@ downloaded files are never edited; everything happens here, at run time:
   ``AsyncSqliteStore``, ``PostgresStore``, ``AsyncPostgresStore``) and the cache
   (``langgraph.cache.sqlite.SqliteCache``) instead of the savers, and select the store
   test files, or the langgraph tests that take a Postgres store or the SQLite cache.
+* Redis store runs (``THREADLINE_SUITE=redis-store|redis-sqlite-store``): the official run
+  is the SQL stores the tests were written for (``redis-store``: the langgraph tests with
+  the Postgres store variants and the ``cache=redis`` variant; ``redis-sqlite-store``: the
+  SQLite store test files); the threadline run gives the same tests threadline's Redis
+  store (``redis_store_shims``) and ``threadline.cache.RedisCache`` on
+  ``THREADLINE_TEST_REDIS``, so a threadline-only failure is a test the official SQL store
+  passes and the Redis store does not.
 * Substitution (``THREADLINE_SUITE_IMPL=threadline``): when this module is
   imported (before pytest imports any conftest or test module) the attributes
   ``langgraph.checkpoint.sqlite.SqliteSaver``,
@@ -59,8 +66,11 @@ VARIANTS = {v for v in os.environ.get("THREADLINE_SUITE_VARIANTS", "").split(","
 DSN = os.environ.get("THREADLINE_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
 
 assert IMPL in ("official", "threadline"), IMPL
-assert SUITE in ("langgraph", "sqlite", "postgres", "langgraph-store", "sqlite-store", "postgres-store"), SUITE
+assert SUITE in (
+    "langgraph", "sqlite", "postgres", "langgraph-store", "sqlite-store", "postgres-store", "redis-store", "redis-sqlite-store"
+), SUITE
 STORE_SUITE = SUITE.endswith("-store")  # the store/cache runs: substitute stores and caches, not savers
+REDIS_SUITE = SUITE.startswith("redis-")  # the SQL stores' tests, threadline's run on its Redis store
 
 # (module, attribute, threadline attribute): the four savers threadline replaces.
 SAVERS = (
@@ -80,6 +90,20 @@ STORES = (
     ("langgraph.store.postgres.aio", "AsyncPostgresStore", "AsyncPostgresStore"),
     ("langgraph.cache.sqlite", "SqliteCache", "SqliteCache"),
 )
+
+# The Redis store runs: (module, attribute, threadline's replacement as "module:attribute").
+REDIS_STORES = {
+    "redis-store": (
+        ("langgraph.store.postgres", "PostgresStore", "threadline.store.redis:RedisStore"),
+        ("langgraph.store.postgres", "AsyncPostgresStore", "threadline.store.redis:AsyncRedisStore"),
+        ("langgraph.cache.redis", "RedisCache", "threadline.cache.redis:RedisCache"),
+    ),
+    "redis-sqlite-store": (
+        ("langgraph.store.sqlite", "SqliteStore", "redis_store_shims:SqliteStore"),
+        ("langgraph.store.sqlite", "AsyncSqliteStore", "redis_store_shims:AsyncSqliteStore"),
+        ("langgraph.store.sqlite.aio", "AsyncSqliteStore", "redis_store_shims:AsyncSqliteStore"),
+    ),
+}
 
 # Savers built during the current test (see _count_instances).
 _built = 0
@@ -106,6 +130,17 @@ def _substitute() -> dict[str, type]:
     import importlib
 
     classes: dict[str, type] = {}
+    if REDIS_SUITE:
+        for module_name, attr, replacement in REDIS_STORES[SUITE]:
+            module = importlib.import_module(module_name)
+            cls = getattr(module, attr)
+            if IMPL == "threadline":
+                where, _, name = replacement.partition(":")
+                cls = getattr(importlib.import_module(where), name)
+                setattr(module, attr, cls)
+            _count_instances(cls)
+            classes[f"{module_name}.{attr}"] = cls
+        return classes
     threadline = importlib.import_module("threadline") if IMPL == "threadline" else None
     for module_name, attr, tl_attr in STORES if STORE_SUITE else SAVERS:
         module = importlib.import_module(module_name)
@@ -150,7 +185,7 @@ def _admin_execute(sql: str) -> None:
 def _point_suite_at_local_postgres() -> None:
     """Rebind the suites' hard-coded Postgres URIs (module constants) to THREADLINE_TEST_POSTGRES's server."""
     global _scratch_db
-    if SUITE in ("langgraph", "langgraph-store"):
+    if SUITE in ("langgraph", "langgraph-store", "redis-store"):
         for name in ("tests.conftest_checkpointer", "tests.conftest_store"):
             module = sys.modules.get(name)
             if module is not None:
@@ -176,6 +211,21 @@ SQLITE_STORE_FILES = ("test_store.py", "test_async_store.py", "test_ttl.py")
 POSTGRES_STORE_FILES = ("test_store.py", "test_async_store.py")
 
 
+def _use_redis_store_fixtures() -> None:
+    """redis-store, threadline run: the langgraph suite's Postgres store fixtures open threadline's
+    Redis store instead (``tests.conftest`` imported them by name, so rebind them there)."""
+    import redis_store_shims
+
+    for name in ("tests.conftest", "tests.conftest_store"):
+        module = sys.modules.get(name)
+        if module is not None:
+            module._store_postgres = redis_store_shims.store_redis
+            module._store_postgres_aio = redis_store_shims.store_redis_aio
+
+
+REDIS_STORE_VARIANTS = {"postgres": "store=redis", "postgres_aio": "store=redis_aio"}
+
+
 def _params(item: pytest.Item) -> dict[str, Any]:
     callspec = getattr(item, "callspec", None)
     return dict(callspec.params) if callspec is not None else {}
@@ -195,6 +245,9 @@ def variant_of(item: pytest.Item) -> str:
     file = Path(str(item.fspath)).name
     if SUITE == "langgraph-store":
         return _store_variant(params) or "none"
+    if SUITE == "redis-store":
+        store = params.get("sync_store", params.get("async_store"))
+        return REDIS_STORE_VARIANTS.get(str(store), "cache=redis" if params.get("cache") == "redis" else "none")
     if SUITE == "langgraph":
         for fixture in LANGGRAPH_FIXTURES:
             if fixture in params:
@@ -216,6 +269,17 @@ def _is_postgres_variant(variant: str) -> bool:
 def _deselect_reason(item: pytest.Item) -> str | None:
     params = _params(item)
     file = Path(str(item.fspath)).name
+    if SUITE == "redis-store":
+        variant = variant_of(item)
+        if variant == "none":
+            return "uses neither the Postgres store (sync or async, plain connection) nor cache=redis"
+        if any(params.get(f, "memory") != "memory" for f in LANGGRAPH_FIXTURES):
+            return "checkpointer variant other than the in-memory one (savers are the langgraph run's)"
+        if NO_POSTGRES and variant.startswith("store="):
+            return "Postgres store variant: the official baseline needs Postgres (--no-postgres)"
+        return None
+    if SUITE == "redis-sqlite-store":
+        return None if file in SQLITE_STORE_FILES else "checkpoint saver tests (the saver runs cover them)"
     if SUITE == "langgraph-store":
         variant = _store_variant(params)
         if variant is None:
@@ -272,9 +336,15 @@ _started = time.time()
 
 def pytest_configure(config: pytest.Config) -> None:
     _point_suite_at_local_postgres()
+    if SUITE == "redis-store" and IMPL == "threadline":
+        _use_redis_store_fixtures()
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    if REDIS_SUITE and IMPL == "threadline":
+        import redis_store_shims
+
+        redis_store_shims.drop_all()
     if _scratch_db is not None:
         try:
             _admin_execute(f"DROP DATABASE IF EXISTS {_scratch_db} WITH (FORCE)")

@@ -9,7 +9,8 @@ class ThreadlineError(Exception):
 
 class ConfigError(ThreadlineError, ValueError):
     """A RunnableConfig or argument is malformed: a missing or mistyped thread_id, checkpoint_ns, checkpoint_id,
-    a key with NUL or unpaired surrogate characters, a non-integer ``limit``."""
+    a key with NUL or unpaired surrogate characters, a non-integer ``limit``; a Store or Cache TTL that is
+    not a finite number within ``max_ttl_seconds``, a Store ``limit``/``offset`` outside 0 … 2**63 - 1."""
 
 
 class FilterError(ThreadlineError, ValueError):
@@ -51,15 +52,18 @@ class EncryptionError(CorruptRowError):
 
 
 class KeyTooLongError(ConfigError):
-    """A thread_id, checkpoint_ns, checkpoint_id, channel, version, task_id or task_path is longer
-    than ``threadline.limits`` ``max_key_bytes`` (UTF-8)."""
+    """A thread_id, checkpoint_ns, checkpoint_id, channel, version, task_id, task_path, Store key or
+    Cache key is longer than ``threadline.limits`` ``max_key_bytes`` (UTF-8); a Store or Cache
+    namespace longer than ``max_namespace_bytes``."""
 
 
 class ValueTooLargeError(ThreadlineError, ValueError):
-    """A channel value or pending write serializes to more than ``threadline.limits`` ``max_value_bytes``;
-    nothing was written."""
+    """A channel value or pending write serializes to more than ``threadline.limits`` ``max_value_bytes``,
+    checkpoint metadata to more than ``max_metadata_bytes``, or metadata or a Store value nests deeper
+    than ``max_json_depth``; nothing was written."""
 
 
 class FilterTooLargeError(FilterError):
-    """A ``list`` metadata filter has more keys than ``max_filter_keys`` or more JSON than
-    ``max_filter_bytes`` (``threadline.limits``)."""
+    """A ``list`` metadata filter or Store ``search`` filter has more keys (Store: conditions) than
+    ``max_filter_keys``, more JSON than ``max_filter_bytes``, nests deeper than ``max_json_depth``,
+    or (Store) a key path longer than ``max_filter_path_depth`` (``threadline.limits``)."""

@@ -42,13 +42,14 @@ def _shown(value: str) -> str:
     return repr(value) if len(value) <= 80 else f"{value[:60]!r}… ({len(value)} characters)"
 
 
-def text_key(name: str, value: Any) -> str:
+def text_key(name: str, value: Any, limit: str = "max_key_bytes") -> str:
     """``value`` when it is a string a key column can hold on every backend; ``name`` names it
     in the error.
 
     Raises:
         ConfigError: not a string, a NUL character, or an unpaired surrogate (not UTF-8).
-        KeyTooLongError: longer than ``limits.current().max_key_bytes`` in UTF-8.
+        KeyTooLongError: longer in UTF-8 than ``limit``, a field of ``threadline.limits``
+            (``max_key_bytes``; ``max_namespace_bytes`` for a Store or Cache namespace).
     """
     if not isinstance(value, str):
         raise ConfigError(f"{name} must be a string, got {type(value).__name__} {value!r}")
@@ -58,9 +59,9 @@ def text_key(name: str, value: Any) -> str:
         size = len(value.encode("utf-8"))
     except UnicodeEncodeError:
         raise ConfigError(f"{name} is not valid UTF-8 (an unpaired surrogate character), got {_shown(value)}") from None
-    top = limits.current().max_key_bytes
+    top = getattr(limits.current(), limit)
     if size > top:
-        raise KeyTooLongError(f"{name} is {size} bytes long, more than max_key_bytes={top} (threadline.limits): {_shown(value)}")
+        raise KeyTooLongError(f"{name} is {size} bytes long, more than {limit}={top} (threadline.limits): {_shown(value)}")
     return value
 
 

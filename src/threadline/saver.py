@@ -106,6 +106,11 @@ class EngineSaver(Sweeping, BaseCheckpointSaver[str]):
     bytes counted with keys and per-entry overhead; default 64 MiB (``DEFAULT_MAX_BYTES``);
     0 keeps nothing (every put then reads its delta base back). ConfigError when it is not
     a non-negative integer. See docs/operations.md, "Memory".
+
+    ``adopt``: serve threads found in the official saver's tables of the same database
+    (``threadline.storage.adopt``). None (the default) adopts unless the codec's keyring
+    requires encryption, since the official rows carry no seal; True adopts in any case,
+    False never. Adoption never touches a thread threadline wrote itself.
     """
 
     dialect: Dialect
@@ -114,7 +119,7 @@ class EngineSaver(Sweeping, BaseCheckpointSaver[str]):
         self,
         *,
         serde: SerializerProtocol | None = None,
-        adopt: bool = True,
+        adopt: bool | None = None,
         ttl: Mapping[str, Any] | TTL | None = None,
         retention: Any = None,
         cache_max_bytes: int | None = None,
@@ -123,15 +128,15 @@ class EngineSaver(Sweeping, BaseCheckpointSaver[str]):
         # Compression and delta settings plus the cache of recent values (codec.BlobCodec);
         # replace it to tune them, e.g. ``saver.blob_codec = BlobCodec(max_depth=32)``.
         self.blob_codec = BlobCodec(cache=BlobCache(max_bytes=_cache_bytes(cache_max_bytes)))
-        # Adopt threads of the official saver's tables in the same database on first touch
-        # (see threadline.storage.adopt); set by setup() when such tables exist and adopt is True.
+        # Adopt threads of the official saver's tables on first touch (see the class docstring);
+        # _adopting is set by setup() when such tables exist and adopt is not False.
         self.adopt = adopt
         self.is_setup = False
         self._adopting = False
         self._init_sweeping(ttl, retention)
 
     def _setup_done(self, state: ops.SchemaState) -> None:
-        self._adopting = self.adopt and state.official
+        self._adopting = self.adopt is not False and state.official
         self.is_setup = True
 
     def _as_official(self, config: dict, found: CheckpointTuple | None) -> CheckpointTuple | None:
@@ -141,8 +146,12 @@ class EngineSaver(Sweeping, BaseCheckpointSaver[str]):
         return found
 
     def _adopt_op(self, thread_id: Any) -> ops.Op[bool] | None:
-        """The read-only check whether ``thread_id`` has official checkpoints to adopt; None when adoption is off."""
-        return adopt.pending(self.dialect, thread_id) if self._adopting and thread_id is not None else None
+        """The read-only check whether ``thread_id`` has official checkpoints to adopt; None when
+        adoption is off (by default, while the keyring requires encryption: class docstring)."""
+        keys = self.blob_codec.keys
+        if not self._adopting or thread_id is None or (self.adopt is None and keys is not None and keys.require):
+            return None
+        return adopt.pending(self.dialect, thread_id)
 
     def _adopt(self, thread_id: Any) -> None:
         if (check := self._adopt_op(thread_id)) is not None and self._run(check, write=False):

@@ -16,6 +16,7 @@ from typing import Any
 
 from langgraph.checkpoint.base import get_checkpoint_metadata
 
+from threadline import limits
 from threadline.errors import ConfigError
 
 TTL_KEY = "ttl_minutes"  # a thread's own TTL, in configurable or metadata
@@ -40,11 +41,20 @@ class TTL:
         return min(60.0, self.default_ttl * 6) if self.default_ttl else 6.0
 
 
+def _positive_minutes(value: Any) -> bool:
+    """A number of minutes a TTL can be: positive, at most ``threadline.limits`` ``max_ttl_seconds``
+    (inf and 1e308 would overflow the expiry arithmetic of every backend)."""
+    return (
+        not isinstance(value, bool) and isinstance(value, (int, float))
+        and 0 < value <= limits.current().max_ttl_seconds / 60
+    )
+
+
 def _minutes(name: str, value: Any) -> float | None:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-        raise ConfigError(f"ttl[{name!r}] must be a positive number of minutes or None, got {value!r}")
+    if not _positive_minutes(value):
+        raise ConfigError(f"ttl[{name!r}] must be a positive number of minutes (at most max_ttl_seconds / 60) or None, got {value!r}")
     return float(value)
 
 
@@ -80,6 +90,6 @@ def thread_ttl_of(config: Any, metadata: Any) -> float | None:
         return None
     if value == "never":
         return NEVER
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-        raise ConfigError(f"{TTL_KEY} must be a positive number of minutes or 'never', got {value!r}")
+    if not _positive_minutes(value):
+        raise ConfigError(f"{TTL_KEY} must be a positive number of minutes (at most max_ttl_seconds / 60) or 'never', got {value!r}")
     return float(value)

@@ -17,7 +17,6 @@ leads with ``thread_id``, so the tables shard by thread (e.g. Citus
 from __future__ import annotations
 
 import asyncio
-import re
 import threading
 from collections.abc import AsyncIterator, Iterator
 from contextlib import AsyncExitStack, ExitStack, asynccontextmanager, contextmanager
@@ -28,6 +27,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from psycopg.rows import tuple_row
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
+from threadline.backends.registry import masked
 from threadline.storage import ops
 from threadline.storage.dialect import POSTGRES
 from threadline.storage.runner import adrive, drive
@@ -45,13 +45,9 @@ T = TypeVar("T")
 POOL = {"max_idle": 300.0, "reconnect_timeout": 300.0}
 
 
-def _masked(dsn: str) -> str:
-    return re.sub(r"//[^@/]*@", "//***@", dsn)  # never print a password
-
-
 def door_error(exc: Exception, dsn: str | None = None) -> BackendError:
     """The one-line error for a Postgres failure while connecting or setting up."""
-    where = f"Postgres at {_masked(dsn)}" if dsn else "Postgres"
+    where = f"Postgres at {masked(dsn)}" if dsn else "Postgres"
     text = " ".join(str(exc).split())
     if isinstance(exc, psycopg.errors.InsufficientPrivilege):
         return BackendError(f"{where}: {text}; threadline needs CREATE on the schema to set up its tables (or run setup once as its owner)")
@@ -226,7 +222,7 @@ class _PostgresSaverParts(Piped):
         pipe: Any = None,
         serde: SerializerProtocol | None = None,
         *,
-        adopt: bool = True,
+        adopt: bool | None = None,
         ttl: Any = None,
         retention: Any = None,
         cache_max_bytes: int | None = None,
@@ -246,8 +242,8 @@ class PostgresSaver(_PostgresSaverParts, SyncShell):
     each operation borrows its own connection, so many threads run concurrently. A
     connection passed in should be in autocommit mode, as for the official saver.
 
-    ``adopt=False`` turns off adopting threads of an official ``PostgresSaver`` in the
-    same schema (see ``threadline.storage.adopt``).
+    ``adopt``: whether to adopt threads of an official ``PostgresSaver`` in the same schema
+    (see ``EngineSaver`` and ``threadline.storage.adopt``).
 
     Usage::
 
@@ -270,7 +266,7 @@ class PostgresSaver(_PostgresSaverParts, SyncShell):
         pipeline: bool = False,
         pool_size: int | None = None,
         serde: SerializerProtocol | None = None,
-        adopt: bool = True,
+        adopt: bool | None = None,
         ttl: Any = None,
         retention: Any = None,
         prepare_threshold: int | None = PREPARE_THRESHOLD,
@@ -347,7 +343,7 @@ def write_refusal(url: str) -> str | None:
 
 def describe(url: str) -> str:
     """How messages name the database at ``url`` (password masked)."""
-    return f"Postgres at {_masked(url)}"
+    return f"Postgres at {masked(url)}"
 
 
 class AsyncPostgresSaver(_PostgresSaverParts, AsyncShell):
@@ -377,7 +373,7 @@ class AsyncPostgresSaver(_PostgresSaverParts, AsyncShell):
         pipeline: bool = False,
         serde: SerializerProtocol | None = None,
         pool_size: int | None = None,
-        adopt: bool = True,
+        adopt: bool | None = None,
         ttl: Any = None,
         retention: Any = None,
         prepare_threshold: int | None = PREPARE_THRESHOLD,

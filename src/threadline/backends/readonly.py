@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from threadline.backends.registry import masked
 from threadline.errors import BackendError, NotADatabaseError
 from threadline.saver import EngineSaver
 from threadline.storage import ops
@@ -65,7 +66,7 @@ def require_threadline(url: str, state: ops.SchemaState, saver_name: str, *, cur
         if state.official:
             raise NotADatabaseError(
                 f"{where} is a database of LangGraph's official {saver_name}, not threadline's: copy its threads "
-                f"with `threadline import {url} --db NEW`, or open it with threadline's saver in your program to adopt "
+                f"with `threadline import {masked(url)} --db NEW`, or open it with threadline's saver in your program to adopt "
                 "each thread on first use"
             )
         raise NotADatabaseError(f"{where} holds no threadline tables: check the path or URL (a threadline saver creates them "
@@ -73,7 +74,7 @@ def require_threadline(url: str, state: ops.SchemaState, saver_name: str, *, cur
     state.check_version(where)
     if current and not state.current:
         raise NotADatabaseError(f"{where} was written by an older threadline release: migrate it once with "
-                                f"`threadline setup --db {url}` (or open it with threadline's saver), then read it")
+                                f"`threadline setup --db {masked(url)}` (or open it with threadline's saver), then read it")
 
 
 def _where(url: str) -> str:

@@ -3,9 +3,8 @@ or Redis Cluster (no modules), drop-in for ``langgraph-checkpoint-redis``'s clas
 same names. Connect and run only: the storage logic is ``storage.ops`` on the Redis
 statements (``storage.redis``).
 
-URLs: ``redis://[user:password@]host:port/db``, ``rediss://…`` (TLS), and for a cluster
-``redis+cluster://host:port`` or ``rediss+cluster://host:port`` (any one node; the client
-discovers the others).
+URLs: as ``backends.redisconn`` opens them (``redis://``, ``rediss://``, ``redis+cluster://``,
+``rediss+cluster://``), with ``?prefix=`` naming the key prefix.
 """
 
 from __future__ import annotations
@@ -14,118 +13,28 @@ import logging
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any
-from dataclasses import dataclass
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-import redis
-import redis.asyncio as aredis
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from redis import exceptions as rx
-from redis.asyncio.cluster import ClusterNode as AsyncClusterNode
 from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
-from redis.cluster import ClusterNode, RedisCluster
+from redis.cluster import RedisCluster
 
-from threadline.errors import BackendError, ConfigError
+from threadline.backends import redisconn
+from threadline.errors import ConfigError
 from threadline.saver import AsyncShell, SyncShell
 from threadline.storage import ops
 from threadline.storage.redis import RedisDialect
-from threadline.storage.redis.runner import adrive, drive, error
+from threadline.storage.redis.runner import adrive, drive
 
 logger = logging.getLogger("threadline.redis")
 
 DEFAULT_PREFIX = "checkpoint"  # the official default; threadline's keys have another shape (``layout``)
 
 
-PREFIX_PARAM = "prefix"  # URL query parameter naming the key prefix (``?prefix=myapp``)
-
-
-@dataclass(frozen=True)
-class Target:
-    """A parsed Redis URL: the URL redis-py takes (no ``prefix`` parameter; for a cluster, its
-    first node), the cluster's nodes (empty: a single server) and the key prefix it names."""
-
-    url: str
-    nodes: tuple[tuple[str, int], ...]
-    prefix: str | None
-
-
-def parse(url: str) -> Target:
-    """``redis://``, ``rediss://``, ``unix://`` or ``redis+cluster://h1:p1[,h2:p2…]`` (``rediss+cluster``:
-    TLS), with an optional ``?prefix=`` for the key prefix. BackendError for anything else."""
-    parts = urlsplit(url)
-    scheme = parts.scheme.lower()
-    if scheme not in ("redis", "rediss", "unix", "redis+cluster", "rediss+cluster"):
-        raise BackendError(f"not a Redis URL: {describe(url)}; use redis://, rediss://, redis+cluster:// or rediss+cluster://")
-    query = parse_qsl(parts.query, keep_blank_values=True)
-    prefix = next((v for k, v in query if k == PREFIX_PARAM), None)
-    rest = urlencode([(k, v) for k, v in query if k != PREFIX_PARAM])
-    nodes: tuple[tuple[str, int], ...] = ()
-    netloc = parts.netloc
-    if scheme.endswith("+cluster"):
-        scheme = scheme.split("+")[0]
-        auth, _, hosts = netloc.rpartition("@")
-        try:
-            nodes = tuple((h.rpartition(":")[0] or h, int(h.rpartition(":")[2] or 6379)) for h in hosts.split(","))
-        except ValueError:
-            raise BackendError(f"bad cluster node list in {describe(url)}; use redis+cluster://host:port[,host:port…]") from None
-        netloc = (auth + "@" if auth else "") + f"{nodes[0][0]}:{nodes[0][1]}"
-    return Target(urlunsplit((scheme, netloc, parts.path, rest, parts.fragment)), nodes, prefix)
-
-
-def describe(url: str) -> str:
-    """The URL with its password masked, for messages."""
-    parts = urlsplit(url)
-    if parts.password:
-        user, _, hosts = parts.netloc.rpartition("@")
-        netloc = f"{user.partition(':')[0]}:***@{hosts}"
-        return urlunsplit((parts.scheme, netloc, *parts[2:]))
-    return url
-
-
-def _client(target: Target, connection_args: dict[str, Any] | None, cluster: type, single: type, node: type) -> Any:
-    args = dict(connection_args or {})
-    if target.nodes:
-        nodes = [node(h, p) for h, p in target.nodes]
-        return cluster.from_url(target.url, startup_nodes=nodes, **args) if len(nodes) > 1 else cluster.from_url(target.url, **args)
-    return single.from_url(target.url, **args)
-
-
-def connect(url: str, connection_args: dict[str, Any] | None = None) -> Any:
-    """A sync client for ``url``, checked with a PING. BackendError naming the problem."""
-    try:
-        client = _client(parse(url), connection_args, RedisCluster, redis.Redis, ClusterNode)
-        client.ping()
-    except rx.RedisError as exc:
-        raise BackendError(f"cannot use Redis at {describe(url)}: {error(exc, RedisDialect()).args[0]}") from exc
-    return client
-
-
-async def aconnect(url: str, connection_args: dict[str, Any] | None = None) -> Any:
-    """An async client for ``url``, checked with a PING."""
-    try:
-        client = _client(parse(url), connection_args, AsyncRedisCluster, aredis.Redis, AsyncClusterNode)
-        await client.ping()
-    except rx.RedisError as exc:
-        raise BackendError(f"cannot use Redis at {describe(url)}: {error(exc, RedisDialect()).args[0]}") from exc
-    return client
-
-
 def _check_ttl(ttl: Any) -> Any:
     if ttl is not None and not isinstance(ttl, dict):
         raise ConfigError(f"ttl must be a dict such as {{'default_ttl': minutes, 'refresh_on_read': True}}, got {ttl!r}")
     return ttl
-
-
-def warnings_of(config: dict[str, Any]) -> list[str]:
-    """One line per setting of ``CONFIG GET`` output that can lose threads: an eviction
-    policy that evicts keys without a TTL, or no persistence at all."""
-    out = []
-    policy = str(config.get("maxmemory-policy", ""))
-    if policy.startswith("allkeys-"):
-        out.append(f"Redis maxmemory-policy is {policy}: under memory pressure Redis evicts threads (keys without a TTL); use noeviction or volatile-*")
-    if config.get("appendonly") == "no" and not config.get("save"):
-        out.append("Redis persistence is off (appendonly no, no save points): a server restart loses every thread")
-    return out
 
 
 class _RedisParts:
@@ -152,7 +61,7 @@ class _RedisParts:
         # caches; threadline's value cache is bounded by cache_max_bytes instead.
         super().__init__(serde=serde, adopt=False, ttl=_check_ttl(ttl), retention=retention, cache_max_bytes=cache_max_bytes)  # type: ignore[call-arg]
         if checkpoint_prefix == DEFAULT_PREFIX and redis_url:
-            checkpoint_prefix = parse(redis_url).prefix or DEFAULT_PREFIX
+            checkpoint_prefix = redisconn.prefix_of(redis_url) or DEFAULT_PREFIX
         try:
             self.dialect = RedisDialect(checkpoint_prefix, self.ttl.default_ttl if self.ttl else None)  # type: ignore[attr-defined]
         except ValueError as exc:
@@ -228,8 +137,8 @@ class _RedisParts:
         except rx.ResponseError:
             pass
 
-    def _warn(self, config: dict[str, Any]) -> None:
-        for line in warnings_of(config):
+    def _warn(self, lines: list[str]) -> None:
+        for line in lines:
             if line not in _WARNED:  # once a process: every saver of a server would say the same
                 _WARNED.add(line)
                 logger.warning(line)
@@ -315,13 +224,9 @@ class RedisSaver(_RedisParts, SyncShell):
 
     def setup(self) -> None:
         if self._redis is None:
-            self._redis = connect(self._url, self._connection_args)  # type: ignore[arg-type]
-        try:
-            self._warn(self._redis.config_get("*"))
-        except rx.ResponseError:
-            pass  # CONFIG is disabled on managed services
-        except rx.RedisError as exc:
-            raise error(exc, self.dialect) from exc
+            self._redis = redisconn.connect(self._url, **(self._connection_args or {}))  # type: ignore[arg-type]
+        with redisconn.at_door(self._url):
+            self._warn(redisconn.setup_warnings(self._redis, self._url))
         super().setup()
 
     read_only = False  # set by open_read_only: the runner then refuses every command that writes
@@ -336,7 +241,7 @@ def open_read_only(url: str, serde: Any = None) -> Iterator[tuple[RedisSaver, op
     the server holds under the URL's prefix (``?prefix=``). BackendError when Redis cannot be used."""
     saver = RedisSaver(url, serde=serde)
     saver.read_only = True
-    saver._redis = connect(url, None)
+    saver._redis = redisconn.connect(url)
     try:
         yield saver, saver.peek(ops.schema_state(saver.dialect))
     finally:
@@ -346,7 +251,7 @@ def open_read_only(url: str, serde: Any = None) -> Iterator[tuple[RedisSaver, op
 def write_refusal(url: str) -> str | None:
     """Why this process cannot write the server at ``url`` (a read-only replica), or None.
     BackendError when it cannot be reached."""
-    client = connect(url, None)
+    client = redisconn.connect(url)
     try:
         role = client.execute_command("ROLE")
         return "the server is a read-only replica" if role and role[0] in (b"slave", "slave", b"replica", "replica") else None
@@ -391,13 +296,9 @@ class AsyncRedisSaver(_RedisParts, AsyncShell):
 
     async def setup(self) -> None:
         if self._redis is None:
-            self._redis = await aconnect(self._url, self._connection_args)  # type: ignore[arg-type]
-        try:
-            self._warn(await self._redis.config_get("*"))
-        except rx.ResponseError:
-            pass
-        except rx.RedisError as exc:
-            raise error(exc, self.dialect) from exc
+            self._redis = await redisconn.aconnect(self._url, **(self._connection_args or {}))  # type: ignore[arg-type]
+        async with redisconn.aat_door(self._url):
+            self._warn(await redisconn.asetup_warnings(self._redis, self._url))
         await super().setup()
 
     async def _atransaction(self, op: ops.Op, write: bool) -> Any:

@@ -18,6 +18,14 @@ from typing import Any
 from threadline.errors import BackendError
 
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+_USER_INFO = re.compile(r"//[^/@]*@")  # //user:password@
+_PASSWORD_PARAM = re.compile(r"(?i)\b((?:ssl)?password)=('(?:[^'\\]|\\.)*'|[^&\s]*)")  # ?password=… or password=… (libpq)
+
+
+def masked(url: str) -> str:
+    """``url`` as messages and pages may show it: its user part (``user:password@``) and any
+    ``password`` / ``sslpassword`` parameter (URL query or libpq ``key=value`` form) are ``***``."""
+    return _PASSWORD_PARAM.sub(r"\1=***", _USER_INFO.sub("//***@", url))
 
 
 @dataclass(frozen=True)
@@ -100,7 +108,10 @@ REGISTRY: tuple[BackendEntry, ...] = (
             "async_saver": "AsyncRedisSaver",
             "read_only": "open_read_only",
             "write_refusal": "write_refusal",
-            "describe": "describe",
+            "describe": "threadline.backends.redisconn:describe",
+            "store": "threadline.store.redis:RedisStore",
+            "async_store": "threadline.store.redis:AsyncRedisStore",
+            "cache": "threadline.cache.redis:RedisCache",
         },
         example="redis://",
     ),

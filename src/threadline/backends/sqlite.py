@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sqlite3
+import stat
 import threading
 import urllib.parse
 from collections.abc import AsyncIterator, Iterator, Sequence
@@ -239,7 +240,7 @@ class _SqliteSaverParts:
     dialect = SQLITE
 
     def __init__(
-        self, conn: Any, *, serde: SerializerProtocol | None = None, adopt: bool = True, ttl: Any = None, retention: Any = None,
+        self, conn: Any, *, serde: SerializerProtocol | None = None, adopt: bool | None = None, ttl: Any = None, retention: Any = None,
         cache_max_bytes: int | None = None,
     ) -> None:
         super().__init__(serde=serde, adopt=adopt, ttl=ttl, retention=retention, cache_max_bytes=cache_max_bytes)  # type: ignore[call-arg]
@@ -255,8 +256,8 @@ class SqliteSaver(_SqliteSaverParts, SyncShell):
     (LangGraph's ``durability="async"`` puts run in a background thread): one lock
     serializes use of the connection. Several processes may share one file.
 
-    ``adopt=False`` turns off adopting threads of an official ``SqliteSaver`` in the
-    same file (see ``threadline.storage.adopt``).
+    ``adopt``: whether to adopt threads of an official ``SqliteSaver`` in the same file
+    (see ``EngineSaver`` and ``threadline.storage.adopt``).
 
     Usage::
 
@@ -272,8 +273,8 @@ class SqliteSaver(_SqliteSaverParts, SyncShell):
     @classmethod
     @contextmanager
     def from_conn_string(
-        cls, conn_string: str, *, serde: SerializerProtocol | None = None, adopt: bool = True, ttl: Any = None, retention: Any = None,
-        cache_max_bytes: int | None = None,
+        cls, conn_string: str, *, serde: SerializerProtocol | None = None, adopt: bool | None = None, ttl: Any = None,
+        retention: Any = None, cache_max_bytes: int | None = None,
     ) -> Iterator[SqliteSaver]:
         """Open (creating if needed) a SQLite database — a path, ``":memory:"`` or
         ``sqlite:///path`` — and set up threadline's tables. With a ``ttl`` naming
@@ -359,12 +360,15 @@ def open_read_only(url: str, serde: Any = None) -> Iterator[tuple[SqliteSaver, o
 
 
 def _existing_file(url: str) -> str:
-    """The path of ``url``; NotADatabaseError when no file is there (or a directory is)."""
+    """The path of ``url``; NotADatabaseError when no file is there, a directory is, or anything
+    else that is not a regular file (a named pipe would block the open forever, a device never end)."""
     path = path_of(url)
     if path == ":memory:" or not os.path.exists(path):
         raise NotADatabaseError(f"no SQLite database at {path!r}: it does not exist")
     if os.path.isdir(path):
         raise NotADatabaseError(f"{path!r} is a directory, not a database file")
+    if not stat.S_ISREG(os.stat(path).st_mode):
+        raise NotADatabaseError(f"{path!r} is not a regular file (a named pipe, device or socket): name a database file")
     return path
 
 
@@ -417,8 +421,8 @@ class AsyncSqliteSaver(_SqliteSaverParts, AsyncShell):
     @classmethod
     @asynccontextmanager
     async def from_conn_string(
-        cls, conn_string: str, *, serde: SerializerProtocol | None = None, adopt: bool = True, ttl: Any = None, retention: Any = None,
-        cache_max_bytes: int | None = None,
+        cls, conn_string: str, *, serde: SerializerProtocol | None = None, adopt: bool | None = None, ttl: Any = None,
+        retention: Any = None, cache_max_bytes: int | None = None,
     ) -> AsyncIterator[AsyncSqliteSaver]:
         """Open (creating if needed) a SQLite database — a path, ``":memory:"`` or
         ``sqlite:///path`` — and set up threadline's tables."""

@@ -6,7 +6,8 @@ Entries are ``(namespace, key) → value`` with a per-entry TTL in seconds (the
 ``CachePolicy``'s); values are serialized by the cache's ``serde`` — by default
 threadline's (``threadline.codec.serde``: no pickle, stored constructors only for
 safe and allowed types) — zstd-compressed when that pays, and a stored entry
-that cannot be decoded raises CorruptRowError naming it.
+that cannot be decoded raises CorruptRowError naming it. Keys, namespaces and TTLs are
+checked as the Store's (``threadline.store.checks``) before anything runs.
 
 Both caches run on a sync connection (or pool); the async methods (``aget``,
 ``aset``, ``aclear``) run the sync ones in a worker thread, as the official
@@ -32,9 +33,10 @@ from threadline.backends import entry_of
 from threadline.backends.postgres import PostgresDriver, at_door as pg_at_door, connect as pg_connect
 from threadline.backends.sqlite import SqliteDriver, connect, door_error as sqlite_door_error
 from threadline.cache import ops
+from threadline.cache.redis import RedisCache
 from threadline.codec.serde import default_serde
 from threadline.errors import CorruptRowError
-from threadline.store import schema
+from threadline.store import checks, schema
 from threadline.store.postgres import PoolConfig, open_args
 from threadline.store.sql import CACHE, POSTGRES, SQLITE, StoreSql
 
@@ -63,7 +65,7 @@ class SqlCache(BaseCache[ValueT], Generic[ValueT]):
         """The stored, unexpired values of ``keys``; missing and expired keys are absent."""
         if not keys:
             return {}
-        rows = self._run(ops.get(self.sql, [(ops.ns_text(ns), key) for ns, key in keys], time.time()), write=False)
+        rows = self._run(ops.get(self.sql, [_checked(ns, key) for ns, key in keys], time.time()), write=False)
         return {(ops.ns_tuple(ns), key): self._load(ns, key, encoding, value) for ns, key, encoding, value in rows}
 
     def _load(self, ns: str, key: str, encoding: str, value: Any) -> Any:
@@ -79,8 +81,10 @@ class SqlCache(BaseCache[ValueT], Generic[ValueT]):
         now = time.time()
         rows = []
         for (ns, key), (value, ttl) in pairs.items():
+            ns_text, key = _checked(ns, key)
+            seconds = checks.ttl(ttl, 1, f"ttl of cache entry {ns!r}/{key!r}")
             encoding, data = codec.compress(*codec.encode(self.serde, value))
-            rows.append((ops.ns_text(ns), key, encoding, data, now, None if ttl is None else now + ttl))
+            rows.append((ns_text, key, encoding, data, now, None if seconds is None else now + seconds))
         self._run(ops.put(rows, now), write=True)
 
     def clear(self, namespaces: Sequence[Namespace] | None = None) -> None:
@@ -95,6 +99,11 @@ class SqlCache(BaseCache[ValueT], Generic[ValueT]):
 
     async def aclear(self, namespaces: Sequence[Namespace] | None = None) -> None:
         await asyncio.to_thread(self.clear, namespaces)
+
+
+def _checked(ns: Namespace, key: str) -> tuple[str, str]:
+    """(namespace as stored, key), or ConfigError / KeyTooLongError (``store.checks``)."""
+    return checks.namespace(ops.ns_text(ns), "cache namespace"), checks.key(key, "cache key")
 
 
 class SqliteCache(SqlCache[ValueT]):
@@ -171,4 +180,4 @@ def open_cache(url: str, *, serde: SerializerProtocol | None = None) -> Iterator
         yield cache
 
 
-__all__ = ["PostgresCache", "SqliteCache", "open_cache"]
+__all__ = ["PostgresCache", "RedisCache", "SqliteCache", "open_cache"]

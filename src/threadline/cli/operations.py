@@ -95,8 +95,9 @@ def _restored(r: Any, **_: Any) -> None:
     table = Table(title=f"restored from {escape(r.source)}")
     for col in ("thread_id", "checkpoints", "blobs", "writes", "verified"):
         table.add_column(col)
+    same = "identical" + (f" to the bundle (redacted: {', '.join(r.redacted)})" if r.redacted else "")
     for t in r.threads:
-        status = f"[red]{escape('; '.join(t.problems[:2]))}[/red]" if t.problems else ("[green]identical[/green]" if r.verified else "rows identical")
+        status = f"[red]{escape('; '.join(t.problems[:2]))}[/red]" if t.problems else (f"[green]{escape(same)}[/green]" if r.verified else "rows identical")
         table.add_row(escape(t.thread_id), *(str(t.rows.get(k, 0)) for k in ("checkpoints", "blobs", "writes")), status)
     out.print(table)
 
@@ -110,10 +111,11 @@ Replace = typer.Option(False, "--replace", help="Overwrite threads that already 
 
 
 def _archive(options: dict[str, Any]) -> None:
-    """The source must be a threadline archive, checked read-only before the target is opened
-    (so a missing or wrong source creates no target file)."""
+    """The source must be a threadline archive safe to read, checked read-only before the target
+    is opened (so a missing, wrong or crafted source creates no target file)."""
     with open_readonly(options["source"]) as (source, state):
         require_threadline(options["source"], state, type(source).__name__, current=False)
+    B.check_archive(options["source"])
 
 
 @command("restore", render=_restored, opens="target", problems=lambda r: not r.ok, prepare=_archive)

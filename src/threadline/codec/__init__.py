@@ -8,7 +8,8 @@ stays readable:
 ``msgpack``, ``json``, …       the serializer's own ``(type, bytes)`` (the serializer's tag)
 ``null``                       ``None`` (serializer tag, empty bytes)
 ``empty``                      the channel has a version but no value (LangGraph's "empty
-                               channel", ``DeltaChannel`` between snapshots); bytes NULL
+                               channel", ``DeltaChannel`` between snapshots); bytes: the
+                               seal of no payload (NULL before empty rows were sealed)
 ``<tag>+zstd``                 the bytes of ``<tag>``, zstd-compressed (one frame with its
                                content size; below 64 KiB with threadline's dictionary,
                                which the frame names: ``dictionary``)
@@ -24,9 +25,10 @@ stays readable:
 =============================  ==============================================================
 
 Every row written is sealed (``+sum``, or ``+gcm`` with a ``Keyring``), after delta
-encoding and compression; ``empty`` rows hold no bytes and are not. Rows written before
-sealing (no suffix) still load, strictly: a ``null`` holds no bytes, a ``msgpack`` value
-ends where its bytes end, a zstd frame states its size within ``threadline.limits``.
+encoding and compression; an ``empty`` row keeps its type and holds the seal of no
+payload. Rows written before sealing (no suffix, or an ``empty`` row with NULL bytes)
+still load, strictly: a ``null`` holds no bytes, a ``msgpack`` value ends where its bytes
+end, a zstd frame states its size within ``threadline.limits``.
 
 Delta rows (seed 000 "方式 B"). A list or dict channel value whose serialized
 form extends the value its channel had in the parent checkpoint is stored as the
@@ -85,7 +87,7 @@ from threadline.codec.fingerprinting import fingerprints
 from threadline.codec.keyring import Keyring
 from threadline.codec.policy import PLAIN, BlobCodec
 from threadline.codec.refs import list_body, ref_in, ref_of, splice
-from threadline.codec.seal import GCM, SUM, Row, is_encrypted, is_sealed
+from threadline.codec.seal import GCM, SUM, Row, is_encrypted, is_sealed, sealed_as
 from threadline.codec.tags import DELTA_DICT, DELTA_LIST, DELTA_REF, EMPTY, check_size, compress, decode, decompress, encode
 
 __all__ = [
@@ -124,6 +126,7 @@ __all__ = [
     "ref_in",
     "ref_of",
     "resolve",
+    "sealed_as",
     "skip",
     "splice",
     "split",

@@ -21,7 +21,7 @@ from threadline.codec.deltas import chain_limit, make_delta
 from threadline.codec.fingerprinting import fingerprints
 from threadline.codec.keyring import Keyring
 from threadline.codec.refs import Candidate, make_ref
-from threadline.codec.seal import Row, check_checkpoint, checkpoint_checksum, open_sealed, seal
+from threadline.codec.seal import UNSEALED_HELP, Row, check_checkpoint, checkpoint_checksum, open_sealed, seal, sealed_as
 from threadline.codec.tags import (
     COMPRESS_MIN_BYTES,
     DELTA_LIST,
@@ -35,7 +35,7 @@ from threadline.codec.tags import (
     compress,
     decode,
 )
-from threadline.errors import CorruptRowError
+from threadline.errors import CorruptRowError, EncryptionError
 
 
 @dataclass
@@ -80,31 +80,39 @@ class BlobCodec:
         """A self-contained value's stored ``(type, bytes)`` (compressed at or above the threshold)."""
         return compress(tag, data, min_bytes=self.compress_min_bytes, level=self.zstd_level)
 
-    def seal(self, row: Row, tag: str, data: bytes) -> tuple[str, bytes]:
-        """The stored ``(type, bytes)`` of packed bytes, sealed to ``row`` (``codec.seal``)."""
-        return seal(self.keys, row, tag, data)
+    def seal(self, row: Row, tag: str, data: bytes | None) -> tuple[str, bytes]:
+        """The stored ``(type, bytes)`` of packed bytes, sealed to ``row`` (``codec.seal``); an
+        ``EMPTY`` row keeps its type and holds the seal of no payload."""
+        if tag == EMPTY:
+            return EMPTY, seal(self.keys, row, EMPTY, b"")[1]
+        return seal(self.keys, row, tag, data)  # type: ignore[arg-type]
 
     def store(self, row: Row, tag: str, data: bytes) -> tuple[str, bytes]:
         """A self-contained value's stored ``(type, bytes)``: packed, then sealed to ``row``."""
         return self.seal(row, *self.pack(tag, data))
 
     def open(self, row: Row, tag: str, data: Any) -> tuple[str, bytes | None]:
-        """A stored row's packed ``(type, bytes)``, its seal checked (``EMPTY`` rows hold no bytes).
+        """A stored row's packed ``(type, bytes)``, its seal checked (``EMPTY``: no bytes).
 
-        Raises CorruptRowError (EncryptionError for a key problem) as ``seal.open_sealed``."""
+        Raises CorruptRowError (EncryptionError for a key problem) as ``seal.open_sealed``; for
+        an ``EMPTY`` row whose seal holds a value, and for an unsealed one (NULL bytes, written
+        before empty rows were sealed) when encryption is required."""
         if not isinstance(tag, str):
             raise CorruptRowError(f"{row}: its type is not text ({type(tag).__name__})")
-        if tag == EMPTY:
-            if data is not None:
-                raise CorruptRowError(f"{row}: an {EMPTY!r} row holds bytes (the type was changed)")
-            return tag, None
-        return open_sealed(self.keys, row, tag, data)
+        if tag != EMPTY:
+            return open_sealed(self.keys, row, tag, data)
+        if data is None:
+            if self.keys is not None and self.keys.require:
+                raise EncryptionError(f"{row}: an unsealed {EMPTY!r} row but this keyring requires encryption; {UNSEALED_HELP}")
+            return EMPTY, None
+        if open_sealed(self.keys, row, sealed_as(tag, data), data)[1]:
+            raise CorruptRowError(f"{row}: an {EMPTY!r} row holds a value (the type was changed)")
+        return EMPTY, None
 
-    def reseal(self, src: Row, dst: Row, tag: str, data: Any) -> tuple[str, bytes | None]:
+    def reseal(self, src: Row, dst: Row, tag: str, data: Any) -> tuple[str, bytes]:
         """A stored row's ``(type, bytes)`` checked against ``src`` and sealed to ``dst`` instead
         (copying a value to another thread), with this codec's keys."""
-        tag, data = self.open(src, tag, data)
-        return (tag, data) if tag == EMPTY else self.seal(dst, tag, data)  # type: ignore[arg-type]
+        return self.seal(dst, *self.open(src, tag, data))
 
     def load(self, serde: SerializerProtocol, row: Row, tag: str, data: Any) -> Any:
         """Open and decode a stored, self-contained value row (a pending write, pending sends)."""

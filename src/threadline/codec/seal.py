@@ -13,8 +13,12 @@ so a value moved to another row, re-tagged or cut short fails to open. 0xC1 is t
 one byte no msgpack value, UTF-8 text, zstd frame or delta header starts with: a
 sealed envelope under an unsealed (legacy) tag is recognised and refused.
 
-Rows written before sealing existed (no suffix) still load; ``Keyring(require=True)``
-refuses them, and ``+sum`` rows, when encryption is required.
+An ``empty`` row (a channel version without a value) keeps its type: its bytes are the
+envelope of no payload, so a value row turned into an empty one fails to open like any
+other tampering (``sealed_as``).
+
+Rows written before sealing existed (no suffix; an ``empty`` row with NULL bytes) still
+load; ``Keyring(require=True)`` refuses them, and ``+sum`` rows, when encryption is required.
 
 A checkpoint row is checked as a whole: its key, parent and the canonical form of its
 checkpoint and metadata JSON (``canonical``: the same on SQLite's text and Postgres's
@@ -37,6 +41,7 @@ from typing import Any
 from cryptography.exceptions import InvalidTag
 
 from threadline.codec.keyring import KEY_ID_BYTES, Keyring
+from threadline.codec.tags import EMPTY
 from threadline.errors import CorruptRowError, EncryptionError
 
 SUM = "+sum"
@@ -48,6 +53,10 @@ _DIGEST = 8
 _NONCE = 12
 _GCM_MIN = 2 + KEY_ID_BYTES + _NONCE + 16
 _encode_str = json.encoder.encode_basestring  # type: ignore[attr-defined]
+UNSEALED_HELP = (
+    "either it was written behind threadline's back, or the database is not encrypted yet: then run "
+    "`threadline rekey` with THREADLINE_ENCRYPTION_REQUIRED=false (docs/security.md, \"Encrypt an existing database\")"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,7 +138,7 @@ def open_sealed(keys: Keyring | None, row: Row, tag: str, data: Any) -> tuple[st
                 continue
         raise CorruptRowError(f"{row}: encrypted value does not authenticate (damaged, cut short, re-tagged or moved from another row)")
     if keys is not None and keys.require:
-        raise EncryptionError(f"{row}: stored unencrypted ({tag!r}) but this keyring requires encryption; run `threadline rekey`")
+        raise EncryptionError(f"{row}: stored unencrypted ({tag!r}) but this keyring requires encryption; {UNSEALED_HELP}")
     if tag.endswith(SUM):
         inner = tag[: -len(SUM)]
         if len(raw) < 2 + _DIGEST or raw[:2] != _SUM_HEAD:
@@ -143,6 +152,14 @@ def open_sealed(keys: Keyring | None, row: Row, tag: str, data: Any) -> tuple[st
         # ``bytes`` value, 1 in 32,768 of them: refusing that beats loading a re-tagged envelope
         raise CorruptRowError(f"{row}: sealed bytes under the unsealed type {tag!r} (the type was changed)")
     return tag, raw
+
+
+def sealed_as(tag: str, data: Any) -> str:
+    """The tag whose seal a stored row carries: its own, or for an ``empty`` row (its type stays
+    ``empty``, its bytes are the seal of no payload) the one its envelope states."""
+    if tag != EMPTY or data is None:
+        return tag
+    return EMPTY + (GCM if bytes(data[:2]) == _GCM_HEAD else SUM)
 
 
 def is_sealed(tag: str) -> bool:
@@ -245,7 +262,7 @@ def check_checkpoint(
         raise CorruptRowError(f"{where}: its checksum is not text ({type(stored).__name__})")
     if stored is None or stored.startswith("b2:"):
         if keys is not None and keys.require:
-            raise EncryptionError(f"{where}: has no keyed checksum but this keyring requires encryption; run `threadline rekey`")
+            raise EncryptionError(f"{where}: has no keyed checksum but this keyring requires encryption; {UNSEALED_HELP}")
         if stored is None:
             return
         expected = "b2:" + hashlib.blake2b(_content(key, parent, doc, meta), digest_size=_DIGEST).hexdigest()

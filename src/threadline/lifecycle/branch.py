@@ -208,8 +208,7 @@ def fork_op(
         for v, (tag, data, base) in group.items():
             if (*key, v) in spliced:
                 tag, data = bc.pack(tag, data)
-            if tag != codec.EMPTY:
-                tag, data = bc.seal(R.blob_row_ref(dst, *key[1:], v, base), tag, data)
+            tag, data = bc.seal(R.blob_row_ref(dst, *key[1:], v, base), tag, data)
             copied.append((dst, *key[1:], v, tag, data, base))
     if copied:
         yield Q(d.INSERT_BLOB, copied, many=True)

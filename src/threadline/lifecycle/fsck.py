@@ -64,7 +64,7 @@ class Finding:
 
 
 REPAIRS = {
-    "orphan_writes": "deleted (their checkpoint does not exist, nothing can read them)",
+    "orphan_writes": "deleted (their checkpoint does not exist), once the items a stored delta reads from them are copied into it",
     "orphan_blobs": "garbage-collected (no checkpoint references them)",
     "broken_parent": "parent link cleared (the checkpoint becomes a root; its own state is complete)",
     "thread_index": "threads row recomputed from the tables",
@@ -161,6 +161,8 @@ def fsck_thread_op(
             except CorruptRowError as exc:
                 findings.append(Finding("unreadable_value", tid, ns, cid, str(exc), False))
     if repair:
+        needed = live if live is not None else set(t.blob_sizes)
+        orphan_writes = yield from _free_orphan_writes(d, tid, orphan_writes, needed, bc, findings)
         if orphan_writes:
             yield from ops.delete_keys(d, "threadline_writes", CHECKPOINT_KEY, [(tid, ns, cid) for ns, cid in orphan_writes], d.DELETE_WRITES)
         if broken:
@@ -180,6 +182,27 @@ def fsck_thread_op(
             if f.repairable:
                 f.repaired = True
     return findings
+
+
+def _free_orphan_writes(
+    d: Dialect, tid: str, orphans: list[tuple[str, str]], live: set, bc: codec.BlobCodec, findings: list[Finding]
+) -> Op[list[tuple[str, str]]]:
+    """The orphan writes (checkpoint_ns, checkpoint_id) that may go: a write a stored delta
+    reads its items from (``codec.refs``) is no orphan until they are copied into it, as
+    deleting checkpoints does (``ops.copy_referenced_items``, on the ``live`` blobs: all of
+    them when unknown). When a delta that may read them cannot be read or rewritten, every
+    orphan write is kept, its finding not repairable."""
+    if not orphans:
+        return orphans
+    try:
+        yield from ops.copy_referenced_items(d, tid, set(orphans), live, bc)
+    except CorruptRowError as exc:
+        for f in findings:
+            if f.kind == "orphan_writes":
+                f.repairable = False
+                f.detail += f"; kept: a stored delta may read its items from them and cannot be read now ({exc})"
+        return []
+    return orphans
 
 
 def _dangling_refs(d: Dialect, tid: str, bc: codec.BlobCodec, live: set | None) -> Op[list[Finding]]:

@@ -6,15 +6,16 @@ opened with any key of the keyring and sealed again with the write key (with non
 checksum: the database is decrypted), and every checkpoint checksum is recomputed, keyed
 with the write key. Each re-sealed row is read back and opened in the same transaction
 and compared with what it held (verified); a row that does not open is reported and left
-as it is. One transaction per thread: savers keep working meanwhile (online), rows
-written meanwhile already use the write key, and a run stopped half-way resumes where
-it stopped (rows already current are skipped).
+as it is. While the keyring requires encryption (the default), a plaintext value row or a
+checkpoint row without a keyed checksum does not open: only encrypting an existing
+database (``Keyring(require=False)``) seals such rows. One transaction per thread: savers
+keep working meanwhile (online), rows written meanwhile already use the write key, and a
+run stopped half-way resumes where it stopped (rows already current are skipped).
 """
 
 from __future__ import annotations
 
 import base64
-import copy
 import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -53,16 +54,18 @@ class RekeyReport:
 
 
 def _reader(bc: codec.BlobCodec) -> codec.BlobCodec:
-    """``bc`` for opening rows during a rekey: plaintext rows are what it re-seals, so it accepts them."""
-    keys = copy.copy(bc.keys)
-    if keys is not None:
-        keys.require = False
-    return dataclasses.replace(bc, keys=keys, cache=None)
+    """``bc`` for opening rows during a rekey, without its cache. It keeps the keyring's
+    ``require``: while encryption is required, a plaintext value or a checkpoint without a
+    keyed checksum is what someone who can write the database would plant, so it is
+    unreadable (reported, left as it is); only a keyring made with ``require=False`` (encrypting
+    an existing database, or decrypting) opens such rows to seal them."""
+    return dataclasses.replace(bc, cache=None)
 
 
 def _current(bc: codec.BlobCodec, tag: str, data: Any) -> bool:
     """Whether a stored value row is already sealed as ``bc`` would seal it now."""
     writer = bc.keys.writer if bc.keys is not None else None
+    tag = codec.sealed_as(tag, data)
     if writer is None:
         return tag.endswith(codec.SUM)
     return tag.endswith(codec.GCM) and data is not None and bytes(data[2:6]) == writer[0]
@@ -77,7 +80,7 @@ def rekey_thread_op(d: Dialect, thread_id: str, bc: codec.BlobCodec, *, dry_run:
     def value(table: str, row: codec.Row, tag: Any, data: Any) -> tuple | None:
         """(new type, new bytes, the packed (type, bytes) it holds) of a row to re-seal; None when
         it is current, or unreadable (reported)."""
-        if tag == codec.EMPTY or isinstance(tag, str) and _current(bc, tag, data):
+        if isinstance(tag, str) and _current(bc, tag, data):
             report.current[table] += 1
             return None
         try:
@@ -127,14 +130,11 @@ def rekey_thread_op(d: Dialect, thread_id: str, bc: codec.BlobCodec, *, dry_run:
 
 def _resealed_sends(doc: dict, key: tuple, bc: codec.BlobCodec, reader: codec.BlobCodec) -> dict:
     """``doc`` with its stored pending_sends (LangGraph < v4) re-sealed, or ``doc`` itself when current."""
-    sends = doc.get(R.SENDS)
-    try:
-        if not sends or _current(bc, sends[0], base64.b64decode(sends[1])):
-            return doc
-        row = R.sends_ref(*key)
-        tag, data = bc.seal(row, *reader.open(row, sends[0], base64.b64decode(sends[1])))  # type: ignore[arg-type]
-    except (TypeError, ValueError, IndexError, AttributeError) as exc:
-        raise CorruptRowError(f"checkpoint {key!r}: malformed pending_sends") from exc
+    sends = R.stored_sends(doc, key)
+    if sends is None or _current(bc, *sends):
+        return doc
+    row = R.sends_ref(*key)
+    tag, data = bc.seal(row, *reader.open(row, *sends))
     return {**doc, R.SENDS: [tag, base64.b64encode(data).decode()]}
 
 

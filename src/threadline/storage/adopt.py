@@ -5,7 +5,9 @@ A threadline saver opened on a database that also holds the official saver's tab
 ``checkpoint_writes`` of ``PostgresSaver``) serves those threads too. When a read
 names a thread (``get_tuple``, ``list`` with a thread_id, ``delete_thread``,
 ``copy_thread``, ``prune``), ``pending`` asks — one indexed query — whether the
-official tables have a checkpoint of it newer than what threadline adopted; if so,
+official tables have a checkpoint of it newer than what threadline adopted, and
+threadline has written none of its own since (``progress_op``: the official rows carry
+no seal, so they never override a thread threadline wrote); if so,
 ``adopt_thread`` imports the newer checkpoints with their values and pending writes
 (the writes of the last adopted checkpoint again, insert-or-ignore), in one
 transaction, verifies every imported checkpoint against the official rows, and moves
@@ -52,16 +54,22 @@ class Record:
     writes: list[tuple[str, int, str, str, Any]] = field(default_factory=list)
 
 
-def latest_official_op(d: Dialect, thread_id: str) -> Op[tuple[str | None, str | None]]:
-    """(newest official checkpoint_id of the thread, checkpoint_id threadline adopted up to)."""
-    found = yield Q(d.OFFICIAL_PROGRESS, (thread_id, thread_id))
-    return found[0][0], found[0][1]
+def progress_op(d: Dialect, thread_id: str) -> Op[tuple[str | None, str | None] | None]:
+    """(newest official checkpoint_id of the thread, checkpoint_id threadline adopted up to), or None
+    when there is nothing to adopt: no official checkpoint newer than the marker, or a thread
+    threadline wrote itself — one it holds checkpoints of newer than what it adopted. The official
+    rows carry no seal, so they never override (or extend) a thread threadline's own rows hold."""
+    latest, adopted, own = (yield Q(d.OFFICIAL_PROGRESS, (thread_id, thread_id, thread_id)))[0]
+    if latest is None or (adopted is not None and latest <= adopted):
+        return None
+    if own is not None and (adopted is None or own > adopted):
+        return None
+    return latest, adopted
 
 
 def pending(d: Dialect, thread_id: Any) -> Op[bool]:
-    """Whether the official tables hold checkpoints of ``thread_id`` not yet adopted (read-only)."""
-    latest, adopted = yield from latest_official_op(d, thread_id_of(thread_id))
-    return latest is not None and (adopted is None or latest > adopted)
+    """Whether the official tables hold checkpoints of ``thread_id`` to adopt (read-only, ``progress_op``)."""
+    return (yield from progress_op(d, thread_id_of(thread_id))) is not None
 
 
 def official_thread_ids_op(d: Dialect) -> Op[list[str]]:
@@ -220,9 +228,10 @@ def adopt_thread(d: Dialect, thread_id: Any, bc: codec.BlobCodec | None = None) 
     checkpoint does not read back as the official one; CorruptRowError for an official
     row that cannot be decoded."""
     tid = thread_id_of(thread_id)
-    latest, adopted = yield from latest_official_op(d, tid)
-    if latest is None or (adopted is not None and latest <= adopted):
-        return 0  # another worker adopted it first
+    progress = yield from progress_op(d, tid)
+    if progress is None:
+        return 0  # another worker adopted it first, or threadline wrote to it since
+    latest, adopted = progress
     serde = transfer_serde()
     records = yield from read_thread_op(d, serde, tid, adopted or "")
     n, _ = yield from store_op(d, serde, tid, records, bc)

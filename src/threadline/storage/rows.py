@@ -117,17 +117,38 @@ class BlobRow:
         return self.params[6] is not None
 
 
+def stored_sends(doc: Mapping[str, Any], key: tuple[str, str, str]) -> tuple[str, bytes] | None:
+    """The sealed ``(type, bytes)`` of a stored doc's ``pending_sends`` (``SENDS``: as
+    ``checkpoint_doc`` writes it, ``[type, base64]``, or ``[]`` for none); None when it holds none.
+    CorruptRowError for any other shape (``key``: the checkpoint's, for the message)."""
+    sends = doc.get(SENDS)
+    if sends is None or sends == []:
+        return None
+    if type(sends) is list and len(sends) == 2 and all(isinstance(part, str) for part in sends):
+        try:
+            return sends[0], base64.b64decode(sends[1], validate=True)
+        except ValueError:
+            pass
+    raise CorruptRowError(f"checkpoint {key!r}: malformed pending_sends")
+
+
+def sends_list(value: Any, where: object) -> list:
+    """``value`` of a checkpoint's pending sends or of its ``TASKS`` channel, which LangGraph keeps
+    as a list of ``Send`` (it skips an item of another type). CorruptRowError for anything else,
+    which would fail inside LangGraph with a raw TypeError."""
+    if not isinstance(value, list):
+        raise CorruptRowError(f"{where} holds a {type(value).__name__} where LangGraph keeps a list of Sends")
+    return value
+
+
 def resealed_sends(doc: dict[str, Any], src: tuple[str, str, str], dst: tuple[str, str, str], bc: codec.BlobCodec) -> dict[str, Any]:
     """A stored checkpoint doc copied from checkpoint ``src`` to ``dst`` (thread_id, checkpoint_ns,
     checkpoint_id): its stored ``pending_sends``, if any, checked and sealed to the new checkpoint."""
-    sends = doc.get(SENDS)
-    if not sends:
+    sends = stored_sends(doc, src)
+    if sends is None:
         return dict(doc)
-    try:
-        tag, data = bc.reseal(sends_ref(*src), sends_ref(*dst), sends[0], base64.b64decode(sends[1]))
-    except (TypeError, ValueError, IndexError, AttributeError) as exc:
-        raise CorruptRowError(f"checkpoint {src!r}: malformed pending_sends") from exc
-    return {**doc, SENDS: [tag, base64.b64encode(data or b"").decode()]}
+    tag, data = bc.reseal(sends_ref(*src), sends_ref(*dst), *sends)
+    return {**doc, SENDS: [tag, base64.b64encode(data).decode()]}
 
 
 def put_docs(
@@ -203,7 +224,8 @@ def blob_rows(
     parent = (key.thread_id, key.checkpoint_ns, key.checkpoint_id)
     for v in values:
         if v.tag is None:
-            rows.append(BlobRow((key.thread_id, key.checkpoint_ns, v.channel, v.version, codec.EMPTY, None, None)))
+            empty = bc.seal(blob_row_ref(key.thread_id, key.checkpoint_ns, v.channel, v.version), codec.EMPTY, None)
+            rows.append(BlobRow((key.thread_id, key.checkpoint_ns, v.channel, v.version, *empty, None)))
             continue
         base = (bases or {}).get(v.channel)
         writes = bc.cache.writes(parent, v.channel) if base is not None and bc.cache is not None else None
@@ -367,7 +389,10 @@ def channel_values(
             )
         if found[0] == codec.EMPTY:
             continue
-        values[channel] = codec.load(serde, found, blob_row_ref(thread_id, checkpoint_ns, channel, version))
+        row = blob_row_ref(thread_id, checkpoint_ns, channel, version)
+        values[channel] = codec.load(serde, found, row)
+        if channel == TASKS:
+            sends_list(values[channel], row)
     return values
 
 
@@ -407,11 +432,9 @@ def to_tuple(
     checkpoint = {k: v for k, v in doc.items() if k != SENDS and k != ABSENT}
     checkpoint["channel_values"] = values
     if SENDS in doc:
-        sends = doc[SENDS]
-        try:
-            checkpoint["pending_sends"] = bc.load(serde, sends_ref(thread_id, ns, cid), sends[0], base64.b64decode(sends[1])) if sends else []
-        except (TypeError, ValueError, IndexError, AttributeError) as exc:
-            raise CorruptRowError(f"checkpoint ({thread_id!r}, {ns!r}, {cid!r}): malformed pending_sends") from exc
+        sends = stored_sends(doc, (thread_id, ns, cid))
+        row = sends_ref(thread_id, ns, cid)
+        checkpoint["pending_sends"] = sends_list(bc.load(serde, row, *sends), f"the pending_sends of {row}") if sends is not None else []
     if parent_sends:
         # LangGraph < v4 kept a step's Send packets as the parent's TASKS writes; like the
         # official PostgresSaver, hand them to the checkpoint as the TASKS channel.

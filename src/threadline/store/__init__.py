@@ -2,7 +2,9 @@
 
 ``SqliteStore``, ``AsyncSqliteStore``, ``PostgresStore``, ``AsyncPostgresStore``: drop-in
 for the official ``langgraph.store.sqlite`` / ``langgraph.store.postgres`` classes, with
-one storage logic (``ops``, ``sql``) under thin backend shells. ``open_store(url)``
+one storage logic (``ops``, ``sql``) under thin backend shells. ``RedisStore``,
+``AsyncRedisStore`` (``store.redis``): drop-in for ``langgraph.store.redis``, on plain
+Redis and Redis Cluster. ``open_store(url)``
 picks the backend from a URL, as ``open_saver`` does.
 """
 
@@ -16,6 +18,7 @@ from langgraph.store.base import IndexConfig, TTLConfig
 from threadline.backends import entry_of
 from threadline.store.base import AsyncStore, SyncStore
 from threadline.store.postgres import AsyncPostgresStore, PoolConfig, PostgresStore
+from threadline.store.redis import AsyncRedisStore, RedisStore
 from threadline.store.sqlite import AsyncSqliteStore, SqliteStore
 
 
@@ -38,9 +41,11 @@ async def aopen_store(url: str, *, index: IndexConfig | None = None, ttl: TTLCon
 
 __all__ = [
     "AsyncPostgresStore",
+    "AsyncRedisStore",
     "AsyncSqliteStore",
     "PoolConfig",
     "PostgresStore",
+    "RedisStore",
     "SqliteStore",
     "aopen_store",
     "open_store",

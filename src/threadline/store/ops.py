@@ -21,6 +21,7 @@ from langgraph.store.base import GetOp, InvalidNamespaceError, ListNamespacesOp,
 
 from threadline.storage.ops import Op as SqlOp
 from threadline.storage.ops import Q, chunks
+from threadline.store import checks
 from threadline.store import values as V
 from threadline.store.index import Index
 from threadline.store.sql import STORE, VECTORS, StoreSql, where_filter
@@ -48,14 +49,15 @@ class Plan:
 
 
 def plan(ops: Iterable[Op], index: Index | None) -> Plan:
-    """Validate and encode ``ops``. Raises InvalidNamespaceError or ValueError naming the bad
-    namespace, key or value, before anything is stored."""
+    """Validate and encode ``ops``. Raises InvalidNamespaceError or ValueError (a threadline
+    error for a limit, ``checks``) naming the bad namespace, key, value, TTL, filter or page,
+    before anything is stored."""
     p = Plan(size=0)
     for i, op in enumerate(ops):
         p.size += 1
         validate_op_namespace(op)
+        checks.op(op)
         if isinstance(op, GetOp):
-            V.check_key(op.key)
             p.gets.append((i, op))
         elif isinstance(op, SearchOp):
             if op.query and index is not None:
@@ -69,8 +71,8 @@ def plan(ops: Iterable[Op], index: Index | None) -> Plan:
             where = f"value of {op.namespace!r}/{op.key!r}"
             if op.value is not None and not isinstance(op.value, dict):
                 raise ValueError(f"{where} must be a dict, got {type(op.value).__name__}")
-            encoded = None if op.value is None else V.dumps(op.value, where)
-            p.puts[(V.ns_text(op.namespace), V.check_key(op.key))] = (op, encoded)
+            encoded = None if op.value is None else checks.value(op.value, where)
+            p.puts[(V.ns_text(op.namespace), op.key)] = (op, encoded)
         else:
             raise ValueError(f"unknown store operation {type(op).__name__}")
     if index is not None:

@@ -22,9 +22,11 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from threadline.store import checks
 from threadline.store.values import dumps, jsonable
 from threadline.store.vecmath import pack
 
@@ -77,16 +79,6 @@ VECTOR_TYPES = ("vector", "halfvec")
 RANGE_OPS = {"$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
 
 
-def path_of(key: Any) -> tuple[str, ...]:
-    """A filter key as its path: ``"user.level"`` names ``value["user"]["level"]``."""
-    if not isinstance(key, str):
-        raise ValueError(f"Invalid filter key: {key!r}; filter keys must be strings")
-    segments = tuple(key.split("."))
-    if not all(segments) or "\x00" in key:
-        raise ValueError(f"Invalid filter key: {key!r}; a key is field names joined by '.', none of them empty or holding NUL")
-    return segments
-
-
 def normalize(value: Any) -> Any:
     """A filter value as JSON would hold it (tuples as lists, datetimes as strings, …)."""
     if value is None or isinstance(value, (bool, int, float, str, list, dict)):
@@ -104,8 +96,14 @@ def never_matches(value: Any) -> bool:
 
 
 def bindable(number: int | float) -> int | float:
-    """Numbers beyond 64 bits compare as floats (no driver binds them as integers)."""
-    return float(number) if isinstance(number, int) and not -(2**63) <= number < 2**63 else number
+    """Numbers beyond 64 bits compare as floats (no driver binds them as integers); beyond a
+    double, as an infinity (as SQLite reads such a number in JSON)."""
+    if not isinstance(number, int) or -(2**63) <= number < 2**63:
+        return number
+    try:
+        return float(number)
+    except OverflowError:
+        return math.inf if number > 0 else -math.inf
 
 
 class StoreSql:
@@ -282,9 +280,11 @@ class PostgresStoreSql(StoreSql):
                 f"CASE WHEN jsonb_typeof(s.value #> ?) = 'string' THEN (s.value #>> ?) COLLATE \"C\" {op} ? ELSE FALSE END",
                 [list(path), list(path), value],
             )
+        # NUMERIC holds every JSON number exactly (DOUBLE PRECISION overflows beyond 1e308);
+        # the bound is its exact text ("inf" included)
         return (
-            f"CASE WHEN jsonb_typeof(s.value #> ?) = 'number' THEN CAST(s.value #> ? AS DOUBLE PRECISION) {op} ? ELSE FALSE END",
-            [list(path), list(path), float(value)],
+            f"CASE WHEN jsonb_typeof(s.value #> ?) = 'number' THEN CAST(s.value #> ? AS NUMERIC) {op} CAST(? AS NUMERIC) ELSE FALSE END",
+            [list(path), list(path), repr(value)],
         )
 
 
@@ -298,8 +298,22 @@ SQLITE = StoreSql()
 POSTGRES = PostgresStoreSql()
 
 
-def where_filter(d: StoreSql, filter: dict[str, Any] | None) -> tuple[list[str], list[Any]]:
-    """SQL conditions (on alias ``s``) and parameters for a ``search`` filter.
+@dataclass(frozen=True)
+class Term:
+    """One checked condition of a ``search`` filter, for a backend to express:
+    ``kind`` "false" (matches nothing), "present" (the field exists), "eq" / "ne" (JSON
+    equality with ``value``, or a present field that differs), "cmp" (the field, a number or a
+    string as ``value`` is, compares ``op`` — one of ``>``, ``>=``, ``<``, ``<=`` — to ``value``)."""
+
+    kind: str
+    path: tuple[str, ...]
+    value: Any = None
+    op: str = ""
+
+
+def filter_terms(filter: dict[str, Any] | None) -> list[Term]:
+    """The conditions of a ``search`` filter, checked (the one reading of a filter; every backend
+    expresses these terms).
 
     ``{key: value}`` matches items whose value at ``key`` equals ``value`` (type-exact JSON
     equality: ``1`` matches ``1.0`` but not ``True``; ``None`` also matches a missing
@@ -307,32 +321,42 @@ def where_filter(d: StoreSql, filter: dict[str, Any] | None) -> tuple[list[str],
     (the field is present and differs, as the official SQLite and Postgres stores),
     ``$gt``, ``$gte``, ``$lt``, ``$lte`` (ranges compare numbers with numbers, strings with
     strings). A dotted key names a nested field. Raises ValueError for an unknown operator
-    or a range bound that is neither a number nor a string.
+    or a range bound that is neither a number nor a string, FilterTooLargeError beyond
+    the limits (``checks.conditions``).
     """
-    clauses: list[str] = []
-    params: list[Any] = []
-    for key, spec in (filter or {}).items():
-        path = path_of(key)
-        if isinstance(spec, dict) and spec and all(isinstance(k, str) and k.startswith("$") for k in spec):
-            conditions = list(spec.items())
-        else:
-            conditions = [("$eq", spec)]
-        for op, raw in conditions:
-            sql, args = _condition(d, path, op, normalize(raw))
-            clauses.append(sql)
-            params += args
-    return clauses, params
+    terms: list[Term] = []
+    for path, conditions in checks.conditions(filter):
+        terms += [_term(path, op, normalize(raw)) for op, raw in conditions]
+    return terms
 
 
-def _condition(d: StoreSql, path: tuple[str, ...], op: str, value: Any) -> tuple[str, list[Any]]:
+def _term(path: tuple[str, ...], op: str, value: Any) -> Term:
     if op in ("$eq", "$ne"):
         if never_matches(value):
-            return ("FALSE", []) if op == "$eq" else d.present(path)
-        return d.equals(path, value, negate=op == "$ne")
+            return Term("false", path) if op == "$eq" else Term("present", path)
+        return Term("eq" if op == "$eq" else "ne", path, value)
     if op not in RANGE_OPS:
         raise ValueError(f"Unsupported operator: {op}; use one of $eq, $ne, $gt, $gte, $lt, $lte")
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise ValueError(f"filter {'.'.join(path)!r} {op} needs a number or a string, got {type(value).__name__}")
     if isinstance(value, float) and math.isnan(value) or isinstance(value, str) and "\x00" in value:
-        return "FALSE", []
-    return d.compare(path, RANGE_OPS[op], value)
+        return Term("false", path)
+    return Term("cmp", path, value, RANGE_OPS[op])
+
+
+def where_filter(d: StoreSql, filter: dict[str, Any] | None) -> tuple[list[str], list[Any]]:
+    """SQL conditions (on alias ``s``) and parameters for a ``search`` filter (``filter_terms``)."""
+    clauses: list[str] = []
+    params: list[Any] = []
+    for t in filter_terms(filter):
+        if t.kind == "false":
+            sql, args = "FALSE", []
+        elif t.kind == "present":
+            sql, args = d.present(t.path)
+        elif t.kind == "cmp":
+            sql, args = d.compare(t.path, t.op, t.value)
+        else:
+            sql, args = d.equals(t.path, t.value, negate=t.kind == "ne")
+        clauses.append(sql)
+        params += args
+    return clauses, params

@@ -32,15 +32,6 @@ def ns_tuple(text: str) -> tuple[str, ...]:
     return tuple(text.split(SEP))
 
 
-def check_key(key: Any) -> str:
-    """The item key, or ValueError naming the problem."""
-    if not isinstance(key, str):
-        raise ValueError(f"store keys must be strings, got {type(key).__name__} {key!r}")
-    if "\x00" in key:
-        raise ValueError(f"store key {key!r} contains a NUL character, which the database cannot store")
-    return key
-
-
 def jsonable(obj: Any) -> Any:
     try:
         return orjson.loads(orjson.dumps(obj))

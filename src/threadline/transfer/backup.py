@@ -8,9 +8,16 @@ The archive is a threadline SQLite database (open it with any threadline command
   checkpoint tables is copied as stored (values stay encoded, never decoded) inside ONE
   ``REPEATABLE READ`` read-only transaction, so the archive is a consistent snapshot.
 * ``restore(saver, path)`` copies an archive's threads into any threadline database,
-  one transaction per thread that also checks the stored rows read back exactly
-  (nothing of a thread is kept otherwise), then, with ``verify``, loads every checkpoint
-  on both sides — values, metadata, parent, pending writes — and reports differences.
+  one transaction per thread that checks the stored rows read back exactly and, with
+  ``verify``, loads every checkpoint on both sides — values, metadata, parent, pending
+  writes — before it commits: a thread that differs is rolled back and reported, and the
+  target keeps what it had.
+
+An archive is a file from elsewhere (a bug report's bundle), so it is read only when it is
+a regular file, sound to SQLite's ``quick_check``, whose ``threadline_*`` objects are plain
+tables (a view could make every read endless) and whose values are within
+``threadline.limits`` (``open_archive``): reading it then costs no more than the file holds.
+Outputs are never written through a symbolic link (``refuse_links``).
 
 Rows are copied by the columns both sides have, so an archive of an older schema
 restores into a newer one. Thread bundles (``transfer.bundle``) are archives of some
@@ -19,12 +26,16 @@ threads.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from threadline import limits
+from threadline.codec.serde import inspecting
 from threadline.errors import ConfigError
 from threadline.keys import thread_id_of
 from threadline.storage import ops
@@ -36,6 +47,11 @@ from threadline.storage.ops import Op, Q
 THREAD_TABLES = ("threads", "checkpoints", "blobs", "writes", "adopted")
 Rows = dict[str, tuple[list[str], list[tuple]]]  # table → (columns, rows)
 Sink = Callable[[str, Rows], None]  # (thread_id, its rows)
+Transform = Callable[[Dialect, str, Rows], Op[Rows]]  # (source dialect, thread_id, its rows) → rows to write
+# Files SQLite writes beside a database: a link planted at one of them is a way out too.
+SIDE_FILES = ("-wal", "-shm", "-journal")
+# The columns of an archive holding stored values, each bounded by ``limits.max_value_bytes``.
+VALUE_COLUMNS = {"checkpoints": ("checkpoint", "metadata"), "blobs": ("blob",), "writes": ("blob",)}
 
 
 def _plain(value: Any) -> Any:
@@ -72,15 +88,17 @@ def thread_rows_op(d: Dialect, thread_id: str, columns: Mapping[str, Sequence[st
     return out
 
 
-def read_op(d: Dialect, thread_ids: Sequence[str] | None, sink: Sink) -> Op[int]:
+def read_op(d: Dialect, thread_ids: Sequence[str] | None, sink: Sink, transform: Transform | None = None) -> Op[int]:
     """Hand every (or each named) thread's rows to ``sink``, all read in this one transaction
-    (``d.snapshot_sql`` makes it one snapshot where statements see commits otherwise). Threads read."""
+    (``d.snapshot_sql`` makes it one snapshot where statements see commits otherwise), each
+    rewritten by ``transform`` first when given (in the same transaction). Threads read."""
     if d.snapshot_sql:
         yield Q(d.snapshot_sql)
     columns = yield from columns_op(d)
     ids = list(thread_ids) if thread_ids is not None else (yield from thread_ids_op(d, columns))
     for tid in ids:
-        sink(tid, (yield from thread_rows_op(d, tid, columns)))
+        rows = yield from thread_rows_op(d, tid, columns)
+        sink(tid, (yield from transform(d, tid, rows)) if transform else rows)
     return len(ids)
 
 
@@ -99,12 +117,24 @@ def _normal(rows: list[tuple]) -> list[tuple]:
     return sorted((tuple(norm(v) for v in r) for r in rows), key=repr)
 
 
+@dataclass
+class Expected:
+    """What a restored thread must load as: its checkpoints loaded from the archive
+    (``_loaded_op``) with ``serde`` and ``bc``, which load the restored rows too."""
+
+    serde: Any
+    bc: Any
+    loaded: dict[tuple[str, str], Any]
+
+
 def store_thread_op(
-    d: Dialect, thread_id: str, rows: Rows, columns: Mapping[str, Sequence[str]], *, replace: bool, bc: Any = None
-) -> Op[list[str]]:
+    d: Dialect, thread_id: str, rows: Rows, columns: Mapping[str, Sequence[str]], *, replace: bool, bc: Any = None,
+    expected: Expected | None = None,
+) -> Op[None]:
     """Insert one thread's rows (the columns both sides have) in one transaction and read them
-    back; raises ``_Differs`` (rolling it back) unless they read back exactly. Raises
-    ConfigError when the thread exists and not ``replace``."""
+    back; with ``expected``, also load every checkpoint and compare. Raises ``_Differs``
+    (rolling it all back) unless they read back and load exactly. Raises ConfigError when
+    the thread exists and not ``replace``."""
     exists = yield Q(d.HAS_CHECKPOINTS, (thread_id,))
     if exists and not replace:
         raise ConfigError(f"thread {thread_id!r} already exists in the target; pass replace=True (CLI --replace) to overwrite it")
@@ -124,13 +154,20 @@ def store_thread_op(
     got = yield from thread_rows_op(d, thread_id, {t: c for t, (c, _) in wanted.items()})
     differs = [t for t, (_, data) in wanted.items() if _normal(data) != _normal(got[t][1])]
     if differs:
-        raise _Differs(differs)
-    return differs
+        raise _Differs([f"rows of {', '.join(differs)} did not read back identical"])
+    if expected is not None:
+        try:
+            loaded = yield from _loaded_op(d, expected.serde, thread_id, expected.bc)
+        except Exception as exc:  # an unreadable checkpoint is a finding of the verification
+            raise _Differs([f"loading failed: {type(exc).__name__}: {exc}"]) from None
+        problems = _differences(expected.loaded, loaded)
+        if problems:
+            raise _Differs(problems)
 
 
 class _Differs(Exception):
-    def __init__(self, tables: list[str]) -> None:
-        self.tables = tables
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
 
 
 @dataclass
@@ -148,11 +185,13 @@ class ThreadRestore:
 @dataclass
 class RestoreReport:
     """What ``restore`` copied; ``ok`` when every thread read back identical (``verified``:
-    its checkpoints were also loaded and compared on both sides)."""
+    its checkpoints were also loaded and compared on both sides). ``redacted``: the channels
+    a bundle's values were redacted of (identical means identical to the bundle)."""
 
     source: str
     threads: list[ThreadRestore]
     verified: bool
+    redacted: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -163,6 +202,7 @@ class RestoreReport:
             "source": self.source,
             "ok": self.ok,
             "verified": self.verified,
+            "redacted": self.redacted,
             "threads": [t.to_json() for t in self.threads],
             "rows": {tb: sum(t.rows.get(tb, 0) for t in self.threads) for tb in THREAD_TABLES},
         }
@@ -182,7 +222,16 @@ class BackupReport:
         return {"path": self.path, "bytes": self.bytes, "method": self.method, "threads": self.threads, "rows": self.rows}
 
 
+def refuse_links(*paths: str) -> None:
+    """ConfigError naming the first of ``paths`` that is a symbolic link: an output is never
+    written through one (a link planted there would send it elsewhere)."""
+    for p in paths:
+        if os.path.islink(p):
+            raise ConfigError(f"{p!r} is a symbolic link: threadline does not write through links; remove it or name another path")
+
+
 def _fresh_path(path: str, overwrite: bool) -> None:
+    refuse_links(path, *(path + s for s in SIDE_FILES))
     if os.path.isdir(path):
         raise ConfigError(f"{path!r} is a directory; name the archive file to write")
     if os.path.exists(path):
@@ -200,18 +249,19 @@ def _counts_op(d: Dialect) -> Op[dict[str, int]]:
     return out
 
 
-def write_archive(path: str, source: Any, *, thread_ids: Sequence[str] | None = None, transform: Callable[[Rows], Rows] | None = None) -> int:
+def write_archive(path: str, source: Any, *, thread_ids: Sequence[str] | None = None, transform: Transform | None = None) -> int:
     """Copy ``source``'s threads (all, or ``thread_ids``) into a new threadline SQLite file at
-    ``path`` as one snapshot; ``transform`` may rewrite each thread's rows on the way. Threads copied."""
+    ``path`` as one snapshot; ``transform`` may rewrite each thread's rows on the way (an
+    operation run in the source's read transaction). Threads copied."""
     from threadline.backends.sqlite import SqliteSaver
 
     with SqliteSaver.from_conn_string(path, adopt=False) as archive:
         target = archive.run(columns_op(archive.dialect))
 
         def sink(tid: str, rows: Rows) -> None:
-            archive.run(store_thread_op(archive.dialect, tid, transform(rows) if transform else rows, target, replace=True), write=True)
+            archive.run(store_thread_op(archive.dialect, tid, rows, target, replace=True), write=True)
 
-        return source.run(read_op(source.dialect, thread_ids, sink))  # closing folds the WAL into the file
+        return source.run(read_op(source.dialect, thread_ids, sink, transform))  # closing folds the WAL into the file
 
 
 def backup(saver: Any, to: str, *, overwrite: bool = False) -> BackupReport:
@@ -237,6 +287,67 @@ def _vacuum_into(path: str) -> Op[None]:
     yield Q("VACUUM INTO ?", (path,), single=True)
 
 
+def _sound_op(path: str) -> Op[None]:
+    """ConfigError unless the archive at ``path`` (a SQLite file) holds ``threadline_*`` objects
+    that are plain tables (or their indexes), passes SQLite's ``quick_check`` and stores no
+    value larger than ``limits.max_value_bytes``."""
+    refused = f"{path!r} is not a threadline archive"
+    fix = "restore only files that `threadline backup` or `bundle-export` wrote"
+    for kind, name, sql in (yield Q(
+        "SELECT type, name, sql FROM sqlite_master WHERE name LIKE 'threadline\\_%' ESCAPE '\\' OR tbl_name LIKE 'threadline\\_%' ESCAPE '\\'"
+    )):
+        if kind == "table" and (sql or "").lstrip().upper().startswith("CREATE VIRTUAL"):
+            kind = "virtual table"
+        if kind not in ("table", "index"):
+            raise ConfigError(f"{refused}: {name} is a {kind}, not a table; {fix}")
+    check = (yield Q("PRAGMA quick_check(1)"))[0][0]
+    if check != "ok":
+        raise ConfigError(f"{refused}: SQLite finds it damaged ({check}); {fix}")
+    tables = {r[0] for r in (yield Q("SELECT name FROM sqlite_master WHERE type = 'table'"))}
+    most = limits.current().max_value_bytes
+    for t, cols in VALUE_COLUMNS.items():
+        if f"threadline_{t}" in tables:
+            found = yield Q(f"SELECT thread_id FROM threadline_{t} WHERE {' OR '.join(f'length({c}) > ?' for c in cols)} LIMIT 1",
+                            (most,) * len(cols))
+            if found:
+                raise ConfigError(f"{refused}: thread {found[0][0]!r} has a value in threadline_{t} larger than max_value_bytes "
+                                  f"({most} bytes, threadline.limits); {fix}")
+
+
+@contextmanager
+def open_archive(path: str) -> Iterator[Any]:
+    """A read-only saver on the archive at ``path`` once it proved safe to read (``_sound_op``).
+    NotADatabaseError for a missing file, a directory, a named pipe or anything else that is
+    not a regular file; ConfigError for a file that is not a sound threadline archive."""
+    from threadline.backends.sqlite import open_read_only
+
+    with open_read_only(path) as (archive, state):
+        archive.peek(_sound_op(path))
+        if not state.is_threadline:
+            raise ConfigError(f"{path!r} is not a threadline backup or bundle (no threadline tables)")
+        yield archive
+
+
+def check_archive(path: str) -> None:
+    """Raise as ``open_archive`` unless ``path`` is an archive safe to restore."""
+    with open_archive(path):
+        pass
+
+
+def _redacted_op(d: Dialect) -> Op[list[str]]:
+    """The channels a bundle was redacted of (its ``threadline_bundle`` row; none for a backup)."""
+    if not (yield Q(d.columns_sql, ("threadline_bundle",))):
+        return []
+    found = yield Q("SELECT redacted FROM threadline_bundle")
+    try:
+        channels = json.loads(found[0][0]) if found else []
+    except (TypeError, ValueError):
+        channels = None
+    if not isinstance(channels, list) or not all(isinstance(c, str) for c in channels):
+        raise ConfigError("the bundle's threadline_bundle row is malformed (redacted is not a list of channel names)")
+    return channels
+
+
 def restore(
     saver: Any,
     path: str,
@@ -248,20 +359,20 @@ def restore(
 ) -> RestoreReport:
     """Copy the threads of the archive ``path`` (a backup or a thread bundle) into ``saver``.
 
-    Each thread is stored in one transaction that reads its rows back and keeps them only
-    when identical; with ``verify`` every checkpoint is then loaded from both sides and
-    compared (values, metadata, parent, pending writes). Before anything is written, a
-    thread that already exists in the target is a ConfigError unless ``replace``; ConfigError
-    too when ``path`` is not a threadline archive."""
-    from threadline.backends.sqlite import open_read_only
-
+    Each thread is stored in one transaction that reads its rows back and, with ``verify``,
+    loads every checkpoint and compares it with the archive's (values, metadata, parent,
+    pending writes); a thread that differs, or whose archived checkpoints do not load, is
+    not restored (the target keeps what it had) and is reported. Before anything is
+    written, a thread that already exists in the target is a ConfigError unless
+    ``replace``. Raises as ``open_archive`` when ``path`` is not an archive safe to read."""
     report = RestoreReport(path, [], verify)
-    with open_read_only(path) as (archive, _):
+    # values load as inspection does, and never through the saver's cache: a thread rolled
+    # back must leave nothing behind
+    serde, reader = inspecting(saver.serde), dataclasses.replace(saver.blob_codec, cache=None)
+    with open_archive(path) as archive:
         a = archive.dialect
-        state = archive.peek(ops.schema_state(a))
-        if not state.is_threadline:
-            raise ConfigError(f"{path!r} is not a threadline backup or bundle (no threadline tables)")
         have = archive.peek(columns_op(a))
+        report.redacted = archive.peek(_redacted_op(a))
         ids = [thread_id_of(t) for t in thread_ids] if thread_ids is not None else archive.peek(thread_ids_op(a, have))
         target = saver.run(columns_op(saver.dialect))
         if not replace:
@@ -275,23 +386,30 @@ def restore(
             rows = archive.peek(thread_rows_op(a, tid, have))
             item = ThreadRestore(tid, {t: len(r) for t, (_, r) in rows.items() if r})
             try:
-                saver.run(store_thread_op(saver.dialect, tid, rows, target, replace=True, bc=saver.blob_codec), write=True)
+                expected = Expected(serde, reader, _archived(archive, serde, reader, tid)) if verify else None
+                saver.run(store_thread_op(saver.dialect, tid, rows, target, replace=True, bc=saver.blob_codec, expected=expected),
+                          write=True)
             except _Differs as exc:
-                item.problems.append(f"rows of {', '.join(exc.tables)} did not read back identical; thread not restored")
-            else:
-                if verify:
-                    item.problems += _compare(archive, saver, tid)
+                item.problems += ["thread not restored (the target keeps what it had)", *exc.problems]
             report.threads.append(item)
             if progress:
                 progress(i + 1, len(ids), tid)
     return report
 
 
+def _archived(archive: Any, serde: Any, bc: Any, thread_id: str) -> dict[tuple[str, str], Any]:
+    """The archive's checkpoints of a thread loaded; ``_Differs`` when one does not load."""
+    try:
+        return archive.peek(_loaded_op(archive.dialect, serde, thread_id, bc))
+    except Exception as exc:  # an unreadable checkpoint is a finding of the verification
+        raise _Differs([f"the archive's checkpoints do not load: {type(exc).__name__}: {exc}"]) from None
+
+
 def _exists_op(d: Dialect, thread_id: str) -> Op[bool]:
     return bool((yield Q(d.HAS_CHECKPOINTS, (thread_id,))))
 
 
-def _loaded_op(d: Dialect, serde: Any, thread_id: str) -> Op[dict[tuple[str, str], Any]]:
+def _loaded_op(d: Dialect, serde: Any, thread_id: str, bc: Any = None) -> Op[dict[tuple[str, str], Any]]:
     """Every checkpoint of a thread loaded (values decoded), as comparable data."""
     from threadline.read import jsonable
 
@@ -299,7 +417,7 @@ def _loaded_op(d: Dialect, serde: Any, thread_id: str) -> Op[dict[tuple[str, str
     out: dict[tuple[str, str], Any] = {}
     after = None
     while True:
-        page, after = yield from ops.list_page(d, serde, where, after, ops.PAGE_SIZE)
+        page, after = yield from ops.list_page(d, serde, where, after, ops.PAGE_SIZE, bc)
         for t in page:
             c = t.config["configurable"]
             out[(c["checkpoint_ns"], c["checkpoint_id"])] = jsonable(
@@ -309,15 +427,10 @@ def _loaded_op(d: Dialect, serde: Any, thread_id: str) -> Op[dict[tuple[str, str
             return out
 
 
-def _compare(archive: Any, saver: Any, thread_id: str) -> list[str]:
-    try:
-        want = archive.peek(_loaded_op(archive.dialect, saver.serde, thread_id))
-        got = saver.run(_loaded_op(saver.dialect, saver.serde, thread_id))
-    except Exception as exc:  # an unreadable checkpoint is a finding of the verification
-        return [f"loading failed: {type(exc).__name__}: {exc}"]
+def _differences(want: dict[tuple[str, str], Any], got: dict[tuple[str, str], Any]) -> list[str]:
     if set(want) != set(got):
         return [f"checkpoints differ: {len(want)} in the archive, {len(got)} restored"]
     return [f"checkpoint {cid!r} (ns {ns!r}) loads differently" for (ns, cid) in sorted(want) if want[(ns, cid)] != got[(ns, cid)]]
 
 
-__all__ = ["BackupReport", "RestoreReport", "ThreadRestore", "backup", "read_op", "restore", "write_archive"]
+__all__ = ["BackupReport", "RestoreReport", "ThreadRestore", "backup", "check_archive", "open_archive", "read_op", "refuse_links", "restore", "write_archive"]

@@ -2,17 +2,35 @@
 
 A bundle is a threadline archive (``transfer.backup``) holding only the named threads,
 every checkpoint, blob and pending write as stored; ``restore`` (CLI ``threadline
-bundle-import``) loads it into any threadline database and verifies it. ``redact``
-names channels whose values must not leave: every stored version of such a channel and
-every pending write to it is replaced by the string ``"[redacted]"`` (and a node's output
-for it in checkpoint metadata ``writes``) before it is written to the file, so the
-original bytes are never in it. LangGraph's input channel ``__start__`` carries a run's
-input, any channel's value among it, so it is redacted with them. The bundle's
+bundle-import``) loads it into any threadline database and verifies it. The bundle's
 ``threadline_bundle`` table says what it holds.
+
+``redact`` names channels whose values must not leave. Every place LangGraph carries a
+channel's value is rewritten before it is written to the file, so the original bytes are
+never in it:
+
+* every stored value of a redacted channel, and every pending write to it, becomes the
+  string ``"[redacted]"`` (an empty channel stays empty);
+* LangGraph's input channel ``__start__`` (a run's input holds any channel's value) is
+  redacted with them;
+* the payloads LangGraph passes between nodes, which may hold any channel's value, are
+  redacted whole while their shape is kept, so the thread runs as before: a ``Send``
+  (``__pregel_tasks`` values and writes, the ``pending_sends`` of checkpoints written before
+  LangGraph v4) keeps its node and its argument becomes ``"[redacted]"``; an interrupt
+  (``__interrupt__`` writes) keeps its id and its value becomes ``"[redacted]"``; a resume
+  value (``__resume__`` writes) becomes ``"[redacted]"`` (a list of them keeps its length);
+* a node's output for a redacted channel in checkpoint metadata ``writes``.
+
+Rewritten values are sealed to their rows and rewritten checkpoints re-sealed, with the
+saver's keys. Not redacted: other channels (a value a node copied into another channel is
+that channel's: redact it too), metadata other than ``writes``, and error messages
+(``__error__`` writes: a bug report needs them).
 """
 
 from __future__ import annotations
 
+import base64
+import dataclasses
 import json
 import os
 import sqlite3
@@ -21,14 +39,24 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from langgraph.types import Interrupt, Send
+
 from threadline import codec
+from threadline.codec.serde import inspecting
 from threadline.errors import ConfigError
 from threadline.keys import thread_id_of
-from threadline.storage.dialect import dumps_json
-from threadline.transfer.backup import Rows, _fresh_path, write_archive
+from threadline.read.common import INTERRUPT, RESUME, TASKS
+from threadline.storage import ops
+from threadline.storage import rows as R
+from threadline.storage.dialect import Dialect, dumps_json
+from threadline.storage.ops import Op
+from threadline.transfer.backup import Rows, Transform, _fresh_path, write_archive
 
 REDACTED = "[redacted]"
 START = "__start__"  # LangGraph's input channel
+# The writes whose payloads pass between nodes (Send packets, interrupts, resume values): redacted
+# whole, their shape kept, whenever a channel is redacted.
+CARRIERS = frozenset({TASKS, INTERRUPT, RESUME})
 
 
 @dataclass
@@ -45,46 +73,101 @@ class BundleReport:
         return {"path": self.path, "bytes": self.bytes, "threads": self.threads, "rows": self.rows, "redacted": self.redacted}
 
 
-def _redactor(saver: Any, channels: frozenset[str]) -> Any:
-    stored_type, stored = saver.blob_codec.pack(*codec.encode(saver.serde, REDACTED))
+def _blank(value: Any) -> Any:
+    """A payload passed between nodes with every value in it redacted and its shape kept: a
+    ``Send`` keeps its node, an ``Interrupt`` its id, a list or tuple its length."""
+    if isinstance(value, Send):
+        return Send(value.node, REDACTED)
+    if isinstance(value, Interrupt):
+        return dataclasses.replace(value, value=REDACTED)
+    if type(value) in (list, tuple):
+        return type(value)(_blank(v) for v in value)
+    return REDACTED
 
-    def values(cols: list[str], rows: list[tuple], **replace: Any) -> list[tuple]:
+
+def _redactor(saver: Any, channels: frozenset[str]) -> Transform:
+    """The rows of a thread rewritten as the module docstring says (an operation on the source:
+    a Send channel's values are read through their delta chains)."""
+    bc, serde = saver.blob_codec, saver.serde
+    reading = inspecting(serde)  # the payloads are rebuilt only as LangGraph's own types
+
+    def stored(row: Any, value: Any) -> tuple[str, bytes]:
+        return bc.store(row, *codec.encode(serde, value))
+
+    def blobs(d: Dialect, tid: str, cols: list[str], data: list[tuple]) -> Op[list[tuple]]:
         at = {c: i for i, c in enumerate(cols)}
+        key = lambda r: (tid, r[at["checkpoint_ns"]], r[at["channel"]], r[at["version"]])  # noqa: E731
+        sends = [key(r) for r in data if r[at["channel"]] == TASKS and r[at["type"]] != codec.EMPTY]
+        values = (yield from ops.fetch_blobs(d, sends, bc=bc)) if sends else {}
         out = []
-        for r in rows:
-            if r[at["channel"]] in channels:
-                r = list(r)
-                for col, v in replace.items():
-                    if col in at:
-                        r[at[col]] = v
-                r = tuple(r)
+        for r in data:
+            k, ch = key(r), r[at["channel"]]
+            if r[at["type"]] != codec.EMPTY and (ch in channels or ch == TASKS):
+                value = REDACTED if ch in channels else _blank(codec.load(reading, values[k], f"blob {k!r}"))
+                r = _with(at, r, base_version=None, **dict(zip(("type", "blob"), stored(R.blob_row_ref(*k), value))))
             out.append(r)
         return out
 
-    def metadata(text: Any) -> Any:
-        meta = json.loads(text) if isinstance(text, str) else text
-        writes = meta.get("writes") if isinstance(meta, dict) else None
-        if isinstance(writes, dict):
-            for node, out in writes.items():
-                if isinstance(out, dict):
-                    writes[node] = {k: REDACTED if k in channels else v for k, v in out.items()}
-        return dumps_json(meta, sort_keys=False)
+    def writes(cols: list[str], data: list[tuple]) -> list[tuple]:
+        at = {c: i for i, c in enumerate(cols)}
+        out = []
+        for r in data:
+            ch = r[at["channel"]]
+            if ch in channels or ch in CARRIERS:
+                ref = R.write_row_ref(*(r[at[c]] for c in ("thread_id", "checkpoint_ns", "checkpoint_id", "task_id", "idx", "channel")))
+                value = REDACTED if ch in channels else _blank(bc.load(reading, ref, r[at["type"]], r[at["blob"]]))
+                r = _with(at, r, **dict(zip(("type", "blob"), stored(ref, value))))
+            out.append(r)
+        return out
 
-    def transform(rows: Rows) -> Rows:
+    def checkpoint(at: dict[str, int], r: tuple) -> tuple:
+        key, parent = tuple(r[at[c]] for c in ("thread_id", "checkpoint_ns", "checkpoint_id")), r[at["parent_checkpoint_id"]]
+        doc, meta = (json.loads(r[at[c]]) if isinstance(r[at[c]], str) else r[at[c]] for c in ("checkpoint", "metadata"))
+        new_doc, new_meta = dict(doc), _metadata(meta, channels)
+        if doc.get(R.SENDS):
+            ref, (tag, data) = R.sends_ref(*key), doc[R.SENDS]
+            sends = _blank(bc.load(reading, ref, tag, base64.b64decode(data)))
+            tag, data = stored(ref, sends)
+            new_doc[R.SENDS] = [tag, base64.b64encode(data).decode()]
+        if (new_doc, new_meta) == (doc, meta):
+            return r
+        bc.check_checkpoint(r[at["checksum"]], key, parent, doc, meta)  # a damaged row is never re-sealed
+        return _with(at, r, checkpoint=dumps_json(new_doc, sort_keys=False), metadata=dumps_json(new_meta, sort_keys=False),
+                     checksum=bc.checkpoint_checksum(key, parent, new_doc, new_meta))
+
+    def transform(d: Dialect, tid: str, rows: Rows) -> Op[Rows]:
         rows = dict(rows)
         if "blobs" in rows:
             cols, data = rows["blobs"]
-            rows["blobs"] = (cols, values(cols, data, type=stored_type, blob=stored, base_version=None))
+            rows["blobs"] = (cols, (yield from blobs(d, tid, cols, data)))
         if "writes" in rows:
             cols, data = rows["writes"]
-            rows["writes"] = (cols, values(cols, data, type=stored_type, blob=stored))
+            rows["writes"] = (cols, writes(cols, data))
         if "checkpoints" in rows:
             cols, data = rows["checkpoints"]
-            i = cols.index("metadata")
-            rows["checkpoints"] = (cols, [(*r[:i], metadata(r[i]), *r[i + 1:]) for r in data])
+            at = {c: i for i, c in enumerate(cols)}
+            rows["checkpoints"] = (cols, [checkpoint(at, r) for r in data])
         return rows
 
     return transform
+
+
+def _with(at: dict[str, int], row: tuple, **columns: Any) -> tuple:
+    """``row`` with the named columns (those it has) replaced."""
+    out = list(row)
+    for col, v in columns.items():
+        if col in at:
+            out[at[col]] = v
+    return tuple(out)
+
+
+def _metadata(meta: Any, channels: frozenset[str]) -> Any:
+    """Checkpoint metadata with a node's output for a redacted channel (``writes``) replaced."""
+    writes = meta.get("writes") if isinstance(meta, dict) else None
+    if not isinstance(writes, dict):
+        return meta
+    return {**meta, "writes": {node: {k: REDACTED if k in channels else v for k, v in out.items()} if isinstance(out, dict) else out
+                               for node, out in writes.items()}}
 
 
 def bundle(saver: Any, thread_ids: Sequence[Any], to: str, *, redact: Sequence[str] = (), overwrite: bool = False) -> BundleReport:

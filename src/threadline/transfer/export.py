@@ -44,6 +44,7 @@ from threadline.errors import ConfigError
 from threadline.read import all_thread_ids_op, jsonable
 from threadline.read.tasks import node_of_write, push_nodes_op
 from threadline.keys import thread_id_of
+from threadline.transfer.backup import refuse_links
 
 TABLES = ("checkpoints", "writes", "blobs")
 
@@ -213,8 +214,10 @@ def export_parquet(
     and written in batches of ``batch_threads`` (bounded memory). ``values``: add each blob's
     and write's decoded value as JSON (``value``; CorruptRowError for a row that does not load).
     ``progress(done, total, thread_id)`` is called after each thread.
-    Raises ConfigError when ``out_dir`` is an existing file.
+    Raises ConfigError when ``out_dir`` is an existing file, or it or one of the directories it
+    replaces is a symbolic link (an output is never written through one).
     """
+    refuse_links(out_dir, *(os.path.join(out_dir, t) for t in TABLES))
     if os.path.isfile(out_dir):
         raise ConfigError(f"export target {out_dir!r} is a file, not a directory")
     ids = [thread_id_of(t) for t in thread_ids] if thread_ids is not None else saver.run(all_thread_ids_op(saver.dialect))

@@ -10,7 +10,6 @@ poll for live updates.
 from __future__ import annotations
 
 import contextlib
-import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +23,7 @@ from starlette.routing import Mount
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
+from threadline.backends.registry import masked
 from threadline.errors import ConfigError, FilterError, NotFoundError, ThreadlineError, UnsafeOperationError
 from threadline.read import load_graph
 from threadline.web import actions, pages
@@ -57,10 +57,6 @@ class UIConfig:
 
     def __post_init__(self) -> None:
         self.guard = Guard(port=self.port, bind_host=self.host)
-
-
-def _db_label(url: str) -> str:
-    return re.sub(r"//[^@/]*@", "//", url)  # never show a password
 
 
 def create_app(config: UIConfig, opened: Opened | None = None) -> Starlette:
@@ -106,5 +102,5 @@ def create_app(config: UIConfig, opened: Opened | None = None) -> Starlette:
     app.state.guard = config.guard
     app.state.graph = graph
     app.state.templates = templates
-    app.state.db_label = _db_label(config.db)
+    app.state.db_label = masked(config.db)
     return app

@@ -24,17 +24,25 @@ from threadline.web.respond import int_param, param, render, saver_of
 PAGE_SIZE = 50
 
 
+def _json(text: str) -> Any:
+    """``json.loads``, with nesting deeper than Python can parse a ValueError (never a RecursionError)."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError("metadata filter is nested too deeply to parse: filter on key=value pairs or a shallow JSON object") from None
+
+
 def parse_metadata(text: str) -> dict[str, Any]:
     """``key=value, key2=value2`` (values read as JSON when they parse, else as text) or a JSON object.
 
-    Raises ValueError naming the part that is neither.
+    Raises ValueError naming the part that is neither, or for JSON nested too deeply to parse.
     """
     text = text.strip()
     if not text:
         return {}
     if text.startswith("{"):
         try:
-            value = json.loads(text)
+            value = _json(text)
         except json.JSONDecodeError as exc:
             raise ValueError(f"metadata filter is not a JSON object: {exc}") from None
         if not isinstance(value, dict):
@@ -48,7 +56,7 @@ def parse_metadata(text: str) -> dict[str, Any]:
         if not sep or not key.strip():
             raise ValueError(f"metadata filter part {part!r} is not key=value (e.g. source=loop, step=3)")
         try:
-            out[key.strip()] = json.loads(raw)
+            out[key.strip()] = _json(raw)
         except json.JSONDecodeError:
             out[key.strip()] = raw.strip()
     return out

@@ -1,10 +1,16 @@
 """Who may use the browser, and how pages are protected.
 
 * **A token per server run.** ``threadline ui`` prints ``http://127.0.0.1:PORT/?token=…``;
-  the first visit with the token sets an HttpOnly, SameSite=Strict cookie (named for
-  the port, so two servers on one machine do not clash) and redirects to the same URL
-  without the token. Any other request without the cookie gets 403 — other users and
-  other local programs cannot read the database through the server.
+  the first visit with the token sets an HttpOnly, SameSite=Strict cookie and redirects
+  to the same URL without the token. Any other request without the cookie gets 403 —
+  other users and other local programs cannot read the database through the server.
+  The cookie is bound to the port: named for it, and holding not the token but an HMAC
+  of the port under the token, which this server alone accepts. (Browsers send a host's
+  cookies to every port of it; a program listening on another port of 127.0.0.1 that the
+  browser visits receives the cookie and could replay it here, which no cookie attribute
+  prevents; it never learns the printed token.) A token visit from another site (the
+  launch file ``threadline ui`` opens is one) gets a page that moves on from this origin
+  instead of a redirect, which would keep the navigation cross-site and the cookie unsent.
 * **Host check.** Requests must name a loopback host (or the host the server was
   bound to), which defeats DNS rebinding.
 * **Writes are POST with CSRF protection**: a per-run CSRF token in every form
@@ -17,7 +23,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import hmac
+import html
 import re
 import secrets
 from dataclasses import dataclass, field
@@ -26,7 +34,7 @@ from urllib.parse import parse_qsl, urlencode
 from starlette.datastructures import FormData
 from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoint
 from starlette.requests import Request
-from starlette.responses import PlainTextResponse, RedirectResponse, Response
+from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]")
 CSP = (
@@ -41,6 +49,18 @@ HEADERS = {
     "Cross-Origin-Opener-Policy": "same-origin",
     "Cross-Origin-Resource-Policy": "same-origin",
 }
+
+
+MOVE_ON_PAGE = """<!doctype html>
+<html><head><meta charset="utf-8"><meta http-equiv="refresh" content="0;url={url}"><link rel="icon" href="data:,">
+<title>threadline ui</title></head>
+<body><p>Opening <a href="{url}">threadline ui</a>…</p></body></html>
+"""
+
+
+def move_on_page(url: str) -> str:
+    """An HTML page that sends the browser on to ``url`` (a meta refresh: no script)."""
+    return MOVE_ON_PAGE.format(url=html.escape(url, quote=True))
 
 
 class CsrfError(Exception):
@@ -60,6 +80,11 @@ class Guard:
     def cookie(self) -> str:
         return f"threadline_ui_{self.port}"
 
+    @property
+    def cookie_value(self) -> str:
+        """The cookie's value: this server's port, HMAC'd under this run's token (never the token)."""
+        return hmac.new(self.token.encode(), f"threadline ui on port {self.port}".encode(), hashlib.sha256).hexdigest()
+
     def host_allowed(self, host_header: str) -> bool:
         """True for a loopback host (or the bound one) in the Host header; any host when bound to all interfaces."""
         if self.bind_host in ("0.0.0.0", "::", ""):
@@ -70,7 +95,7 @@ class Guard:
 
     def authorized(self, request: Request) -> bool:
         given = request.cookies.get(self.cookie, "")
-        return hmac.compare_digest(given.encode(), self.token.encode())
+        return hmac.compare_digest(given.encode(), self.cookie_value.encode())
 
     def check_origin(self, request: Request) -> None:
         """Raise CsrfError unless the browser says the request comes from this origin."""
@@ -108,8 +133,12 @@ class GuardMiddleware(BaseHTTPMiddleware):
             if not hmac.compare_digest(token.encode(), guard.token.encode()):
                 return self._headers(PlainTextResponse("Wrong token: open the URL `threadline ui` printed.", 403))
             rest = urlencode([(k, v) for k, v in parse_qsl(request.url.query, keep_blank_values=True) if k != "token"])
-            response = RedirectResponse(request.url.path + (f"?{rest}" if rest else ""), status_code=303)
-            response.set_cookie(guard.cookie, guard.token, httponly=True, samesite="strict", path="/")
+            clean = request.url.path + (f"?{rest}" if rest else "")
+            if request.headers.get("sec-fetch-site") == "cross-site":
+                response: Response = HTMLResponse(move_on_page(clean))
+            else:
+                response = RedirectResponse(clean, status_code=303)
+            response.set_cookie(guard.cookie, guard.cookie_value, httponly=True, samesite="strict", path="/")
             return self._headers(response)
         if not request.url.path.startswith("/static/") and not guard.authorized(request):
             return self._headers(PlainTextResponse(

@@ -1,16 +1,27 @@
-"""Running the app: bind a loopback socket, print the URL with the token, open the browser, serve."""
+"""Running the app: bind a loopback socket, print the URL with the token, open the browser, serve.
+
+The browser is launched with a private redirect file (``redirect_file``), as Jupyter does,
+never with the URL itself: a command line is visible to every user of the machine
+(``ps``), the file only to its owner.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import os
 import socket
+import tempfile
 import threading
 import webbrowser
 from collections.abc import Callable
+from pathlib import Path
 
 import uvicorn
 
+from threadline.backends.registry import masked
 from threadline.web.app import UIConfig, create_app
 from threadline.web.db import Opened, open_for_ui
+from threadline.web.security import move_on_page
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -34,6 +45,15 @@ def url_of(config: UIConfig) -> str:
     return f"http://{host}:{config.port}/?token={config.guard.token}"
 
 
+def redirect_file(link: str) -> str:
+    """A new HTML file readable by its owner only (``mkstemp`` makes it 0600) that sends the
+    browser on to ``link``; its path."""
+    fd, path = tempfile.mkstemp(prefix="threadline-ui-", suffix=".html")
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(move_on_page(link))
+    return path
+
+
 def make_server(config: UIConfig, sock: socket.socket, opened: Opened | None = None) -> uvicorn.Server:
     """A uvicorn server for ``config`` on the bound ``sock`` (``config.port`` set from it)."""
     config.port = sock.getsockname()[1]
@@ -53,7 +73,13 @@ def serve(config: UIConfig, *, open_browser: bool = True, announce: Callable[[st
         server = make_server(config, sock, opened)
         link = url_of(config)
         mode = f"read-only: {opened.reason}" if opened.read_only else "actions on"
-        announce(f"threadline ui for {config.db} ({mode}) at\n  {link}\nPress Ctrl+C to stop.")
-        if open_browser:
-            threading.Timer(1.0, webbrowser.open, [link]).start()
-        server.run(sockets=[sock])
+        announce(f"threadline ui for {masked(config.db)} ({mode}) at\n  {link}\nPress Ctrl+C to stop.")
+        page = redirect_file(link) if open_browser else None
+        try:
+            if page:
+                threading.Timer(1.0, webbrowser.open, [Path(page).as_uri()]).start()
+            server.run(sockets=[sock])
+        finally:
+            if page:
+                with contextlib.suppress(FileNotFoundError):
+                    os.remove(page)

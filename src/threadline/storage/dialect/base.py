@@ -73,12 +73,14 @@ def _check_storable(obj: Any, path: str = "$") -> None:
 def check_filter(filter: Any) -> None:
     """FilterError unless ``filter`` is a mapping of string keys to values a JSON column can
     hold on every backend (no NUL, unpaired surrogates, NaN/Infinity or integers beyond 64
-    bits); FilterTooLargeError beyond ``threadline.limits`` ``max_filter_keys`` / ``max_filter_bytes``."""
+    bits); FilterTooLargeError beyond ``threadline.limits`` ``max_filter_keys`` / ``max_filter_bytes`` /
+    ``max_json_depth``."""
     if not isinstance(filter, Mapping):
         raise FilterError(f"filter must be a mapping of metadata key to value, got {type(filter).__name__}")
     top = limits.current()
     if len(filter) > top.max_filter_keys:
         raise FilterTooLargeError(f"metadata filter has {len(filter)} keys, more than max_filter_keys={top.max_filter_keys} (threadline.limits)")
+    limits.check_filter_json(dict(filter), "metadata filter")
     for key, value in filter.items():
         if not isinstance(key, str):
             raise FilterError(f"metadata filter keys must be strings, got {type(key).__name__} {key!r}")
@@ -86,12 +88,6 @@ def check_filter(filter: Any) -> None:
             _check_storable({key: value})
         except ValueError as exc:
             raise FilterError(f"metadata filter value for {key!r} cannot be matched: {exc}") from exc
-    try:
-        size = len(json.dumps(dict(filter), ensure_ascii=False, default=str).encode("utf-8"))
-    except (TypeError, ValueError, RecursionError) as exc:
-        raise FilterError(f"metadata filter cannot be matched: {exc}") from exc
-    if size > top.max_filter_bytes:
-        raise FilterTooLargeError(f"metadata filter is {size} bytes of JSON, more than max_filter_bytes={top.max_filter_bytes} (threadline.limits)")
 
 
 class Dialect(Statements, ReadsStatements, LifecycleStatements, TransferStatements, WebStatements):

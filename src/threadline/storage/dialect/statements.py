@@ -411,10 +411,12 @@ class Statements:
     APPLIED_MIGRATIONS = "SELECT v FROM threadline_migrations"
     # (v, applied_at)
     RECORD_MIGRATION = "INSERT INTO threadline_migrations (v, applied_at) VALUES (?, ?)"
-    # (thread_id, thread_id) → newest official checkpoint_id of the thread, checkpoint_id adopted up to
+    # (thread_id, thread_id, thread_id) → newest official checkpoint_id of the thread, checkpoint_id adopted
+    # up to, newest checkpoint_id of the thread in threadline's own table
     OFFICIAL_PROGRESS = (
         "SELECT (SELECT MAX(checkpoint_id) FROM checkpoints WHERE thread_id = ?), "
-        "(SELECT checkpoint_id FROM threadline_adopted WHERE thread_id = ?)"
+        "(SELECT checkpoint_id FROM threadline_adopted WHERE thread_id = ?), "
+        "(SELECT MAX(checkpoint_id) FROM threadline_checkpoints WHERE thread_id = ?)"
     )
     # (thread_id, checkpoint_id) → checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, checkpoint, metadata of
     # the thread's official checkpoints newer than checkpoint_id, oldest first (both official savers' ``checkpoints``)

@@ -12,6 +12,7 @@ from threadline.storage.ops.delta_history import delta_channel_history
 from threadline.storage.ops.maintain import (
     DELTA_KEYS,
     PRUNE_STRATEGIES,
+    copy_referenced_items,
     copy_thread,
     delete_checkpoints,
     delete_for_runs,
@@ -38,6 +39,7 @@ __all__ = [
     "SchemaState",
     "T",
     "chunks",
+    "copy_referenced_items",
     "copy_thread",
     "delete_checkpoints",
     "delete_for_runs",

@@ -1,5 +1,5 @@
 """Maintenance operations: deleting threads, checkpoints (a kept delta that references
-their pending writes first gets the items copied in: ``_copy_referenced_items``) and the
+their pending writes first gets the items copied in: ``copy_referenced_items``) and the
 checkpoints of runs, recomputing a thread's index row (``restat``), collecting unreferenced blobs while
 keeping every delta base a kept blob needs (``gc_blobs``), copying a thread, and
 ``prune`` with its ``keep_latest`` / ``delete`` strategies. What a kept checkpoint
@@ -98,7 +98,7 @@ def open_ref(bc: codec.BlobCodec, row: Sequence) -> tuple[str, bytes | None, str
     return tag, data, *codec.ref_in(tag, data, where)[1:]
 
 
-def _copy_referenced_items(d: Dialect, tid: str, gone: set[tuple[str, str]], live: set, bc: codec.BlobCodec) -> Op[None]:
+def copy_referenced_items(d: Dialect, tid: str, gone: set[tuple[str, str]], live: set, bc: codec.BlobCodec) -> Op[None]:
     """Once the checkpoints ``gone`` (checkpoint_ns, checkpoint_id) of thread ``tid`` are deleted and
     before their writes are, rewrite every delta the remaining checkpoints need (``live``, from
     ``_live``) that references those writes (``codec.refs``, ``liveness.refs_to_copy``) as the
@@ -148,7 +148,7 @@ def delete_checkpoints(d: Dialect, keys: Sequence[tuple[str, str, str]], bc: cod
     found = {}
     for tid, gone in sorted(doomed.items()):  # what the kept checkpoints (those left) need
         found[tid] = yield from _live(d, tid)
-        yield from _copy_referenced_items(d, tid, gone, found[tid][0], bc or codec.PLAIN)
+        yield from copy_referenced_items(d, tid, gone, found[tid][0], bc or codec.PLAIN)
     yield from delete_keys(d, "threadline_writes", CHECKPOINT_KEY, keys, d.DELETE_WRITES)
     for tid in sorted(doomed):
         yield from gc_blobs(d, tid, found[tid])
@@ -216,6 +216,7 @@ def copy_thread(d: Dialect, source: Any, target: Any, bc: codec.BlobCodec | None
         where = f"checkpoint ({src!r}, {r[1]!r}, {r[2]!r})"
         doc, meta = d.load_object(r[4], where), d.load_json(r[5], where)
         R.check_row(r[:10], doc, meta, bc)
+        doc = R.resealed_sends(doc, (src, r[1], r[2]), (dst, r[1], r[2]), bc)
         checksum = bc.checkpoint_checksum((dst, r[1], r[2]), r[3], doc, meta)
         cks.append((dst, r[1], r[2], r[3], dumps_json(doc), dumps_json(meta, sort_keys=False), r[6], r[7], r[10], r[8], checksum))
     if cks:

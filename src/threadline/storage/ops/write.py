@@ -15,13 +15,20 @@ from typing import Any
 from langgraph.checkpoint.base import Checkpoint, CheckpointMetadata
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from threadline import codec
+from threadline import codec, limits
 from threadline.storage import rows as R
 from threadline.storage.dialect import Dialect, dumps_json
 from threadline.storage.ops.base import Op, Q, flat
 from threadline.storage.ops.read import fetch_blob_rows, fetch_blobs
-from threadline.errors import ConfigError, CorruptRowError
+from threadline.errors import ConfigError, CorruptRowError, ValueTooLargeError
 from threadline.keys import Key, config_of, key_of
+
+# ``Dialect.put_statement``'s parameters: the checkpoint's, then each blob row's
+PUT_PARAMS, BLOB_PARAMS = 14, 10
+# A put checks at most this many rows it will cache (4 parameters each, in one statement of
+# ``_put_statements``: within SQLite's and Postgres's limits on parameters); more are not cached.
+CHECKED_ROWS = 4000
+
 
 def _parent_versions(d: Dialect, bc: codec.BlobCodec, key: Key) -> Op[codec.Versions | None]:
     """The versions of the parent checkpoint (``key``'s checkpoint_id): from the cache, else
@@ -168,17 +175,26 @@ def put(
     now = time.time()
     doc, meta = R.put_docs(serde, config, checkpoint, metadata, key, bc)
     pairs = R.blob_pairs(doc)
-    candidates = R.delta_channels(checkpoint, new_versions) if bc.deltas else []
+    # Blobs whose parameters do not fit in one statement with the checkpoint's (``PUT_PARAMS``):
+    # on a dialect that puts in one statement, they are inserted before it, in chunks, as
+    # snapshots the cache does not keep (a delta or a cached row must be checked by that statement).
+    wide = PUT_PARAMS + BLOB_PARAMS * len(new_versions) > d.max_params and d.put_statement(0) is not None
+    candidates = R.delta_channels(checkpoint, new_versions) if bc.deltas and not wide else []
     inherits = absent is None and any(ch not in new_versions for ch, _ in pairs)
     parent = (yield from _parent_versions(d, bc, key)) if key.checkpoint_id and (inherits or candidates) else None
     if absent is None:
         absent = R.unexplained(pairs, new_versions, parent)
     if absent:
         doc[R.ABSENT] = list(absent)
+    where = f"checkpoint {checkpoint['id']!r}: metadata"
     try:
         doc_json, meta_json = dumps_json(doc), dumps_json(meta, sort_keys=False)
+    except RecursionError:
+        raise limits.too_deep(where, ValueTooLargeError) from None
     except (TypeError, ValueError) as exc:
-        raise ConfigError(f"checkpoint {checkpoint['id']!r}: metadata or versions are not JSON-serializable ({exc})") from exc
+        raise ConfigError(f"{where} or versions are not JSON-serializable ({exc})") from exc
+    limits.check_bytes(meta_json, "max_metadata_bytes", where, ValueTooLargeError)
+    limits.check_depth(meta, meta_json, where, ValueTooLargeError)
     ck_key = (key.thread_id, key.checkpoint_ns, checkpoint["id"])
     checksum = bc.checkpoint_checksum(ck_key, key.checkpoint_id, json.loads(doc_json), json.loads(meta_json))
     step, source, run_id = R.extracted_columns(meta)
@@ -195,16 +211,24 @@ def put(
     # The rows the cache will remember (deltas and list/dict snapshots) are checked in the
     # statement that writes the checkpoint row, so this costs no extra round trip.
     checked = [r for r in blob_rows if r.value is not None] if bc.cache is not None else []
+    if wide or len(checked) > CHECKED_ROWS:  # too many to check in one statement: stored, not cached
+        for r in checked:
+            r.value = None
+        checked = []
     row = (key.thread_id, key.checkpoint_ns, checkpoint["id"], key.checkpoint_id, doc_json, meta_json, step, source, run_id, now, checksum)
     # channels taken unchanged from the parent are stored with it: a new row needs it still stored
     required = key.checkpoint_id if inherits and parent is not None else None
-    one = d.put_statement(len(blob_rows))
+    # one statement when its parameters fit, else several in one transaction (the blobs in chunks)
+    in_one = [] if wide else blob_rows
+    one = d.put_statement(len(in_one))
     if one is not None:
+        if wide:
+            yield Q(d.INSERT_BLOB, [r.params for r in blob_rows], many=True, stores=(("blobs", size),))
         # blobs, checkpoint and thread index in one round trip; the checkpoint and thread rows
         # are written only when every checked row is stored as written (else below)
-        is_checked = [r.value is not None and bc.cache is not None for r in blob_rows]
-        blob_params = flat((*r.params, *r.guard, c) for r, c in zip(blob_rows, is_checked))
-        stores = (("checkpoints", len(doc_json) + len(meta_json)), ("blobs", size))
+        is_checked = [r.value is not None and bc.cache is not None for r in in_one]
+        blob_params = flat((*r.params, *r.guard, c) for r, c in zip(in_one, is_checked))
+        stores = (("checkpoints", len(doc_json) + len(meta_json)), ("blobs", 0 if wide else size))
         stored, _, existed, parent_stored = (yield Q(one, [*row, len(checked), size, required is not None, *blob_params], single=True, stores=stores))[0]
         if required is not None and not existed and not parent_stored:
             stored = None

@@ -6,8 +6,8 @@ one pipeline (one round trip; a batch of one, as one command), and the replies g
 into the handler, whose rows go back into the operation. Scripts run by their SHA1
 (``EVALSHA``) and are loaded on a ``NOSCRIPT`` reply (a restarted or flushed server).
 
-Errors become threadline's: a connection failure or an out-of-memory reply a
-``BackendError``, a key of the wrong type under the saver's prefix a ``CorruptRowError``.
+Errors become threadline's one-line ``BackendError`` (``backends.redisconn.door_error``): a
+connection failure, an out-of-memory reply, a key of the wrong type under the saver's prefix.
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ from typing import Any, TypeVar
 
 from redis import exceptions as rx
 
-from threadline.errors import BackendError, CorruptRowError, UnsafeOperationError
+from threadline.backends.redisconn import door_error
+from threadline.errors import UnsafeOperationError
 from threadline.storage.ops import Op, Q
 from threadline.storage.redis.base import Call
 from threadline.storage.redis.dialect import RedisDialect
@@ -36,22 +37,8 @@ def _args(c: Any) -> Sequence[Any]:
 
 
 def error(exc: BaseException, d: RedisDialect) -> Exception:
-    """The threadline error for a Redis client error."""
-    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-    if isinstance(exc, rx.ResponseError) and text.startswith("WRONGTYPE"):
-        return CorruptRowError(
-            f"a key under threadline's prefix {d.prefix!r} holds another type than threadline wrote ({text}); "
-            "another program writes under this prefix: give threadline a prefix of its own (checkpoint_prefix=)"
-        )
-    if isinstance(exc, rx.OutOfMemoryError) or (isinstance(exc, rx.ResponseError) and text.startswith("OOM")):
-        return BackendError(
-            f"Redis refused the write: out of memory ({text}); nothing was written. Raise maxmemory or delete threads (threadline prune)"
-        )
-    if isinstance(exc, (rx.ConnectionError, rx.TimeoutError)):
-        return BackendError(f"Redis connection failed ({text}); check that the server is up and the URL is right")
-    if isinstance(exc, rx.AuthenticationError):
-        return BackendError(f"Redis refused the credentials ({text}); check the password in the URL")
-    return BackendError(f"Redis error: {text}")
+    """The threadline error for a Redis client error (``redisconn.door_error``'s one line)."""
+    return door_error(exc)
 
 
 def _sync_batch(client: Any, batch: list) -> list:
@@ -123,7 +110,7 @@ def drive(op: Op[T], client: Any, d: RedisDialect, read_only: bool = False) -> T
             q = op.send(execute(q))
     except StopIteration as stop:
         return stop.value
-    except rx.RedisError as exc:
+    except (rx.RedisError, rx.RedisClusterException) as exc:
         raise error(exc, d) from exc
 
 
@@ -152,5 +139,5 @@ async def adrive(op: Op[T], client: Any, d: RedisDialect) -> T:
             q = op.send(await execute(q))
     except StopIteration as stop:
         return stop.value
-    except rx.RedisError as exc:
+    except (rx.RedisError, rx.RedisClusterException) as exc:
         raise error(exc, d) from exc

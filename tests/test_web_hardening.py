@@ -1,0 +1,83 @@
+"""Issue 27, findings 10 and 13 for ``threadline ui`` (HTTP, Starlette's TestClient; the launch
+in a real browser is in ``test_web_browser.py``).
+
+10. The token cookie is bound to its server's port; a token visit from another site moves
+    on from this origin; a password in ``--db`` never shows in a page; a ``meta`` filter
+    nested thousands deep is a 400 naming the problem.
+13. The ``ui`` banner masks the password.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+
+from starlette.testclient import TestClient
+
+import web_helpers as wh
+from cli_support import EXE
+from threadline import open_saver
+from threadline.demo import THREAD_ID
+from threadline.web import UIConfig, create_app
+from threadline.web.security import Guard
+
+demo_path = wh.demo_path
+
+
+def with_passwords(pg_url: str) -> str:
+    """``pg_url`` with a password in its user part and a ``password`` parameter (trust auth ignores both)."""
+    return pg_url.replace("postgresql://postgres@", "postgresql://postgres:s3cret-user@") + "&password=s3cret-param"
+
+
+def test_cookie_is_bound_to_this_servers_port(demo_path: str) -> None:
+    config = UIConfig(db=demo_path, port=8765)
+    guard = config.guard
+    with wh.client(config) as c:
+        value = c.cookies[guard.cookie]
+        assert value != guard.token and guard.token not in value  # the printed token never travels in a cookie
+        assert c.get("/").status_code == 200
+    other_port = Guard(port=8766, token=guard.token).cookie_value
+    with TestClient(create_app(config), base_url="http://127.0.0.1:8765") as fresh:
+        for stolen in (guard.token, other_port):  # the token itself, or a cookie minted for another port
+            assert fresh.get("/", cookies={guard.cookie: stolen}).status_code == 403
+        assert fresh.get("/", cookies={guard.cookie: value}).status_code == 200
+
+
+def test_token_visit_from_another_site_moves_on_from_this_origin(demo_path: str) -> None:
+    config = UIConfig(db=demo_path, port=8765)
+    with TestClient(create_app(config), base_url="http://127.0.0.1:8765") as c:
+        r = c.get(f"/?token={config.guard.token}&q=demo", headers={"sec-fetch-site": "cross-site"}, follow_redirects=False)
+        assert r.status_code == 200 and '<meta http-equiv="refresh" content="0;url=/?q=demo">' in r.text
+        assert config.guard.token not in r.text and config.guard.cookie in r.headers["set-cookie"]
+        assert THREAD_ID in c.get("/").text
+
+
+def test_meta_filter_nested_thousands_deep_is_a_400(demo_path: str) -> None:
+    with wh.client(UIConfig(db=demo_path)) as c:
+        for meta in ('{"a":' + "[" * 5000 + "]" * 5000 + "}", "step=" + "[" * 5000 + "]" * 5000):
+            r = c.get("/", params={"meta": meta})
+            assert r.status_code == 400 and "nested too deeply" in r.text
+
+
+def test_password_in_the_database_url_never_shows_in_a_page(pg_url: str) -> None:
+    with open_saver(pg_url) as saver:
+        wh.paused(saver)
+    with wh.client(UIConfig(db=with_passwords(pg_url))) as c:
+        for path in ("/", "/thread?thread_id=t-paused"):
+            page = c.get(path)
+            assert page.status_code == 200 and "//***@" in page.text and "password=***" in page.text
+            assert "s3cret" not in page.text
+
+
+def test_ui_banner_masks_the_password(pg_url: str) -> None:
+    with open_saver(pg_url):
+        pass
+    proc = subprocess.Popen([str(EXE), "ui", "--no-browser", "--port", "0", "--db", with_passwords(pg_url)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        banner = proc.stdout.readline() + proc.stdout.readline()
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=30)
+    assert "?token=" in banner and "//***@" in banner and "password=***" in banner
+    assert "s3cret" not in banner
