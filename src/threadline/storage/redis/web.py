@@ -18,6 +18,7 @@ from typing import Any
 from threadline.storage.dialect.reads import ThreadFilter
 from threadline.storage.dialect.web import ThreadSearch, search_order, timed
 from threadline.storage.ops.read import Selection
+from threadline.storage.redis import layout as L
 from threadline.storage.redis.base import Cmd, all_threads, latest_of, ck_row, statement, thread_checkpoint_rows, thread_writes_of
 from threadline.storage.redis.reads import _checkpoints, _kept, _size, lockstep, run
 
@@ -107,9 +108,10 @@ def subgraph_runs(d: Any, params: Sequence[Any], many: bool) -> Generator:
 
 
 def namespace_counts(d: Any, params: Sequence[Any], many: bool) -> Generator:
+    tid = params[0]
     counts: dict[str, int] = defaultdict(int)
-    for r in (yield from thread_checkpoint_rows(d, params, False)):
-        counts[r[0]] += 1
+    for f in (yield [("HKEYS", d.keys(tid).ck)])[0]:  # the checkpoints' keys: no row decoded
+        counts[L.split(f, 2, f"checkpoint of thread {tid!r}")[0]] += 1
     return sorted(counts.items())
 
 
