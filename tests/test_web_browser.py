@@ -1,5 +1,5 @@
 """``threadline ui`` in a real browser: Playwright driving Debian's Chromium against the app
-served by uvicorn, on the demo database (SQLite) and on Postgres.
+served by uvicorn, on the demo database (SQLite), on Postgres and on Redis.
 
 Chromium comes from ``apt-get install chromium`` (the Makefile's install step tries; another
 binary can be named in ``$THREADLINE_CHROMIUM``); Playwright's own browser download is never
@@ -261,6 +261,23 @@ def test_postgres_in_chromium(browser: Any) -> None:
         walk_through(browser, UIConfig(db=url, poll_seconds=0.3), "postgres", write)
     finally:
         schemas.drop(schema)
+
+
+def test_redis_in_chromium(browser: Any, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    from backends import make_backend
+
+    from threadline import RedisSaver
+
+    url = make_backend("redis", tmp_path, request).url
+    with RedisSaver.from_conn_string(url) as saver:
+        saver.setup()
+        wh.demo_on(saver)
+
+    def write() -> None:
+        with RedisSaver.from_conn_string(url) as saver:
+            lifecycle.rollback(saver, THREAD_ID, read.thread_history(saver, THREAD_ID).fork_points[0])
+
+    walk_through(browser, UIConfig(db=url, poll_seconds=0.3), "redis", write)
 
 
 def test_hostile_content_is_inert_in_chromium(browser: Any, tmp_path: Path) -> None:

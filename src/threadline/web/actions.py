@@ -15,6 +15,8 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from langgraph.checkpoint.memory import InMemorySaver
@@ -61,6 +63,17 @@ def _target(source: Any) -> tuple[str, str, str]:
     return tid, source.get("ns") or "", cid
 
 
+@contextmanager
+def _served(request: Request) -> Iterator[None]:
+    """HTTP 501 saying in one line that the action is not available on this backend yet, when its
+    operation needs a named statement the backend's dialect does not implement (NotImplementedError)."""
+    try:
+        yield
+    except NotImplementedError:
+        action = request.path_params["action"]
+        raise HTTPException(501, f"{action} is not available on this backend ({request.app.state.db.backend}) yet") from None
+
+
 # --- guarded operations: check what the preview saw, then write, in one transaction ---
 
 
@@ -86,7 +99,7 @@ def _prune_op(d: Any, tid: str, policy: lifecycle.RetentionPolicy, expect: str) 
 
 
 def _thread_exists_op(d: Any, tid: str) -> Op[bool]:
-    return bool((yield Q("SELECT 1 FROM threadline_threads WHERE thread_id = ?", (tid,))))
+    return bool((yield Q(d.THREAD, (tid,))))
 
 
 # --- previews -------------------------------------------------------------------------
@@ -158,7 +171,8 @@ async def confirm(request: Request) -> Response:
     POSTed form (CSRF-checked like every POST; the preview itself writes nothing).
     """
     source = await csrf_form(request) if request.method == "POST" else request.query_params
-    return await run_in_threadpool(_preview, request, source)
+    with _served(request):
+        return await run_in_threadpool(_preview, request, source)
 
 
 def _preview(request: Request, q: Any) -> Response:
@@ -217,7 +231,8 @@ async def do(request: Request) -> Response:
     action = request.path_params["action"]
     if action not in ACTIONS:
         raise HTTPException(404, f"no action {action!r}")
-    location = await run_in_threadpool(_execute, request, saver, action, form)
+    with _served(request):
+        location = await run_in_threadpool(_execute, request, saver, action, form)
     return RedirectResponse(location, status_code=303)
 
 

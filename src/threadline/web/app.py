@@ -39,7 +39,7 @@ ERROR_STATUS = ((CsrfError, 403), (NotFoundError, 404), (UnsafeOperationError, 4
 class UIConfig:
     """What ``threadline ui`` serves.
 
-    ``db``: a SQLite path / ``sqlite:///`` URL or a ``postgresql://`` URL.
+    ``db``: a SQLite path or a ``sqlite:///``, ``postgresql://``, ``redis://…?prefix=`` or ``redis+cluster://…`` URL.
     ``read_only``: no actions, and the database is opened read-only (also chosen
     automatically when the database cannot be written). ``graph``: ``module:attr``
     of the agent's graph (a compiled graph, a ``StateGraph`` or a factory of one),

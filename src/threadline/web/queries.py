@@ -35,14 +35,10 @@ from threadline.read import (
     node_of_task_path,
     stored_state_op,
 )
+from threadline.storage.dialect.web import SEARCH_ORDERS, ThreadSearch, search_order
 from threadline.storage.ops import Op, Q
 
-ORDERS = {
-    "updated": "updated_at DESC, thread_id",
-    "size": "bytes DESC, thread_id",
-    "checkpoints": "checkpoint_count DESC, thread_id",
-    "thread_id": "thread_id",
-}
+ORDERS = tuple(SEARCH_ORDERS)  # the sort orders of the threads search, by name
 
 
 @dataclass
@@ -74,40 +70,19 @@ def search_threads_op(
 ) -> Op[SearchPage]:
     """A page of threads from the ``threads`` index (no checkpoint scan unless ``metadata`` is given).
 
-    ``metadata`` keeps threads with at least one checkpoint whose metadata matches, as
-    ``list(filter=…)`` matches it. Raises ValueError for an unknown order or bad paging.
+    ``pattern`` is a ``ThreadSearch`` glob; ``metadata`` keeps threads with at least one
+    checkpoint whose metadata matches, as ``list(filter=…)`` matches it. Raises ValueError
+    for an unknown order or bad paging, FilterError for an unusable metadata filter.
     """
-    if order not in ORDERS:
-        raise ValueError(f"sort must be one of {sorted(ORDERS)}, got {order!r}")
+    search_order(order)
     if limit < 1 or offset < 0:
         raise ValueError(f"paging needs limit >= 1 and offset >= 0, got limit={limit}, offset={offset}")
-    clauses: list[str] = []
-    params: list[Any] = []
-    if pattern:
-        cond, param = d.thread_glob(pattern)
-        clauses.append(cond)
-        params.append(param)
-    if metadata:
-        cond, p = d.metadata_filter(metadata)
-        clauses.append(f"EXISTS (SELECT 1 FROM threadline_checkpoints c WHERE c.thread_id = t.thread_id AND {cond})")
-        params += p
-    where = ("WHERE " + " AND ".join(clauses)) if clauses else ""
-    total = int((yield Q(f"SELECT COUNT(*) FROM threadline_threads t {where}", params))[0][0])
-    rows = yield Q(
-        f"SELECT thread_id, created_at, updated_at, checkpoint_count, bytes FROM threadline_threads t {where} "
-        f"ORDER BY {ORDERS[order]} LIMIT ? OFFSET ?",
-        [*params, limit, offset],
-    )
+    search = ThreadSearch(pattern, metadata or None)
+    total = int((yield Q(*d.count_thread_search(search)))[0][0])
+    rows = yield Q(*d.thread_search_page(search, order, limit, offset))
     heads: dict[str, tuple] = {}
     if rows:
-        ids = [r[0] for r in rows]
-        found = yield Q(
-            "SELECT c.thread_id, c.checkpoint_id, c.step, c.source FROM threadline_checkpoints c "
-            f"WHERE c.checkpoint_ns = '' AND c.thread_id IN ({','.join('?' * len(ids))}) AND c.checkpoint_id = "
-            "(SELECT MAX(c2.checkpoint_id) FROM threadline_checkpoints c2 WHERE c2.thread_id = c.thread_id AND c2.checkpoint_ns = '')",
-            ids,
-        )
-        heads = {r[0]: tuple(r[1:]) for r in found}
+        heads = {r[0]: tuple(r[1:]) for r in (yield Q(*d.root_heads([r[0] for r in rows])))}
     threads = [
         ThreadInfo(r[0], float(r[1]), float(r[2]), int(r[3]), int(r[4]), *heads.get(r[0], (None, None, None)))
         for r in rows
@@ -183,28 +158,15 @@ def tree_op(d: Any, thread_id: str, checkpoint_ns: str = "") -> Op[list[TreeRow]
     ``parents`` metadata of each run's first checkpoint). Raises NotFoundError when the
     namespace has no checkpoint.
     """
-    seen = d.json_field("checkpoint", "versions_seen")
-    found = yield Q(
-        f"SELECT checkpoint_id, parent_checkpoint_id, step, source, {seen} FROM threadline_checkpoints "
-        "WHERE thread_id = ? AND checkpoint_ns = ? ORDER BY checkpoint_id",
-        (thread_id, checkpoint_ns),
-    )
+    found = yield Q(*d.tree_checkpoints(thread_id, checkpoint_ns))
     if not found:
         raise NotFoundError(f"thread {thread_id!r} has no checkpoint" + (f" in checkpoint_ns {checkpoint_ns!r}" if checkpoint_ns else ""))
     rows = {r[0]: TreeRow(r[0], r[1], r[2], r[3], d.load_json(r[4], f"checkpoint ({thread_id!r}, {checkpoint_ns!r}, {r[0]!r})") if r[4] is not None else {}) for r in found}
-    stops = yield Q(
-        "SELECT DISTINCT checkpoint_id, channel FROM threadline_writes WHERE thread_id = ? AND checkpoint_ns = ? AND channel IN (?, ?)",
-        (thread_id, checkpoint_ns, INTERRUPT, ERROR),
-    )
+    stops = yield Q(d.STOP_WRITES, (thread_id, checkpoint_ns, INTERRUPT, ERROR))
     for cid, channel in stops:
         if cid in rows:
             setattr(rows[cid], "interrupted" if channel == INTERRUPT else "error", True)
-    runs = yield Q(
-        "SELECT c.checkpoint_ns, c.metadata FROM threadline_checkpoints c WHERE c.thread_id = ? AND c.checkpoint_ns <> '' "
-        "AND c.checkpoint_id = (SELECT MIN(c2.checkpoint_id) FROM threadline_checkpoints c2 "
-        "WHERE c2.thread_id = c.thread_id AND c2.checkpoint_ns = c.checkpoint_ns)",
-        (thread_id,),
-    )
+    runs = yield Q(d.SUBGRAPH_RUNS, (thread_id,))
     for ns, meta in runs:
         enclosing = ns.rsplit("|", 1)[0] if "|" in ns else ""
         parents = (d.load_object(meta, f"metadata of checkpoint_ns {ns!r}").get("parents") or {}) if enclosing == checkpoint_ns else {}
@@ -216,10 +178,7 @@ def tree_op(d: Any, thread_id: str, checkpoint_ns: str = "") -> Op[list[TreeRow]
 
 def namespaces_op(d: Any, thread_id: str) -> Op[list[tuple[str, int]]]:
     """(checkpoint_ns, checkpoints) of a thread, root namespace first."""
-    found = yield Q(
-        "SELECT checkpoint_ns, COUNT(*) FROM threadline_checkpoints WHERE thread_id = ? GROUP BY checkpoint_ns ORDER BY checkpoint_ns",
-        (thread_id,),
-    )
+    found = yield Q(d.NAMESPACE_COUNTS, (thread_id,))
     return [(r[0], int(r[1])) for r in found]
 
 
@@ -231,12 +190,12 @@ def change_marker_op(d: Any, thread_id: str | None = None) -> Op[list[Any]]:
     once a second) and the number of threads, each read through an index.
     """
     if thread_id is None:
-        newest = yield Q("SELECT MAX(created_at) FROM threadline_checkpoints")
-        found = yield Q("SELECT COUNT(*) FROM threadline_threads")
+        newest = yield Q(d.NEWEST_CHECKPOINT_AT)
+        found = yield Q(*d.thread_count(None))
         return [newest[0][0], int(found[0][0])]
-    found = yield Q("SELECT updated_at, checkpoint_count FROM threadline_threads WHERE thread_id = ?", (thread_id,))
-    writes = yield Q("SELECT MAX(created_at), COUNT(*) FROM threadline_writes WHERE thread_id = ?", (thread_id,))
-    base = list(found[0]) if found else [None, 0]
+    found = yield Q(d.THREAD, (thread_id,))
+    writes = yield Q(d.THREAD_WRITES_MARK, (thread_id,))
+    base = [found[0][1], found[0][2]] if found else [None, 0]
     return [*base, writes[0][0], int(writes[0][1])]
 
 
@@ -258,25 +217,14 @@ def storage_timeline_op(d: Any, thread_id: str | None = None) -> Op[dict[str, An
     seconds). Blobs carry no timestamp, so channel values are counted in the per-table
     totals, not here.
     """
-    where, params = ("WHERE thread_id = ?", [thread_id]) if thread_id else ("", [])
-    span = yield Q(
-        f"SELECT MIN(created_at), MAX(created_at) FROM threadline_checkpoints {where}", params
-    )
+    span = yield Q(*d.checkpoint_span(thread_id))
     lo, hi = span[0]
     if lo is None:
         return {"bucket_seconds": None, "points": []}
     width = _bucket_width(float(hi) - float(lo))
-    ck_size = f"{d.bytes_of('checkpoint', 'json')} + {d.bytes_of('metadata', 'json')}"
-    bucket = d.floor_div("created_at")
     points: dict[int, dict[str, Any]] = {}
-    for table, size, count_key, bytes_key in (
-        ("checkpoints", ck_size, "checkpoints", "checkpoint_bytes"),
-        ("writes", d.bytes_of("blob", "blob"), "writes", "write_bytes"),
-    ):
-        found = yield Q(
-            f"SELECT {bucket}, COUNT(*), SUM({size}) FROM threadline_{table} {where} GROUP BY 1",
-            [width, *params],
-        )
+    for table, count_key, bytes_key in (("checkpoints", "checkpoints", "checkpoint_bytes"), ("writes", "writes", "write_bytes")):
+        found = yield Q(*d.created_buckets(table, width, thread_id))
         for b, count, total in found:
             p = points.setdefault(int(b), {"t": int(b) * width, "checkpoints": 0, "checkpoint_bytes": 0, "writes": 0, "write_bytes": 0})
             p[count_key] = int(count)
@@ -292,14 +240,7 @@ def task_durations_op(d: Any, thread_id: str | None = None, *, limit: int = 200_
     waiting for the slowest sibling only when writes are stored at the step's end.
     Writes of the null task (input, ``update_state``) are left out.
     """
-    where, params = ("AND w.thread_id = ?", [thread_id]) if thread_id else ("", [])
-    found = yield Q(
-        "SELECT w.task_id, MIN(w.task_path), MAX(w.created_at) - MIN(c.created_at) FROM threadline_writes w "
-        "JOIN threadline_checkpoints c ON c.thread_id = w.thread_id AND c.checkpoint_ns = w.checkpoint_ns AND c.checkpoint_id = w.checkpoint_id "
-        f"WHERE w.task_id <> ? {where} GROUP BY w.thread_id, w.checkpoint_ns, w.checkpoint_id, w.task_id "
-        "ORDER BY MAX(w.created_at) DESC LIMIT ?",
-        [NULL_TASK_ID, *params, limit],
-    )
+    found = yield Q(*d.task_durations(thread_id, NULL_TASK_ID, limit))
     per: dict[str, list[float]] = defaultdict(list)
     for task_id, path, seconds in found:
         node = node_of_task_path(path, task_id) or (path or "?")
@@ -320,13 +261,6 @@ def task_durations_op(d: Any, thread_id: str | None = None, *, limit: int = 200_
 
 def delta_stats_op(d: Any, thread_id: str | None = None) -> Op[dict[str, int]]:
     """Blob rows and bytes stored whole vs as deltas on an earlier version (``base_version`` set)."""
-    where, params = ("WHERE thread_id = ?", [thread_id]) if thread_id else ("", [])
-    size = d.bytes_of("blob", "blob")
-    found = yield Q(
-        f"SELECT COUNT(*), COALESCE(SUM({size}), 0), "
-        f"COALESCE(SUM(CASE WHEN base_version IS NOT NULL THEN 1 ELSE 0 END), 0), "
-        f"COALESCE(SUM(CASE WHEN base_version IS NOT NULL THEN {size} ELSE 0 END), 0) FROM threadline_blobs {where}",
-        params,
-    )
+    found = yield Q(*d.delta_totals(thread_id))
     rows, total, deltas, delta_bytes = (int(v) for v in found[0])
     return {"blobs": rows, "blob_bytes": total, "delta_blobs": deltas, "delta_bytes": delta_bytes}

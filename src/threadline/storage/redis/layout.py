@@ -27,7 +27,8 @@ flag byte says whether the row holds bytes (``1``) or none (``0``, an empty chan
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 import ormsgpack
@@ -109,18 +110,26 @@ def pack(values: Sequence[Any]) -> bytes:
 # A checkpoint row is mostly JSON of version strings: zstd halves it (memory is what Redis costs).
 # First byte: 0 as is, 1 zstd. Only Python reads these rows; the scripts test their presence.
 _ZSTD_FROM = 128
-_compress = zstandard.ZstdCompressor(level=1, write_content_size=True).compress
-_decompress = zstandard.ZstdDecompressor().decompress
+_local = threading.local()
+
+
+def _zstd() -> tuple[Callable[[bytes], bytes], Callable[..., bytes]]:
+    """The thread's compress and decompress: zstandard's objects must not be used by two threads
+    at once (LangGraph puts from worker threads; a shared compressor crashes the process)."""
+    codecs = getattr(_local, "codecs", None)
+    if codecs is None:
+        codecs = _local.codecs = (zstandard.ZstdCompressor(level=1, write_content_size=True).compress, zstandard.ZstdDecompressor().decompress)
+    return codecs
 
 
 def pack_checkpoint(values: Sequence[Any]) -> bytes:
     raw = ormsgpack.packb(list(values))
-    return b"\x01" + _compress(raw) if len(raw) >= _ZSTD_FROM else b"\x00" + raw
+    return b"\x01" + _zstd()[0](raw) if len(raw) >= _ZSTD_FROM else b"\x00" + raw
 
 
 def unpack_checkpoint(raw: bytes, where: str) -> list[Any]:
     try:
-        body = _decompress(raw[1:], max_output_size=MAX_CHECKPOINT_BYTES) if raw[:1] == b"\x01" else raw[1:] if raw[:1] == b"\x00" else None
+        body = _zstd()[1](raw[1:], max_output_size=MAX_CHECKPOINT_BYTES) if raw[:1] == b"\x01" else raw[1:] if raw[:1] == b"\x00" else None
     except zstandard.ZstdError:
         body = None
     if body is None:

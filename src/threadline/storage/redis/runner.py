@@ -70,7 +70,7 @@ async def _aload_scripts(client: Any) -> None:
 
 
 # What a saver opened read-only may send: reads, and the scripts that only read.
-READS = frozenset({"HGET", "HGETALL", "HMGET", "HLEN", "HKEYS", "HVALS", "HEXISTS", "ZRANGE", "ZCARD", "EXISTS", "TYPE", "MEMORY"})
+READS = frozenset({"HGET", "HGETALL", "HMGET", "HLEN", "HKEYS", "HVALS", "HEXISTS", "ZRANGE", "ZCARD", "ZSCORE", "EXISTS", "TYPE", "MEMORY"})
 READ_SCRIPTS = frozenset({"latest", "chains", "writes_of"})
 
 
