@@ -249,10 +249,12 @@ def open_read_only(url: str, serde: Any = None) -> Iterator[tuple[RedisSaver, op
 
 
 def write_refusal(url: str) -> str | None:
-    """Why this process cannot write the server at ``url`` (a read-only replica), or None.
-    BackendError when it cannot be reached."""
+    """Why this process cannot write the server at ``url`` (a read-only replica), or None; a
+    cluster client writes to the primaries. BackendError when it cannot be reached."""
     client = redisconn.connect(url)
     try:
+        if isinstance(client, RedisCluster):
+            return None
         role = client.execute_command("ROLE")
         return "the server is a read-only replica" if role and role[0] in (b"slave", "slave", b"replica", "replica") else None
     except rx.ResponseError:
