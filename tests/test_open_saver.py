@@ -107,3 +107,13 @@ async def test_unreachable_postgres_async():
     with pytest.raises(BackendError, match="127.0.0.1:1"):
         async with aopen_saver("postgresql://postgres@127.0.0.1:1/test"):
             pass
+
+
+def test_sqlite_and_postgres_users_never_import_redis():
+    """redis-py loads on first use of a Redis class only: a cold start of the other backends does not pay for it."""
+    import subprocess
+    import sys
+
+    code = "import sys, threadline, threadline.store, threadline.cache, threadline.cli; assert 'redis' not in sys.modules, sorted(m for m in sys.modules if 'redis' in m)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr

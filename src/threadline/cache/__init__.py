@@ -33,7 +33,6 @@ from threadline.backends import entry_of
 from threadline.backends.postgres import PostgresDriver, at_door as pg_at_door, connect as pg_connect
 from threadline.backends.sqlite import SqliteDriver, connect, door_error as sqlite_door_error
 from threadline.cache import ops
-from threadline.cache.redis import RedisCache
 from threadline.codec.serde import default_serde
 from threadline.errors import CorruptRowError
 from threadline.store import checks, schema
@@ -178,6 +177,15 @@ def open_cache(url: str, *, serde: SerializerProtocol | None = None) -> Iterator
     closed on exit. Raises BackendError for an unknown scheme or an unreachable server."""
     with entry_of(url).get("cache").from_conn_string(url, serde=serde) as cache:
         yield cache
+
+
+def __getattr__(name: str):
+    # redis-py is imported on first use of RedisCache: SQLite and Postgres users never load it
+    if name == "RedisCache":
+        from threadline.cache import redis
+
+        return redis.RedisCache
+    raise AttributeError(f"module 'threadline.cache' has no attribute {name!r}")
 
 
 __all__ = ["PostgresCache", "RedisCache", "SqliteCache", "open_cache"]

@@ -18,8 +18,16 @@ from langgraph.store.base import IndexConfig, TTLConfig
 from threadline.backends import entry_of
 from threadline.store.base import AsyncStore, SyncStore
 from threadline.store.postgres import AsyncPostgresStore, PoolConfig, PostgresStore
-from threadline.store.redis import AsyncRedisStore, RedisStore
 from threadline.store.sqlite import AsyncSqliteStore, SqliteStore
+
+
+def __getattr__(name: str):
+    # redis-py is imported on first use of a Redis class: SQLite and Postgres users never load it
+    if name in ("RedisStore", "AsyncRedisStore"):
+        from threadline.store import redis
+
+        return getattr(redis, name)
+    raise AttributeError(f"module 'threadline.store' has no attribute {name!r}")
 
 
 @contextmanager
