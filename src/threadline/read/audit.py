@@ -14,6 +14,7 @@ from typing import Any
 from threadline.storage import ops
 from threadline.storage import rows as R
 from threadline.storage.dialect import Dialect
+from threadline.storage.dialect.reads import WriteSelection
 from threadline.storage.ops import Op, Q
 from threadline.errors import ConfigError
 from threadline.read.common import NULL_TASK_ID, checkpoint_row_op, iso, node_of_task_path
@@ -55,25 +56,12 @@ def audit_op(
     Raises NotFoundError when a named checkpoint does not exist.
     """
     tid = thread_id_of(thread_id)
-    clauses, params = ["thread_id = ?"], [tid]
-    if checkpoint_ns is not None:
-        clauses.append("checkpoint_ns = ?")
-        params.append(checkpoint_ns_of(checkpoint_ns))
+    ns = None if checkpoint_ns is None else checkpoint_ns_of(checkpoint_ns)
     if checkpoint_id is not None:
-        if checkpoint_ns is None:
+        if ns is None:
             raise ConfigError("audit of one checkpoint needs its checkpoint_ns")
-        yield from checkpoint_row_op(d, tid, checkpoint_ns_of(checkpoint_ns), checkpoint_id_of(checkpoint_id))
-        clauses.append("checkpoint_id = ?")
-        params.append(checkpoint_id)
-    tail = ""
-    if limit is not None:
-        tail = " LIMIT ? OFFSET ?"
-        params += [int(limit), int(offset)]
-    found = yield Q(
-        f"SELECT thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, task_path, type, {d.bytes_of('blob', 'blob')}, created_at "
-        f"FROM threadline_writes WHERE {' AND '.join(clauses)} ORDER BY checkpoint_ns, checkpoint_id, created_at, task_path, task_id, idx{tail}",
-        params,
-    )
+        yield from checkpoint_row_op(d, tid, ns, checkpoint_id_of(checkpoint_id))
+    found = yield Q(*d.audit_writes(WriteSelection(tid, ns, checkpoint_id), limit, offset))
     pushed = yield from push_nodes_op(d, [(r[0], r[1], r[2], r[3], r[6]) for r in found])
     return [
         WriteInfo(r[0], r[1], r[2], r[3], int(r[4]), r[5], r[6] or "", node_of_write(pushed, (r[0], r[1], r[2], r[3]), r[6]),
@@ -146,37 +134,16 @@ def task_stats_op(
     ``since`` keeps writes created at or after that epoch time. ``checkpoint_ns=None``
     covers every namespace. Reads sizes only, never values.
     """
-    clauses: list[str] = []
-    params: list[Any] = []
-    scope: dict[str, Any] = {"thread_id": None, "checkpoint_id": None, "checkpoint_ns": checkpoint_ns, "since": since}
-    tid = None
-    if thread_id is not None:
-        tid = thread_id_of(thread_id)
-        clauses.append("thread_id = ?")
-        params.append(tid)
-        scope["thread_id"] = tid
-    if checkpoint_ns is not None:
-        clauses.append("checkpoint_ns = ?")
-        params.append(checkpoint_ns_of(checkpoint_ns))
+    tid = None if thread_id is None else thread_id_of(thread_id)
+    ns = None if checkpoint_ns is None else checkpoint_ns_of(checkpoint_ns)
+    scope: dict[str, Any] = {"thread_id": tid, "checkpoint_id": checkpoint_id, "checkpoint_ns": checkpoint_ns, "since": since}
     row = None
     if checkpoint_id is not None:
-        if tid is None or checkpoint_ns is None:
+        if tid is None or ns is None:
             raise ConfigError("task statistics of one checkpoint need its thread_id and checkpoint_ns")
-        row = yield from checkpoint_row_op(d, tid, checkpoint_ns_of(checkpoint_ns), checkpoint_id_of(checkpoint_id))
-        clauses.append("checkpoint_id = ?")
-        params.append(checkpoint_id)
-        scope["checkpoint_id"] = checkpoint_id
-    wclauses, wparams = list(clauses), list(params)
-    if since is not None:
-        wclauses.append("created_at >= ?")
-        wparams.append(float(since))
-    where = ("WHERE " + " AND ".join(wclauses)) if wclauses else ""
-    size = d.bytes_of("blob", "blob")
-    is_null = f"CASE WHEN task_id = '{NULL_TASK_ID}' THEN 1 ELSE 0 END"  # a constant of ours, not user input
-    grouped = yield Q(
-        f"SELECT task_path, {is_null}, COUNT(*), SUM({size}), COUNT(DISTINCT task_id) FROM threadline_writes {where} GROUP BY task_path, {is_null}",
-        wparams,
-    )
+        row = yield from checkpoint_row_op(d, tid, ns, checkpoint_id_of(checkpoint_id))
+    selected = WriteSelection(tid, ns, checkpoint_id, None if since is None else float(since))
+    grouped = yield Q(*d.task_groups(selected, NULL_TASK_ID))
     per: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
     for path, is_null, count, total, tasks in grouped:
         if not is_null and push_index(path) is not None:
@@ -187,7 +154,7 @@ def task_stats_op(
         acc[1] += int(total or 0)
         acc[2] += int(tasks)
     if any(not r[1] and push_index(r[0]) is not None for r in grouped):
-        for node, count, total in (yield from push_tasks_op(d, where, wparams, size)):
+        for node, count, total in (yield from push_tasks_op(d, selected)):
             acc = per[node]
             acc[0] += count
             acc[1] += total
@@ -214,9 +181,7 @@ def task_stats_op(
         blobs, blobs_bytes = len(sizes), sum(sizes.values())
         new_blobs_bytes = sum(s for (ch, v), s in sizes.items() if parent_versions.get(ch) != v)
     else:
-        bclauses = [c for c in clauses]
-        bwhere = ("WHERE " + " AND ".join(bclauses)) if bclauses else ""
-        found = yield Q(f"SELECT COUNT(*), COALESCE(SUM({size}), 0) FROM threadline_blobs {bwhere}", params)
+        found = yield Q(*d.blob_totals(tid, ns))
         blobs, blobs_bytes = int(found[0][0]), int(found[0][1])
     return TaskStats(scope, stats, writes, writes_bytes, blobs, blobs_bytes, new_blobs_bytes)
 

@@ -14,9 +14,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from threadline import codec
 from threadline.codec.serde import inspecting
 from threadline.storage import ops
-from threadline.storage import rows as R
 from threadline.storage.dialect import Dialect
-from threadline.storage.dialect.statements import placeholders, prefixed
 from threadline.storage.ops import Op, Q
 from threadline.errors import ConfigError
 from threadline.read.common import iso, jsonable, load_channels_op
@@ -67,22 +65,13 @@ def latest_op(
     if not isinstance(channel, str) or not channel:
         raise ConfigError(f"channel must be a non-empty string, got {channel!r}")
     ns = checkpoint_ns_of(checkpoint_ns)
-    head_sql = (
-        f"SELECT {prefixed(R.CHECKPOINT_ROW, 'c')} FROM threadline_checkpoints c "
-        "WHERE c.checkpoint_ns = ? AND c.checkpoint_id = (SELECT MAX(c2.checkpoint_id) FROM threadline_checkpoints c2 "
-        "WHERE c2.thread_id = c.thread_id AND c2.checkpoint_ns = c.checkpoint_ns)"
-    )
     rows: list = []
     if thread_ids is None:
-        tail, params = "", [ns]
-        if limit is not None:
-            tail = " AND c.thread_id IN (SELECT thread_id FROM threadline_threads ORDER BY updated_at DESC LIMIT ?)"
-            params.append(int(limit))
-        rows = yield Q(head_sql + tail + " ORDER BY c.thread_id", params)
+        rows = yield Q(*d.heads(ns, recent=None if limit is None else int(limit)))
     else:
         ids = sorted({thread_id_of(t) for t in thread_ids})
         for part in ops.chunks(ids, d.max_params - 2):
-            rows += (yield Q(head_sql + f" AND c.thread_id IN ({placeholders(len(part))}) ORDER BY c.thread_id", [ns, *part]))
+            rows += yield Q(*d.heads(ns, part))
     values = yield from load_channels_op(d, serde, rows, [channel], bc)
     out = []
     for r, vals in zip(rows, values):

@@ -14,8 +14,8 @@ A checkpoint may be named, within one thread and ``checkpoint_ns``, by:
   step), the one nearest the head.
 
 Thread ids are matched exactly, or as glob patterns (``*``, ``?``, ``[…]``,
-``fnmatch`` rules, case-sensitive) by ``expand_threads``. A thread is known when any
-table holds a row for it.
+``fnmatch`` rules, case-sensitive) by ``expand_threads``. A thread is known when the
+database holds anything of it (a row of any table; on Redis, any of its keys).
 
 Errors: ``NotFoundError`` when nothing matches, ``AmbiguousNameError`` (also a
 ``LookupError``) when a short name matches several checkpoints — its message lists them.
@@ -39,7 +39,6 @@ _HEX = re.compile(r"^[0-9a-f]+$")
 _HEAD = re.compile(r"^HEAD(?:~(\d*))?$", re.IGNORECASE)
 _STEP = re.compile(r"^step:(-?\d+)$", re.IGNORECASE)
 _GLOB = re.compile(r"[*?\[]")
-_TABLES = ("threadline_threads", "threadline_checkpoints", "threadline_writes", "threadline_blobs")
 _HELP = "give a full checkpoint_id, 6 or more of its hex digits, HEAD, HEAD~N or step:N"
 
 
@@ -80,10 +79,8 @@ def short(checkpoint_id: str | None) -> str:
 
 
 def known_thread_op(d: Dialect, thread_id: Any) -> Op[bool]:
-    """Whether any threadline table holds a row for ``thread_id``."""
-    tid = thread_id_of(thread_id)
-    sql = " UNION ALL ".join(f"SELECT 1 FROM (SELECT 1 FROM {t} WHERE thread_id = ? LIMIT 1) x{i}" for i, t in enumerate(_TABLES))
-    return bool((yield Q(sql, [tid] * len(_TABLES))))
+    """Whether the database holds anything of ``thread_id`` (a row of any table, a key on Redis)."""
+    return bool((yield Q(*d.known_thread(thread_id_of(thread_id)))))
 
 
 def match_threads(patterns: Sequence[str], thread_ids: Iterable[str]) -> list[str]:
@@ -101,7 +98,7 @@ def match_threads(patterns: Sequence[str], thread_ids: Iterable[str]) -> list[st
 
 
 def resolve_thread_op(d: Dialect, thread_id: Any) -> Op[str]:
-    """``thread_id`` when a table holds a row for it; NotFoundError otherwise."""
+    """``thread_id`` when the database holds anything of it (``known_thread_op``); NotFoundError otherwise."""
     tid = thread_id_of(thread_id)
     if not (yield from known_thread_op(d, tid)):
         raise NotFoundError(f"unknown thread {tid!r}")
@@ -116,13 +113,7 @@ def expand_threads_op(d: Dialect, patterns: Sequence[str]) -> Op[list[str]]:
             if (yield from known_thread_op(d, pattern)):
                 candidates.append(pattern)
             continue
-        prefix = _GLOB.split(pattern, 1)[0]
-        like = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-        rows = yield Q(
-            "SELECT thread_id FROM threadline_threads WHERE thread_id LIKE ? ESCAPE '\\' UNION "
-            "SELECT DISTINCT thread_id FROM threadline_checkpoints WHERE thread_id LIKE ? ESCAPE '\\'",
-            (like, like),
-        )
+        rows = yield Q(*d.threads_with_prefix(_GLOB.split(pattern, 1)[0]))
         candidates += [r[0] for r in rows]
     return match_threads(patterns, candidates)
 
@@ -135,17 +126,10 @@ def resolve_checkpoint_op(d: Dialect, thread_id: Any, name: str, checkpoint_ns: 
     if not isinstance(name, str) or not name.strip():
         raise NotFoundError(f"empty checkpoint name: {_HELP}")
     text = name.strip()
-    exact = yield Q(
-        "SELECT checkpoint_id FROM threadline_checkpoints WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?",
-        (tid, checkpoint_ns, text),
-    )
+    exact = yield Q(d.CHECKPOINT_ID, (tid, checkpoint_ns, text))
     if exact:
         return exact[0][0]
-    rows = yield Q(
-        "SELECT checkpoint_id, parent_checkpoint_id, step FROM threadline_checkpoints WHERE thread_id = ? AND checkpoint_ns = ? "
-        "ORDER BY checkpoint_id",
-        (tid, checkpoint_ns),
-    )
+    rows = yield Q(d.NAMESPACE_CHECKPOINTS, (tid, checkpoint_ns))
     where = f"thread {tid!r}" + (f" (checkpoint_ns {checkpoint_ns!r})" if checkpoint_ns else "")
     if not rows:
         yield from resolve_thread_op(d, tid)

@@ -162,10 +162,7 @@ def next_nodes(checkpoint: Mapping[str, Any]) -> list[str]:
 
 
 def _writes_meta_op(d: Dialect, tid: str, ns: str, cid: str) -> Op[dict[tuple[str, int], tuple[str, float]]]:
-    found = yield Q(
-        "SELECT task_id, idx, task_path, created_at FROM threadline_writes WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?",
-        (tid, ns, cid),
-    )
+    found = yield Q(d.CHECKPOINT_WRITE_TASKS, (tid, ns, cid))
     return {(r[0], int(r[1])): (r[2] or "", float(r[3])) for r in found}
 
 

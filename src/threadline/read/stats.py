@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from threadline.storage.dialect import Dialect
-from threadline.storage.dialect.statements import placeholders
+from threadline.storage.dialect.reads import COUNTED_TABLES
 from threadline.storage.ops import Op, Q
 from threadline.read.common import iso
 from threadline.read.threads import ThreadInfo, threads_op
@@ -71,49 +71,27 @@ class Stats:
         }
 
 
-def _counts(column: str, bounds: Sequence[float]) -> str:
-    """One ``SUM(CASE …)`` per interval [bounds[i], bounds[i+1]) of ``column``; parameters: each pair."""
-    return ", ".join(f"SUM(CASE WHEN {column} >= ? AND {column} < ? THEN 1 ELSE 0 END)" for _ in bounds[1:])
-
-
-def _pairs(bounds: Sequence[float]) -> list[float]:
-    return [v for lo, hi in zip(bounds, bounds[1:]) for v in (lo, hi)]
-
-
 def stats_op(d: Dialect, *, top: int = 10, thread_ids: Sequence[Any] | None = None, now: float | None = None) -> Op[Stats]:
     """Counts and bytes per table, dedup ratios, checkpoints per hour over the 24 hours before
     ``now`` (hours of the epoch, UTC), the average checkpoint size, a histogram of state sizes
-    (``SIZE_BUCKETS``) and the ``top`` largest threads; reads sizes only."""
+    (``SIZE_BUCKETS``) and the ``top`` largest threads, of ``thread_ids`` (None: the whole
+    database); reads sizes only."""
+    ids = tuple(thread_id_of(t) for t in thread_ids) if thread_ids is not None else None
     tables: dict[str, dict[str, int]] = {}
-    ck_size = d.checkpoint_size()
-    ids = [thread_id_of(t) for t in thread_ids] if thread_ids is not None else None
-    params = ids or []
-
-    def where_thread(column: str = "thread_id") -> str:
-        if ids is None:
-            return ""
-        return f"WHERE {column} IN ({placeholders(len(ids))})" if ids else "WHERE 1 = 0"
-
-    where = where_thread()
-    for table, size in (("checkpoints", ck_size), ("blobs", d.bytes_of("blob", "blob")), ("writes", d.bytes_of("blob", "blob"))):
-        found = yield Q(f"SELECT COUNT(*), COALESCE(SUM({size}), 0) FROM threadline_{table} {where}", params)
+    for table in COUNTED_TABLES:
+        found = yield Q(*d.table_totals(table, ids))
         tables[table] = {"rows": int(found[0][0]), "bytes": int(found[0][1])}
-    threads = int((yield Q(f"SELECT COUNT(*) FROM threadline_threads {where}", params))[0][0])
-    namespaces = int((yield Q(f"SELECT COUNT(*) FROM (SELECT DISTINCT thread_id, checkpoint_ns FROM threadline_checkpoints {where}) n", params))[0][0])
-    sources = {
-        (r[0] if r[0] is not None else "?"): int(r[1])
-        for r in (yield Q(f"SELECT source, COUNT(*) FROM threadline_checkpoints {where} GROUP BY source ORDER BY source", params))
-    }
-    refs = yield Q(d.channel_references(where_thread("c.thread_id")), params)
+    threads = int((yield Q(*d.thread_count(ids)))[0][0])
+    namespaces = int((yield Q(*d.namespace_count(ids)))[0][0])
+    sources = {(r[0] if r[0] is not None else "?"): int(r[1]) for r in (yield Q(*d.source_counts(ids)))}
+    refs = yield Q(*d.reference_totals(ids))
     references, logical = int(refs[0][0]), int(refs[0][1])
     blob_rows, blob_bytes = tables["blobs"]["rows"], tables["blobs"]["bytes"]
     now = time.time() if now is None else now
     hours = [(int(now // 3600) - 23 + i) * 3600.0 for i in range(25)]
-    where_recent = f"{where} {'AND' if where else 'WHERE'} created_at >= ?"
-    per_hour = (yield Q(f"SELECT {_counts('created_at', hours)} FROM threadline_checkpoints {where_recent}", [*_pairs(hours), *params, hours[0]]))[0]
+    per_hour = (yield Q(*d.checkpoint_counts(ids, hours)))[0]
     sizes = [0.0, *SIZE_BUCKETS, float("inf")]
-    states = (yield Q(f"SELECT {_counts('s', sizes[:-1])}, COUNT(*) FROM ({d.state_bytes(where_thread('c.thread_id'))}) x",
-                      [*_pairs(sizes[:-1]), *params]))[0]
+    states = (yield Q(*d.state_size_counts(ids, sizes[:-1])))[0]
     checkpoints = tables["checkpoints"]["rows"]
     counts = [int(n or 0) for n in states[:-1]]
     counts.append(int(states[-1] or 0) - sum(counts))  # the open last bucket

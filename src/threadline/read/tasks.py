@@ -25,20 +25,20 @@ from typing import Any
 import xxhash
 
 from threadline.read.common import node_of_task_path
-from threadline.storage.dialect.statements import placeholders
 from threadline.storage import ops
 from threadline.storage.dialect import Dialect
+from threadline.storage.dialect.reads import WriteSelection
 from threadline.storage.ops import Op, Q
 
 PUSH = "__pregel_push"
-PUSH_PATH = "~\\_\\_pregel\\_push, %"  # LIKE pattern (ESCAPE '\\') of push tasks' task_path
+PUSH_PATH = f"~{PUSH}, "  # how a push task's task_path starts
 
 TaskKey = tuple[str, str, str, str]  # thread_id, checkpoint_ns, checkpoint_id, task_id
 
 
 def push_index(task_path: str | None) -> int | None:
     """The Send index of a push task's ``task_path`` (``"~__pregel_push, 0000000003, …"`` → 3); None otherwise."""
-    if not task_path or not task_path.startswith(f"~{PUSH}, "):
+    if not task_path or not task_path.startswith(PUSH_PATH):
         return None
     part = task_path.split(",")[1].strip()
     return int(part) if part.isdigit() else None
@@ -89,13 +89,7 @@ def push_nodes_op(d: Dialect, tasks: Iterable[tuple[str, str, str, str, str]]) -
         cids = sorted({key[2] for key in wanted})
         rows: list = []
         for part in ops.chunks(cids, max(1, (d.max_params - 4) // 2)):
-            marks = placeholders(len(part))
-            rows += yield Q(
-                "SELECT checkpoint_id, step, checkpoint FROM threadline_checkpoints WHERE thread_id = ? AND checkpoint_ns = ? "
-                f"AND (checkpoint_id IN ({marks}) OR parent_checkpoint_id IN ({marks}) OR checkpoint_id = "
-                "(SELECT MAX(checkpoint_id) FROM threadline_checkpoints WHERE thread_id = ? AND checkpoint_ns = ?))",
-                [tid, ns, *part, *part, tid, ns],
-            )
+            rows += yield Q(*d.push_candidates(tid, ns, part))
         docs = {r[0]: (r[1], d.load_object(r[2], f"checkpoint ({tid!r}, {ns!r}, {r[0]!r})")) for r in rows}
         names = {n for _, doc in docs.values() for n in (doc.get("versions_seen") or {})}
         for key, path in wanted.items():
@@ -113,16 +107,10 @@ def node_of_write(pushed: Mapping[TaskKey, str], key: TaskKey, task_path: str | 
     return pushed.get(key) or node_of_task_path(task_path, key[3])
 
 
-def push_tasks_op(d: Dialect, where: str, params: list[Any], size_sql: str) -> Op[list[tuple[str, int, int]]]:
-    """``(node, writes, bytes)`` per push task among the writes selected by ``where`` (a
-    ``WHERE …`` clause on ``threadline_writes`` or ""), the node falling back to the
-    task_path when it cannot be attributed."""
-    rows = yield Q(
-        f"SELECT thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, COUNT(*), SUM({size_sql}) FROM threadline_writes "
-        f"{where} {'AND' if where else 'WHERE'} task_path LIKE ? ESCAPE '\\' "
-        "GROUP BY thread_id, checkpoint_ns, checkpoint_id, task_id, task_path",
-        [*params, PUSH_PATH],
-    )
+def push_tasks_op(d: Dialect, selected: WriteSelection) -> Op[list[tuple[str, int, int]]]:
+    """``(node, writes, bytes)`` per push task among the writes ``selected``, the node falling
+    back to the task_path when it cannot be attributed."""
+    rows = yield Q(*d.path_task_totals(selected, PUSH_PATH))
     pushed = yield from push_nodes_op(d, [tuple(r[:5]) for r in rows])
     return [(pushed.get(tuple(r[:4])) or r[4], int(r[5]), int(r[6] or 0)) for r in rows]
 
@@ -130,12 +118,7 @@ def push_tasks_op(d: Dialect, where: str, params: list[Any], size_sql: str) -> O
 def push_nodes_by_checkpoint_op(d: Dialect, thread_id: str, checkpoint_ns: str | None) -> Op[dict[tuple[str, str], set[str]]]:
     """``{(checkpoint_ns, checkpoint_id): nodes}``: the nodes of the Send tasks whose writes are
     stored against each checkpoint of a thread (one namespace, or every one for None)."""
-    space, params = ("", [thread_id, PUSH_PATH]) if checkpoint_ns is None else (" AND checkpoint_ns = ?", [thread_id, PUSH_PATH, checkpoint_ns])
-    rows = yield Q(
-        "SELECT DISTINCT checkpoint_ns, checkpoint_id, task_id, task_path FROM threadline_writes "
-        f"WHERE thread_id = ? AND task_path LIKE ? ESCAPE '\\'{space}",
-        params,
-    )
+    rows = yield Q(*d.path_tasks(thread_id, checkpoint_ns, PUSH_PATH))
     pushed = yield from push_nodes_op(d, [(thread_id, *r) for r in rows])
     out: dict[tuple[str, str], set[str]] = defaultdict(set)
     for (_, ns, cid, _), node in pushed.items():

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from threadline.storage.dialect import Dialect
-from threadline.storage.dialect.statements import placeholders
+from threadline.storage.dialect.reads import THREAD_ORDERS, ThreadFilter
 from threadline.storage.ops import Op, Q
 from threadline.read.common import iso
 from threadline.keys import thread_id_of
@@ -70,11 +70,12 @@ def threads_op(
     order_by: str = "updated",
     now: float | None = None,
 ) -> Op[ThreadPage]:
-    """Threads, most recently updated first, from the ``threads`` index (no checkpoint scan).
+    """Threads, most recently updated first, from the ``threads`` index (no checkpoint scan
+    unless ``metadata`` is given).
 
     Args:
         metadata: keep threads having at least one checkpoint whose metadata
-            matches this filter as ``list(filter=…)`` matches it (bound parameters).
+            matches this filter as ``list(filter=…)`` matches it on the backend.
         idle_for: keep threads not updated for at least this many seconds.
         active_within: keep threads updated within this many seconds.
         thread_ids: restrict to these threads.
@@ -84,49 +85,29 @@ def threads_op(
         now: the clock (epoch seconds), default ``time.time()``.
 
     Returns a ``ThreadPage``; each thread carries its head checkpoint's id, step and source.
+    Raises ValueError for a bad ``limit``/``offset``/``order_by``, FilterError for an unusable
+    metadata filter.
     """
     if not isinstance(limit, int) or limit < 1:
         raise ValueError(f"limit must be a positive integer, got {limit!r}")
     if not isinstance(offset, int) or offset < 0:
         raise ValueError(f"offset must be a non-negative integer, got {offset!r}")
-    orders = {
-        "updated": "t.updated_at DESC, t.thread_id",
-        "created": "t.created_at DESC, t.thread_id",
-        "bytes": "t.bytes DESC, t.thread_id",
-        "thread_id": "t.thread_id",
-    }
-    if order_by not in orders:
-        raise ValueError(f"order_by must be one of {sorted(orders)}, got {order_by!r}")
+    if order_by not in THREAD_ORDERS:
+        raise ValueError(f"order_by must be one of {sorted(THREAD_ORDERS)}, got {order_by!r}")
     now = time.time() if now is None else now
-    clauses: list[str] = []
-    params: list[Any] = []
-    if idle_for is not None:
-        clauses.append("t.updated_at <= ?")
-        params.append(now - float(idle_for))
-    if active_within is not None:
-        clauses.append("t.updated_at >= ?")
-        params.append(now - float(active_within))
+    ids = None
     if thread_ids is not None:
-        ids = [thread_id_of(t) for t in thread_ids]
+        ids = tuple(thread_id_of(t) for t in thread_ids)
         if not ids:
             return ThreadPage([], 0, offset, None)
-        clauses.append(f"t.thread_id IN ({placeholders(len(ids))})")
-        params += ids
-    if metadata:
-        cond, p = d.metadata_filter(metadata)
-        clauses.append(f"EXISTS (SELECT 1 FROM threadline_checkpoints c WHERE c.thread_id = t.thread_id AND {cond})")
-        params += p
-    where = ("WHERE " + " AND ".join(clauses)) if clauses else ""
-    total = (yield Q(f"SELECT COUNT(*) FROM threadline_threads t {where}", params))[0][0]
-    # the page first, then the heads of its threads only (not of every thread skipped by OFFSET)
-    found = yield Q(
-        "SELECT t.thread_id, t.created_at, t.updated_at, t.checkpoint_count, t.bytes, h.checkpoint_id, h.step, h.source "
-        f"FROM (SELECT * FROM threadline_threads t {where} ORDER BY {orders[order_by]} LIMIT ? OFFSET ?) t "
-        "LEFT JOIN threadline_checkpoints h ON h.thread_id = t.thread_id AND h.checkpoint_ns = '' "
-        "AND h.checkpoint_id = (SELECT MAX(c2.checkpoint_id) FROM threadline_checkpoints c2 WHERE c2.thread_id = t.thread_id AND c2.checkpoint_ns = '') "
-        f"ORDER BY {orders[order_by]}",
-        [*params, limit, offset],
+    selected = ThreadFilter(
+        updated_until=None if idle_for is None else now - float(idle_for),
+        updated_since=None if active_within is None else now - float(active_within),
+        thread_ids=ids,
+        metadata=metadata or None,
     )
+    total = (yield Q(*d.count_threads(selected)))[0][0]
+    found = yield Q(*d.threads_page(selected, order_by, limit, offset))
     threads = [ThreadInfo(r[0], float(r[1]), float(r[2]), int(r[3]), int(r[4]), r[5], r[6], r[7]) for r in found]
     nxt = offset + len(threads)
     return ThreadPage(threads, int(total), offset, nxt if nxt < total else None)
@@ -139,4 +120,4 @@ def list_threads(saver: Any, **kwargs: Any) -> ThreadPage:
 
 def all_thread_ids_op(d: Dialect) -> Op[list[str]]:
     """Every thread_id in the ``threads`` index, sorted."""
-    return [r[0] for r in (yield Q("SELECT thread_id FROM threadline_threads ORDER BY thread_id"))]
+    return [r[0] for r in (yield Q(d.ALL_THREAD_IDS))]

@@ -113,28 +113,9 @@ def history_op(d: Dialect, thread_id: Any, *, checkpoint_ns: str | None = "", in
     """
     tid = thread_id_of(thread_id)
     ns = checkpoint_ns_of(checkpoint_ns)
-    if include_subgraphs:
-        found = yield Q(
-            "SELECT checkpoint_ns, checkpoint_id, parent_checkpoint_id, step, source, created_at, metadata, checkpoint "
-            "FROM threadline_checkpoints WHERE thread_id = ? ORDER BY checkpoint_ns, checkpoint_id",
-            (tid,),
-        )
-        wcounts = yield Q(
-            "SELECT checkpoint_ns, checkpoint_id, COUNT(*), SUM(CASE WHEN channel = ? THEN 1 ELSE 0 END) "
-            "FROM threadline_writes WHERE thread_id = ? GROUP BY checkpoint_ns, checkpoint_id",
-            (INTERRUPT, tid),
-        )
-    else:
-        found = yield Q(
-            "SELECT checkpoint_ns, checkpoint_id, parent_checkpoint_id, step, source, created_at, metadata, checkpoint "
-            "FROM threadline_checkpoints WHERE thread_id = ? AND checkpoint_ns = ? ORDER BY checkpoint_id",
-            (tid, ns),
-        )
-        wcounts = yield Q(
-            "SELECT checkpoint_ns, checkpoint_id, COUNT(*), SUM(CASE WHEN channel = ? THEN 1 ELSE 0 END) "
-            "FROM threadline_writes WHERE thread_id = ? AND checkpoint_ns = ? GROUP BY checkpoint_ns, checkpoint_id",
-            (INTERRUPT, tid, ns),
-        )
+    space = None if include_subgraphs else ns
+    found = yield Q(*d.history_checkpoints(tid, space))
+    wcounts = yield Q(*d.write_counts(tid, space, INTERRUPT))
     if not found:
         raise NotFoundError(f"thread {tid!r} has no checkpoint" + (f" in checkpoint_ns {ns!r}" if ns else ""))
     counts = {(r[0], r[1]): (int(r[2]), bool(r[3])) for r in wcounts}
@@ -158,7 +139,7 @@ def history_op(d: Dialect, thread_id: Any, *, checkpoint_ns: str | None = "", in
             metadata=meta if isinstance(meta, dict) else {},
         )
     roots: dict[str, list[str]] = {}
-    sent = yield from push_nodes_by_checkpoint_op(d, tid, None if include_subgraphs else ns)
+    sent = yield from push_nodes_by_checkpoint_op(d, tid, space)
     for space, by_id in nodes.items():
         roots[space] = []
         for cid, node in by_id.items():
