@@ -291,9 +291,7 @@ def _sound_op(d: Dialect, path: str) -> Op[None]:
     value larger than ``limits.max_value_bytes``."""
     refused = f"{path!r} is not a threadline archive"
     fix = "restore only files that `threadline backup` or `bundle-export` wrote"
-    for kind, name, sql in (yield Q(d.ARCHIVE_OBJECTS)):
-        if kind == "table" and (sql or "").lstrip().upper().startswith("CREATE VIRTUAL"):
-            kind = "virtual table"
+    for kind, name in (yield Q(d.ARCHIVE_OBJECTS)):
         if kind not in ("table", "index"):
             raise ConfigError(f"{refused}: {name} is a {kind}, not a table; {fix}")
     check = (yield Q(d.QUICK_CHECK))[0][0]

@@ -46,9 +46,11 @@ class TransferStatements:
 
     # (path): a consistent, compacted copy of the whole database file (SQLite, ``file_sql``)
     VACUUM_INTO = "VACUUM INTO ?"
-    # () → type, name, sql of every schema object named threadline_* or on a threadline_* table
+    # () → kind ("table", "index", "view", "trigger" or "virtual table"), name of every schema object named
+    # threadline_* or on a threadline_* table
     ARCHIVE_OBJECTS = (
-        "SELECT type, name, sql FROM sqlite_master WHERE name LIKE 'threadline\\_%' ESCAPE '\\' OR tbl_name LIKE 'threadline\\_%' ESCAPE '\\'"
+        "SELECT CASE WHEN type = 'table' AND upper(ltrim(sql)) LIKE 'CREATE VIRTUAL%' THEN 'virtual table' ELSE type END, name "
+        "FROM sqlite_master WHERE name LIKE 'threadline\\_%' ESCAPE '\\' OR tbl_name LIKE 'threadline\\_%' ESCAPE '\\'"
     )
     # () → "ok", or the first problem SQLite's quick check finds
     QUICK_CHECK = "PRAGMA quick_check(1)"
