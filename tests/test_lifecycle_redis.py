@@ -73,10 +73,10 @@ def loaded(saver: Any) -> dict[str, Any]:
 
 
 def test_rollback_fork_delete_prune_as_on_sqlite(pair):
-    """Deterministic changes (delete, prune) print and leave what they do on SQLite; rollback and fork
+    """Deterministic changes (rebuild, delete, prune) print and leave what they do on SQLite; rollback and fork
     (new checkpoint ids) leave the same state."""
     a, b = pair.sqlite.url, pair.redis.url
-    for args in (("delete", "agent-1", "HEAD~1", "--reparent", "--yes"), ("delete", "t-research", "HEAD~1", "--with-descendants", "--dry-run"),
+    for args in (("rebuild", "t-research", "HEAD", "--graph", "lifecycle_graphs:graph"), ("delete", "agent-1", "HEAD~1", "--reparent", "--yes"), ("delete", "t-research", "HEAD~1", "--with-descendants", "--dry-run"),
                  ("prune", "--keep-last", "3", "--dry-run"), ("prune", "--keep-last", "3", "--yes")):
         on_a, on_b = _json(*args, "--db", a), _json(*args, "--db", b)
         on_a.pop("space", None), on_b.pop("space", None)  # bytes on disk: a file's, none on Redis
