@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 
 from backends import make_backend
 from cli_support import cli, one_line_error, run_agent
-from lifecycle_graphs import populate
+from lifecycle_graphs import cfg, populate
 from test_read_redis import THREADS, Pair, Tee, raw, timeless
 from threadline import lifecycle, read
 from threadline.cli import app
@@ -235,3 +235,27 @@ def test_lifecycle_and_transfer_hold_no_sql_and_no_backend_branch():
             source = path.read_text()
             assert not re.search(r"\.name\s*[=!]=|\b(SQLITE|POSTGRES|RedisDialect|SqliteDialect|PostgresDialect)\b", source), path.name
             assert "import sqlite3" not in source and "psycopg" not in source, path.name
+
+
+def test_import_of_an_official_database_into_redis(any_redis_target, tmp_path: Path):
+    """``threadline import`` of an official SqliteSaver file into Redis: verified, each thread as the official saver returns it."""
+    import sqlite3
+
+    from langgraph.checkpoint.sqlite import SqliteSaver as OfficialSqliteSaver
+
+    conn = sqlite3.connect(tmp_path / "official.db", check_same_thread=False)
+    official = OfficialSqliteSaver(conn)
+    official.setup()
+    populate(official)
+    url = f"{any_redis_target.url}{'&' if '?' in any_redis_target.url else '?'}prefix={any_redis_target.prefix}"
+    report = _json("import", str(tmp_path / "official.db"), "--db", url)
+    assert report["ok"] and all(t["verified"] for t in report["threads"]) and len(report["threads"]) == 3
+    from threadline import open_saver
+
+    with open_saver(url) as saver:
+        for tid in ("t-research", "t-answer", "t-interrupt"):
+            want = [read.jsonable((t.checkpoint["channel_values"], t.metadata, t.pending_writes)) for t in official.list(cfg(tid))]
+            got = [read.jsonable((t.checkpoint["channel_values"], t.metadata, t.pending_writes)) for t in saver.list(cfg(tid))]
+            assert got == want, tid
+        assert read.list_threads(saver).total == 3
+    conn.close()

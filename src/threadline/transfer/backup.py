@@ -131,7 +131,8 @@ def store_thread_op(
 ) -> Op[None]:
     """Insert one thread's rows (the columns both sides have) in one transaction and read them
     back; with ``expected``, also load every checkpoint and compare. Raises ``_Differs``
-    (rolling it all back) unless they read back and load exactly. Raises ConfigError when
+    (rolling it all back; where the backend has no transaction, ``rolls_back``, deleting the
+    thread's rows) unless they read back and load exactly. Raises ConfigError when
     the thread exists and not ``replace``."""
     exists = yield Q(d.HAS_CHECKPOINTS, (thread_id,))
     if exists and not replace:
@@ -149,6 +150,16 @@ def store_thread_op(
         wanted[t] = (shared, data)
         if data:
             yield Q(d.insert_table_rows(t, tuple(shared)), data, many=True)
+    try:
+        yield from _check_stored_op(d, thread_id, wanted, expected)
+    except _Differs:
+        if not d.rolls_back:  # no transaction to undo the rows written: they go again
+            yield from ops.delete_thread(d, thread_id, bc)
+        raise
+
+
+def _check_stored_op(d: Dialect, thread_id: str, wanted: Rows, expected: Expected | None) -> Op[None]:
+    """``_Differs`` unless the thread's rows read back as ``wanted`` and, with ``expected``, load so."""
     got = yield from thread_rows_op(d, thread_id, {t: c for t, (c, _) in wanted.items()})
     differs = [t for t, (_, data) in wanted.items() if _normal(data) != _normal(got[t][1])]
     if differs:
@@ -383,11 +394,17 @@ def restore(
                 saver.run(store_thread_op(saver.dialect, tid, rows, target, replace=True, bc=saver.blob_codec, expected=expected),
                           write=True)
             except _Differs as exc:
-                item.problems += ["thread not restored (the target keeps what it had)", *exc.problems]
+                item.problems += [_not_stored(saver.dialect), *exc.problems]
             report.threads.append(item)
             if progress:
                 progress(i + 1, len(ids), tid)
     return report
+
+
+def _not_stored(d: Dialect) -> str:
+    if d.rolls_back:
+        return "thread not restored (the target keeps what it had)"
+    return f"thread not restored (its rows are deleted from the target: {d.name} has no transaction to roll back)"
 
 
 def _archived(archive: Any, serde: Any, bc: Any, thread_id: str) -> dict[tuple[str, str], Any]:

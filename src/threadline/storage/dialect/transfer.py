@@ -19,6 +19,9 @@ class TransferStatements:
 
     bytes_of: Callable[[str, str], str]
     checkpoint_size: Callable[[], str]
+    # Whether an operation's writes are undone when it raises (a transaction); where not (Redis),
+    # a restore or import that fails its verification deletes the thread's rows it wrote.
+    rolls_back = True
 
     # --- a thread's rows as stored (backup, restore, bundles) ------------------------------
 

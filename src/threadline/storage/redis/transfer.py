@@ -17,7 +17,7 @@ from typing import Any
 
 from threadline.storage.redis import layout as L
 from threadline.storage.redis.base import (
-    Call, Cmd, all_threads, rows_of, statement, text, thread_blobs_of, thread_checkpoint_rows, thread_writes_of,
+    Call, Cmd, all_threads, ck_row, group, rows_of, statement, text, thread_blobs_of, thread_checkpoint_rows, thread_writes_of,
 )
 
 # The columns of each table, as the SQL schema names them; a Redis row has all of them.
@@ -111,6 +111,22 @@ def export_blobs(d: Any, params: Sequence[Any], many: bool) -> Generator:
     return sorted((tid, ns, ch, v, type_, size, base) for ns, ch, v, type_, base, size in found)
 
 
+def retime_thread(d: Any, params: Sequence[Any], many: bool) -> Generator:
+    """RETIME_THREAD: created and updated from the thread's oldest and newest checkpoint."""
+    tid = params[0]
+    times = [float(r[8]) for r in (yield from thread_checkpoint_rows(d, (tid,), False))]
+    if times and (yield [("EXISTS", d.keys(tid).th)])[0]:
+        yield [("HSET", d.keys(tid).th, "created", min(times), "updated", max(times)), ("ZADD", d.index, max(times), tid)]
+    return []
+
+
+def checkpoints_by_keys(d: Any, params: Sequence[Any], many: bool) -> Generator:
+    """``checkpoints_by_keys`` (the import's verification): CHECKPOINT_COLUMNS of the stored ones of the keys."""
+    keys = group(params, 3)
+    found = yield [("HGET", d.keys(t).ck, L.field(ns, cid)) for t, ns, cid in keys]
+    return [(t, ns, cid, *(r := ck_row(t, ns, cid, raw))[:3], r[7]) for (t, ns, cid), raw in zip(keys, found) if raw is not None]
+
+
 def nothing(d: Any, params: Sequence[Any], many: bool) -> Generator:
     return []
     yield  # a generator
@@ -119,13 +135,19 @@ def nothing(d: Any, params: Sequence[Any], many: bool) -> Generator:
 EXPORT_CHECKPOINTS = statement(export_checkpoints)
 EXPORT_BLOBS = statement(export_blobs)
 THREAD_IDS = statement(thread_ids)
+CHECKPOINTS_BY_KEYS = statement(checkpoints_by_keys)
 
 
 class RedisTransferStatements:
     """Mixed into ``RedisDialect`` (before the SQL dialect's classes, whose names it overrides)."""
 
+    rolls_back = False
     columns_sql = statement(columns)  # type: ignore[assignment]
+    RETIME_THREAD = statement(retime_thread)
     DELETE_ADOPTED = statement(nothing)  # no official saver shares these keys: nothing was adopted
+
+    def checkpoints_by_keys(self, count: int) -> Cmd:  # type: ignore[override]
+        return CHECKPOINTS_BY_KEYS
 
     def thread_ids_in(self, tables: Sequence[str]) -> Cmd:  # type: ignore[override]
         return THREAD_IDS
