@@ -16,6 +16,7 @@ from collections.abc import Generator, Sequence
 from typing import Any
 
 from threadline.storage.redis import layout as L
+from threadline.storage.redis.lifecycle import NOTHING
 from threadline.storage.redis.base import (
     Call, Cmd, all_threads, ck_row, group, rows_of, statement, text, thread_blobs_of, thread_checkpoint_rows, thread_writes_of,
 )
@@ -127,11 +128,6 @@ def checkpoints_by_keys(d: Any, params: Sequence[Any], many: bool) -> Generator:
     return [(t, ns, cid, *(r := ck_row(t, ns, cid, raw))[:3], r[7]) for (t, ns, cid), raw in zip(keys, found) if raw is not None]
 
 
-def nothing(d: Any, params: Sequence[Any], many: bool) -> Generator:
-    return []
-    yield  # a generator
-
-
 EXPORT_CHECKPOINTS = statement(export_checkpoints)
 EXPORT_BLOBS = statement(export_blobs)
 THREAD_IDS = statement(thread_ids)
@@ -144,7 +140,7 @@ class RedisTransferStatements:
     rolls_back = False
     columns_sql = statement(columns)  # type: ignore[assignment]
     RETIME_THREAD = statement(retime_thread)
-    DELETE_ADOPTED = statement(nothing)  # no official saver shares these keys: nothing was adopted
+    DELETE_ADOPTED = NOTHING  # no official saver shares these keys: nothing was adopted
 
     def checkpoints_by_keys(self, count: int) -> Cmd:  # type: ignore[override]
         return CHECKPOINTS_BY_KEYS
