@@ -232,10 +232,7 @@ def _dangling_refs(d: Dialect, tid: str, bc: codec.BlobCodec, live: set | None) 
 
 def every_thread_id_op(d: Dialect) -> Op[list[str]]:
     """Every thread_id found in any table (fsck also looks at rows whose thread has no checkpoint)."""
-    found = yield Q(
-        "SELECT thread_id FROM threadline_checkpoints UNION SELECT thread_id FROM threadline_blobs UNION SELECT thread_id FROM threadline_writes "
-        "UNION SELECT thread_id FROM threadline_threads"
-    )
+    found = yield Q(d.EVERY_THREAD_ID)
     return sorted({r[0] for r in found})
 
 

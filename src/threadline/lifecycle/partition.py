@@ -70,26 +70,19 @@ def _bounds(month: _dt.date) -> tuple[str, str]:
 
 def _require(d: Dialect) -> None:
     if not d.partitions:
-        raise ConfigError(f"monthly partitions are a Postgres feature; the {d.name} backend has none")
+        raise ConfigError(f"partition does not apply to {d.name}: monthly partitions are a Postgres feature")
 
 
 def partitioned_op(d: Dialect) -> Op[bool]:
     """Whether ``checkpoints`` is a partitioned table."""
     if not d.partitions:
         return False
-    found = yield Q(
-        "SELECT 1 FROM pg_partitioned_table p JOIN pg_class c ON c.oid = p.partrelid JOIN pg_namespace n ON n.oid = c.relnamespace "
-        "WHERE n.nspname = current_schema() AND c.relname = 'threadline_checkpoints'"
-    )
+    found = yield Q(d.IS_PARTITIONED)
     return bool(found)
 
 
 def _partitions_op(d: Dialect, table: str) -> Op[list[str]]:
-    found = yield Q(
-        "SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid JOIN pg_class p ON p.oid = i.inhparent "
-        "JOIN pg_namespace n ON n.oid = p.relnamespace WHERE n.nspname = current_schema() AND p.relname = ?",
-        (f"threadline_{table}",),
-    )
+    found = yield Q(d.PARTITIONS_OF, (f"threadline_{table}",))
     return sorted(r[0] for r in found)
 
 
@@ -103,9 +96,8 @@ def ensure_op(d: Dialect, now: float, first: _dt.date | None = None, months_ahea
         for t in TABLES:
             name = f"threadline_{t}_y{month.year:04d}m{month.month:02d}"
             if name not in (yield from _partitions_op(d, t)):
-                # bounds are ids computed from dates, never input: DDL takes no bound parameters
-                yield Q(f"CREATE TABLE {name} PARTITION OF threadline_{t} FOR VALUES FROM ('{lo}') TO ('{hi}')")
-                yield Q(f"ALTER TABLE {name} SET (autovacuum_vacuum_scale_factor = 0.05, autovacuum_analyze_scale_factor = 0.02)")
+                for sql in d.create_partition(name, t, lo, hi):
+                    yield Q(sql)
                 made.append(name)
         month = _next(month)
     return made
@@ -123,11 +115,11 @@ def drop_empty_op(d: Dialect, now: float) -> Op[list[str]]:
         pair = [name, name.replace("threadline_checkpoints_", "threadline_writes_", 1)]
         used = False
         for p in pair:
-            used = used or bool((yield Q(f"SELECT 1 FROM {p} LIMIT 1")))
+            used = used or bool((yield Q(d.partition_used(p))))
         if used:
             continue
         for p in pair:
-            yield Q(f"DROP TABLE IF EXISTS {p}")
+            yield Q(d.drop_partition(p))
         dropped.append(name)
     return dropped
 
@@ -152,18 +144,17 @@ def partition_op(d: Dialect, now: float | None = None, months_ahead: int = MONTH
     now = time.time() if now is None else now
     if (yield from partitioned_op(d)):
         return PartitionReport(True, created=(yield from ensure_op(d, now, months_ahead=months_ahead)))
-    ids = yield Q("SELECT MIN(checkpoint_id) FROM threadline_checkpoints WHERE checkpoint_id ~ '^[0-9a-f]{8}-[0-9a-f]{4}-6'")
+    ids = yield Q(d.FIRST_UUID6_ID)
     first = min(filter(None, [month_of(ids[0][0]) if ids[0][0] else None, _month_now(now)]))
     for t in TABLES:
-        yield Q(f"ALTER TABLE threadline_{t} RENAME TO threadline_{t}_unpartitioned")
-        yield Q(f"CREATE TABLE threadline_{t} (LIKE threadline_{t}_unpartitioned INCLUDING ALL) PARTITION BY RANGE (checkpoint_id)")
-        yield Q(f"CREATE TABLE threadline_{t}_default PARTITION OF threadline_{t} DEFAULT")
+        for sql in d.repartition(t):
+            yield Q(sql)
     created = yield from ensure_op(d, now, first, months_ahead)
     rows = {}
     for t in TABLES:
-        moved = yield Q(f"WITH m AS (INSERT INTO threadline_{t} SELECT * FROM threadline_{t}_unpartitioned RETURNING 1) SELECT COUNT(*) FROM m")
-        rows[t] = int(moved[0][0])
-        yield Q(f"DROP TABLE threadline_{t}_unpartitioned")
+        move, drop = d.move_unpartitioned(t)
+        rows[t] = int((yield Q(move))[0][0])
+        yield Q(drop)
     return PartitionReport(True, rows, created)
 
 

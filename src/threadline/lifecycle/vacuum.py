@@ -19,6 +19,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from threadline.errors import ConfigError
 from threadline.lifecycle.jobs import Job, run_job
 from threadline.storage.dialect import Dialect
 from threadline.storage.ops import Op, Q
@@ -135,5 +136,8 @@ def vacuum(saver: Any, *, full: bool = False) -> SpaceReport:
     """Give freed space back to the system (``reclaim``), or with ``full`` rewrite the tables
     compactly (``rebuild``); bytes on disk before and after.
 
-    Postgres needs an autocommit connection for VACUUM (``from_conn_string`` opens one)."""
+    Postgres needs an autocommit connection for VACUUM (``from_conn_string`` opens one). ConfigError
+    where deleting leaves no space to give back (``reclaims_space``: Redis frees memory as it deletes)."""
+    if not saver.dialect.reclaims_space:
+        raise ConfigError(f"vacuum does not apply to {saver.dialect.name}: it frees memory as it deletes, nothing waits to be given back")
     return run_job(saver, rebuild(saver.dialect) if full else reclaim(saver.dialect))

@@ -40,7 +40,6 @@ from threadline.errors import ConfigError
 from threadline.keys import thread_id_of
 from threadline.storage import ops
 from threadline.storage.dialect import Dialect, dumps_json
-from threadline.storage.dialect.statements import placeholders
 from threadline.storage.ops import Op, Q
 
 # The tables a thread's rows live in, in the order they are inserted.
@@ -75,15 +74,14 @@ def columns_op(d: Dialect) -> Op[dict[str, list[str]]]:
 
 def thread_ids_op(d: Dialect, tables: Iterable[str]) -> Op[list[str]]:
     """Every thread_id with a row in any of ``tables``, in order."""
-    union = " UNION ".join(f"SELECT thread_id FROM threadline_{t}" for t in tables)
-    return [r[0] for r in (yield Q(f"SELECT thread_id FROM ({union}) u ORDER BY thread_id"))]
+    return [r[0] for r in (yield Q(d.thread_ids_in(tuple(tables))))]
 
 
 def thread_rows_op(d: Dialect, thread_id: str, columns: Mapping[str, Sequence[str]]) -> Op[Rows]:
     """Every row of ``thread_id`` in each table of ``columns``, values as stored."""
     out: Rows = {}
     for t, cols in columns.items():
-        found = yield Q(f"SELECT {', '.join(cols)} FROM threadline_{t} WHERE thread_id = ?", (thread_id,))
+        found = yield Q(d.thread_table_rows(t, tuple(cols)), (thread_id,))
         out[t] = (list(cols), [tuple(_plain(v) for v in r) for r in found])
     return out
 
@@ -133,13 +131,14 @@ def store_thread_op(
 ) -> Op[None]:
     """Insert one thread's rows (the columns both sides have) in one transaction and read them
     back; with ``expected``, also load every checkpoint and compare. Raises ``_Differs``
-    (rolling it all back) unless they read back and load exactly. Raises ConfigError when
+    (rolling it all back; where the backend has no transaction, ``rolls_back``, deleting the
+    thread's rows) unless they read back and load exactly. Raises ConfigError when
     the thread exists and not ``replace``."""
     exists = yield Q(d.HAS_CHECKPOINTS, (thread_id,))
     if exists and not replace:
         raise ConfigError(f"thread {thread_id!r} already exists in the target; pass replace=True (CLI --replace) to overwrite it")
     yield from ops.delete_thread(d, thread_id, bc)
-    yield Q("DELETE FROM threadline_adopted WHERE thread_id = ?", (thread_id,))
+    yield Q(d.DELETE_ADOPTED, (thread_id,))
     wanted: Rows = {}
     for t in THREAD_TABLES:
         if t not in rows or t not in columns:
@@ -150,7 +149,17 @@ def store_thread_op(
         data = [tuple(r[i] for i in keep) for r in values]
         wanted[t] = (shared, data)
         if data:
-            yield Q(f"INSERT INTO threadline_{t} ({', '.join(shared)}) VALUES ({placeholders(len(shared))})", data, many=True)
+            yield Q(d.insert_table_rows(t, tuple(shared)), data, many=True)
+    try:
+        yield from _check_stored_op(d, thread_id, wanted, expected)
+    except _Differs:
+        if not d.rolls_back:  # no transaction to undo the rows written: they go again
+            yield from ops.delete_thread(d, thread_id, bc)
+        raise
+
+
+def _check_stored_op(d: Dialect, thread_id: str, wanted: Rows, expected: Expected | None) -> Op[None]:
+    """``_Differs`` unless the thread's rows read back as ``wanted`` and, with ``expected``, load so."""
     got = yield from thread_rows_op(d, thread_id, {t: c for t, (c, _) in wanted.items()})
     differs = [t for t, (_, data) in wanted.items() if _normal(data) != _normal(got[t][1])]
     if differs:
@@ -245,7 +254,7 @@ def _fresh_path(path: str, overwrite: bool) -> None:
 def _counts_op(d: Dialect) -> Op[dict[str, int]]:
     out = {}
     for t in ("threads", "checkpoints", "blobs", "writes"):
-        out[t] = int((yield Q(f"SELECT COUNT(*) FROM threadline_{t}"))[0][0])
+        out[t] = int((yield Q(d.count_rows(t)))[0][0])
     return out
 
 
@@ -271,7 +280,7 @@ def backup(saver: Any, to: str, *, overwrite: bool = False) -> BackupReport:
     ``overwrite``) or is a directory."""
     _fresh_path(to, overwrite)
     if saver.dialect.file_sql:
-        saver.run(_vacuum_into(to))
+        saver.run(_vacuum_into(saver.dialect, to))
         method = "vacuum-into"
     else:
         write_archive(to, saver)
@@ -283,32 +292,27 @@ def backup(saver: Any, to: str, *, overwrite: bool = False) -> BackupReport:
     return BackupReport(to, os.path.getsize(to), method, rows["threads"], rows)
 
 
-def _vacuum_into(path: str) -> Op[None]:
-    yield Q("VACUUM INTO ?", (path,), single=True)
+def _vacuum_into(d: Dialect, path: str) -> Op[None]:
+    yield Q(d.VACUUM_INTO, (path,), single=True)
 
 
-def _sound_op(path: str) -> Op[None]:
+def _sound_op(d: Dialect, path: str) -> Op[None]:
     """ConfigError unless the archive at ``path`` (a SQLite file) holds ``threadline_*`` objects
     that are plain tables (or their indexes), passes SQLite's ``quick_check`` and stores no
     value larger than ``limits.max_value_bytes``."""
     refused = f"{path!r} is not a threadline archive"
     fix = "restore only files that `threadline backup` or `bundle-export` wrote"
-    for kind, name, sql in (yield Q(
-        "SELECT type, name, sql FROM sqlite_master WHERE name LIKE 'threadline\\_%' ESCAPE '\\' OR tbl_name LIKE 'threadline\\_%' ESCAPE '\\'"
-    )):
-        if kind == "table" and (sql or "").lstrip().upper().startswith("CREATE VIRTUAL"):
-            kind = "virtual table"
+    for kind, name in (yield Q(d.ARCHIVE_OBJECTS)):
         if kind not in ("table", "index"):
             raise ConfigError(f"{refused}: {name} is a {kind}, not a table; {fix}")
-    check = (yield Q("PRAGMA quick_check(1)"))[0][0]
+    check = (yield Q(d.QUICK_CHECK))[0][0]
     if check != "ok":
         raise ConfigError(f"{refused}: SQLite finds it damaged ({check}); {fix}")
-    tables = {r[0] for r in (yield Q("SELECT name FROM sqlite_master WHERE type = 'table'"))}
+    tables = {r[0] for r in (yield Q(d.TABLE_NAMES))}
     most = limits.current().max_value_bytes
     for t, cols in VALUE_COLUMNS.items():
         if f"threadline_{t}" in tables:
-            found = yield Q(f"SELECT thread_id FROM threadline_{t} WHERE {' OR '.join(f'length({c}) > ?' for c in cols)} LIMIT 1",
-                            (most,) * len(cols))
+            found = yield Q(d.oversized_value(t, cols), (most,) * len(cols))
             if found:
                 raise ConfigError(f"{refused}: thread {found[0][0]!r} has a value in threadline_{t} larger than max_value_bytes "
                                   f"({most} bytes, threadline.limits); {fix}")
@@ -322,7 +326,7 @@ def open_archive(path: str) -> Iterator[Any]:
     from threadline.backends.sqlite import open_read_only
 
     with open_read_only(path) as (archive, state):
-        archive.peek(_sound_op(path))
+        archive.peek(_sound_op(archive.dialect, path))
         if not state.is_threadline:
             raise ConfigError(f"{path!r} is not a threadline backup or bundle (no threadline tables)")
         yield archive
@@ -338,7 +342,7 @@ def _redacted_op(d: Dialect) -> Op[list[str]]:
     """The channels a bundle was redacted of (its ``threadline_bundle`` row; none for a backup)."""
     if not (yield Q(d.columns_sql, ("threadline_bundle",))):
         return []
-    found = yield Q("SELECT redacted FROM threadline_bundle")
+    found = yield Q(d.BUNDLE_REDACTED)
     try:
         channels = json.loads(found[0][0]) if found else []
     except (TypeError, ValueError):
@@ -390,11 +394,17 @@ def restore(
                 saver.run(store_thread_op(saver.dialect, tid, rows, target, replace=True, bc=saver.blob_codec, expected=expected),
                           write=True)
             except _Differs as exc:
-                item.problems += ["thread not restored (the target keeps what it had)", *exc.problems]
+                item.problems += [_not_stored(saver.dialect), *exc.problems]
             report.threads.append(item)
             if progress:
                 progress(i + 1, len(ids), tid)
     return report
+
+
+def _not_stored(d: Dialect) -> str:
+    if d.rolls_back:
+        return "thread not restored (the target keeps what it had)"
+    return f"thread not restored (its rows are deleted from the target: {d.name} has no transaction to roll back)"
 
 
 def _archived(archive: Any, serde: Any, bc: Any, thread_id: str) -> dict[tuple[str, str], Any]:

@@ -33,7 +33,6 @@ import base64
 import dataclasses
 import json
 import os
-import sqlite3
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -49,8 +48,8 @@ from threadline.read.common import INTERRUPT, RESUME, TASKS
 from threadline.storage import ops
 from threadline.storage import rows as R
 from threadline.storage.dialect import Dialect, dumps_json
-from threadline.storage.ops import Op
-from threadline.transfer.backup import Rows, Transform, _fresh_path, write_archive
+from threadline.storage.ops import Op, Q
+from threadline.transfer.backup import Rows, Transform, _counts_op, _fresh_path, write_archive
 
 REDACTED = "[redacted]"
 START = "__start__"  # LangGraph's input channel
@@ -170,6 +169,14 @@ def _metadata(meta: Any, channels: frozenset[str]) -> Any:
                                for node, out in writes.items()}}
 
 
+def _mark_op(d: Dialect, ids: list[str], channels: list[str]) -> Op[dict[str, int]]:
+    """Record a bundle's threads and redacted channels in the archive; its rows per table."""
+    yield Q(d.CREATE_BUNDLE_TABLE)
+    yield Q(d.INSERT_BUNDLE_ROW, (time.time(), json.dumps(ids), json.dumps(channels)))
+    counts = yield from _counts_op(d)
+    return {t: counts[t] for t in ("checkpoints", "blobs", "writes")}
+
+
 def bundle(saver: Any, thread_ids: Sequence[Any], to: str, *, redact: Sequence[str] = (), overwrite: bool = False) -> BundleReport:
     """Write ``thread_ids`` of ``saver`` with their values to the file ``to``, ``redact``
     channels replaced (see the module docstring). Raises ConfigError for no thread, a
@@ -186,14 +193,10 @@ def bundle(saver: Any, thread_ids: Sequence[Any], to: str, *, redact: Sequence[s
     _fresh_path(to, overwrite)
     channels = frozenset(redact) | ({START} if redact else set())
     write_archive(to, saver, thread_ids=ids, transform=_redactor(saver, channels) if channels else None)
-    conn = sqlite3.connect(to)
-    try:
-        with conn:
-            conn.execute("CREATE TABLE threadline_bundle (created_at REAL, threads TEXT, redacted TEXT)")
-            conn.execute("INSERT INTO threadline_bundle VALUES (?, ?, ?)", (time.time(), json.dumps(ids), json.dumps(sorted(channels))))
-        rows = {t: conn.execute(f"SELECT COUNT(*) FROM threadline_{t}").fetchone()[0] for t in ("checkpoints", "blobs", "writes")}
-    finally:
-        conn.close()
+    from threadline.backends.sqlite import SqliteSaver
+
+    with SqliteSaver.from_conn_string(to, adopt=False) as archive:
+        rows = archive.run(_mark_op(archive.dialect, ids, sorted(channels)), write=True)
     return BundleReport(to, os.path.getsize(to), ids, rows, sorted(channels))
 
 

@@ -68,11 +68,7 @@ def _json_value(serde: Any, resolved: Any, where: str) -> str | None:
 def export_rows_op(d: Dialect, thread_id: str, serde: Any = None, bc: Any = None) -> Op[dict[str, list[dict[str, Any]]]]:
     """One thread's rows for the Parquet export: sizes only, or with ``serde`` the decoded
     value of every blob and write too (``value``)."""
-    cks = yield Q(
-        "SELECT thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, step, source, run_id, created_at, metadata, "
-        f"checkpoint, {d.checkpoint_size()} FROM threadline_checkpoints WHERE thread_id = ? ORDER BY checkpoint_ns, checkpoint_id",
-        (thread_id,),
-    )
+    cks = yield Q(d.export_checkpoints(), (thread_id,))
     out: dict[str, list[dict[str, Any]]] = {t: [] for t in TABLES}
     first_ref: dict[tuple[str, str, str], tuple[str, float]] = {}
     for r in cks:
@@ -92,12 +88,7 @@ def export_rows_op(d: Dialect, thread_id: str, serde: Any = None, bc: Any = None
             key = (r[1], ch, v)
             if key not in first_ref or r[2] < first_ref[key][0]:
                 first_ref[key] = (r[2], float(r[7]))
-    writes = yield Q(
-        f"SELECT thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, task_path, type, {d.bytes_of('blob', 'blob')}, created_at"
-        f"{', blob' if serde else ''} FROM threadline_writes WHERE thread_id = ? "
-        "ORDER BY checkpoint_ns, checkpoint_id, created_at, task_path, task_id, idx",
-        (thread_id,),
-    )
+    writes = yield Q(d.export_writes(bool(serde)), (thread_id,))
     pushed = yield from push_nodes_op(d, [(w[0], w[1], w[2], w[3], w[6]) for w in writes])
     for w in writes:
         row = {
@@ -109,11 +100,7 @@ def export_rows_op(d: Dialect, thread_id: str, serde: Any = None, bc: Any = None
             value = (bc or codec.PLAIN).load(serde, R.write_row_ref(w[0], w[1], w[2], w[3], w[4], w[5]), w[7], w[10])
             row["value"] = dumps_json(jsonable(value), sort_keys=False)
         out["writes"].append(row)
-    blobs = yield Q(
-        f"SELECT thread_id, checkpoint_ns, channel, version, type, {d.bytes_of('blob', 'blob')}, base_version FROM threadline_blobs "
-        "WHERE thread_id = ? ORDER BY checkpoint_ns, channel, version",
-        (thread_id,),
-    )
+    blobs = yield Q(d.export_blobs(), (thread_id,))
     values = (yield from ops.fetch_blobs(d, [tuple(b[:4]) for b in blobs], bc=bc)) if serde else {}
     for b in blobs:
         ref = first_ref.get((b[1], b[2], b[3]))

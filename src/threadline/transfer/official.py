@@ -103,6 +103,8 @@ def import_thread_op(
     n_ck, n_w = yield from adopt.store_op(d, serde, thread_id, records, bc)
     problems = (yield from adopt.verify_op(d, serde, thread_id, records, bc)) if verify else []
     if problems:
+        if not d.rolls_back:  # no transaction to undo the rows written: they go again
+            yield from ops.delete_thread(d, thread_id, bc)
         raise _Mismatch(problems)
     if records:
         yield Q(d.RETIME_THREAD, (thread_id, thread_id, thread_id))

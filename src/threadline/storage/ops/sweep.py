@@ -22,12 +22,6 @@ from threadline.storage.dialect import Dialect, dumps_json
 from threadline.storage.ops.base import Op, Q
 from threadline.storage.ops.maintain import delete_thread
 
-# Parameters: default TTL in minutes (or NULL), the same again, now.
-_EXPIRED = (
-    "COALESCE(ttl_minutes, ?) > 0 AND (CASE WHEN accessed_at > updated_at THEN accessed_at ELSE updated_at END) "
-    "+ COALESCE(ttl_minutes, ?) * 60 <= ?"
-)
-
 
 def claim(d: Dialect, job: str, owner: str, now: float, lease: float, min_gap: float) -> Op[bool]:
     """Take ``job``'s lease for ``lease`` seconds if it is free and its last run finished at
@@ -36,33 +30,25 @@ def claim(d: Dialect, job: str, owner: str, now: float, lease: float, min_gap: f
         free = yield Q(*d.claim_lock)
         if not (free and free[0][0]):
             return False
-    yield Q("INSERT INTO threadline_sweeps (name, lease_until) VALUES (?, 0) ON CONFLICT (name) DO NOTHING", (job,))
-    won = yield Q(
-        "UPDATE threadline_sweeps SET owner = ?, lease_until = ?, started_at = ? "
-        "WHERE name = ? AND lease_until < ? AND (finished_at IS NULL OR finished_at <= ?) RETURNING name",
-        (owner, now + lease, now, job, now, now - min_gap),
-    )
+    yield Q(d.ENSURE_SWEEP_JOB, (job,))
+    won = yield Q(d.CLAIM_SWEEP, (owner, now + lease, now, job, now, now - min_gap))
     return bool(won)
 
 
 def renew(d: Dialect, job: str, owner: str, until: float) -> Op[bool]:
     """Extend ``owner``'s lease to ``until``; False when it is no longer ``owner``'s."""
-    kept = yield Q("UPDATE threadline_sweeps SET lease_until = ? WHERE name = ? AND owner = ? RETURNING name", (until, job, owner), single=True)
+    kept = yield Q(d.RENEW_SWEEP, (until, job, owner), single=True)
     return bool(kept)
 
 
 def finish(d: Dialect, job: str, owner: str, now: float, result: dict[str, Any]) -> Op[None]:
     """Release ``owner``'s lease and record the run's end and result (JSON)."""
-    yield Q(
-        "UPDATE threadline_sweeps SET lease_until = 0, finished_at = ?, result = ? WHERE name = ? AND owner = ?",
-        (now, dumps_json(result), job, owner),
-        single=True,
-    )
+    yield Q(d.FINISH_SWEEP, (now, dumps_json(result), job, owner), single=True)
 
 
 def last_run(d: Dialect, job: str) -> Op[dict[str, Any] | None]:
     """``job``'s row: owner, lease_until, started_at, finished_at and result (decoded); None before its first run."""
-    found = yield Q("SELECT owner, lease_until, started_at, finished_at, result FROM threadline_sweeps WHERE name = ?", (job,))
+    found = yield Q(d.SWEEP_RUN, (job,))
     if not found:
         return None
     owner, until, started, finished, result = found[0]
@@ -86,20 +72,14 @@ def touch(d: Dialect, thread_id: str, now: float) -> Op[None]:
 
 def expired_threads(d: Dialect, default_ttl: float | None, now: float, limit: int) -> Op[list[str]]:
     """Up to ``limit`` expired threads, least recently updated first (``default_ttl`` in minutes)."""
-    found = yield Q(
-        f"SELECT thread_id FROM threadline_threads WHERE {_EXPIRED} ORDER BY updated_at, thread_id LIMIT ?",
-        (default_ttl, default_ttl, now, limit),
-    )
+    found = yield Q(d.EXPIRED_THREADS, (default_ttl, default_ttl, now, limit))
     return [r[0] for r in found]
 
 
 def expire_thread(d: Dialect, thread_id: str, default_ttl: float | None, now: float, bc: codec.BlobCodec | None = None) -> Op[int | None]:
     """Delete ``thread_id`` whole if it is still expired once its index row is locked (a put
     since the thread was listed keeps it); the checkpoints deleted, or None when kept."""
-    found = yield Q(
-        f"SELECT checkpoint_count FROM threadline_threads WHERE thread_id = ? AND {_EXPIRED}{d.lock_rows}",
-        (thread_id, default_ttl, default_ttl, now),
-    )
+    found = yield Q(d.expiring_thread(), (thread_id, default_ttl, default_ttl, now))
     if not found:
         return None
     yield from delete_thread(d, thread_id, bc)
@@ -112,25 +92,19 @@ def retention_candidates(
     """Up to ``limit`` threads (ordered, after ``after``) a retention policy may change: more
     checkpoints than ``keep_last``, a checkpoint created before ``older_than`` (a time), or
     no update since ``idle_since`` (a time). The policy itself decides what goes."""
-    parts: list[str] = []
     params: list[Any] = []
-    if keep_last is not None:
-        parts.append("SELECT thread_id FROM threadline_threads WHERE thread_id > ? AND checkpoint_count > ?")
-        params += [after, keep_last]
-    if older_than is not None:
-        parts.append("SELECT thread_id FROM threadline_checkpoints WHERE thread_id > ? AND created_at < ?")
-        params += [after, older_than]
-    if idle_since is not None:
-        parts.append("SELECT thread_id FROM threadline_threads WHERE thread_id > ? AND updated_at <= ?")
-        params += [after, idle_since]
-    if not parts:
+    for rule in (keep_last, older_than, idle_since):
+        if rule is not None:
+            params += [after, rule]
+    if not params:
         return []
-    found = yield Q(f"SELECT thread_id FROM ({' UNION '.join(parts)}) u ORDER BY thread_id LIMIT ?", [*params, limit])
+    found = yield Q(d.retention_candidates(keep_last is not None, older_than is not None, idle_since is not None), [*params, limit])
     return [r[0] for r in found]
 
 
 def lock_thread(d: Dialect, thread_id: str) -> Op[None]:
     """Lock ``thread_id``'s index row until the transaction ends (where rows lock: Postgres), so
     a concurrent put of the thread, which updates that row last, waits for this transaction."""
-    if d.lock_rows:
-        yield Q(f"SELECT 1 FROM threadline_threads WHERE thread_id = ?{d.lock_rows}", (thread_id,))
+    sql = d.lock_thread()
+    if sql:
+        yield Q(sql, (thread_id,))

@@ -148,4 +148,29 @@ if redis.call('EXISTS', KEYS[6]) == 1 then expire(ARGV[1]) end
 return 1
 """
 
-SCRIPTS = {"put": PUT, "writes": WRITES, "chains": CHAINS, "latest": LATEST, "writes_of": WRITES_OF, "expire": EXPIRE}
+# The sweeper's job lease. KEYS: the job's record (HASH: owner, lease_until, started_at,
+# finished_at, result) and its lease (STRING: the owner, expiring with the lease), one hash tag.
+# ARGV 'claim', owner, now, lease ms, latest finish allowed → 1 when won (SET NX PX);
+# 'renew', owner, lease_until, lease ms → 1 while owner holds it; 'finish', owner, now, result.
+SWEEP = r"""
+local op, owner = ARGV[1], ARGV[2]
+if op == 'claim' then
+  local finished = tonumber(redis.call('HGET', KEYS[1], 'finished_at') or '')
+  if finished and finished > tonumber(ARGV[5]) then return 0 end
+  if not redis.call('SET', KEYS[2], owner, 'NX', 'PX', ARGV[4]) then return 0 end
+  redis.call('HSET', KEYS[1], 'owner', owner, 'lease_until', tonumber(ARGV[3]) + tonumber(ARGV[4]) / 1000, 'started_at', ARGV[3])
+  return 1
+end
+if op == 'renew' then
+  if redis.call('GET', KEYS[2]) ~= owner then return 0 end
+  redis.call('PEXPIRE', KEYS[2], ARGV[4])
+  redis.call('HSET', KEYS[1], 'lease_until', ARGV[3])
+  return 1
+end
+if redis.call('HGET', KEYS[1], 'owner') ~= owner then return 0 end
+if redis.call('GET', KEYS[2]) == owner then redis.call('DEL', KEYS[2]) end
+redis.call('HSET', KEYS[1], 'lease_until', 0, 'finished_at', ARGV[3], 'result', ARGV[4])
+return 1
+"""
+
+SCRIPTS = {"sweep": SWEEP, "put": PUT, "writes": WRITES, "chains": CHAINS, "latest": LATEST, "writes_of": WRITES_OF, "expire": EXPIRE}
