@@ -1,24 +1,42 @@
-# Each target sets up its own .venv, so a fresh clone needs nothing else.
+# Each target sets up its own .venv, so a fresh clone needs nothing else installed.
+# `make demo` installs threadline and its runtime dependencies only (uv, itself installed into
+# .venv from PyPI, fetches them in parallel: about 20 s); `make test` and the other targets add
+# the test tools to the same .venv (about a minute more with pip), and `make test` Debian's
+# chromium for the browser tests.
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+RUNTIME := $(VENV)/.runtime
 STAMP := $(VENV)/.installed
 
-$(STAMP): pyproject.toml
+$(RUNTIME): pyproject.toml
+	@echo "make: installing threadline and its runtime dependencies into $(VENV) (about 20 s the first time)"
 	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q uv
+	$(BIN)/uv pip install -q --python $(BIN)/python --compile-bytecode -e .
+	touch $(RUNTIME)
+
+$(STAMP): $(RUNTIME)
+	@echo "make: adding the test tools (the [test] extra) to $(VENV) (about a minute the first time)"
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[test]'
-	@# The browser tests drive Debian's chromium (Playwright's own browser download is not used).
-	@command -v chromium >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq chromium) >/dev/null 2>&1 \
-		|| echo "note: could not install chromium (apt-get install -y chromium): browser tests will skip, and fail under CI=true"
 	touch $(STAMP)
 
-.PHONY: demo test test-heavy bench bench-ops langgraph-suite fuzz
-demo: $(STAMP)
+.PHONY: demo test browser test-heavy bench bench-ops langgraph-suite fuzz
+demo: $(RUNTIME)
 	$(BIN)/threadline demo
 
-test: $(STAMP)
+# The suite needs Postgres (THREADLINE_TEST_POSTGRES, default postgresql://postgres@127.0.0.1:5432/test)
+# and Redis (THREADLINE_TEST_REDIS, default redis://127.0.0.1:6379/0); without them their tests skip.
+test: $(STAMP) browser
 	$(BIN)/python -m pytest -q
+
+# The browser tests drive Debian's chromium (Playwright's own browser download is not used).
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+		echo "make test: installing Debian's chromium for the browser tests (apt-get install chromium: about 110 packages, 45 s)"; \
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } \
+			|| echo "note: could not install chromium (as root: apt-get install -y chromium): browser tests will skip, and fail under CI=true"; }
 
 # Every figure of benchmarks/RESULTS.md, side by side with the official savers. The scale run
 # here: 300 threads × 50 supersteps and one thread of 20,000 (scale.py's own defaults are issue
