@@ -314,7 +314,7 @@ def test_postgres_pages_and_read_only_session() -> None:
             assert "chart-tables" in c.get("/stats").text and page_ids(c.get("/", params={"q": "thread_*"}).text) == [THREAD_ID]
             saver = c.app.state.db.saver
             assert c.app.state.db.read_only
-            with pytest.raises(Exception, match="read-only"):
-                lifecycle.rollback(saver, THREAD_ID, layout["head"])
+            with pytest.raises(Exception, match="read-only"):  # a rollback that writes (the head's would not)
+                lifecycle.rollback(saver, THREAD_ID, facts["branch_point"])
     finally:
         schemas.drop(schema)

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from threadline import SqliteSaver, lifecycle, read
+from threadline.read.names import resolve_checkpoint
 from threadline.demo import THREAD_ID
 from threadline.web import UIConfig
 
@@ -87,7 +88,8 @@ def test_fork_delete_and_prune(demo_copy: str) -> None:
         assert "Prune thread" in preview.text and json.loads(form["guards"]).keys() == {THREAD_ID}
         # the guard: a write between preview and confirmation leaves the thread alone
         with SqliteSaver.from_conn_string(demo_copy) as saver:
-            lifecycle.rollback(saver, THREAD_ID, read.thread_history(saver, THREAD_ID).head)
+            # a rollback past the kept three: what pruning removes changes (a rollback to the head writes nothing)
+            lifecycle.rollback(saver, THREAD_ID, resolve_checkpoint(saver, THREAD_ID, "HEAD~3"))
         r = c.post("/do/prune", data=form, follow_redirects=False)
         assert "changed+since+the+preview" in r.headers["location"]
         form = _form(c.get("/confirm/prune", params={"thread_id": THREAD_ID, "keep_last": "3"}).text)
@@ -98,7 +100,7 @@ def test_fork_delete_and_prune(demo_copy: str) -> None:
         assert c.get("/confirm/prune", params={"keep_last": "0"}).status_code == 400
     with SqliteSaver.from_conn_string(demo_copy) as saver:
         root = [n for n in read.thread_history(saver, THREAD_ID).ordered()]
-        assert len(root) == 6  # keep_last: the newest 3 of each of the demo thread's two branches
+        assert len(root) == 9  # keep_last: the newest 3 of each branch (the demo's two and the rollback's)
 
 
 def test_edit_and_branch_applies_the_graphs_reducers(demo_copy: str) -> None:
@@ -148,8 +150,8 @@ def test_read_only(demo_copy: str) -> None:
         assert r.status_code == 403
         # the connection itself refuses writes
         saver = c.app.state.db.saver
-        with pytest.raises(Exception, match="readonly|read-only"):
-            lifecycle.rollback(saver, THREAD_ID, head)
+        with pytest.raises(Exception, match="readonly|read-only"):  # a rollback that writes (the head's would not)
+            lifecycle.rollback(saver, THREAD_ID, read.thread_history(saver, THREAD_ID).nodes[""][head].parent_checkpoint_id)
 
 
 def test_unwritable_file_opens_read_only(demo_path: str, monkeypatch: pytest.MonkeyPatch) -> None:

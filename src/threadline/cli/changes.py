@@ -62,7 +62,9 @@ def delete(
 @command("prune", render=R.prune, opens="write")
 def prune(
     saver: Any,
-    keep_last: int = typer.Option(None, "--keep-last", min=1, metavar="N", help="Keep the newest N checkpoints of each thread."),
+    keep_last: int = typer.Option(None, "--keep-last", min=1, metavar="N",
+                                  help="Keep the newest N checkpoints of each branch (of each thread with --per thread)."),
+    per: str = O.KeepLastPer,
     older_than: str = O.duration("--older-than", "Delete checkpoints older than this (e.g. 30d); heads stay."),
     idle: str = O.duration("--idle", "Delete whole threads idle longer than this (e.g. 90d)."),
     thread: list[str] = O.Threads,
@@ -77,7 +79,7 @@ def prune(
     """Apply a retention policy; blobs no kept checkpoint uses are deleted; kept state stays readable."""
     if keep_last is None and older_than is None and idle is None:
         raise ConfigError("prune needs a policy: --keep-last N, --older-than DURATION and/or --idle DURATION")
-    policy = lifecycle.RetentionPolicy(keep_last=keep_last, older_than=older_than, idle_longer_than=idle)
+    policy = lifecycle.RetentionPolicy(keep_last=keep_last, older_than=older_than, idle_longer_than=idle, keep_last_per=per)
     ids = names.expand_threads(saver, thread) if thread else None
     if not dry_run:
         plan = lifecycle.prune(saver, policy, thread_ids=ids, dry_run=True, progress=progress)

@@ -45,14 +45,16 @@ def _swept(report: Any, **_: Any) -> None:
 def sweep(
     saver: Any,
     ttl: str = O.duration("--ttl", "Expire whole threads idle longer than this (e.g. 30d); a thread's own ttl_minutes wins."),
-    keep_last: int = typer.Option(None, "--keep-last", min=1, metavar="N", help="Keep the newest N checkpoints of each branch."),
+    keep_last: int = typer.Option(None, "--keep-last", min=1, metavar="N",
+                                  help="Keep the newest N checkpoints of each branch (of each thread with --per thread)."),
+    per: str = O.KeepLastPer,
     older_than: str = O.duration("--older-than", "Delete checkpoints older than this; heads and what they need stay."),
     idle: str = O.duration("--idle", "Delete whole threads not updated for this long."),
 ) -> Any:
     """Run one sweep now, as a saver's background sweeper does: TTL, retention, then space back."""
     saver.ttl = ttl_of({"default_ttl": ttl / 60}) if ttl is not None else ttl_of({})
     if keep_last is not None or older_than is not None or idle is not None:
-        saver.retention = RetentionPolicy(keep_last=keep_last, older_than=older_than, idle_longer_than=idle)
+        saver.retention = RetentionPolicy(keep_last=keep_last, older_than=older_than, idle_longer_than=idle, keep_last_per=per)
     return saver.sweep()
 
 

@@ -14,7 +14,8 @@ import typer
 from threadline.errors import ThreadlineError
 from threadline.read import load_graph, parse_duration
 
-CHECKPOINT_HELP = "Checkpoint: its full id, 6 or more of its hex digits (as tables show them), HEAD, HEAD~N or step:N."
+CHECKPOINT_HELP = ("Checkpoint: its full id, 6 or more of its hex digits (as tables show them), HEAD, HEAD~N or step:N; "
+                   "any of them followed by ~N or ^ goes up that many parents (HEAD^, 7fd56a87~2).")
 
 
 def _duration(value: str | None) -> float | None:
@@ -96,6 +97,15 @@ Where = typer.Option(None, "--where", metavar="KEY=VALUE", callback=_where,
                      help="Only threads with a checkpoint whose metadata has KEY=VALUE (VALUE read as JSON when it is). Repeatable.")
 Threads = typer.Option(None, "--thread", metavar="THREAD",
                        help="Only these threads (repeatable; glob patterns such as 'user-*' allowed).")
+def _per(value: str) -> str:
+    if value not in ("branch", "thread"):
+        raise typer.BadParameter(f"{value!r} is not one of branch, thread")
+    return value
+
+
+KeepLastPer = typer.Option("branch", "--per", metavar="branch|thread", callback=_per,
+                           help="What --keep-last N counts in: each branch (old branches keep their newest N too) "
+                                "or the whole thread (only its newest N stay; other branches' tips may go).")
 Full = typer.Option(False, "--full", help="Show long values whole instead of folded.")
 Yes = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation (for scripts).")
 DryRun = typer.Option(False, "--dry-run", help="Only show what would be deleted; change nothing.")

@@ -12,6 +12,7 @@ from threadline import read
 from threadline.cli import options as O
 from threadline.cli.render import reads as R
 from threadline.cli.shared import command
+from threadline.errors import NotFoundError
 from threadline.read import names
 from threadline.store.reader import counts_op
 
@@ -72,14 +73,24 @@ def show(
 def diff(
     saver: Any,
     thread: str = O.Thread,
-    a: str = O.checkpoint(help="The checkpoint before (see CHECKPOINT of show)."),
-    b: str = O.checkpoint(help="The checkpoint after."),
+    a: str = O.checkpoint(help="The checkpoint before (see CHECKPOINT of show); alone, the checkpoint to compare with its parent."),
+    b: str = O.checkpoint(False, "The checkpoint after (omit it to see what A changed from its parent)."),
     ns: str = O.Ns,
     internal: bool = typer.Option(False, "--internal", help="Include bookkeeping channels."),
     full: bool = O.Full,
 ) -> read.StateDiff:
-    """Per channel: added, removed, changed; messages by id (tool calls too), dicts key by key."""
-    before, after = (names.resolve_checkpoint(saver, thread, x, checkpoint_ns=ns) for x in (a, b))
+    """Per channel: added, removed, changed; messages by id (tool calls too), dicts key by key.
+
+    With one checkpoint, what it changed from its parent."""
+    if b is None:
+        after = names.resolve_checkpoint(saver, thread, a, checkpoint_ns=ns)
+        try:
+            before = names.resolve_checkpoint(saver, thread, after + "^", checkpoint_ns=ns)
+        except NotFoundError:
+            raise NotFoundError(f"{a!r} is the first checkpoint of thread {thread!r}: it has no parent to compare with; "
+                                "name two checkpoints (diff THREAD A B)") from None
+    else:
+        before, after = (names.resolve_checkpoint(saver, thread, x, checkpoint_ns=ns) for x in (a, b))
     return read.diff(saver, thread, before, after, checkpoint_ns=ns, include_internal=internal)
 
 

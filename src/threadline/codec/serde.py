@@ -21,7 +21,12 @@ threadline decodes in one of three ways, by who reads:
   serializer; ``ThreadlineSerializer(data_classes=False)`` turns this off.
 * **inspection** (``inspecting(serde)``: the CLI, read models, fsck, export): only
   LangGraph's fixed list of safe value types is rebuilt; no class of the application
-  and no data class, ever. A state type shows as its stored fields.
+  and no data class, ever. A state type shows as its stored fields. The read models that
+  show values to people (``showing(serde)``: state, diff, latest) go one step further:
+  LangGraph's own records (``Interrupt``, ``Send``, ``Command``, … of ``langgraph.types``)
+  come back as ``LangGraphRecord`` (the type's name and stored fields), so reading a
+  paused thread never imports LangGraph's runtime (``langgraph.types`` loads LangChain's
+  runnables and langsmith: most of a second of a command's start-up).
 * **transfer** (``transfer_serde()``: ``threadline import`` and adoption of official
   databases): nothing is constructed at all. Every msgpack extension stays opaque
   (``RawExt``) and is written back byte for byte, so the imported value is the
@@ -42,7 +47,14 @@ from typing import Any
 
 import ormsgpack
 from langgraph.checkpoint.serde.base import SerializerProtocol
-from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer, _create_msgpack_ext_hook, _msgpack_default, _option
+from langgraph.checkpoint.serde.jsonplus import (
+    EXT_CONSTRUCTOR_KW_ARGS,
+    EXT_CONSTRUCTOR_POS_ARGS,
+    JsonPlusSerializer,
+    _create_msgpack_ext_hook,
+    _msgpack_default,
+    _option,
+)
 from pydantic import BaseModel
 
 
@@ -108,6 +120,81 @@ def inspecting(serde: SerializerProtocol) -> SerializerProtocol:
     LangGraph's serializer (threadline's or the official one), LangGraph's safe types only;
     any other serializer (one the application wrote) is used as given."""
     return _INSPECT if isinstance(serde, JsonPlusSerializer) else serde
+
+
+class LangGraphRecord:
+    """A stored value of one of LangGraph's own record types (``langgraph.types``:
+    ``Interrupt``, ``Send``, ``Command``, ``Overwrite``, ``TimeoutPolicy``) as the read models
+    show it, without importing ``langgraph.types``: ``type_name`` and the stored ``fields``,
+    each also read as an attribute (``record.value``, ``record.id`` of an interrupt;
+    ``record.node``, ``record.arg`` of a Send)."""
+
+    __slots__ = ("type_name", "fields")
+
+    def __init__(self, type_name: str, fields: dict[str, Any]) -> None:
+        self.type_name, self.fields = type_name, fields
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self.fields[name]
+        except KeyError:
+            raise AttributeError(f"{self.type_name} record has no field {name!r}") from None
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, LangGraphRecord) and (self.type_name, self.fields) == (other.type_name, other.fields)
+
+    def __hash__(self) -> int:
+        return hash(self.type_name)
+
+    def __repr__(self) -> str:
+        return f"{self.type_name}({', '.join(f'{k}={v!r}' for k, v in self.fields.items())})"
+
+
+_SEND_FIELDS = ("node", "arg", "timeout")
+
+
+class _ShowingSerializer(ThreadlineSerializer):
+    """``showing()``: inspection's policy, with ``langgraph.types`` records as ``LangGraphRecord``."""
+
+    def __init__(self) -> None:
+        super().__init__(data_classes=False)
+
+    def _use_policy(self, data_classes: bool) -> None:
+        inner = _create_msgpack_ext_hook(_LoadPolicy(self._allowed_msgpack_modules or (), False))
+
+        def hook(code: int, data: bytes) -> Any:
+            if code not in (EXT_CONSTRUCTOR_KW_ARGS, EXT_CONSTRUCTOR_POS_ARGS):
+                return inner(code, data)
+            try:
+                module, name, args = ormsgpack.unpackb(data, ext_hook=hook, option=ormsgpack.OPT_NON_STR_KEYS)
+            except Exception:  # not a (module, name, args) triple: as LangGraph's own hook reads it
+                return inner(code, data)
+            if module != "langgraph.types" or (module, name) not in _INSPECT_SAFE:
+                return inner(code, data)
+            if code == EXT_CONSTRUCTOR_KW_ARGS and isinstance(args, dict):
+                return LangGraphRecord(name, {str(k): v for k, v in args.items()})
+            if code == EXT_CONSTRUCTOR_POS_ARGS and name == "Send" and isinstance(args, (list, tuple)) and len(args) in (2, 3):
+                return LangGraphRecord(name, dict(zip(_SEND_FIELDS, args)))
+            return inner(code, data)
+
+        self._unpack_ext_hook = hook
+
+
+def _safe_types() -> frozenset[tuple[str, str]]:
+    from langgraph.checkpoint.serde import _msgpack
+
+    return frozenset(_msgpack.SAFE_MSGPACK_TYPES)
+
+
+_INSPECT_SAFE = _safe_types()
+_SHOW = _ShowingSerializer()
+
+
+def showing(serde: SerializerProtocol) -> SerializerProtocol:
+    """The serializer the read models that show values decode with (state, diff, latest):
+    ``inspecting``'s, with LangGraph's own records (``langgraph.types``) decoded as
+    ``LangGraphRecord``; any other serializer (one the application wrote) is used as given."""
+    return _SHOW if isinstance(serde, JsonPlusSerializer) else serde
 
 
 class RawExt:

@@ -49,7 +49,9 @@ class BranchResult:
     ``config`` is the RunnableConfig of the new checkpoint (the new head of
     ``thread_id``); ``parent_checkpoint_id`` its parent; ``source_*`` the checkpoint
     whose state it carries; ``previous_head`` the head before; ``blobs_copied`` the
-    blob rows copied (0 for a rollback: values are shared by reference).
+    blob rows copied (0 for a rollback: values are shared by reference). ``written`` is
+    False for a rollback to the head itself, which writes nothing (``checkpoint_id`` is
+    then the head).
     """
 
     op: str
@@ -61,6 +63,7 @@ class BranchResult:
     source_checkpoint_id: str
     previous_head: str | None
     blobs_copied: int = 0
+    written: bool = True
 
     @property
     def config(self) -> dict:
@@ -117,6 +120,9 @@ def rollback_op(
     sibling of the target (parent = the target's parent), as LangGraph's own
     ``update_state(..., as_node="__copy__")`` does.
 
+    A rollback to the head itself would change nothing (the head already carries that
+    state): nothing is written and the result says so (``written=False``).
+
     Raises NotFoundError when the thread or checkpoint does not exist; CorruptRowError when
     the target does not match its checksum. ``bc``: the saver's codec (its keys).
     """
@@ -124,6 +130,8 @@ def rollback_op(
     ns = checkpoint_ns_of(checkpoint_ns)
     row = yield from checkpoint_row_op(d, tid, ns, checkpoint_id_of(checkpoint_id))
     head = yield from head_op(d, tid, ns)
+    if row[2] == head:
+        return BranchResult("rollback", tid, ns, head, row[3], tid, head, head, written=False)
     return (yield from _write_branch(d, serde, "rollback", row, tid, ns, head, now, bc or codec.PLAIN))
 
 

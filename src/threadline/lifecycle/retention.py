@@ -29,21 +29,28 @@ from threadline.lifecycle.vacuum import LARGE_DELETE, SpaceReport, disk_bytes_op
 from threadline.lifecycle.thread import _load_thread_op, _Thread
 
 
+KEEP_LAST_PER = ("branch", "thread")
+
+
 @dataclass
 class RetentionPolicy:
     """Which checkpoints ``prune`` (and a saver's sweeper) removes. A checkpoint goes when ANY
     given rule selects it and nothing below keeps it.
 
-    * ``keep_last``: per branch, root-namespace checkpoints beyond the newest N go (a
-      branch: the path from a checkpoint without children, the branch's head, back to the
-      root; on a thread without rollback or time travel, the newest N of the thread);
+    * ``keep_last``: per branch (``keep_last_per="branch"``, the default), root-namespace
+      checkpoints beyond the newest N of every branch go (a branch: the path from a
+      checkpoint without children, the branch's head, back to the root; on a thread
+      without rollback or time travel, the newest N of the thread); with
+      ``keep_last_per="thread"``, all but the newest N of the whole thread go, old branches
+      included;
     * ``older_than``: root-namespace checkpoints created more than this many
       seconds ago go;
     * ``idle_longer_than``: threads not updated for this many seconds go entirely.
 
     Always kept, unless the whole thread goes: every head (a checkpoint without children:
     the thread's head and the tip of every other branch; a thread paused on an interrupt
-    keeps its pending interrupt there, as pending writes of its head), every fork point
+    keeps its pending interrupt there, as pending writes of its head) — with
+    ``keep_last_per="thread"`` the thread's head only, its newest checkpoint —, every fork point
     two or more kept checkpoints branch from (so they stay one tree), the
     ancestors a kept checkpoint needs to rebuild DeltaChannel state
     (``storage.liveness``), and the blobs kept checkpoints need, delta bases included. A
@@ -54,8 +61,11 @@ class RetentionPolicy:
     keep_last: int | None = None
     older_than: float | None = None
     idle_longer_than: float | None = None
+    keep_last_per: str = "branch"
 
     def __post_init__(self) -> None:
+        if self.keep_last_per not in KEEP_LAST_PER:
+            raise ConfigError(f"keep_last_per must be 'branch' or 'thread', got {self.keep_last_per!r}")
         if self.keep_last is not None and (isinstance(self.keep_last, bool) or not isinstance(self.keep_last, int) or self.keep_last < 1):
             raise ConfigError(f"keep_last must be a positive integer, got {self.keep_last!r}")
         for name in ("older_than", "idle_longer_than"):
@@ -74,7 +84,7 @@ class RetentionPolicy:
             raise ConfigError(f"retention must be a RetentionPolicy or a mapping of its fields, got {type(value).__name__}")
         unknown = sorted(set(value) - {f.name for f in dataclasses.fields(cls)})
         if unknown:
-            raise ConfigError(f"unknown retention key(s) {unknown}; use keep_last, older_than, idle_longer_than")
+            raise ConfigError(f"unknown retention key(s) {unknown}; use keep_last, keep_last_per, older_than, idle_longer_than")
         return cls(**value)
 
     def to_json(self) -> dict[str, Any]:
@@ -86,8 +96,12 @@ def _doomed(t: _Thread, policy: RetentionPolicy, now: float) -> set[tuple[str, s
     children = t.children()
     root = [cid for ns, cid in t.rows if ns == ""]
     heads = {cid for cid in root if not children.get(("", cid))}
+    if policy.keep_last_per == "thread":
+        heads = {max(root)} if root else set()  # the thread's head: its newest checkpoint, what get_tuple loads
     doomed: set[str] = set()
-    if policy.keep_last is not None:
+    if policy.keep_last is not None and policy.keep_last_per == "thread":
+        doomed |= set(sorted(root)[:-policy.keep_last])
+    elif policy.keep_last is not None:
         recent: set[str] = set()
         for head in heads:
             cur: str | None = head

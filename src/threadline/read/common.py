@@ -15,6 +15,7 @@ from typing import Any
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from threadline import codec
+from threadline.codec.serde import LangGraphRecord
 from threadline.storage import ops
 from threadline.storage import rows as R
 from threadline.storage.dialect import Dialect
@@ -76,6 +77,9 @@ def jsonable(value: Any, *, max_depth: int = 12) -> Any:
         return repr(value)
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
+    if isinstance(value, LangGraphRecord):  # as the langgraph.types object it stands for renders below
+        fields = {k: value.fields.get(k) for k in ("node", "arg")} if value.type_name == "Send" else value.fields
+        return {"_type": value.type_name, **{k: jsonable(v, max_depth=max_depth - 1) for k, v in fields.items()}}
     if isinstance(value, Mapping):
         return {str(k): jsonable(v, max_depth=max_depth - 1) for k, v in value.items()}
     if isinstance(value, (list, tuple)):

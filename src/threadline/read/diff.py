@@ -13,7 +13,7 @@ from typing import Any
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from threadline import codec
-from threadline.codec.serde import inspecting
+from threadline.codec.serde import showing
 from threadline.storage.dialect import Dialect
 from threadline.storage.ops import Op
 from threadline.read.common import checkpoint_row_op, is_internal_channel, jsonable, load_channels_op
@@ -149,4 +149,4 @@ def diff_op(
 
 def diff(saver: Any, thread_id: Any, a: str, b: str, **kwargs: Any) -> StateDiff:
     """Sync ``diff_op``."""
-    return saver.run(diff_op(saver.dialect, inspecting(saver.serde), thread_id, a, b, bc=saver.blob_codec, **kwargs))
+    return saver.run(diff_op(saver.dialect, showing(saver.serde), thread_id, a, b, bc=saver.blob_codec, **kwargs))

@@ -12,7 +12,7 @@ from typing import Any
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from threadline import codec
-from threadline.codec.serde import inspecting
+from threadline.codec.serde import showing
 from threadline.storage import ops
 from threadline.storage.dialect import Dialect
 from threadline.storage.ops import Op, Q
@@ -82,4 +82,4 @@ def latest_op(
 
 def latest_values(saver: Any, channel: str, thread_ids: Sequence[Any] | None = None, **kwargs: Any) -> list[LatestValue]:
     """Sync ``latest_op``."""
-    return saver.run(latest_op(saver.dialect, inspecting(saver.serde), channel, thread_ids, bc=saver.blob_codec, **kwargs))
+    return saver.run(latest_op(saver.dialect, showing(saver.serde), channel, thread_ids, bc=saver.blob_codec, **kwargs))

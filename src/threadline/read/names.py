@@ -3,15 +3,22 @@
 A checkpoint may be named, within one thread and ``checkpoint_ns``, by:
 
 * its full ``checkpoint_id``;
-* a unique prefix or suffix of at least ``MIN_DIGITS`` (6) hex digits — dashes are
-  ignored and a leading ``…`` is dropped, so the short form ``abbreviate`` gives (the
-  last 8 hex digits, as tables and the demo print them) is accepted as shown;
+* a unique run of at least ``MIN_DIGITS`` (6) of its hex digits — dashes are ignored
+  and a leading ``…`` is dropped, so the short form ``abbreviate`` gives (the last 8 hex
+  digits, as tables and the demo print them) is accepted as shown, and so is any run of
+  6 or more of those digits (``7fd56a`` of ``7fd56a87``). A prefix or suffix of the id is
+  preferred to a run inside it: a run inside an id counts only when no id starts or ends
+  with the digits;
 * ``HEAD``: the thread's head, its largest checkpoint_id (what LangGraph's
   ``get_tuple`` without a checkpoint_id loads);
-* ``HEAD~N``: N parents up from the head (``HEAD~`` is ``HEAD~1``);
 * ``step:N``: the checkpoint whose metadata step is N on the head's branch (the head
   and its ancestors); when several share the step (a rollback repeats its target's
-  step), the one nearest the head.
+  step), the one nearest the head;
+
+each optionally followed, as in git, by ``~N`` (N parents up; ``~`` is ``~1``) and ``^``
+(one parent up; ``^^`` two) in any sequence: ``HEAD~2``, ``HEAD^``, ``7fd56a87^``,
+``step:3~1``. A checkpoint has one parent, so ``^1`` is ``^``, ``^0`` the checkpoint
+itself, and ``^2`` (git's second parent of a merge) is an error.
 
 Thread ids are matched exactly, or as glob patterns (``*``, ``?``, ``[…]``,
 ``fnmatch`` rules, case-sensitive) by ``expand_threads``. A thread is known when the
@@ -36,10 +43,11 @@ from threadline.storage.ops import Op, Q
 MIN_DIGITS = 6
 SHORT_DIGITS = 8
 _HEX = re.compile(r"^[0-9a-f]+$")
-_HEAD = re.compile(r"^HEAD(?:~(\d*))?$", re.IGNORECASE)
+_MOVES = re.compile(r"(?:[~^]\d*)+$")
+_MOVE = re.compile(r"([~^])(\d*)")
 _STEP = re.compile(r"^step:(-?\d+)$", re.IGNORECASE)
 _GLOB = re.compile(r"[*?\[]")
-_HELP = "give a full checkpoint_id, 6 or more of its hex digits, HEAD, HEAD~N or step:N"
+_HELP = "give a full checkpoint_id, 6 or more of its hex digits, HEAD, HEAD~N or step:N (any of them followed by ~N or ^, as in git: HEAD^)"
 
 
 class AmbiguousNameError(ThreadlineError, LookupError):
@@ -137,19 +145,39 @@ def resolve_checkpoint_op(d: Dialect, thread_id: Any, name: str, checkpoint_ns: 
     return _resolve(text, rows, where)
 
 
+def _parents_up(text: str, moves: str) -> int:
+    """How many parents up ``~N``/``^`` moves go (``~`` = ``~1``, ``^`` = ``^1``, ``^0`` = 0)."""
+    n = 0
+    for op, count in _MOVE.findall(moves):
+        if op == "~":
+            n += int(count or 1)
+        elif count in ("", "1"):
+            n += 1
+        elif int(count) != 0:
+            raise NotFoundError(f"{text!r}: a checkpoint has one parent, so ^{count} names none; "
+                                f"^ (or ^1) is the parent, ~{count} goes {count} parents up")
+    return n
+
+
 def _resolve(text: str, rows: list, where: str) -> str:
     parent = {r[0]: r[1] for r in rows}
     step = {r[0]: r[2] for r in rows}
-    head = rows[-1][0]
-    if m := _HEAD.match(text):
-        n = int(m.group(1) or (1 if "~" in text else 0))
-        cur: str | None = head
-        for _ in range(n):
-            cur = parent.get(cur) if cur else None
-        if cur is None or cur not in parent:
-            raise NotFoundError(f"{text} goes past the first checkpoint of {where}")
-        return cur
-    if m := _STEP.match(text):
+    found = _MOVES.search(text)
+    base, moves = (text[:found.start()], found.group()) if found and found.start() else (text, "")
+    up = _parents_up(text, moves)
+    cur: str | None = _base(base, text, parent, step, rows[-1][0], where)
+    for _ in range(up):
+        cur = parent.get(cur) if cur else None
+    if cur is None or cur not in parent:
+        raise NotFoundError(f"{text} goes past the first checkpoint of {where}")
+    return cur
+
+
+def _base(base: str, text: str, parent: dict, step: dict, head: str, where: str) -> str:
+    """The checkpoint a name names before its ``~``/``^`` moves: HEAD, step:N or hex digits."""
+    if base.upper() == "HEAD":
+        return head
+    if m := _STEP.match(base):
         wanted, cur, seen = int(m.group(1)), head, set()
         while cur in parent and cur not in seen:
             if step[cur] == wanted:
@@ -157,16 +185,19 @@ def _resolve(text: str, rows: list, where: str) -> str:
             seen.add(cur)
             cur = parent[cur]
         raise NotFoundError(f"no checkpoint at step {wanted} on the head's branch of {where}")
-    digits = _digits(text.lstrip("…").lstrip("."))
+    digits = _digits(base.lstrip("…").lstrip("."))
     if len(digits) < MIN_DIGITS or not _HEX.match(digits):
         raise NotFoundError(f"no checkpoint {text!r} in {where}: {_HELP}")
+    # an end of the id first (what git and the full id read as), then a run inside it (a short id's first digits)
     matches = [cid for cid in parent if _digits(cid).startswith(digits) or _digits(cid).endswith(digits)]
     if not matches:
-        raise NotFoundError(f"no checkpoint {text!r} in {where}: {_HELP}")
+        matches = [cid for cid in parent if digits in _digits(cid)]
+    if not matches:
+        raise NotFoundError(f"no checkpoint {base!r} in {where}: {_HELP}")
     if len(matches) > 1:
         shown = ", ".join(f"{cid} (step {step[cid]})" for cid in matches[:10])
         more = f" and {len(matches) - 10} more" if len(matches) > 10 else ""
-        raise AmbiguousNameError(f"{text!r} matches {len(matches)} checkpoints in {where}: {shown}{more}; give more digits")
+        raise AmbiguousNameError(f"{base!r} matches {len(matches)} checkpoints in {where}: {shown}{more}; give more digits")
     return matches[0]
 
 

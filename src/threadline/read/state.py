@@ -16,7 +16,7 @@ from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from threadline import codec
-from threadline.codec.serde import inspecting
+from threadline.codec.serde import showing
 from threadline.storage import ops
 from threadline.storage.dialect import Dialect
 from threadline.storage.ops import Op, Q
@@ -261,7 +261,7 @@ def state_at(
     Raises NotFoundError for an unknown thread or checkpoint.
     """
     view, tup = saver.run(
-        stored_state_op(saver.dialect, inspecting(saver.serde), thread_id, checkpoint_id, checkpoint_ns=checkpoint_ns, bc=saver.blob_codec)
+        stored_state_op(saver.dialect, showing(saver.serde), thread_id, checkpoint_id, checkpoint_ns=checkpoint_ns, bc=saver.blob_codec)
     )
     if graph is None:
         return view

@@ -38,8 +38,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from langgraph.types import Interrupt, Send
-
 from threadline import codec
 from threadline.codec.serde import inspecting
 from threadline.errors import ConfigError
@@ -75,6 +73,8 @@ class BundleReport:
 def _blank(value: Any) -> Any:
     """A payload passed between nodes with every value in it redacted and its shape kept: a
     ``Send`` keeps its node, an ``Interrupt`` its id, a list or tuple its length."""
+    from langgraph.types import Interrupt, Send  # on first use: it imports langchain_core's runnables and langsmith
+
     if isinstance(value, Send):
         return Send(value.node, REDACTED)
     if isinstance(value, Interrupt):

@@ -119,6 +119,7 @@ def _policy(source: Any) -> lifecycle.RetentionPolicy:
         keep_last=number("keep_last", int),
         older_than=number("older_than", read.parse_duration),
         idle_longer_than=number("idle_longer_than", read.parse_duration),
+        keep_last_per=(source.get("keep_last_per") or "branch").strip(),
     )
 
 
@@ -256,8 +257,9 @@ def _execute(request: Request, saver: Any, action: str, form: FormData) -> str:
     tid, ns, cid = _target(form)
     if action == "rollback":
         r = saver.run(_rollback_op(d, serde, tid, ns, cid, form.get("guard") or ""), write=True)
-        return url("/checkpoint", thread_id=tid, ns=ns, checkpoint_id=r.checkpoint_id,
-                   done=f"Rolled back: new head {r.checkpoint_id} carries the state of {cid}.")
+        done = (f"Rolled back: new head {r.checkpoint_id} carries the state of {cid}." if r.written
+                else f"Nothing written: {cid} is already the head, so a rollback would change nothing.")
+        return url("/checkpoint", thread_id=tid, ns=ns, checkpoint_id=r.checkpoint_id, done=done)
     if action == "fork":
         r = lifecycle.fork(saver, tid, cid, (form.get("to_thread") or "").strip() or None, checkpoint_ns=ns)
         return url("/thread", thread_id=r.thread_id, done=f"Forked {tid} at {cid} into the new thread {r.thread_id}.")

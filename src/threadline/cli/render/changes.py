@@ -12,6 +12,10 @@ from threadline.cli.shared import out
 
 
 def rollback(r: Any, thread: str = "", **_: Any) -> None:
+    if not r.written:
+        out.print(f"nothing to roll back: {short(r.checkpoint_id)} is already the head of {escape(thread)}, "
+                  "so a new checkpoint would change nothing; nothing was written")
+        return
     out.print(f"[green]rolled back[/green] {escape(thread)}: new head {short(r.checkpoint_id)} carries the state of "
               f"{short(r.source_checkpoint_id)}; the previous head {short(r.previous_head)} stays on its branch")
 
