@@ -77,7 +77,7 @@ def test_token_cookie_host_and_headers(demo_path: str) -> None:
 def test_threads_search_sort_paging_and_status(mixed_path: str) -> None:
     with wh.client(UIConfig(db=mixed_path)) as c:
         first = c.get("/")
-        assert "81 match · 1–50" in first.text  # 3 lifecycle threads, errored, paused, hostile, 75 bulk
+        assert "81 threads · 1–50" in first.text  # 3 lifecycle threads, errored, paused, hostile, 75 bulk
         ids = page_ids(first.text)
         assert len(ids) == 50
         second = c.get("/", params={"offset": 50})

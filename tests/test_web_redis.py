@@ -102,7 +102,7 @@ def stats_data(text: str) -> dict[str, Any]:
 def test_threads_search_sort_paging_and_status(both: Both) -> None:
     everything = both.get("/", sort="thread_id", limit=500)
     ids = page_ids(everything.text)
-    assert len(ids) == 19 and ids == sorted(ids) and "19 match" in everything.text
+    assert len(ids) == 19 and ids == sorted(ids) and "19 threads" in everything.text
     rows = {tid: everything.text.split(f'data-thread="{html.escape(tid)}"', 1)[1].split("</tr>", 1)[0] for tid in ("t-paused", "t-error", "t-answer")}
     assert 'data-status="interrupted"' in rows["t-paused"] and "ship it?" in rows["t-paused"]
     assert 'data-status="errored"' in rows["t-error"] and "the model timed out &lt;b&gt;" in rows["t-error"]

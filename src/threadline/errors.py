@@ -4,7 +4,22 @@ from __future__ import annotations
 
 
 class ThreadlineError(Exception):
-    """Base class of every error threadline raises on purpose."""
+    """Base class of every error threadline raises on purpose.
+
+    A message that names a way out in library terms (``pass overwrite=True``) gives, in
+    ``flags``, the command-line option for each such argument (``{"overwrite=True":
+    "--overwrite"}``): the ``threadline`` command words the message with its options."""
+
+    def __init__(self, *args: object, flags: dict[str, str] | None = None) -> None:
+        super().__init__(*args)
+        self.flags = dict(flags or {})
+
+    def cli_message(self) -> str:
+        """The message with each library argument of ``flags`` replaced by its option."""
+        text = str(self)
+        for argument, option in self.flags.items():
+            text = text.replace(argument, option)
+        return text
 
 
 class ConfigError(ThreadlineError, ValueError):

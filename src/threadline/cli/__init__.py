@@ -16,9 +16,43 @@ import traceback
 from importlib.metadata import PackageNotFoundError, version
 
 import typer
+import typer.core
 
 DEMO_DB = "threadline-demo.db"
 KEY_FILE_VAR = "THREADLINE_ENCRYPTION_KEY_FILE"
+
+def _argument_name(param: typer.core.TyperArgument) -> str:
+    """An argument as people type it: its metavar (``THREAD``) or upper-case name, without brackets."""
+    return (param.metavar or param.name or "").removesuffix("...").strip("[]").upper()
+
+
+class Command(typer.core.TyperCommand):
+    """A command whose plain help names arguments as they are typed: ``threadline show THREAD
+    [CHECKPOINT]`` (typer's own writes ``{THREAD} [[CHECKPOINT]]`` and ``THREAD <str>``)."""
+
+    def collect_usage_pieces(self, ctx: typer.Context) -> list[str]:
+        pieces = [self.options_metavar] if self.options_metavar else []
+        for param in self.get_params(ctx):
+            if isinstance(param, typer.core.TyperArgument):
+                name = _argument_name(param)
+                pieces.append((name if param.required else f"[{name}]") + ("..." if param.nargs != 1 else ""))
+        return pieces
+
+    def format_options(self, ctx: typer.Context, formatter: typer.core._click.HelpFormatter) -> None:
+        args, opts = [], []
+        for param in self.get_params(ctx):
+            record = param.get_help_record(ctx)
+            if record is None:
+                continue
+            if isinstance(param, typer.core.TyperArgument):
+                args.append((_argument_name(param) + ("..." if param.nargs != 1 else ""), record[1]))
+            else:
+                opts.append(record)
+        for title, rows in (("Arguments", args), ("Options", opts)):
+            if rows:
+                with formatter.section(title):
+                    formatter.write_dl(rows)
+
 
 app = typer.Typer(
     name="threadline",

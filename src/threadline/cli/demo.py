@@ -8,11 +8,11 @@ import typer
 
 from threadline.backends import entry_of
 from threadline.backends.sqlite import path_of
-from threadline.cli import DEMO_DB, app
+from threadline.cli import DEMO_DB, Command, app
 from threadline.cli.shared import fail, out
 
 
-@app.command()
+@app.command(cls=Command)
 def demo(
     db: str = typer.Option(
         DEMO_DB, "--db", metavar="PATH", help="SQLite file to (re)create (path or sqlite:///path). Deleted first if it holds a previous demo run."

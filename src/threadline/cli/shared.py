@@ -41,7 +41,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from threadline.backends import open_saver
 from threadline.errors import NotADatabaseError
 from threadline.backends.readonly import open_reader, open_readonly, require_threadline
-from threadline.cli import app, default_db
+from threadline.cli import Command, app, default_db
 from threadline.errors import ConfigError, CorruptRowError, EncryptionError, FilterError, NotFoundError, SchemaError, ThreadlineError
 from threadline.read.names import AmbiguousNameError
 
@@ -64,7 +64,7 @@ def fail(message: str, code: int = 1) -> None:
 
 def explain(exc: BaseException) -> tuple[str, int]:
     """One line and an exit code for an error: 2 for bad input, 1 for everything else."""
-    text = " ".join(str(exc).split())
+    text = " ".join((exc.cli_message() if isinstance(exc, ThreadlineError) else str(exc)).split())
     if isinstance(exc, _INPUT_ERRORS):
         return text, 2
     if isinstance(exc, CorruptRowError) and not isinstance(exc, EncryptionError):  # a key problem names its own fix
@@ -228,7 +228,7 @@ def command(
 
         run.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
         run.__annotations__ = {p.name: p.annotation for p in params}
-        app.command(name)(run)
+        app.command(name, cls=Command)(run)
         return fn
 
     return decorate

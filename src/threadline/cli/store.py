@@ -15,14 +15,15 @@ import json
 import os
 import traceback
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
 import typer
 from rich.markup import escape
 
-from threadline.cli import app, default_db
+from threadline.cli import Command, app, default_db
 from threadline.cli import options as O
-from threadline.cli.render.format import table
+from threadline.cli.render.format import table, when
 from threadline.cli.shared import Db, Debug, Json, emit, err, explain, fail, out
 from threadline.errors import NotFoundError
 from threadline.store import open_store
@@ -76,7 +77,7 @@ def store_command(name: str, *, render: Callable[..., None], writes: bool = Fals
 
         run.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
         run.__annotations__ = {p.name: p.annotation for p in params}
-        store_app.command(name)(run)
+        store_app.command(name, cls=Command)(run)
         return fn
 
     return decorate
@@ -107,10 +108,18 @@ def _render_item(item: dict[str, Any]) -> None:
 
 
 def _render_items(items: list[dict[str, Any]]) -> None:
-    t = table(f"{len(items)} items", "namespace", "key", "updated", "value")
+    t = table(f"{len(items)} item{'' if len(items) == 1 else 's'}", "namespace", "key", "updated (UTC)", "…value")
     for item in items:
-        t.add_row(escape(item["namespace"]), escape(item["key"]), item["updated_at"], escape(_value(item["value"])))
+        t.add_row(escape(item["namespace"]), escape(item["key"]), _updated(item["updated_at"]), escape(_value(item["value"])))
     out.print(t)
+
+
+def _updated(stamp: Any) -> str:
+    """An item's ISO time as ``YYYY-MM-DD HH:MM:SS`` (UTC), as the other tables show times."""
+    try:
+        return when(datetime.fromisoformat(str(stamp)).timestamp())
+    except ValueError:
+        return str(stamp)
 
 
 def _render_done(result: dict[str, Any]) -> None:

@@ -8,11 +8,11 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from threadline.cli import app, default_db
+from threadline.cli import Command, app, default_db
 from threadline.cli.shared import Db as DbOption
 
 
-@app.command()
+@app.command(cls=Command)
 def ui(
     db: str | None = DbOption,
     host: str = typer.Option("127.0.0.1", "--host", metavar="HOST", help="Interface to listen on. Keep the loopback default unless you know why."),

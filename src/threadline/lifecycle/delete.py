@@ -151,8 +151,8 @@ def delete_checkpoint_op(
         if mode == "refuse":
             raise UnsafeOperationError(
                 f"checkpoint {checkpoint_id!r} of thread {tid!r} has {len(kids)} child checkpoint(s) {kids}; "
-                "pass mode='with_descendants' (CLI --with-descendants) to delete the subtree, or mode='reparent' "
-                "(--reparent) to attach the children to its parent"
+                "pass mode='with_descendants' to delete the subtree, or mode='reparent' to attach the children to its parent",
+                flags={"mode='with_descendants'": "--with-descendants", "mode='reparent'": "--reparent"},
             )
         if mode == "with_descendants":
             todo = list(kids)

@@ -136,7 +136,8 @@ def store_thread_op(
     the thread exists and not ``replace``."""
     exists = yield Q(d.HAS_CHECKPOINTS, (thread_id,))
     if exists and not replace:
-        raise ConfigError(f"thread {thread_id!r} already exists in the target; pass replace=True (CLI --replace) to overwrite it")
+        raise ConfigError(f"thread {thread_id!r} already exists in the target; pass replace=True to overwrite it",
+                          flags={"replace=True": "--replace"})
     yield from ops.delete_thread(d, thread_id, bc)
     yield Q(d.DELETE_ADOPTED, (thread_id,))
     wanted: Rows = {}
@@ -245,7 +246,7 @@ def _fresh_path(path: str, overwrite: bool) -> None:
         raise ConfigError(f"{path!r} is a directory; name the archive file to write")
     if os.path.exists(path):
         if not overwrite:
-            raise ConfigError(f"{path!r} already exists; choose a new file or pass overwrite=True (CLI --overwrite)")
+            raise ConfigError(f"{path!r} already exists; choose a new file or pass overwrite=True", flags={"overwrite=True": "--overwrite"})
         for p in (path, path + "-wal", path + "-shm"):
             if os.path.exists(p):
                 os.remove(p)
@@ -384,7 +385,7 @@ def restore(
             if taken:
                 raise ConfigError(
                     f"{len(taken)} thread(s) of the archive already exist in the target ({', '.join(map(repr, taken[:5]))}"
-                    f"{', …' if len(taken) > 5 else ''}); pass replace=True (CLI --replace) to overwrite them"
+                    f"{', …' if len(taken) > 5 else ''}); pass replace=True to overwrite them", flags={"replace=True": "--replace"}
                 )
         for i, tid in enumerate(ids):
             rows = archive.peek(thread_rows_op(a, tid, have))

@@ -98,7 +98,8 @@ def import_thread_op(
     exists = yield Q(d.HAS_CHECKPOINTS, (thread_id,))
     if exists:
         if not replace:
-            raise ThreadlineError(f"thread {thread_id!r} already exists in the target database (pass replace=True, CLI --replace)")
+            raise ThreadlineError(f"thread {thread_id!r} already exists in the target database (pass replace=True to replace it)",
+                                 flags={"replace=True": "--replace"})
         yield from ops.delete_thread(d, thread_id)
     n_ck, n_w = yield from adopt.store_op(d, serde, thread_id, records, bc)
     problems = (yield from adopt.verify_op(d, serde, thread_id, records, bc)) if verify else []

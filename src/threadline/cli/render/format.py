@@ -8,6 +8,7 @@ from typing import Any
 
 from rich import box
 from rich.table import Table
+from rich.text import Text
 
 from threadline.read import iso, jsonable
 from threadline.read.names import short
@@ -58,14 +59,34 @@ def value_text(value: Any, width: int | None = VALUE_WIDTH) -> str:
     return fold(" ".join(text.split()) if "\n" in text else text, width)
 
 
+class _Table(Table):
+    """A table whose ``…`` columns show each cell on one line, cut with ``…`` to the column's width."""
+
+    cut: set[int] = set()
+
+    def add_row(self, *cells: Any, **kwargs: Any) -> None:
+        shown = []
+        for i, cell in enumerate(cells):
+            if i in self.cut and isinstance(cell, str):
+                cell = Text.from_markup(cell, overflow="ellipsis")
+                cell.no_wrap = True
+            shown.append(cell)
+        super().add_row(*shown, **kwargs)
+
+
 def table(title: str | None, *columns: str) -> Table:
     """A compact table: no vertical rules, headers and ids never wrapped. A column named
-    ``"~name"`` is free text that folds to fit; ``">name"`` is right-aligned."""
-    t = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True,
-              min_width=len(title or ""))  # a title wider than the columns widens the table instead of wrapping
+    ``"~name"`` is free text that folds to fit; ``"…name"`` is a name cut with ``…`` when the
+    table is too wide for the terminal (before any other column is cut); ``">name"`` is
+    right-aligned."""
+    t = _Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True,
+               min_width=len(title or ""))  # a title wider than the columns widens the table instead of wrapping
+    t.cut = {i for i, col in enumerate(columns) if col.startswith("…")}
     for col in columns:
         if col.startswith("~"):
             t.add_column(col[1:], overflow="fold", ratio=1)
+        elif col.startswith("…"):
+            t.add_column(col[1:], overflow="ellipsis")
         else:
             t.add_column(col.lstrip(">"), justify="right" if col.startswith(">") else "left", no_wrap=True)
     return t

@@ -31,12 +31,15 @@ def threads(page: Any, **_: Any) -> None:
         out.print(f"[dim]more: --offset {page.next_offset}[/dim]")
 
 
-def _label(n: Any, ids: dict[str, str]) -> str:
+def _label(n: Any, ids: dict[str, str], clock: Any) -> Text:
+    """One checkpoint on one line, never wrapped: its id and marks first (as git's ``--oneline``
+    puts refs after the hash), then step, source, time, pending writes and last the nodes
+    that made it; on a narrow terminal the end of the line is cut with ``…``."""
     marks = []
     if n.is_head:
         marks.append("[bold green]HEAD[/bold green]")
     if n.is_fork_point:
-        marks.append(f"[yellow]fork point ({len(n.children)} branches)[/yellow]")
+        marks.append(f"[yellow]fork: {len(n.children)} branches[/yellow]")
     if n.interrupted:
         marks.append("[magenta]interrupted[/magenta]")
     op = n.metadata.get("threadline_op")
@@ -44,10 +47,21 @@ def _label(n: Any, ids: dict[str, str]) -> str:
         src = (n.metadata.get("forked_from") or {}).get("checkpoint_id")
         marks.append(f"[cyan]{op} of {ids.get(src) or short(src)}[/cyan]")
     writes = f"  {n.pending_writes} write{'s' if n.pending_writes != 1 else ''}" if n.pending_writes else ""
-    text = (f"{ids[n.checkpoint_id]}  step {n.step}  {n.source or '?'}  by {escape(','.join(n.writers) or '-')}  "
-            f"{when(n.created_at)[5:]}{writes}")
     dim = not (n.on_head_path or n.checkpoint_ns)
-    return (f"[dim]{text}[/dim]" if dim else text) + ("  " + " ".join(marks) if marks else "")
+    rest = f"step {n.step}  {n.source or '?'}  {clock(n.created_at)}{writes}  by {escape(','.join(n.writers) or '-')}"
+    text = Text.from_markup(ids[n.checkpoint_id] + (" (" + ", ".join(marks) + ")" if marks else "") + "  "
+                            + (f"[dim]{rest}[/dim]" if dim else rest))
+    text.no_wrap, text.overflow = True, "ellipsis"
+    return text
+
+
+def _clock(created: list[float | None]) -> tuple[str, Any]:
+    """The day every checkpoint shown was made on (for the header; "" when they span days) and
+    how a row shows its time: ``HH:MM:SS`` within that day, else ``MM-DD HH:MM``."""
+    days = {when(ts)[:10] for ts in created if ts is not None}
+    if len(days) == 1:
+        return f", {days.pop()} UTC", lambda ts: when(ts)[11:]
+    return "", lambda ts: when(ts)[5:16]
 
 
 def history(h: Any, subgraphs: bool = False, ns: str = "", limit: int = 100, offset: int = 0, **_: Any) -> None:
@@ -55,8 +69,10 @@ def history(h: Any, subgraphs: bool = False, ns: str = "", limit: int = 100, off
     ids = abbreviate([cid for space in h.nodes.values() for cid in space])
     newest = sorted(h.nodes.get(root_ns, {}), reverse=True)
     kept = set(newest[offset:offset + limit])
+    day, clock = _clock([n.created_at for space in h.nodes.values() for n in space.values()])
+    forks = len(h.fork_points)
     tree = Tree(f"[bold]{escape(h.thread_id)}[/bold]  head {ids.get(h.head, '-')}  ({len(newest)} checkpoints, "
-                f"{len(h.fork_points)} fork point(s))")
+                f"{forks} fork point{'' if forks == 1 else 's'}{day})")
 
     def shown(space: str, cid: str) -> bool:
         return space != root_ns or cid in kept
@@ -66,7 +82,7 @@ def history(h: Any, subgraphs: bool = False, ns: str = "", limit: int = 100, off
         cur: str | None = cid
         while cur is not None:
             n = h.nodes[space][cur]
-            item = parent.add(_label(n, ids))
+            item = parent.add(_label(n, ids, clock))
             for sub in n.subgraphs:
                 st = item.add(f"[blue]subgraph {escape(sub)}[/blue]")
                 for r in h.roots.get(sub, []):
@@ -183,9 +199,10 @@ def audit(result: dict[str, Any], thread: str | None = None, all_ns: bool = Fals
         ids = abbreviate(w.checkpoint_id for w in writes)
         day = when(writes[0].created_at)[:10]
         t = table(f"writes of {thread}" + (f" @ {short(stats.scope['checkpoint_id'])}" if stats.scope.get("checkpoint_id") else "")
-                  + f" from {day}", *(["ns"] if all_ns else []), "checkpoint", "node", "task", ">idx", "channel", ">bytes", "time")
+                  + f" from {day} (UTC)", *(["…ns"] if all_ns else []), "checkpoint", "…node", "task", ">idx", "…channel", ">bytes",
+                  "time")
         for w in writes:
-            row = [ids[w.checkpoint_id], escape(w.node or "?"), w.task_id[:8], str(w.idx), escape(w.channel), str(w.bytes),
+            row = [ids[w.checkpoint_id], escape(w.node or "?"), w.task_id[:6], str(w.idx), escape(w.channel), str(w.bytes),
                    when(w.created_at)[11:]]
             t.add_row(*([escape(w.checkpoint_ns or "-")] if all_ns else []), *row)
         out.print(t)
