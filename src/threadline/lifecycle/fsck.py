@@ -152,6 +152,7 @@ def fsck_thread_op(
         findings.append(Finding("thread_index", tid, None, None, f"threads row counts {idx[0][0]} checkpoints, table has {count}", True))
     elif idx and not count:
         findings.append(Finding("thread_index", tid, None, None, "threads row for a thread without checkpoints", True))
+    findings += yield from _mistyped_values(d, tid)
     # deep: decode every value
     if deep:
         for ns, cid in sorted(k for k in t.rows if k not in bad):
@@ -203,6 +204,24 @@ def _free_orphan_writes(
                 f.detail += f"; kept: a stored delta may read its items from them and cannot be read now ({exc})"
         return []
     return orphans
+
+
+def _mistyped_values(d: Dialect, tid: str) -> Op[list[Finding]]:
+    """Value rows whose value column holds something other than bytes (SQLite stores whatever
+    is written there: text written outside threadline, not UTF-8 text included): unreadable,
+    each named by its key; where the database enforces the type there are none."""
+    findings = []
+    if d.MISTYPED_BLOBS is not None:
+        for ns, ch, v, kind in (yield Q(d.MISTYPED_BLOBS, (tid,))):
+            findings.append(Finding("unreadable_value", tid, ns, None,
+                                    f"blob ({ch!r}, {v!r}) holds {kind}, not stored bytes: it was changed outside threadline; "
+                                    "`threadline restore` brings the thread back from a backup", False))
+    if d.MISTYPED_WRITES is not None:
+        for ns, cid, task, idx, kind in (yield Q(d.MISTYPED_WRITES, (tid,))):
+            findings.append(Finding("unreadable_value", tid, ns, cid,
+                                    f"pending write ({task!r}, {idx}) holds {kind}, not stored bytes: it was changed outside "
+                                    "threadline; `threadline restore` brings the thread back from a backup", False))
+    return findings
 
 
 def _dangling_refs(d: Dialect, tid: str, bc: codec.BlobCodec, live: set | None) -> Op[list[Finding]]:

@@ -3,9 +3,12 @@ rebuild, setup, export and import. Long reports are summarized and paged (``--li
 
 from __future__ import annotations
 
+import json
+import sys
 from typing import Any
 
 from rich.markup import escape
+from rich.text import Text
 
 from threadline.cli.render.format import page_footer, short, size, table, value_text
 from threadline.cli.shared import out
@@ -101,8 +104,17 @@ def export(report: Any, **_: Any) -> None:
     for name, n in report.rows.items():
         t.add_row(name, str(n), ", ".join(f"dt={p}" for p in report.partitions[name]))
     out.print(t)
-    out.print(f"[dim]query: duckdb -c \"SELECT node, COUNT(*), SUM(bytes) FROM read_parquet('{escape(report.out_dir)}/writes/*/*.parquet', "
-              "hive_partitioning=true) GROUP BY node\"[/dim]")
+    out.print(f"[dim]query it with DuckDB's Python package (installed with threadline), in {escape(sys.executable)}:[/dim]")
+    for line in duckdb_example(report.out_dir).splitlines():  # whole lines (soft-wrapped): they are copied and pasted
+        out.print(Text("  " + line, style="dim"), soft_wrap=True)
+
+
+def duckdb_example(out_dir: str) -> str:
+    """Python that prints the writes per node of an export in ``out_dir`` with the duckdb package."""
+    pattern = f"{out_dir.rstrip('/')}/writes/*/*.parquet".replace("'", "''")
+    sql = (f"SELECT node, COUNT(*) AS writes, SUM(bytes) AS bytes FROM read_parquet('{pattern}', hive_partitioning = true) "
+           "GROUP BY node ORDER BY writes DESC")
+    return f"import duckdb\nduckdb.sql({json.dumps(sql, ensure_ascii=False)}).show()"
 
 
 def imported(report: Any, source: str = "", **_: Any) -> None:

@@ -8,6 +8,8 @@ import re
 from typing import Any
 
 from threadline.storage.dialect.base import Dialect, check_filter
+from threadline.storage.dialect.statements import read_values
+from threadline.storage.rows import BLOB_COLUMNS, WRITE_COLUMNS
 from threadline.storage.schema import LEGACY_INDEXES, LEGACY_RENAMES
 
 _PATH_KEY = re.compile(r"^[A-Za-z0-9_.-]+$")  # the keys the official SqliteSaver accepts
@@ -81,6 +83,18 @@ class SqliteDialect(Dialect):
     )
     migrates_parent_sends = False
     echoes_config = True
+    value_read = "CAST({} AS BLOB)"
+    THREAD_BLOBS = f"SELECT {read_values(BLOB_COLUMNS, value_read)} FROM threadline_blobs WHERE thread_id = ?"
+    THREAD_BLOBS_LIKE = f"SELECT {read_values(BLOB_COLUMNS, value_read)} FROM threadline_blobs WHERE thread_id = ? AND type LIKE ?"
+    THREAD_WRITES = f"SELECT {read_values(WRITE_COLUMNS, value_read)}, created_at FROM threadline_writes WHERE thread_id = ?"
+    MISTYPED_BLOBS = (
+        "SELECT checkpoint_ns, channel, version, typeof(blob) FROM threadline_blobs "
+        "WHERE thread_id = ? AND typeof(blob) NOT IN ('blob', 'null')"
+    )
+    MISTYPED_WRITES = (
+        "SELECT checkpoint_ns, checkpoint_id, task_id, idx, typeof(blob) FROM threadline_writes "
+        "WHERE thread_id = ? AND typeof(blob) NOT IN ('blob', 'null')"
+    )
     replaced_write_columns = ("channel", "task_path", "type", "blob", "created_at")  # INSERT OR REPLACE
     reput_sets_parent = True  # INSERT OR REPLACE
     prune_refuses_delta_threads = False  # the official SqliteSaver has no prune

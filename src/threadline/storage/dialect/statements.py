@@ -44,6 +44,14 @@ def prefixed(columns: str, alias: str) -> str:
     return ", ".join(f"{alias}.{c.strip()}" for c in columns.split(","))
 
 
+def read_values(columns: str, value_read: str, alias: str | None = None) -> str:
+    """A SELECT list of ``columns`` (on ``alias`` when given) whose value column ``blob`` is
+    read through ``value_read`` (a dialect's ``"CAST({} AS BLOB)"``: the stored bytes, whatever
+    the column holds)."""
+    names = [c.strip() for c in columns.split(",")]
+    return ", ".join(value_read.format(q) if n == "blob" else q for n, q in ((n, f"{alias}.{n}" if alias else n) for n in names))
+
+
 # A put moves its thread's ``updated_at`` only when it is a second or more newer (never back):
 # the column is indexed (listing order, TTL), and a row whose indexed columns keep their
 # values is updated in place on Postgres (a HOT update, no new index entries), so the
@@ -76,6 +84,15 @@ class Statements:
         return f"SELECT {select} FROM ({values_list(len(columns), count)}) k {self.probe(table, on)}"
 
     types: dict[str, str]
+    # How a SELECT reads a value column (``blob``): as stored on Postgres (BYTEA holds bytes
+    # only); SQLite reads it as bytes whatever a damaged row holds (TEXT that is not UTF-8
+    # would otherwise fail the whole statement), so the row is reported, not the read.
+    value_read = "{}"
+    # (thread_id) → checkpoint_ns, channel, version, storage class of the blob rows whose value
+    # column holds neither bytes nor NULL (SQLite's dynamic typing; None where types are enforced)
+    MISTYPED_BLOBS: str | None = None
+    # (thread_id) → checkpoint_ns, checkpoint_id, task_id, idx, storage class: the same for writes
+    MISTYPED_WRITES: str | None = None
     replaced_write_columns: tuple[str, ...]
     reput_sets_parent: bool
     official_blobs_table: str | None
@@ -282,7 +299,7 @@ class Statements:
             " (SELECT b.base_version FROM threadline_blobs b WHERE b.thread_id = c.thread_id AND b.checkpoint_ns = c.checkpoint_ns"
             " AND b.channel = c.channel AND b.version = c.base_version)"
             " FROM chain c WHERE c.base_version IS NOT NULL"
-            f") SELECT {prefixed(BLOB_COLUMNS, 't')} FROM chain c"
+            f") SELECT {read_values(BLOB_COLUMNS, self.value_read, 't')} FROM chain c"
             " " + self.probe("threadline_blobs", "t.thread_id = c.thread_id AND t.checkpoint_ns = c.checkpoint_ns"
             " AND t.channel = c.channel AND t.version = c.version")
         )
@@ -316,13 +333,13 @@ class Statements:
 
     def writes_by_write_keys(self, count: int) -> str:
         """(``count`` write keys (thread_id, checkpoint_ns, checkpoint_id, task_id, idx), flattened) → WRITE_COLUMNS"""
-        return self.join_keys("threadline_writes", WRITE_KEY, count, prefixed(WRITE_COLUMNS, "t"))
+        return self.join_keys("threadline_writes", WRITE_KEY, count, read_values(WRITE_COLUMNS, self.value_read, "t"))
 
     def writes_by_keys(self, count: int, channel: bool = False) -> str:
         """(``count`` checkpoint keys, flattened[, a channel]) → WRITE_COLUMNS in LangGraph's
         ``writes_sort_key`` order (task_path, task_id, idx); with ``channel`` only that channel's."""
         return (
-            self.join_keys("threadline_writes", CHECKPOINT_KEY, count, prefixed(WRITE_COLUMNS, "t"))
+            self.join_keys("threadline_writes", CHECKPOINT_KEY, count, read_values(WRITE_COLUMNS, self.value_read, "t"))
             + (" WHERE t.channel = ?" if channel else "")
             + " ORDER BY t.task_path, t.task_id, t.idx"
         )
@@ -332,7 +349,7 @@ class Statements:
         checkpoints' TASKS writes in ANY namespace, in ``writes_sort_key`` order: the pending sends
         of a LangGraph < v4 child, looked up as the official PostgresSaver does."""
         return (
-            self.join_keys("threadline_writes", ("thread_id", "checkpoint_id"), count, prefixed(WRITE_COLUMNS, "t"))
+            self.join_keys("threadline_writes", ("thread_id", "checkpoint_id"), count, read_values(WRITE_COLUMNS, self.value_read, "t"))
             + " WHERE t.channel = ? ORDER BY t.task_path, t.task_id, t.idx"
         )
 
@@ -340,7 +357,7 @@ class Statements:
         """(thread_id, checkpoint_ns, ``checkpoints`` checkpoint_ids, ``channels`` channels) →
         checkpoint_id, task_id, channel, type, blob, task_path, idx"""
         return (
-            "SELECT checkpoint_id, task_id, channel, type, blob, task_path, idx FROM threadline_writes "
+            f"SELECT checkpoint_id, task_id, channel, type, {self.value_read.format('blob')}, task_path, idx FROM threadline_writes "
             f"WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id IN ({placeholders(checkpoints)}) "
             f"AND channel IN ({placeholders(channels)})"
         )
@@ -436,7 +453,7 @@ class Statements:
         """(``count`` (checkpoint_ns, channel, version) keys, flattened, then thread_id) → checkpoint_ns,
         channel, version, type, blob from the official saver's blobs table (``official_blobs_table``)."""
         return (
-            f"SELECT t.checkpoint_ns, t.channel, t.version, t.type, t.blob FROM ({values_list(3, count)}) k "
+            f"SELECT t.checkpoint_ns, t.channel, t.version, t.type, {self.value_read.format('t.blob')} FROM ({values_list(3, count)}) k "
             f"JOIN {self.official_blobs_table} t ON t.thread_id = ? AND t.checkpoint_ns = k.column1 "
             "AND t.channel = k.column2 AND t.version = k.column3"
         )

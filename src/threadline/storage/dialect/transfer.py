@@ -85,7 +85,7 @@ class TransferStatements:
         created_at[, blob with ``values``]; by checkpoint_ns, checkpoint_id, created_at, task_path, task_id, idx"""
         return (
             f"SELECT thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, task_path, type, {self.bytes_of('blob', 'blob')}, created_at"
-            f"{', blob' if values else ''} FROM threadline_writes WHERE thread_id = ? "
+            f"{', ' + self.value_read.format('blob') if values else ''} FROM threadline_writes WHERE thread_id = ? "
             "ORDER BY checkpoint_ns, checkpoint_id, created_at, task_path, task_id, idx"
         )
 
