@@ -32,7 +32,7 @@ from threadline.errors import ConfigError, NotFoundError, UnsafeOperationError
 from threadline.keys import thread_id_of
 from threadline.read import all_thread_ids_op, bind_graph, diff_values, head_op
 from threadline.storage.ops import Op, Q
-from threadline.web.render import url
+from threadline.web.render import isolated, url
 from threadline.web.respond import render, saver_of
 from threadline.web.security import csrf_form
 
@@ -250,7 +250,7 @@ def _execute(request: Request, saver: Any, action: str, form: FormData) -> str:
                 skipped.append(tid)
         note = f"Pruned {done} checkpoint(s) from {len(guards) - len(skipped)} thread(s)."
         if skipped:
-            note += f" {len(skipped)} thread(s) changed since the preview and were left alone: {', '.join(skipped[:5])}."
+            note += f" {len(skipped)} thread(s) changed since the preview and were left alone: {', '.join(map(isolated, skipped[:5]))}."
         tid = form.get("thread_id")
         exists = bool(tid) and saver.run(_thread_exists_op(d, tid))
         return url("/thread", thread_id=tid, done=note) if exists else url("/", done=note)
@@ -262,7 +262,7 @@ def _execute(request: Request, saver: Any, action: str, form: FormData) -> str:
         return url("/checkpoint", thread_id=tid, ns=ns, checkpoint_id=r.checkpoint_id, done=done)
     if action == "fork":
         r = lifecycle.fork(saver, tid, cid, (form.get("to_thread") or "").strip() or None, checkpoint_ns=ns)
-        return url("/thread", thread_id=r.thread_id, done=f"Forked {tid} at {cid} into the new thread {r.thread_id}.")
+        return url("/thread", thread_id=r.thread_id, done=f"Forked {isolated(tid)} at {cid} into the new thread {isolated(r.thread_id)}.")
     if action == "delete":
         mode = form.get("mode") or "refuse"
         plan = saver.run(_delete_op(d, tid, ns, cid, mode, form.get("guard") or ""), write=True)

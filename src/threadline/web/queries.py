@@ -35,6 +35,7 @@ from threadline.read import (
     node_of_task_path,
     stored_state_op,
 )
+from threadline.read.tasks import push_index, push_nodes_op
 from threadline.storage.dialect.web import SEARCH_ORDERS, ThreadSearch, search_order
 from threadline.storage.ops import Op, Q
 
@@ -238,12 +239,15 @@ def task_durations_op(d: Any, thread_id: str | None = None, *, limit: int = 200_
     A task's duration is measured from the creation of the checkpoint it ran from
     (its step's start) to its last stored write (when it finished), so it includes
     waiting for the slowest sibling only when writes are stored at the step's end.
-    Writes of the null task (input, ``update_state``) are left out.
+    Writes of the null task (input, ``update_state``) are left out. A ``Send`` task (a
+    tool call of a prebuilt agent) counts under the node it ran (``read.tasks``), as the
+    audit shows it; one whose node cannot be told is ``"Send task"``.
     """
     found = yield Q(*d.task_durations(thread_id, NULL_TASK_ID, limit))
+    pushed = yield from push_nodes_op(d, [(r[0], r[1], r[2], r[3], r[4]) for r in found])
     per: dict[str, list[float]] = defaultdict(list)
-    for task_id, path, seconds in found:
-        node = node_of_task_path(path, task_id) or (path or "?")
+    for tid, ns, cid, task_id, path, seconds in found:
+        node = node_of_task_path(path, task_id) or pushed.get((tid, ns, cid, task_id)) or ("Send task" if push_index(path) is not None else "?")
         per[node].append(max(0.0, float(seconds or 0.0)) * 1000.0)
     out = []
     for node, ms in per.items():

@@ -169,11 +169,19 @@ def diff_messages(change: Mapping[str, Any]) -> dict[str, list]:
     }
 
 
+def isolated(text: Any) -> str:
+    """``text`` between Unicode's first-strong isolate and pop-directional isolate: where no
+    ``<bdi>`` can go (a page title, a note), a right-to-left or override character in a
+    thread id cannot reorder the text around it."""
+    return f"\u2068{text}\u2069"
+
+
 def template_globals() -> dict[str, Any]:
     """Everything the templates call."""
     return {
         "size": size,
         "when": when,
+        "isolated": isolated,
         "url": url,
         "brief": brief,
         "json_kind": json_kind,

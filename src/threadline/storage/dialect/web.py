@@ -162,13 +162,14 @@ class WebStatements:
         )
 
     def task_durations(self, thread_id: str | None, skip_task: str, limit: int) -> tuple[str, list[Any]]:
-        """→ task_id, smallest task_path, seconds from the creation of the checkpoint a task ran
-        from to its last stored write: per task (thread, namespace, checkpoint, task_id) with
-        writes, but the task ``skip_task``, of the thread (None: every thread), the ``limit``
-        whose last write is newest, newest first."""
+        """→ thread_id, checkpoint_ns, checkpoint_id, task_id, smallest task_path, seconds from the
+        creation of the checkpoint a task ran from to its last stored write: per task (thread,
+        namespace, checkpoint, task_id) with writes, but the task ``skip_task``, of the thread
+        (None: every thread), the ``limit`` whose last write is newest, newest first."""
         where, params = _of_thread(thread_id, "w.thread_id", "AND")
         return (
-            "SELECT w.task_id, MIN(w.task_path), MAX(w.created_at) - MIN(c.created_at) FROM threadline_writes w "
+            "SELECT w.thread_id, w.checkpoint_ns, w.checkpoint_id, w.task_id, MIN(w.task_path), MAX(w.created_at) - MIN(c.created_at) "
+            "FROM threadline_writes w "
             "JOIN threadline_checkpoints c ON c.thread_id = w.thread_id AND c.checkpoint_ns = w.checkpoint_ns AND c.checkpoint_id = w.checkpoint_id "
             f"WHERE w.task_id <> ? {where} GROUP BY w.thread_id, w.checkpoint_ns, w.checkpoint_id, w.task_id "
             "ORDER BY MAX(w.created_at) DESC LIMIT ?",

@@ -162,7 +162,7 @@ def task_durations(d: Any, params: Sequence[Any], many: bool, thread_id: str | N
         t = tasks.setdefault((w[0], w[1], w[2], w[3]), [w[6], w[9], start])
         t[0], t[1] = min(t[0], w[6]), max(t[1], w[9])
     newest = sorted(tasks.items(), key=lambda kv: kv[1][1], reverse=True)[:limit]
-    return [(key[3], path, last - start) for key, (path, last, start) in newest]
+    return [(*key, path, last - start) for key, (path, last, start) in newest]
 
 
 def delta_totals(d: Any, params: Sequence[Any], many: bool, thread_id: str | None) -> Generator:

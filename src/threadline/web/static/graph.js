@@ -17,7 +17,7 @@
     { selector: "node", style: {
       width: 12, height: 12, "background-color": "#2f6fde", "border-width": 0,
       label: "data(label)", "font-size": 11, color: "#374151", "text-halign": "right", "text-valign": "center",
-      "text-margin-x": 8, "min-zoomed-font-size": 7, "font-family": "system-ui, sans-serif" } },
+      "text-margin-x": "data(margin)", "min-zoomed-font-size": 7, "font-family": "system-ui, sans-serif" } },
     { selector: "node.off", style: { "background-color": "#93b4ee", color: "#6b7280" } },
     { selector: "node.input", style: { shape: "round-rectangle", "background-color": "#2e9d5b" } },
     { selector: "node.forked, node.update", style: { shape: "diamond", width: 14, height: 14, "background-color": "#8b5cf6" } },
@@ -80,8 +80,12 @@
     });
   }
 
+  // Every label starts right of the last lane (as git log --graph writes its text after the
+  // graph), so no lane's line runs through another lane's labels.
   function nodeElement(n) {
-    return { group: "nodes", data: { id: n.id, label: label(n), node: n }, position: { x: n.lane * LANE, y: (top - n.row) * ROW }, classes: classes(n) };
+    const margin = (L.lanes - 1 - n.lane) * LANE + 10;
+    return { group: "nodes", data: { id: n.id, label: label(n), node: n, margin }, position: { x: n.lane * LANE, y: (top - n.row) * ROW },
+             classes: classes(n) };
   }
 
   function windowRows() {

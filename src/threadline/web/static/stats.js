@@ -64,9 +64,11 @@
   chart("chart-durations", {
     type: "bar",
     data: { labels: data.durations.map((t) => t.node),
-      datasets: [{ label: "average", data: data.durations.map((t) => t.avg_ms), backgroundColor: palette[0] },
-                 { label: "p95", data: data.durations.map((t) => t.p95_ms), backgroundColor: palette[2] }] },
-    options: { scales: { y: { beginAtZero: true, title: { display: true, text: "ms" } } } },
+      // minBarLength: a 0 ms bar is still drawn (tasks of a fast agent all take under a millisecond)
+      datasets: [{ label: "average", data: data.durations.map((t) => t.avg_ms), backgroundColor: palette[0], minBarLength: 3 },
+                 { label: "p95", data: data.durations.map((t) => t.p95_ms), backgroundColor: palette[2], minBarLength: 3 }] },
+    options: { scales: { y: { beginAtZero: true, suggestedMax: 1, title: { display: true, text: "ms" } } },
+               plugins: { legend: { position: "bottom" }, tooltip: { callbacks: { label: (c) => `${c.dataset.label}: ${c.raw} ms` } } } },
   });
 
   const sources = Object.keys(data.sources);
