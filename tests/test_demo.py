@@ -210,6 +210,40 @@ def test_demo_rejects_postgres_url_and_missing_directory(tmp_path: Path) -> None
     assert "No such directory" in result.output
 
 
+# --- make demo / make test on a fresh clone ------------------------------------
+
+
+def _make_plan(tmp_path: Path, target: str) -> str:
+    """What ``make TARGET`` would run in a checkout holding only the Makefile and pyproject
+    (``make -n``: printed, not run)."""
+    proc = subprocess.run(["make", "-n", target], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
+def test_make_demo_installs_the_runtime_only_and_make_test_says_what_it_installs(tmp_path: Path) -> None:
+    root = Path(__file__).resolve().parent.parent
+    for name in ("Makefile", "pyproject.toml"):
+        shutil.copy(root / name, tmp_path / name)
+    demo = _make_plan(tmp_path, "demo")
+    assert "-m venv .venv" in demo and "uv pip install" in demo and " -e .\n" in demo + "\n"
+    assert "[test]" not in demo and "apt-get" not in demo and "chromium" not in demo
+    assert demo.strip().endswith(".venv/bin/threadline demo")
+    test = _make_plan(tmp_path, "test")
+    assert "pip install -q -e '.[test]'" in test and ".venv/bin/python -m pytest" in test
+    assert "installing Debian's chromium for the browser tests" in test and "apt-get install" in test
+    # once set up for the demo, `make test` adds the test tools to the same .venv, and the demo reinstalls nothing
+    (tmp_path / ".venv").mkdir()
+    (tmp_path / ".venv" / ".runtime").touch()
+    assert _make_plan(tmp_path, "demo").strip() == ".venv/bin/threadline demo"
+    test = _make_plan(tmp_path, "test")
+    assert "-m venv" not in test and "uv pip install" not in test and ".venv/bin/pip install -q -e '.[test]'" in test
+    readme = " ".join((root / "README.md").read_text().split())
+    assert "make demo # about 30 s the first time" in readme
+    assert "It needs a Postgres server" in readme and "and a Redis server" in readme and "tens of minutes" in readme
+
+
 # --- the agent on its own -------------------------------------------------------
 
 
