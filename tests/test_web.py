@@ -230,7 +230,7 @@ def test_stats_page_has_chart_data(mixed_path: str) -> None:
         assert data["dedup"]["logical_bytes"] >= data["dedup"]["stored_bytes"] > 0
         assert "loop" in data["sources"] and 'id="chart-timeline"' in text
         one = c.get("/stats", params={"thread_id": "t-research"}).text
-        assert "of <code>t-research</code>" in one
+        assert "of <code><bdi>t-research</bdi></code>" in one
 
 
 def test_live_change_marker(tmp_path: Path) -> None:
