@@ -124,3 +124,30 @@ def test_thread_ids_with_a_direction_override_are_isolated(browser: Any, tmp_pat
                 assert page.locator("#thread-count").inner_text().startswith("1 thread ·")
             tab.shot(f"bidi-{name}")
         tab.close()
+
+
+def test_the_prune_forms_say_per_branch_and_offer_per_thread(browser: Any, tmp_path: Path) -> None:
+    path = wh.demo_db(str(tmp_path / "demo.db"))
+    with wh.running(UIConfig(db=path)) as url:
+        tab = Tab(browser, url, "prune-per")
+        page = tab.page
+        listing = page.locator("details", has_text="Prune threads")
+        listing.locator("summary").click()
+        assert "checkpoints of each branch" in " ".join(listing.inner_text().split())
+        page.locator(f'tr[data-thread="{THREAD_ID}"] a').click()
+        tab.graph_ready()
+        form = page.locator("details", has_text="Prune this thread")
+        form.locator("summary").click()
+        form.locator("input[name=keep_last]").fill("3")
+        for per, kept, words in (("branch", 6, "of each branch"), ("thread", 3, "of the thread")):
+            form.locator("select[name=keep_last_per]").select_option(per)
+            form.get_by_role("button", name="Preview…").click()
+            text = " ".join(page.locator("section.confirm").inner_text().split())
+            assert f"keep the last 3 checkpoints {words}" in text, text
+            assert f"Removes {17 - kept} checkpoint(s)" in text, text
+            tab.shot(f"confirm-prune-{per}")
+            page.go_back()
+            form = page.locator("details", has_text="Prune this thread")
+            if not form.evaluate("d => d.open"):
+                form.locator("summary").click()
+        tab.close()
