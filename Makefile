@@ -1,6 +1,6 @@
 # Each target sets up its own .venv, so a fresh clone needs nothing else installed.
 # `make demo` installs threadline and its runtime dependencies only (uv, itself installed into
-# .venv from PyPI, fetches them in parallel: about 20 s); `make test` and the other targets add
+# .venv from PyPI, fetches them in parallel: about 30 s); `make test` and the other targets add
 # the test tools to the same .venv (about a minute more with pip), and `make test` Debian's
 # chromium for the browser tests.
 PY ?= python3
@@ -10,7 +10,7 @@ RUNTIME := $(VENV)/.runtime
 STAMP := $(VENV)/.installed
 
 $(RUNTIME): pyproject.toml
-	@echo "make: installing threadline and its runtime dependencies into $(VENV) (about 20 s the first time)"
+	@echo "make: installing threadline and its runtime dependencies into $(VENV) (about 30 s the first time)"
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q uv
 	$(BIN)/uv pip install -q --python $(BIN)/python --compile-bytecode -e .
