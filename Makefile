@@ -1,8 +1,9 @@
 # Each target sets up its own .venv, so a fresh clone needs nothing else installed.
-# `make demo` installs threadline and its runtime dependencies only (uv, itself installed into
-# .venv from PyPI, fetches them in parallel: about 30 s); `make test` and the other targets add
-# the test tools to the same .venv (about a minute more with pip), and `make test` Debian's
-# chromium for the browser tests.
+# `make demo` installs threadline and its runtime dependencies only: a venv without pip, uv
+# installed into it from PyPI, and uv fetching the dependencies in parallel (about 30 s on a
+# busy 2-core machine; Python compiles what the demo imports as it first runs). `make test`
+# and the other targets add pip and the test tools to the same .venv (about a minute more),
+# and `make test` Debian's chromium for the browser tests.
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -11,14 +12,17 @@ STAMP := $(VENV)/.installed
 
 $(RUNTIME): pyproject.toml
 	@echo "make: installing threadline and its runtime dependencies into $(VENV) (about 30 s the first time)"
-	$(PY) -m venv $(VENV)
-	$(BIN)/pip install -q uv
-	$(BIN)/uv pip install -q --python $(BIN)/python --compile-bytecode -e .
+	$(PY) -m venv --without-pip $(VENV)
+	@# uv into the venv with the system's pip when it has one (pip >= 22.3), else with the venv's own
+	$(PY) -m pip --python $(BIN)/python install -q uv 2>/dev/null \
+		|| { $(BIN)/python -m ensurepip -q && $(BIN)/python -m pip install -q uv; }
+	$(BIN)/uv pip install -q --python $(BIN)/python -e .
 	touch $(RUNTIME)
 
 $(STAMP): $(RUNTIME)
 	@echo "make: adding the test tools (the [test] extra) to $(VENV) (about a minute the first time)"
-	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/python -m pip --version >/dev/null 2>&1 || $(BIN)/python -m ensurepip -q
+	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[test]'
 	touch $(STAMP)
 
