@@ -15,13 +15,13 @@ $(RUNTIME): pyproject.toml
 	$(PY) -m venv --without-pip $(VENV)
 	@# uv into the venv with the system's pip when it has one (pip >= 22.3), else with the venv's own
 	$(PY) -m pip --python $(BIN)/python install -q uv 2>/dev/null \
-		|| { $(BIN)/python -m ensurepip -q && $(BIN)/python -m pip install -q uv; }
+		|| { $(BIN)/python -m ensurepip >/dev/null && $(BIN)/python -m pip install -q uv; }
 	$(BIN)/uv pip install -q --python $(BIN)/python -e .
 	touch $(RUNTIME)
 
 $(STAMP): $(RUNTIME)
 	@echo "make: adding the test tools (the [test] extra) to $(VENV) (about a minute the first time)"
-	$(BIN)/python -m pip --version >/dev/null 2>&1 || $(BIN)/python -m ensurepip -q
+	$(BIN)/python -m pip --version >/dev/null 2>&1 || $(BIN)/python -m ensurepip >/dev/null
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[test]'
 	touch $(STAMP)
