@@ -1,6 +1,6 @@
 # Each target sets up its own .venv, so a fresh clone needs nothing else installed.
 # `make demo` installs threadline and its runtime dependencies only: a venv without pip, uv
-# installed into it from PyPI, and uv fetching the dependencies in parallel (about 30 s on a
+# installed into it from PyPI, and uv fetching the dependencies in parallel (about 20 s on a
 # busy 2-core machine; Python compiles what the demo imports as it first runs). `make test`
 # and the other targets add pip and the test tools to the same .venv (about a minute more),
 # and `make test` Debian's chromium for the browser tests.
@@ -11,7 +11,7 @@ RUNTIME := $(VENV)/.runtime
 STAMP := $(VENV)/.installed
 
 $(RUNTIME): pyproject.toml
-	@echo "make: installing threadline and its runtime dependencies into $(VENV) (about 30 s the first time)"
+	@echo "make: installing threadline and its runtime dependencies into $(VENV) (about 20 s the first time)"
 	$(PY) -m venv --without-pip $(VENV)
 	@# uv into the venv with the system's pip when it has one (pip >= 22.3), else with the venv's own
 	$(PY) -m pip --python $(BIN)/python install -q uv 2>/dev/null \
