@@ -417,9 +417,12 @@ def put_checkpoint(d: RedisDialect, params: Sequence[Any], many: bool, blobs: in
         guarded = base is not None and guard_type is not None
         args += [L.field(bns, ch, v), L.pack_blob(type_, blob, base), L.field(bns, ch, base) if guarded else "",
                  guard_type or "", guard_size if guard_size is not None else 0, "1" if checked else "0"]
-    index_score = float(created)
-    found = yield [("ZADD", d.index, "GT", index_score, tid), Call("put", d.keys(tid), args)]
-    return [tuple(int(x) for x in found[1])]
+    args.append(tid)
+    if d.single_node:  # the thread index in the script: one command, not a pipeline of two
+        found = yield [Call("put", (*d.keys(tid), d.index), args)]
+    else:
+        found = yield [("ZADD", d.index, "GT", float(created), tid), Call("put", d.keys(tid), args)]
+    return [tuple(int(x) for x in found[-1])]
 
 
 # --- listing --------------------------------------------------------------------------------
@@ -503,6 +506,7 @@ class RedisDialect(RedisReadsStatements, RedisLifecycleStatements, RedisTransfer
     replaced_write_columns = ()
     reput_sets_parent = True  # the official RedisSaver writes a checkpoint put again whole
     prune_refuses_delta_threads = False
+    single_node = False  # set by the saver once its client is known not to be a cluster's
 
     def __init__(self, prefix: str = "threadline", ttl_minutes: float | None = None) -> None:
         if not isinstance(prefix, str) or not prefix or any(c in prefix for c in "{}\x00"):

@@ -32,7 +32,9 @@ end
 
 # ARGV: checkpoint field, packed row, parent field ('' none), whether a new row needs its parent
 # ('1'/'0'), checked rows expected, bytes added, now, default TTL minutes, blob count, then per
-# blob: field, packed value, base field ('' snapshot), base type, base size, checked ('1'/'0').
+# blob: field, packed value, base field ('' snapshot), base type, base size, checked ('1'/'0');
+# then the thread_id. KEYS[7], on a single server only: the thread index, updated here (on a
+# cluster it lives in another slot, and the caller updates it in the same round trip).
 # → {checked rows stored as written, row written (1/0), existed before (1/0), parent stored (1/0)}
 PUT = _COMMON + r"""
 local existed = redis.call('HEXISTS', KEYS[1], ARGV[1])
@@ -66,6 +68,7 @@ end
 if existed == 0 then redis.call('HINCRBY', KEYS[6], 'count', 1) end
 redis.call('HINCRBY', KEYS[6], 'bytes', tonumber(ARGV[6]))
 expire(ARGV[8])
+if KEYS[7] then redis.call('ZADD', KEYS[7], 'GT', ARGV[7], ARGV[10 + 6 * tonumber(ARGV[9])]) end
 return {stored, 1, existed, parent_ok}
 """
 
