@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from threadline.backends.registry import masked
+from threadline.backends.registry import entry_of, masked
 from threadline.errors import BackendError, NotADatabaseError
 from threadline.saver import EngineSaver
 from threadline.storage import ops
@@ -69,8 +69,7 @@ def require_threadline(url: str, state: ops.SchemaState, saver_name: str, *, cur
                 f"with `threadline import {masked(url)} --db NEW`, or open it with threadline's saver in your program to adopt "
                 "each thread on first use"
             )
-        raise NotADatabaseError(f"{where} holds no threadline tables: check the path or URL (a threadline saver creates them "
-                                "when a program first opens the database)")
+        raise NotADatabaseError(f"{where} {entry_of(url).nothing}")
     state.check_version(where)
     if current and not state.current:
         raise NotADatabaseError(f"{where} was written by an older threadline release: migrate it once with "
@@ -78,6 +77,4 @@ def require_threadline(url: str, state: ops.SchemaState, saver_name: str, *, cur
 
 
 def _where(url: str) -> str:
-    from threadline.backends import entry_of
-
     return entry_of(url).get("describe")(url)
