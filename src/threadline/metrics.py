@@ -53,6 +53,9 @@ _SYSTEMS = {"postgres": "postgresql"}
 
 _meters: dict[str, Any] | None = None  # instrument name → instrument, once made
 _available: bool | None = None
+# The global provider while it may still be OpenTelemetry's stand-in: until an SDK provider is
+# set, recording would reach no-op instruments, so nothing is recorded (or costs a call).
+_proxy: Any = None
 
 
 def configure(meter_provider: Any = None) -> bool:
@@ -64,7 +67,10 @@ def configure(meter_provider: Any = None) -> bool:
     except ImportError:
         _available, _meters = False, None
         return False
-    meter = (meter_provider or otel.get_meter_provider()).get_meter("threadline")
+    global _proxy
+    provider = meter_provider or otel.get_meter_provider()
+    _proxy = None if meter_provider is not None else provider
+    meter = provider.get_meter("threadline")
     h, c = meter.create_histogram, meter.create_counter
     _meters = {
         "threadline.operation.duration": h("threadline.operation.duration", unit="s", description="Duration of a saver call"),
@@ -86,6 +92,8 @@ def configure(meter_provider: Any = None) -> bool:
 def _get() -> dict[str, Any] | None:
     if _available is None:
         configure()
+    if _proxy is not None and getattr(_proxy, "_real_meter_provider", True) is None:
+        return None  # no SDK provider set yet: the instruments would record nothing
     return _meters
 
 
