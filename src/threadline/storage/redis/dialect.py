@@ -245,13 +245,14 @@ def delete_blob(d: RedisDialect, params: Sequence[Any], many: bool) -> Generator
 # --- writes ----------------------------------------------------------------------------------
 
 
-def insert_writes(d: RedisDialect, params: Sequence[Any], many: bool, replace: bool) -> Generator:
-    """(WRITE_COLUMNS, created_at) rows → task_id, idx of those inserted (none with ``replace``)."""
+def insert_writes(d: RedisDialect, params: Sequence[Any], many: bool, replace: bool, live: bool) -> Generator:
+    """(WRITE_COLUMNS, created_at) rows → task_id, idx of those inserted (none with ``replace``);
+    ``live`` as the SQL statement's (a running graph's writes, all of one checkpoint)."""
     rows = rows_of(params, many)
     threads = by_thread(rows)
     calls = []
     for tid, part in threads.items():
-        args: list[Any] = ["1" if replace else "0", d.ttl_minutes]
+        args: list[Any] = ["1" if replace else "0", d.ttl_minutes, L.field(part[0][1], part[0][2]) if live else ""]
         for r in part:
             args += [L.field(r[1], r[2], r[3], r[4]), L.pack((r[5], r[6], r[7], r[8], r[9]))]
         calls.append(Call("writes", d.keys(tid), args))
@@ -526,8 +527,8 @@ class RedisDialect(RedisReadsStatements, RedisLifecycleStatements, RedisTransfer
     def get_statement(self, latest: bool) -> Cmd:  # type: ignore[override]
         return GET_LATEST if latest else GET_CHECKPOINT
 
-    def insert_writes(self, replace: bool) -> Cmd:
-        return Cmd(insert_writes, (replace,), "insert_writes")
+    def insert_writes(self, replace: bool, live: bool = False) -> Cmd:  # type: ignore[override]
+        return Cmd(insert_writes, (replace, live), "insert_writes")
 
     def writes_by_keys(self, count: int, channel: bool = False) -> Cmd:
         return Cmd(writes_by_keys, (channel,), "writes_by_keys")

@@ -73,21 +73,26 @@ return {stored, 1, existed, parent_ok}
 """
 
 # ARGV: replace ('1': special channels, last write wins; '0': insert-or-ignore), default TTL
-# minutes, then per row: field, packed row. → the 1-based positions of the rows inserted
+# minutes, the checkpoint field of a running graph's writes ('' none: see ``insert_writes(live=)``
+# of the SQL statements), then per row: field, packed row. → the 1-based positions of the rows inserted
 WRITES = _COMMON + r"""
 local inserted = {}
+if ARGV[3] ~= '' and redis.call('HEXISTS', KEYS[1], ARGV[3]) == 0 then
+  local ns = string.match(ARGV[3], '^[^%z]*')
+  if #redis.call('ZRANGE', KEYS[2], '(' .. ARGV[3], '(' .. ns .. '\1', 'BYLEX', 'LIMIT', 0, 1) > 0 then return inserted end
+end
 local function index(f)
   local ck = string.match(f, '^[^%z]*%z[^%z]*')
   local cur = redis.call('HGET', KEYS[5], ck)
   local member = string.sub(f, #ck + 2)
   redis.call('HSET', KEYS[5], ck, cur and (cur .. '\1' .. member) or member)
 end
-for i = 3, #ARGV, 2 do
+for i = 4, #ARGV, 2 do
   if ARGV[1] == '1' then
     if redis.call('HSET', KEYS[4], ARGV[i], ARGV[i + 1]) == 1 then index(ARGV[i]) end
   elseif redis.call('HSETNX', KEYS[4], ARGV[i], ARGV[i + 1]) == 1 then
     index(ARGV[i])
-    inserted[#inserted + 1] = (i - 1) / 2
+    inserted[#inserted + 1] = (i - 2) / 2
   end
 end
 if redis.call('EXISTS', KEYS[6]) == 1 then expire(ARGV[2]) end
