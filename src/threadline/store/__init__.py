@@ -17,16 +17,22 @@ from langgraph.store.base import IndexConfig, TTLConfig
 
 from threadline.backends import entry_of
 from threadline.store.base import AsyncStore, SyncStore
-from threadline.store.postgres import AsyncPostgresStore, PoolConfig, PostgresStore
-from threadline.store.sqlite import AsyncSqliteStore, SqliteStore
+
+# Each backend's store loads on first use: a SQLite user never imports psycopg or redis-py.
+_LAZY = {
+    **dict.fromkeys(("SqliteStore", "AsyncSqliteStore"), "threadline.store.sqlite"),
+    **dict.fromkeys(("PostgresStore", "AsyncPostgresStore", "PoolConfig"), "threadline.store.postgres"),
+    **dict.fromkeys(("RedisStore", "AsyncRedisStore"), "threadline.store.redis"),
+}
 
 
 def __getattr__(name: str):
-    # redis-py is imported on first use of a Redis class: SQLite and Postgres users never load it
-    if name in ("RedisStore", "AsyncRedisStore"):
-        from threadline.store import redis
+    if name in _LAZY:
+        import importlib
 
-        return getattr(redis, name)
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
     raise AttributeError(f"module 'threadline.store' has no attribute {name!r}")
 
 
