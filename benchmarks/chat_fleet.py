@@ -24,7 +24,8 @@ and caches do not leak between savers. ``--pairs`` pairs, official then threadli
 groups interleaved; the table gives the median over the pairs. Per run:
 
 * client CPU per turn (``time.process_time`` of the worker during the fleet: LangGraph, the
-  saver and its driver; not the Postgres server) and wall per turn;
+  saver and its driver) and wall per turn; on Postgres also the CPU of the server backend
+  serving the saver's connection (``/proc/<pid>/schedstat``, a server on this machine);
 * peak RSS of the worker (``ru_maxrss``);
 * SQL statements per turn (SQLite: ``set_trace_callback`` counting SELECT / INSERT / UPDATE /
   DELETE, over 5 more threads × 4 turns on a second fresh file after the timed fleet, so that
@@ -36,9 +37,13 @@ groups interleaved; the table gives the median over the pairs. Per run:
   of the latest checkpoint of 25 of the fleet's threads (16 messages each), one call each:
   their p50, and the very first call alone.
 
-``--profile DIR``: one more run of threadline's (and, to compare, the official) sync SQLite
-fleet under ``cProfile``: ``DIR/chat_fleet-<saver>.prof`` and ``.txt`` (top 40 by tottime and
-by cumulative time); also a ``py-spy record`` flame graph when ``py-spy`` is installed.
+``--profile DIR``: after the table, one more run of threadline's (and, to compare, the
+official) sync SQLite fleet under ``cProfile``, every thread profiled in its own CPU time
+(LangGraph writes checkpoints from a background thread): ``DIR/chat_fleet-<saver>.prof`` and
+``.txt`` (top 40 by tottime and by cumulative time). When ``py-spy`` is installed (``pip
+install py-spy``), one more run each under ``py-spy record`` (sampling, the whole worker
+process): ``.py-spy.raw`` (collapsed stacks, for flame graph tools) and ``.py-spy.txt`` (top 40
+functions by self and by inclusive samples).
 ``--write-results`` rewrites the ``<!-- chat-fleet:start -->`` section of ``RESULTS.md``.
 """
 
