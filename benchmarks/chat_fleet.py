@@ -630,7 +630,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", type=int, default=200, help="threads of the sync fleet")
     ap.add_argument("--async-threads", type=int, default=96, help="threads of the async fleet")
     ap.add_argument("--concurrency", type=int, default=16, help="async conversations at once")
-    ap.add_argument("--pairs", type=int, default=5, help="interleaved official/threadline pairs")
+    ap.add_argument("--pairs", type=int, default=5, help="interleaved official/threadline pairs (0: no table, --profile alone)")
     ap.add_argument("--no-postgres", action="store_true")
     ap.add_argument("--profile", metavar="DIR", help="also profile the sync SQLite fleet into DIR")
     ap.add_argument("--write-results", action="store_true")
@@ -645,14 +645,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"Postgres skipped: {reason}", file=sys.stderr)
         postgres = False
     t0 = time.perf_counter()
-    print(f"chat fleet: {args.threads} threads (sync), {args.async_threads} (async) × {TURNS} turns, {args.pairs} pairs",
-          file=sys.stderr)
-    results = run(args, postgres)
-    md = render(results, args)
-    print(md)
-    print(f"chat fleet: {time.perf_counter() - t0:.0f} s", file=sys.stderr)
-    if args.write_results:
-        write_results(md, START, END)
+    if args.pairs:  # --pairs 0 --profile DIR: the profiles alone
+        print(f"chat fleet: {args.threads} threads (sync), {args.async_threads} (async) × {TURNS} turns, {args.pairs} pairs",
+              file=sys.stderr)
+        md = render(run(args, postgres), args)
+        print(md)
+        print(f"chat fleet: {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+        if args.write_results:
+            write_results(md, START, END)
     if args.profile:
         for path in profile(args, args.profile):
             print(f"wrote {path}", file=sys.stderr)
