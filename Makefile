@@ -25,8 +25,9 @@ test: $(STAMP)
 # 14's 10,000 threads: 51 min for the four savers on this 2-core machine, quiet, see RESULTS.md):
 # `make bench SCALE_ARGS=` for the issue's sizes.
 # The chat fleet (issue 28): 200 threads × 4 turns sync, 96 async, 5 interleaved pairs of the
-# official and threadline savers, each run in fresh processes (`CHAT_FLEET_ARGS=--profile DIR`
-# adds cProfile and py-spy profiles of the SQLite fleet).
+# official and threadline savers, each run in fresh processes: 25 min on this 2-core machine
+# under a load of 4–7 (`CHAT_FLEET_ARGS=--pairs 2` for a quicker look; `--profile DIR` adds
+# cProfile and py-spy profiles of the SQLite fleet).
 SCALE_ARGS ?= --threads 300
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run.py --write-results
