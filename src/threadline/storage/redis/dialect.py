@@ -31,7 +31,7 @@ from threadline.storage.redis.reads import RedisReadsStatements
 from threadline.storage.redis.transfer import RedisTransferStatements
 from threadline.storage.redis.web import RedisWebStatements
 from threadline.storage.redis.base import (
-    Call, Cmd, Handler, all_threads, blob_row, by_thread, checkpoint_row, ck_row, group, latest_of, pairs, rows_of, statement,
+    Call, Cmd, Handler, all_threads, blob_row, by_thread, checkpoint_row, ck_row, frame, group, latest_of, pairs, rows_of, statement,
     thread_blobs_of, thread_checkpoint_rows, thread_hash, thread_writes_of, write_row,
 )
 from threadline.storage.schema import MIGRATIONS
@@ -255,7 +255,7 @@ def insert_writes(d: RedisDialect, params: Sequence[Any], many: bool, replace: b
         args: list[Any] = ["1" if replace else "0", d.ttl_minutes, L.field(part[0][1], part[0][2]) if live else ""]
         for r in part:
             args += [L.field(r[1], r[2], r[3], r[4]), L.pack((r[5], r[6], r[7], r[8], r[9]))]
-        calls.append(Call("writes", d.keys(tid), args))
+        calls.append(Call("writes", d.keys(tid), [frame(args)]))
     found = yield calls
     if replace:
         return []
@@ -420,9 +420,9 @@ def put_checkpoint(d: RedisDialect, params: Sequence[Any], many: bool, blobs: in
                  guard_type or "", guard_size if guard_size is not None else 0, "1" if checked else "0"]
     args.append(tid)
     if d.single_node:  # the thread index in the script: one command, not a pipeline of two
-        found = yield [Call("put", (*d.keys(tid), d.index), args)]
+        found = yield [Call("put", (*d.keys(tid), d.index), [frame(args)])]
     else:
-        found = yield [("ZADD", d.index, "GT", float(created), tid), Call("put", d.keys(tid), args)]
+        found = yield [("ZADD", d.index, "GT", float(created), tid), Call("put", d.keys(tid), [frame(args)])]
     return [tuple(int(x) for x in found[-1])]
 
 
