@@ -151,11 +151,14 @@ def _attach_blobs(d: Dialect, serde: SerializerProtocol, thread_id: str, records
         r.checkpoint["channel_values"] = inline
 
 
-def _epoch(ts: Any, default: float) -> float:
+def written_at(record: Record, default: float) -> float:
+    """When the official saver wrote a checkpoint (epoch seconds): its ``ts``, else the time its
+    uuid6 id holds (``rows.id_time``), else ``default``."""
     try:
-        return _dt.datetime.fromisoformat(str(ts)).timestamp()
+        return _dt.datetime.fromisoformat(str(record.checkpoint.get("ts"))).timestamp()
     except (TypeError, ValueError):
-        return default
+        found = R.id_time(record.checkpoint_id)
+        return default if found is None else found
 
 
 def store_op(
@@ -168,7 +171,7 @@ def store_op(
     now = time.time()
     n_ck = n_w = 0
     for rec in records:
-        created = _epoch(rec.checkpoint.get("ts"), now)
+        created = written_at(rec, now)
         if rec.checkpoint:
             versions = rec.checkpoint.get("channel_versions") or {}
             new_versions = {ch: v for ch, v in versions.items() if (rec.checkpoint_ns, ch, R.version_key(v)) not in stored}
@@ -243,8 +246,8 @@ def adopt_thread(d: Dialect, thread_id: Any, bc: codec.BlobCodec | None = None) 
             "threadline's tables only"
         )
     yield Q(d.MARK_ADOPTED, (tid, latest, time.time()))
-    if n:
-        yield Q(d.TOUCH_THREAD, (time.time(), tid))
+    if n:  # the thread was written when its checkpoints were, not when threadline first read it
+        yield Q(d.RETIME_THREAD, (tid, tid, tid))
     return n
 
 
