@@ -263,3 +263,29 @@ def test_cli_store_reads_say_what_is_not_adopted(tmp_path: Path) -> None:
     listed = cli("store", "ls", "--db", str(path))
     one_line_error(listed, 2, "LangGraph's official store", "1 item", "store import")
     assert path.read_bytes() == digest
+
+
+def test_store_reads_name_official_items_not_adopted_yet(tmp_path: Path) -> None:
+    """Beside a threadline store, the CLI's store reads and the browser's Store page say how many
+    official items are not adopted yet (and write nothing)."""
+    from langgraph.store.sqlite import SqliteStore as OfficialSqliteStore
+
+    from threadline import SqliteStore
+    from threadline.web import UIConfig
+    from web_helpers import client
+
+    path = tmp_path / "agent.db"
+    with SqliteStore.from_conn_string(str(path), adopt=False) as store, threadline.SqliteSaver.from_conn_string(str(path)):
+        store.put(("mine",), "k", {"v": 1})
+    with OfficialSqliteStore.from_conn_string(str(path)) as off:
+        off.setup()
+        off.put(("memories", "u1"), "a", {"text": "one"})
+        off.put(("memories", "u1"), "b", {"text": "two"})
+    digest = path.read_bytes()
+    listed = cli("store", "ls", "--db", str(path))
+    assert listed.returncode == 0 and listed.stdout.split() == ["mine"]
+    assert "2 items of LangGraph's official store in this database are not adopted yet" in listed.stderr
+    with client(UIConfig(db=str(path), read_only=True)) as c:
+        page = c.get("/store").text
+    assert "2 items of LangGraph's official store in this database are not adopted yet" in page
+    assert path.read_bytes() == digest

@@ -67,6 +67,15 @@ def progress_op(d: Dialect, thread_id: str) -> Op[tuple[str | None, str | None] 
     return latest, adopted
 
 
+def view_progress_op(d: Dialect, thread_id: str, threadline: bool) -> Op[tuple[str | None, str | None] | None]:
+    """``progress_op`` on a database that may hold no threadline tables (``threadline`` False: an
+    official saver's database, every official checkpoint still to adopt). Read-only."""
+    if threadline:
+        return (yield from progress_op(d, thread_id))
+    latest = (yield Q(d.OFFICIAL_LATEST, (thread_id,)))[0][0]
+    return None if latest is None else (latest, None)
+
+
 def pending(d: Dialect, thread_id: Any) -> Op[bool]:
     """Whether the official tables hold checkpoints of ``thread_id`` to adopt (read-only, ``progress_op``)."""
     return (yield from progress_op(d, thread_id_of(thread_id))) is not None
@@ -235,20 +244,45 @@ def adopt_thread(d: Dialect, thread_id: Any, bc: codec.BlobCodec | None = None) 
     if progress is None:
         return 0  # another worker adopted it first, or threadline wrote to it since
     latest, adopted = progress
+    records = yield from read_thread_op(d, transfer_serde(), tid, adopted or "")
+    return (yield from adopt_records_op(d, tid, records, latest, bc))
+
+
+def adopt_records_op(d: Dialect, thread_id: str, records: Sequence[Record], latest: str, bc: codec.BlobCodec | None = None) -> Op[int]:
+    """Store a thread's official ``records`` (``read_thread_op``) as adoption stores them, verify
+    them and move the thread's marker to ``latest``, in the caller's one transaction: the tail of
+    ``adopt_thread``, also run on another database than the official rows' (a read-only view of
+    a thread not adopted yet). Returns the checkpoints stored. AdoptionError as ``adopt_thread``."""
     serde = transfer_serde()
-    records = yield from read_thread_op(d, serde, tid, adopted or "")
-    n, _ = yield from store_op(d, serde, tid, records, bc)
-    problems = yield from verify_op(d, serde, tid, records, bc)
+    n, _ = yield from store_op(d, serde, thread_id, records, bc)
+    problems = yield from verify_op(d, serde, thread_id, records, bc)
     if problems:
         raise AdoptionError(
-            f"thread {tid!r} could not be adopted from the official saver's tables: {'; '.join(problems[:3])}. "
+            f"thread {thread_id!r} could not be adopted from the official saver's tables: {'; '.join(problems[:3])}. "
             "Nothing was stored and the official rows are unchanged; open the saver with adopt=False to serve "
             "threadline's tables only"
         )
-    yield Q(d.MARK_ADOPTED, (tid, latest, time.time()))
+    yield Q(d.MARK_ADOPTED, (thread_id, latest, time.time()))
     if n:  # the thread was written when its checkpoints were, not when threadline first read it
-        yield Q(d.RETIME_THREAD, (tid, tid, tid))
+        yield Q(d.RETIME_THREAD, (thread_id, thread_id, thread_id))
     return n
 
 
-__all__ = ["Record", "adopt_thread", "official_thread_ids_op", "pending", "read_thread_op", "store_op", "verify_op"]
+def unadopted_op(d: Dialect) -> Op[list[str]]:
+    """The thread_ids with official checkpoints to adopt (``progress_op``), by thread_id. Read-only."""
+    return [r[0] for r in (yield Q(*d.unadopted_threads(True)))]
+
+
+__all__ = [
+    "Record",
+    "adopt_records_op",
+    "adopt_thread",
+    "official_thread_ids_op",
+    "pending",
+    "read_thread_op",
+    "store_op",
+    "unadopted_op",
+    "verify_op",
+    "view_progress_op",
+    "written_at",
+]

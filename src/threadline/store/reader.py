@@ -49,10 +49,10 @@ def open_store_reader(url: str) -> Iterator[SyncStore]:
     NotADatabaseError for a missing or non-database file and when the database has no
     Store tables (``NO_STORE``), BackendError when a server cannot be reached."""
     with open_readonly(url) as (saver, state):
-        store = entry_of(url).get("store")(saver.conn)
+        cls = entry_of(url).get("store")
         if STORE not in state.tables:
             where = entry_of(url).get("describe")(url)
-            waiting = unadopted(store)
+            waiting = unadopted(cls(saver.conn)) if isinstance(getattr(cls, "sql", None), StoreSql) else None
             if waiting is not None:
                 raise NotADatabaseError(
                     f"{where} holds LangGraph's official store ({plural(waiting, 'item')}) but no threadline store yet: "
@@ -60,6 +60,7 @@ def open_store_reader(url: str) -> Iterator[SyncStore]:
                     f"`threadline store import {masked(url)} --db {masked(url)}`"
                 )
             raise NotADatabaseError(f"{NO_STORE} ({where})")
+        store = cls(saver.conn)
         store.is_setup = True  # the tables exist; setup() would write
         store._has_vectors = VECTORS in state.tables
         yield store
