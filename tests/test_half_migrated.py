@@ -199,6 +199,8 @@ def test_ui_browses_an_official_database_writing_nothing_until_an_action(tmp_pat
         done = c.post("/do/fork", data={"csrf": csrf, "thread_id": "t2", "checkpoint_id": ids["t2"][0], "to_thread": "t2-copy"},
                       follow_redirects=False)
         assert done.status_code == 303, done.text
+        after = c.get("/").text  # the adopted thread and the fork, both threadline's now
+        assert 'data-thread="t2-copy"' in after and 'data-thread="t2"' in after and "official · not adopted" not in after
     con = sqlite3.connect(path)
     assert con.execute("SELECT thread_id FROM threadline_adopted").fetchall() == [("t2",)]
     assert {r[0] for r in con.execute("SELECT DISTINCT thread_id FROM threadline_checkpoints")} == {"t2", "t2-copy"}

@@ -28,7 +28,7 @@ from threadline.backends import entry_of, open_saver
 from threadline.backends.readonly import open_reader, open_readonly, require_threadline
 from threadline.errors import NotADatabaseError
 from threadline.read.official import scope_of
-from threadline.storage import adopt
+from threadline.storage import adopt, ops
 from threadline.transfer.official import thread_view
 
 VIEWS_KEPT = 64  # thread views kept between requests (a page lists up to 50 threads)
@@ -60,6 +60,8 @@ class Opened:
                     self._writer = self.saver  # opened writable from the start
                 else:
                     self._writer = self.stack.enter_context(open_saver(self.url))
+                    # the reader sees the tables the writer may just have created
+                    self.saver.schema_state = self.saver.run(ops.schema_state(self.saver.dialect))
             return self._writer
 
     @contextmanager
