@@ -266,7 +266,9 @@ def delta_snapshots(d: Dialect, thread_id: str, bc: codec.BlobCodec | None = Non
     return found
 
 
-def prune(d: Dialect, thread_ids: Any, strategy: str, bc: codec.BlobCodec | None = None, keep_last: int = 1) -> Op[None]:
+def prune(
+    d: Dialect, thread_ids: Any, strategy: str, bc: codec.BlobCodec | None = None, keep_last: int = 1, *, snapshots: bool = True
+) -> Op[None]:
     """Prune threads. ``delete`` removes them; ``keep_latest`` keeps each checkpoint_ns's latest
     checkpoint (its ``keep_last`` newest: the official RedisSaver's ``prune(keep_last=)``).
 
@@ -283,7 +285,9 @@ def prune(d: Dialect, thread_ids: Any, strategy: str, bc: codec.BlobCodec | None
     for each DeltaChannel (named by its metadata ``counters_since_delta_snapshot``, or storing
     a ``_DeltaSnapshot``; every channel of a thread marked ``delta_writes_versioned``), every
     ancestor back to the nearest one that stores the channel's value, with its writes, so
-    ``get_delta_channel_history`` reads the same before and after.
+    ``get_delta_channel_history`` reads the same before and after. ``snapshots=False`` leaves
+    out the stored-snapshot evidence there (a shallow saver's prune after each put, which must
+    not read every value of the thread; LangGraph's own DeltaChannel graphs write the metadata).
     A kept checkpoint whose parent is deleted becomes a root (parent_checkpoint_id NULL).
 
     Raises TypeError for a single string, ValueError for an unknown strategy (the official
@@ -312,16 +316,17 @@ def prune(d: Dialect, thread_ids: Any, strategy: str, bc: codec.BlobCodec | None
                 refused.append(tid)  # every thread is checked: the message names them all
             if refused:
                 continue
-            snapshots: set[tuple[str, str, str]] = set()
-        else:
-            snapshots = yield from delta_snapshots(d, tid, bc)
         nonempty = {tuple(r) for r in (yield Q(d.THREAD_BLOBS_NOT_OF_TYPE, (tid, codec.EMPTY)))}
         with_sends = {tuple(r) for r in (yield Q(d.CHECKPOINTS_WRITING, (tid, TASKS)))}
-        channels: dict[str, set[str]] = {}
-        for ns, ch, _ in snapshots:
-            channels.setdefault(ns, set()).add(ch)
         versioned = {ns for (ns, _), meta in metas.items() if VERSIONED in meta}
-        kept = _keep_latest(d, tid, found, nonempty, with_sends, keep_last, channels, versioned)
+        kept = _keep_latest(d, tid, found, nonempty, with_sends, keep_last, None, versioned)
+        if snapshots and not d.prune_refuses_delta_threads and len(kept) < len(found):
+            # something goes: keep what a channel storing a _DeltaSnapshot rebuilds from, too
+            channels: dict[str, set[str]] = {}
+            for ns, ch, _ in (yield from delta_snapshots(d, tid, bc)):
+                channels.setdefault(ns, set()).add(ch)
+            if channels:
+                kept = _keep_latest(d, tid, found, nonempty, with_sends, keep_last, channels, versioned)
         doomed += [(tid, r[0], r[1]) for r in found if (r[0], r[1]) not in kept]
         orphaned[tid] = [
             (r[0], r[1], None, *_parsed(d, tid, r)[2:]) for r in found if (r[0], r[1]) in kept and r[2] and (r[0], r[2]) not in kept
