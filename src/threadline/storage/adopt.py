@@ -4,7 +4,8 @@ A threadline saver opened on a database that also holds the official saver's tab
 (``checkpoints``/``writes`` of ``SqliteSaver``; ``checkpoints``/``checkpoint_blobs``/
 ``checkpoint_writes`` of ``PostgresSaver``) serves those threads too. When a read
 names a thread (``get_tuple``, ``list`` with a thread_id, ``delete_thread``,
-``copy_thread``, ``prune``), ``pending`` asks — one indexed query — whether the
+``copy_thread``, ``prune``; ``list(None, …)`` names every thread ``unadopted_op``
+finds), ``pending`` asks — one indexed query — whether the
 official tables have a checkpoint of it newer than what threadline adopted, and
 threadline has written none of its own since (``progress_op``: the official rows carry
 no seal, so they never override a thread threadline wrote); if so,
@@ -12,6 +13,11 @@ no seal, so they never override a thread threadline wrote); if so,
 (the writes of the last adopted checkpoint again, insert-or-ignore), in one
 transaction, verifies every imported checkpoint against the official rows, and moves
 the thread's marker in ``threadline_adopted``. The official rows are never changed.
+
+Adopted checkpoints keep the time they were written (``written_at``: their ``ts``, else their
+uuid6 id's), and so does the thread's index row. ``adopt_records_op`` stores a thread's records
+on any database: the read-only view of a thread not adopted yet
+(``threadline.transfer.official.thread_view``) runs it on a private in-memory one.
 
 The same reading serves ``threadline import`` (``threadline.transfer.official.import_langgraph``).
 Every stored value is copied through ``codec.serde.transfer_serde``: nothing named by
