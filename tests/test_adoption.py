@@ -215,5 +215,5 @@ def test_an_adopted_checkpoint_without_ts_takes_the_time_of_its_id(sync_backend:
     with b.open() as tl:
         assert tl.get_tuple(conf("no-ts")) is not None
         info = read.list_threads(tl, thread_ids=["no-ts"]).threads[0]
-    # LangGraph's uuid6 ``time``: 100-ns intervals since 1582-10-15
-    assert info.created_at == info.updated_at == pytest.approx(UUID(ck["id"]).time / 1e7 - 12219292800, abs=1e-6)
+    # LangGraph's uuid6 ``time``: 100-ns intervals since 1582-10-15 (0x01B21DD213814000 of them before 1970)
+    assert info.created_at == info.updated_at == pytest.approx((UUID(ck["id"]).time - 0x01B21DD213814000) / 1e7, abs=1e-6)
