@@ -46,13 +46,17 @@ def open_readonly(url: str, *, serde: Any = None) -> Iterator[tuple[EngineSaver,
 
 
 @contextmanager
-def open_reader(url: str, *, serde: Any = None) -> Iterator[EngineSaver]:
-    """A read-only saver on an existing threadline database of this release.
+def open_reader(url: str, *, serde: Any = None, official: bool = False) -> Iterator[EngineSaver]:
+    """A read-only saver on an existing threadline database of this release; with ``official``,
+    also on a database only LangGraph's official saver has written (its ``schema_state`` then
+    says there are no threadline tables: read its threads through
+    ``transfer.official.thread_view`` and ``read.list_threads(official=True)``).
 
     Raises NotADatabaseError naming what the database is instead (see ``require_threadline``),
     SchemaError for a newer release's schema."""
     with open_readonly(url, serde=serde) as (saver, state):
-        require_threadline(url, state, type(saver).__name__)
+        if not (official and state.official and not state.is_threadline):
+            require_threadline(url, state, type(saver).__name__)
         saver._setup_done(state)
         yield saver
 

@@ -149,7 +149,8 @@ class _RedisParts:
     def _shallow_op(self, op: ops.Op, config: dict) -> ops.Op:
         """``op`` (a put), then its thread pruned to each namespace's latest checkpoint."""
         result = yield from op
-        yield from ops.prune(self.dialect, [result["configurable"]["thread_id"]], "keep_latest", self.blob_codec)  # type: ignore[attr-defined]
+        # after every put: without reading the thread's values for stored DeltaChannel snapshots (ops.prune)
+        yield from ops.prune(self.dialect, [result["configurable"]["thread_id"]], "keep_latest", self.blob_codec, snapshots=False)  # type: ignore[attr-defined]
         return result
 
     def _put_op(self, config: dict, checkpoint: Any, metadata: Any, new_versions: Any) -> ops.Op:

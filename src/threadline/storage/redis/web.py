@@ -9,14 +9,12 @@ the rows the SQL statements would group, with the same byte counts (``reads``).
 
 from __future__ import annotations
 
-import fnmatch
-import re
 from collections import defaultdict
 from collections.abc import Generator, Sequence
 from typing import Any
 
 from threadline.storage.dialect.reads import ThreadFilter
-from threadline.storage.dialect.web import ThreadSearch, search_order, timed
+from threadline.storage.dialect.web import ThreadSearch, glob_matcher, search_order, timed
 from threadline.storage.ops.read import Selection
 from threadline.storage.redis import layout as L
 from threadline.storage.redis.base import Cmd, all_threads, latest_of, ck_row, statement, thread_checkpoint_rows, thread_writes_of
@@ -30,14 +28,6 @@ _SEARCH_KEYS = {
     "checkpoints": lambda r: (-r[3], r[0]),
     "thread_id": lambda r: r[0],
 }
-
-
-def glob_matcher(pattern: str) -> re.Pattern[str]:
-    """The thread_ids ``ThreadSearch.pattern`` matches: ``*`` and ``?`` are the only wildcards,
-    a pattern without one matches as a prefix, case-sensitive."""
-    if "*" not in pattern and "?" not in pattern:
-        pattern += "*"
-    return re.compile(fnmatch.translate(pattern.replace("[", "[[]")))
 
 
 def _threads(d: Any, thread_id: str | None) -> Generator:
