@@ -46,9 +46,14 @@ browser:
 # here: 300 threads × 50 supersteps and one thread of 20,000 (scale.py's own defaults are issue
 # 14's 10,000 threads: 51 min for the four savers on this 2-core machine, quiet, see RESULTS.md):
 # `make bench SCALE_ARGS=` for the issue's sizes.
+# The chat fleet (issue 28): 200 threads × 4 turns sync, 96 async, 5 interleaved pairs of the
+# official and threadline savers, each run in fresh processes: 25 min on this 2-core machine
+# under a load of 4–7 (`CHAT_FLEET_ARGS=--pairs 2` for a quicker look; `--profile DIR` adds
+# cProfile and py-spy profiles of the SQLite fleet).
 SCALE_ARGS ?= --threads 300
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run.py --write-results
+	$(BIN)/python benchmarks/chat_fleet.py --write-results $(CHAT_FLEET_ARGS)
 	$(BIN)/python benchmarks/scale.py --write-results $(SCALE_ARGS)
 	$(BIN)/python benchmarks/concurrency.py --write-results $(CONCURRENCY_ARGS)
 	$(BIN)/python benchmarks/seed002.py --write-results $(SEED002_ARGS)

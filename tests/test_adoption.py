@@ -12,12 +12,17 @@
 
 from __future__ import annotations
 
+import datetime
 from contextlib import contextmanager
 from typing import Any, Iterator
 
+import pytest
+from langgraph.checkpoint.base import empty_checkpoint
+from langgraph.checkpoint.base.id import UUID, uuid6
 from langgraph.types import Command
 
 from backends import Backend
+from threadline import read
 from threadline.demo.agent import compile_graph
 from threadline.demo.scenario import RESUME, TURNS
 
@@ -160,3 +165,55 @@ async def test_async_savers_adopt_too(sync_backend: Backend) -> None:
         assert [s.config["configurable"]["checkpoint_id"] for s in history] == [e[0] for e in expected]
         final = await graph.ainvoke(Command(resume=RESUME), conf("t4"))
         assert any(m.type == "tool" for m in final["messages"])
+
+
+def _put_official_history(b: Backend, thread_id: str, written: list[datetime.datetime]) -> list[str]:
+    """Official checkpoints of ``thread_id`` written at the times ``written`` (their ``ts``); returns their ids."""
+    ids = []
+    with official(b) as off:
+        parent = conf(thread_id)
+        parent["configurable"]["checkpoint_ns"] = ""
+        for step, when in enumerate(written):
+            ck = empty_checkpoint()
+            ck.update(id=str(uuid6(clock_seq=step)), ts=when.isoformat(), channel_values={"n": step}, channel_versions={"n": str(step + 1)})
+            parent = off.put(parent, ck, {"source": "loop", "step": step, "parents": {}}, {"n": str(step + 1)})
+            ids.append(ck["id"])
+    return ids
+
+
+def test_adopted_threads_keep_the_times_they_were_written(sync_backend: Backend) -> None:
+    """Issue 31 item 4: a thread adopted today was written in March; its created and updated
+    times (the listings', idle retention's) are those of its checkpoints, not the adoption's."""
+    b = sync_backend
+    written = [datetime.datetime(2024, 3, 1, 12, 0, tzinfo=datetime.timezone.utc), datetime.datetime(2024, 3, 2, 8, 30, tzinfo=datetime.timezone.utc)]
+    _put_official_history(b, "march", written)
+    with b.open() as tl:
+        assert tl.get_tuple(conf("march")) is not None  # first touch: adopted
+        info = read.list_threads(tl, thread_ids=["march"]).threads[0]
+        assert (info.created_at, info.updated_at) == (written[0].timestamp(), written[1].timestamp())
+        assert read.list_threads(tl, idle_for=30 * 86400).threads[0].thread_id == "march"
+        assert [t.checkpoint["ts"] for t in tl.list(conf("march"))] == [w.isoformat() for w in reversed(written)]
+    # caught up later: the thread's updated time is the new checkpoint's
+    later = datetime.datetime(2024, 4, 5, 9, 0, tzinfo=datetime.timezone.utc)
+    with official(b) as off:
+        head = off.get_tuple(conf("march"))
+        ck = empty_checkpoint()
+        ck.update(id=str(uuid6(clock_seq=2)), ts=later.isoformat(), channel_values={"n": 2}, channel_versions={"n": "3"})
+        off.put(head.config, ck, {"source": "loop", "step": 2, "parents": {}}, {"n": "3"})
+    with b.open() as tl:
+        assert len(list(tl.list(conf("march")))) == 3
+        info = read.list_threads(tl, thread_ids=["march"]).threads[0]
+        assert (info.created_at, info.updated_at) == (written[0].timestamp(), later.timestamp())
+
+
+def test_an_adopted_checkpoint_without_ts_takes_the_time_of_its_id(sync_backend: Backend) -> None:
+    b = sync_backend
+    with official(b) as off:
+        ck = empty_checkpoint()
+        ck.pop("ts")
+        off.put({"configurable": {"thread_id": "no-ts", "checkpoint_ns": ""}}, ck, {"source": "input", "step": -1, "parents": {}}, {})
+    with b.open() as tl:
+        assert tl.get_tuple(conf("no-ts")) is not None
+        info = read.list_threads(tl, thread_ids=["no-ts"]).threads[0]
+    # LangGraph's uuid6 ``time``: 100-ns intervals since 1582-10-15 (0x01B21DD213814000 of them before 1970)
+    assert info.created_at == info.updated_at == pytest.approx((UUID(ck["id"]).time - 0x01B21DD213814000) / 1e7, abs=1e-6)

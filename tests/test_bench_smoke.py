@@ -86,3 +86,28 @@ def test_run_end_to_end_tiny(tmp_path: Path) -> None:
         found = run.measure_e2e(chosen, threads=1, turns=2, durability=durability)
         assert len(found) == 2 and all(secs > 0 for secs, _ in found)
         assert all((size is None) == (durability == "ainvoke") for _, size in found)
+
+
+def test_chat_fleet_tiny(tmp_path: Path) -> None:
+    """Every saver pair of the chat fleet, sync and async (in this process, for speed): the
+    report has every figure, and they are positive; one run through its own processes."""
+    import chat_fleet
+
+    args = argparse.Namespace(threads=2, async_threads=2, concurrency=2, pairs=1)
+    postgres = postgres_unavailable() is None
+    results = chat_fleet.run(args, postgres=postgres, child=chat_fleet.in_process)
+    assert len(results) == 2 * 2 * (2 if postgres else 1)
+    for r in results:
+        (run,) = r["runs"]
+        for key in ("cpu_ms", "wall_ms", "get_p50_ms", "first_get_ms", "open_ms", "bytes", "rss_mb"):
+            assert run[key] > 0, (r["spec"]["name"], key)
+        if r["spec"]["backend"] == "sqlite":
+            assert run["statements"]["INSERT"] > 0 and run["statements"]["SELECT"] > 0
+    md = chat_fleet.render(results, args, header="- machine")
+    for label, _, _ in chat_fleet.ROWS:
+        assert f"| {label} |" in md or (label.startswith("Postgres") and not postgres)
+    assert "threadline AsyncSqliteSaver" in md
+
+    spec = next(r["spec"] for r in results if r["spec"]["name"] == "threadline SqliteSaver")
+    run = chat_fleet.one_run(spec, str(tmp_path), 0)  # the worker and the reader in processes of their own
+    assert run["cpu_ms"] > 0 and run["get_p50_ms"] > 0 and run["rss_mb"] > 0 and run["statements"]["INSERT"] > 0

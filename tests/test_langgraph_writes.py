@@ -222,3 +222,27 @@ async def test_failed_branch_keeps_sibling_writes_for_resume(backend: Backend) -
         out = await g.invoke(None, thread)
         assert out == {"log": ["left", "right", "join:11"], "total": 111}
     assert calls == ["left"]  # its stored writes were reused, not recomputed
+
+
+def test_writes_of_a_checkpoint_pruned_meanwhile_are_not_left_as_orphans(backend: Backend) -> None:
+    """LangGraph saves a task's writes in the background: they may land after a sweep pruned their
+    checkpoint (a newer one is stored). They are not stored then (they could only be orphans),
+    while writes of a stored checkpoint, and of one not stored yet, are."""
+    from langgraph.checkpoint.base import empty_checkpoint
+
+    def ck(i: int) -> dict:
+        return {**empty_checkpoint(), "id": f"1f0000000-0000-6000-8000-00000000000{i}"}
+
+    thread = {"configurable": {"thread_id": "late-writes", "checkpoint_ns": ""}}
+    with backend.open(is_async=False) as saver:
+        first = saver.put(thread, ck(1), {"step": 0}, {})
+        second = saver.put(first, ck(2), {"step": 1}, {})
+        saver.prune(["late-writes"], strategy="keep_latest")  # the first checkpoint is gone
+        saver.put_writes(first, [("x", 1)], "task-late")  # its writes arrive late: dropped
+        saver.put_writes(second, [("x", 2)], "task-ok")  # kept
+        ahead = {"configurable": {**thread["configurable"], "checkpoint_id": ck(3)["id"]}}
+        saver.put_writes(ahead, [("x", 3)], "task-ahead")  # writes ahead of their checkpoint: kept
+        assert [w[1] for w in saver.get_tuple(second).pending_writes] == ["x"]
+    stored = backend.stored("late-writes")
+    assert stored["checkpoints"] == [("", ck(2)["id"])]
+    assert stored["writes"] == ["x", "x"]  # the second checkpoint's and the one ahead: no orphan

@@ -80,3 +80,37 @@ def test_stats_checkpoints_per_hour_average_size_and_histogram(tmp_path):
         assert sum(b["checkpoints"] for b in hist) == rows and hist[0]["min_bytes"] == 0 and hist[-1]["max_bytes"] is None
         assert hist[1]["checkpoints"] > 0  # t2's state holds 3000 bytes of text (1 KiB – 4 KiB)
         assert H.stats(saver, thread_ids=["t1"], now=now).state_size_histogram[0]["checkpoints"] == 4
+
+
+def test_a_global_provider_set_after_the_first_put_is_recorded_on(tmp_path):
+    """A program that does not use OpenTelemetry does not import it. Before any SDK provider is set, a put records nothing (and pays for nothing); the
+    global provider set later (``opentelemetry.metrics.set_meter_provider``) receives the next
+    put's figures, in a fresh process as an application would start."""
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent(f'''
+        import sys
+        from threadline import SqliteSaver, metrics
+        with SqliteSaver.from_conn_string({str(tmp_path / "n.db")!r}) as saver:  # a program without OpenTelemetry
+            saver.get_tuple({{"configurable": {{"thread_id": "t"}}}})
+            assert "opentelemetry.metrics" not in sys.modules  # not imported for it (a cold start's ~40 ms)
+        from opentelemetry import metrics as otel
+        from opentelemetry.sdk.metrics import MeterProvider
+        from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+        from threadline import SqliteSaver, metrics
+        with SqliteSaver.from_conn_string({str(tmp_path / "m.db")!r}) as saver:
+            cfg = {{"configurable": {{"thread_id": "t", "checkpoint_ns": ""}}}}
+            ck = {{"v": 1, "id": "1ef0", "ts": "2024-01-01T00:00:00+00:00", "channel_values": {{}}, "channel_versions": {{}}, "versions_seen": {{}}}}
+            saver.put(cfg, ck, {{}}, {{}})
+            assert metrics._get() is None
+            reader = InMemoryMetricReader()
+            otel.set_meter_provider(MeterProvider(metric_readers=[reader]))
+            saver.put(cfg, {{**ck, "id": "1ef1"}}, {{}}, {{}})
+            names = {{m.name for rm in reader.get_metrics_data().resource_metrics for sm in rm.scope_metrics for m in sm.metrics}}
+            assert "threadline.operation.duration" in names, names
+            print("ok")
+    ''')
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]

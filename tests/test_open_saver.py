@@ -117,3 +117,20 @@ def test_sqlite_and_postgres_users_never_import_redis():
     code = "import sys, threadline, threadline.store, threadline.cache, threadline.cli; assert 'redis' not in sys.modules, sorted(m for m in sys.modules if 'redis' in m)"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+def test_a_sqlite_program_imports_no_other_driver():
+    """A cold start with the SQLite saver, store and a read loads neither psycopg nor redis-py."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, tempfile, os; from threadline import SqliteSaver, SqliteStore\n"
+        "d = tempfile.mkdtemp()\n"
+        "with SqliteSaver.from_conn_string(os.path.join(d, 'a.db')) as s: s.get_tuple({'configurable': {'thread_id': 't'}})\n"
+        "with SqliteStore.from_conn_string(os.path.join(d, 'b.db')) as st: st.setup(); st.put(('a',), 'k', {'v': 1})\n"
+        "loaded = sorted(m for m in sys.modules if m.split('.')[0] in ('psycopg', 'psycopg_pool', 'redis'))\n"
+        "assert not loaded, loaded"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr

@@ -68,7 +68,10 @@ def test_a_thread_lives_in_one_slot_and_nothing_scans(redis_target: RedisTarget)
 
     watcher = threading.Thread(target=watch, daemon=True)
     watcher.start()
-    time.sleep(0.2)
+    deadline, probe = time.monotonic() + 10, redis_target.client()
+    while "ECHO" not in seen and time.monotonic() < deadline:  # MONITOR is listening
+        probe.echo("ready")
+        time.sleep(0.05)
     with open_saver(url_of(redis_target)) as saver:
         g = chat().compile(checkpointer=saver)
         for i in range(3):
@@ -267,3 +270,71 @@ def test_kill_9_at_any_point_leaves_the_thread_readable_and_resumable(any_redis_
             before = len(g.get_state(cfg("killed")).values.get("messages", []))
             g.invoke({"messages": [("user", "after the kill")]}, cfg("killed"))
             assert len(g.get_state(cfg("killed")).values["messages"]) == before + 2
+
+
+def _move_slot(node_ports: list[int], slot: int, keys: list[bytes] | None = None) -> int:
+    """Move ``slot`` of the local cluster to another master, as ``redis-cli --cluster reshard``
+    does (IMPORTING/MIGRATING, MIGRATE, SETSLOT NODE). With ``keys``, migrate only those and
+    leave the slot half-moved (MIGRATING/IMPORTING). Returns the new owner's port."""
+    nodes = {p: redis.Redis(port=p) for p in node_ports}
+    ids = {p: c.execute_command("CLUSTER", "MYID").decode() for p, c in nodes.items()}
+    owner = next(p for p, c in nodes.items() if c.execute_command("CLUSTER", "COUNTKEYSINSLOT", slot) > 0)
+    target = next(p for p in node_ports if p != owner)
+    nodes[target].execute_command("CLUSTER", "SETSLOT", slot, "IMPORTING", ids[owner])
+    nodes[owner].execute_command("CLUSTER", "SETSLOT", slot, "MIGRATING", ids[target])
+    moving = keys if keys is not None else nodes[owner].execute_command("CLUSTER", "GETKEYSINSLOT", slot, 1000)
+    if moving:
+        nodes[owner].execute_command("MIGRATE", "127.0.0.1", target, "", 0, 5000, "KEYS", *moving)
+    if keys is None:
+        for c in nodes.values():
+            c.execute_command("CLUSTER", "SETSLOT", slot, "NODE", ids[target])
+    for c in nodes.values():
+        c.close()
+    return target
+
+
+def _finish_move(node_ports: list[int], slot: int, target: int) -> None:
+    nodes = {p: redis.Redis(port=p) for p in node_ports}
+    ids = {p: c.execute_command("CLUSTER", "MYID").decode() for p, c in nodes.items()}
+    owner = next(p for p in node_ports if p != target and nodes[p].execute_command("CLUSTER", "COUNTKEYSINSLOT", slot) > 0)
+    rest = nodes[owner].execute_command("CLUSTER", "GETKEYSINSLOT", slot, 1000)
+    if rest:
+        nodes[owner].execute_command("MIGRATE", "127.0.0.1", target, "", 0, 5000, "KEYS", *rest)
+    for c in nodes.values():
+        c.execute_command("CLUSTER", "SETSLOT", slot, "NODE", ids[target])
+        c.close()
+
+
+def test_a_slot_moved_during_puts_loses_nothing(redis_cluster, redis_cluster_target: RedisTarget) -> None:
+    """A reshard moves a thread's slot between puts (the client's next put gets MOVED and follows
+    it), then leaves it half-moved mid-run (some of the thread's keys on each node: ASK/TRYAGAIN).
+    Every put either stores whole or fails with one threadline error; the thread stays readable,
+    and once the move finishes the graph runs on with nothing lost."""
+    with open_saver(url_of(redis_cluster_target)) as saver:
+        g = chat().compile(checkpointer=saver)
+        g.invoke({"messages": [("user", "before the move")]}, cfg("moving"))
+        keys = [k for k in redis_cluster_target.keys() if b"{moving}" in k]
+        slot = redis.cluster.key_slot(keys[0])
+        _move_slot(redis_cluster.ports, slot)
+        g.invoke({"messages": [("user", "after the move")]}, cfg("moving"))  # MOVED, followed
+        assert len(g.get_state(cfg("moving")).values["messages"]) == 4
+
+        # half-moved: the checkpoint rows go ahead, the blobs and writes stay behind
+        keys = sorted(k for k in redis_cluster_target.keys() if b"{moving}" in k)
+        ahead = [k for k in keys if k.endswith((b":ck", b":ids"))]
+        target = _move_slot(redis_cluster.ports, slot, ahead)
+        try:
+            g.invoke({"messages": [("user", "during the move")]}, cfg("moving"))
+            failed = None
+        except BackendError as exc:
+            failed = exc
+        _finish_move(redis_cluster.ports, slot, target)
+        if failed is not None:
+            assert "moving this thread's slot" in str(failed) and "\n" not in str(failed), failed
+        state = g.get_state(cfg("moving"))
+        history = list(g.get_state_history(cfg("moving")))
+        assert all(s.values is not None for s in history)
+        n = len(state.values["messages"])
+        assert n in (4, 6) and (failed is None) == (n == 6), (n, failed)
+        g.invoke({"messages": [("user", "after it finished")]}, cfg("moving"))
+        assert len(g.get_state(cfg("moving")).values["messages"]) == n + 2

@@ -240,7 +240,7 @@ async def test_setup_is_idempotent_and_numbered(db: StoreDb) -> None:
             with db.open() as s:
                 s.setup()
                 s.setup()
-    assert db.sql("SELECT component, v FROM threadline_store_migrations") == [("store", 1)]
+    assert sorted(db.sql("SELECT component, v FROM threadline_store_migrations")) == [("store", 1), ("store", 2)]
     db.sql("INSERT INTO threadline_store_migrations (component, v, applied_at) VALUES ('store', 99, 0)")
     with pytest.raises(SchemaError, match="newer threadline"):
         if db.is_async:

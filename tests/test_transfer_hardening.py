@@ -267,6 +267,6 @@ def test_import_suggestion_masks_the_password(pg_url):
         official.setup()
     url = pg_url.replace("postgresql://postgres@", "postgresql://postgres:s3cret-user@") + "&password=s3cret-param"
     assert "s3cret-user" in url
-    proc = cli("threads", "--db", url)
+    proc = cli("stats", "--db", url)
     line = one_line_error(proc, 2, "threadline import", "//***@", "password=***")
     assert "s3cret" not in proc.stdout + proc.stderr, line

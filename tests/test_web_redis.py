@@ -232,7 +232,7 @@ def test_read_only_missing_and_unreachable_redis(redis_target: Any) -> None:
     # nothing under the prefix: refused, and nothing created there
     for command in (["ui", "--db", url, "--no-browser", "--port", "0"], ["ui", "--db", url, "--no-browser", "--port", "0", "--read-only"]):
         r = runner.invoke(app, command)
-        assert r.exit_code == 2 and "holds no threadline tables" in r.output and len(r.output.strip().splitlines()) == 1, r.output
+        assert r.exit_code == 2 and "holds no threadline keys under this key prefix" in r.output and len(r.output.strip().splitlines()) == 1, r.output
     assert redis_target.keys() == []
     down = runner.invoke(app, ["ui", "--db", "redis://127.0.0.1:1/0?prefix=x", "--no-browser", "--port", "0"])
     assert down.exit_code == 2 and "cannot connect to Redis at" in down.output and len(down.output.strip().splitlines()) == 1

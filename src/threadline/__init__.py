@@ -18,22 +18,31 @@ from threadline.errors import (
     ValueTooLargeError,
 )
 from threadline.codec import BlobCodec, Keyring
-from threadline.backends.postgres import AsyncPostgresSaver, PostgresSaver
-from threadline.backends.sqlite import AsyncSqliteSaver, SqliteSaver
 from threadline.backends import aopen_saver, open_saver
-from threadline.store import AsyncPostgresStore, AsyncSqliteStore, PostgresStore, SqliteStore, aopen_store, open_store
-from threadline.cache import PostgresCache, SqliteCache, open_cache
 
-# The Redis classes load redis-py on first use, so SQLite and Postgres users never import it.
-_REDIS = {"RedisSaver", "AsyncRedisSaver", "ShallowRedisSaver", "AsyncShallowRedisSaver"}
+# Each backend's classes load on first use: a SQLite user never imports psycopg or redis-py
+# (a cold start pays only for the driver it uses).
+_LAZY = {
+    **dict.fromkeys(("SqliteSaver", "AsyncSqliteSaver"), "threadline.backends.sqlite"),
+    **dict.fromkeys(("PostgresSaver", "AsyncPostgresSaver"), "threadline.backends.postgres"),
+    **dict.fromkeys(("RedisSaver", "AsyncRedisSaver", "ShallowRedisSaver", "AsyncShallowRedisSaver"), "threadline.backends.redis"),
+    **dict.fromkeys(("SqliteStore", "AsyncSqliteStore", "PostgresStore", "AsyncPostgresStore", "open_store", "aopen_store"), "threadline.store"),
+    **dict.fromkeys(("SqliteCache", "PostgresCache", "open_cache"), "threadline.cache"),
+}
 
 
 def __getattr__(name: str):
-    if name in _REDIS:
-        from threadline.backends import redis
+    if name in _LAZY:
+        import importlib
 
-        return getattr(redis, name)
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value  # later look-ups skip this function
+        return value
     raise AttributeError(f"module 'threadline' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
 
 
 __all__ = [

@@ -1,8 +1,9 @@
 """OpenTelemetry metrics (optional: ``pip install 'threadline[otel]'``).
 
 With ``opentelemetry-api`` installed, threadline records these instruments on the meter
-``threadline`` of the global MeterProvider (or the one given to ``configure``); without
-it, nothing is recorded and nothing is imported. Attribute ``db.system`` is ``sqlite`` or
+``threadline`` of the global MeterProvider (or the one given to ``configure``) once the
+program has set one (an SDK ``MeterProvider``); until then, and without the package,
+nothing is recorded and nothing is imported. Attribute ``db.system`` is ``sqlite`` or
 ``postgresql`` on the saver's instruments.
 
 ==========================================  =========  ============  ==========================================================
@@ -31,6 +32,7 @@ instrument                                  kind       unit          what (attri
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -53,6 +55,9 @@ _SYSTEMS = {"postgres": "postgresql"}
 
 _meters: dict[str, Any] | None = None  # instrument name → instrument, once made
 _available: bool | None = None
+# The global provider while it may still be OpenTelemetry's stand-in: until an SDK provider is
+# set, recording would reach no-op instruments, so nothing is recorded (or costs a call).
+_proxy: Any = None
 
 
 def configure(meter_provider: Any = None) -> bool:
@@ -64,7 +69,10 @@ def configure(meter_provider: Any = None) -> bool:
     except ImportError:
         _available, _meters = False, None
         return False
-    meter = (meter_provider or otel.get_meter_provider()).get_meter("threadline")
+    global _proxy
+    provider = meter_provider or otel.get_meter_provider()
+    _proxy = None if meter_provider is not None else provider
+    meter = provider.get_meter("threadline")
     h, c = meter.create_histogram, meter.create_counter
     _meters = {
         "threadline.operation.duration": h("threadline.operation.duration", unit="s", description="Duration of a saver call"),
@@ -85,7 +93,11 @@ def configure(meter_provider: Any = None) -> bool:
 
 def _get() -> dict[str, Any] | None:
     if _available is None:
+        if "opentelemetry.metrics" not in sys.modules:
+            return None  # no program part uses OpenTelemetry (yet): importing it would cost ~40 ms a cold start
         configure()
+    if _proxy is not None and getattr(_proxy, "_real_meter_provider", True) is None:
+        return None  # no SDK provider set yet: the instruments would record nothing
     return _meters
 
 

@@ -108,9 +108,10 @@ class EngineSaver(Sweeping, BaseCheckpointSaver[str]):
     a non-negative integer. See docs/operations.md, "Memory".
 
     ``adopt``: serve threads found in the official saver's tables of the same database
-    (``threadline.storage.adopt``). None (the default) adopts unless the codec's keyring
-    requires encryption, since the official rows carry no seal; True adopts in any case,
-    False never. Adoption never touches a thread threadline wrote itself.
+    (``threadline.storage.adopt``): a read naming a thread adopts it, ``list(None, …)`` every
+    thread with official checkpoints to adopt. None (the default) adopts unless the codec's
+    keyring requires encryption, since the official rows carry no seal; True adopts in any
+    case, False never. Adoption never touches a thread threadline wrote itself.
     """
 
     dialect: Dialect
@@ -133,10 +134,12 @@ class EngineSaver(Sweeping, BaseCheckpointSaver[str]):
         self.adopt = adopt
         self.is_setup = False
         self._adopting = False
+        self.schema_state: ops.SchemaState | None = None
         self._init_sweeping(ttl, retention)
 
     def _setup_done(self, state: ops.SchemaState) -> None:
         self._adopting = self.adopt is not False and state.official
+        self.schema_state = state  # what the database holds (the read models ask: official tables?)
         self.is_setup = True
 
     def _as_official(self, config: dict, found: CheckpointTuple | None) -> CheckpointTuple | None:
@@ -145,11 +148,16 @@ class EngineSaver(Sweeping, BaseCheckpointSaver[str]):
             return found._replace(config=config)
         return found
 
+    def _adopts(self) -> bool:
+        """Whether this saver adopts official threads: the database has the official tables and
+        adoption is on (by default, unless the keyring requires encryption: class docstring)."""
+        keys = self.blob_codec.keys
+        return self._adopting and not (self.adopt is None and keys is not None and keys.require)
+
     def _adopt_op(self, thread_id: Any) -> ops.Op[bool] | None:
         """The read-only check whether ``thread_id`` has official checkpoints to adopt; None when
-        adoption is off (by default, while the keyring requires encryption: class docstring)."""
-        keys = self.blob_codec.keys
-        if not self._adopting or thread_id is None or (self.adopt is None and keys is not None and keys.require):
+        adoption is off, or no thread is named."""
+        if thread_id is None or not self._adopts():
             return None
         return adopt.pending(self.dialect, thread_id)
 
@@ -160,6 +168,18 @@ class EngineSaver(Sweeping, BaseCheckpointSaver[str]):
     async def _aadopt(self, thread_id: Any) -> None:
         if (check := self._adopt_op(thread_id)) is not None and await self._arun(check, write=False):
             await self._arun(adopt.adopt_thread(self.dialect, thread_id, self.blob_codec), write=True)
+
+    def _adopt_all(self) -> None:
+        """``list(None, …)`` touches every thread: adopt each one the official tables hold newer
+        checkpoints of (one transaction a thread, as on first touch)."""
+        if self._adopts():
+            for tid in self._run(adopt.unadopted_op(self.dialect), write=False):
+                self._run(adopt.adopt_thread(self.dialect, tid, self.blob_codec), write=True)
+
+    async def _aadopt_all(self) -> None:
+        if self._adopts():
+            for tid in await self._arun(adopt.unadopted_op(self.dialect), write=False):
+                await self._arun(adopt.adopt_thread(self.dialect, tid, self.blob_codec), write=True)
 
     # Backends implement one or both of these.
     def _run(self, op: ops.Op, *, write: bool) -> Any:
@@ -210,6 +230,8 @@ class EngineSaver(Sweeping, BaseCheckpointSaver[str]):
         limit: int | None = None,
     ) -> Iterator[CheckpointTuple]:
         listing = _Listing(self, config, filter, before, limit)
+        if config is None:
+            self._adopt_all()
         self._adopt(listing.thread_id)
         if (touch := self._touch_op(listing.thread_id)) is not None:
             self._run(touch, write=True)
@@ -270,6 +292,8 @@ class EngineSaver(Sweeping, BaseCheckpointSaver[str]):
         limit: int | None = None,
     ) -> AsyncIterator[CheckpointTuple]:
         listing = _Listing(self, config, filter, before, limit)
+        if config is None:
+            await self._aadopt_all()
         await self._aadopt(listing.thread_id)
         if (touch := self._touch_op(listing.thread_id)) is not None:
             await self._arun(touch, write=True)

@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from threadline.backends.registry import masked
+from threadline.backends.registry import entry_of, masked
 from threadline.errors import BackendError, NotADatabaseError
 from threadline.saver import EngineSaver
 from threadline.storage import ops
@@ -46,13 +46,17 @@ def open_readonly(url: str, *, serde: Any = None) -> Iterator[tuple[EngineSaver,
 
 
 @contextmanager
-def open_reader(url: str, *, serde: Any = None) -> Iterator[EngineSaver]:
-    """A read-only saver on an existing threadline database of this release.
+def open_reader(url: str, *, serde: Any = None, official: bool = False) -> Iterator[EngineSaver]:
+    """A read-only saver on an existing threadline database of this release; with ``official``,
+    also on a database only LangGraph's official saver has written (its ``schema_state`` then
+    says there are no threadline tables: read its threads through
+    ``transfer.official.thread_view`` and ``read.list_threads(official=True)``).
 
     Raises NotADatabaseError naming what the database is instead (see ``require_threadline``),
     SchemaError for a newer release's schema."""
     with open_readonly(url, serde=serde) as (saver, state):
-        require_threadline(url, state, type(saver).__name__)
+        if not (official and state.official and not state.is_threadline):
+            require_threadline(url, state, type(saver).__name__)
         saver._setup_done(state)
         yield saver
 
@@ -69,8 +73,7 @@ def require_threadline(url: str, state: ops.SchemaState, saver_name: str, *, cur
                 f"with `threadline import {masked(url)} --db NEW`, or open it with threadline's saver in your program to adopt "
                 "each thread on first use"
             )
-        raise NotADatabaseError(f"{where} holds no threadline tables: check the path or URL (a threadline saver creates them "
-                                "when a program first opens the database)")
+        raise NotADatabaseError(f"{where} {entry_of(url).nothing}")
     state.check_version(where)
     if current and not state.current:
         raise NotADatabaseError(f"{where} was written by an older threadline release: migrate it once with "
@@ -78,6 +81,4 @@ def require_threadline(url: str, state: ops.SchemaState, saver_name: str, *, cur
 
 
 def _where(url: str) -> str:
-    from threadline.backends import entry_of
-
     return entry_of(url).get("describe")(url)

@@ -15,7 +15,9 @@ from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 from langgraph.checkpoint.serde.base import SerializerProtocol
+from redis import Redis
 from redis import exceptions as rx
+from redis.asyncio import Redis as AsyncRedis
 from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
 from redis.cluster import RedisCluster
 
@@ -88,6 +90,7 @@ class _RedisParts:
             raise ConfigError("give redis_url='redis://…' or redis_client=")
         self._url, self._connection_args, self._redis = redis_url, connection_args, redis_client
         self._owns_client = redis_client is None
+        self.dialect.single_node = False  # until setup() sees the client
 
     def create_indexes(self) -> None:
         """The official saver creates its RediSearch indexes here; on plain Redis threadline needs
@@ -146,7 +149,8 @@ class _RedisParts:
     def _shallow_op(self, op: ops.Op, config: dict) -> ops.Op:
         """``op`` (a put), then its thread pruned to each namespace's latest checkpoint."""
         result = yield from op
-        yield from ops.prune(self.dialect, [result["configurable"]["thread_id"]], "keep_latest", self.blob_codec)  # type: ignore[attr-defined]
+        # after every put: without reading the thread's values for stored DeltaChannel snapshots (ops.prune)
+        yield from ops.prune(self.dialect, [result["configurable"]["thread_id"]], "keep_latest", self.blob_codec, snapshots=False)  # type: ignore[attr-defined]
         return result
 
     def _put_op(self, config: dict, checkpoint: Any, metadata: Any, new_versions: Any) -> ops.Op:
@@ -227,6 +231,7 @@ class RedisSaver(_RedisParts, SyncShell):
             self._redis = redisconn.connect(self._url, **(self._connection_args or {}))  # type: ignore[arg-type]
         with redisconn.at_door(self._url):
             self._warn(redisconn.setup_warnings(self._redis, self._url))
+        self.dialect.single_node = isinstance(self._redis, Redis) and not self.cluster_mode
         super().setup()
 
     read_only = False  # set by open_read_only: the runner then refuses every command that writes
@@ -301,6 +306,7 @@ class AsyncRedisSaver(_RedisParts, AsyncShell):
             self._redis = await redisconn.aconnect(self._url, **(self._connection_args or {}))  # type: ignore[arg-type]
         async with redisconn.aat_door(self._url):
             self._warn(await redisconn.asetup_warnings(self._redis, self._url))
+        self.dialect.single_node = isinstance(self._redis, AsyncRedis) and not self.cluster_mode
         await super().setup()
 
     async def _atransaction(self, op: ops.Op, write: bool) -> Any:

@@ -161,6 +161,11 @@ def door_error(exc: BaseException, url: str | None = None) -> BackendError:
         return BackendError(f"{where} is not a Redis Cluster node ({text}); use redis:// (or rediss://) for a single server")
     if isinstance(exc, rex.RedisClusterException) and isinstance(exc.__cause__, (rex.ConnectionError, rex.TimeoutError)):
         return door_error(exc.__cause__, url)
+    if isinstance(exc, (rex.TryAgainError, rex.AskError, rex.MovedError)) or text == "TTL exhausted.":
+        return BackendError(
+            f"{where}: the cluster is moving this thread's slot to another node ({text}); nothing was written: "
+            "retry when the reshard has finished"
+        )
     if isinstance(exc, (rex.ClusterDownError, rex.SlotNotCoveredError)):
         return BackendError(f"{where}: the cluster is down or does not cover every slot ({text}); check CLUSTER INFO on its nodes")
     if isinstance(exc, rex.ReadOnlyError):

@@ -50,6 +50,8 @@ class BackendEntry:
     example: str  # a URL of this backend, for messages
     scheme_prefixes: tuple[str, ...] = ()  # schemes served by prefix, e.g. "postgresql+" for postgresql+psycopg
     paths: bool = False  # serves a plain file path or ":memory:" (a string with no scheme)
+    # how messages say a database holds nothing of threadline's, and what to check
+    nothing: str = "holds no threadline tables: check the path or URL (a threadline saver creates them when a program first opens the database)"
 
     def serves(self, scheme: str) -> bool:
         return scheme in self.schemes or scheme.startswith(self.scheme_prefixes)
@@ -114,6 +116,8 @@ REGISTRY: tuple[BackendEntry, ...] = (
             "cache": "threadline.cache.redis:RedisCache",
         },
         example="redis://",
+        nothing="holds no threadline keys under this key prefix: check the URL and its ?prefix= (a threadline saver writes "
+        "them with a thread's first checkpoint)",
     ),
 )
 

@@ -14,6 +14,8 @@ from threadline.cli.render import reads as R
 from threadline.cli.shared import command
 from threadline.errors import NotFoundError
 from threadline.read import names
+from threadline.read.official import scope_of, unadopted_threads_op
+from threadline.transfer.official import thread_view
 from threadline.store.reader import counts_op
 
 ORDERS = ("updated", "created", "bytes", "thread_id")
@@ -25,7 +27,7 @@ def _order(value: str) -> str:
     return value
 
 
-@command("threads", render=R.threads)
+@command("threads", render=R.threads, official=True)
 def threads(
     saver: Any,
     where: list[str] = O.Where,
@@ -38,10 +40,10 @@ def threads(
 ) -> read.ThreadPage:
     """List threads: last update, checkpoints, size, head checkpoint and step."""
     return read.list_threads(saver, metadata=O.metadata(where), idle_for=idle, active_within=active, limit=limit,
-                             offset=offset, order_by=order)
+                             offset=offset, order_by=order, official=True)
 
 
-@command("history", render=R.history)
+@command("history", render=R.history, official=True, thread="thread")
 def history(
     saver: Any,
     thread: str = O.Thread,
@@ -54,7 +56,7 @@ def history(
     return read.thread_history(saver, names.resolve_thread(saver, thread), checkpoint_ns=ns, include_subgraphs=subgraphs)
 
 
-@command("show", render=R.state)
+@command("show", render=R.state, official=True, thread="thread")
 def show(
     saver: Any,
     thread: str = O.Thread,
@@ -69,7 +71,7 @@ def show(
     return read.state_at(saver, names.resolve_thread(saver, thread), cid, checkpoint_ns=ns, graph=graph)
 
 
-@command("diff", render=R.diff)
+@command("diff", render=R.diff, official=True, thread="thread")
 def diff(
     saver: Any,
     thread: str = O.Thread,
@@ -94,7 +96,7 @@ def diff(
     return read.diff(saver, thread, before, after, checkpoint_ns=ns, include_internal=internal)
 
 
-@command("audit", render=R.audit)
+@command("audit", render=R.audit, official=True, thread="thread")
 def audit(
     saver: Any,
     thread: str = typer.Argument(None, metavar="[THREAD]", help="thread_id (omit for statistics over the whole database)."),
@@ -113,7 +115,18 @@ def audit(
     return {"writes": writes, "stats": stats}
 
 
-@command("latest", render=R.latest)
+def _expand(saver: Any, patterns: list[str]) -> list[str]:
+    """The threads ``patterns`` name (``names.expand_threads``), official threads not adopted yet included."""
+    scope = scope_of(saver, True)
+    if not scope.official:
+        return names.expand_threads(saver, patterns)
+    known = [t.thread_id for t in saver.run(unadopted_threads_op(saver.dialect, scope))]
+    if scope.threadline:
+        known += saver.run(read.all_thread_ids_op(saver.dialect))
+    return names.match_threads(patterns, known)
+
+
+@command("latest", render=R.latest, official=True)
 def latest(
     saver: Any,
     channel: str = typer.Argument(..., metavar="CHANNEL", help="Channel name, e.g. messages."),
@@ -126,10 +139,15 @@ def latest(
 ) -> list[read.LatestValue]:
     """The value of one channel at the head of many threads (only that channel is decoded)."""
     if threads:
-        ids = names.expand_threads(saver, threads)[offset:offset + limit]
+        ids = _expand(saver, threads)[offset:offset + limit]
     else:
-        ids = [t.thread_id for t in read.list_threads(saver, limit=limit, offset=offset).threads]
-    return read.latest_values(saver, channel, ids, checkpoint_ns=ns)
+        ids = [t.thread_id for t in read.list_threads(saver, limit=limit, offset=offset, official=True).threads]
+    with thread_view(saver, ids, official=True) as view:  # the threads not adopted yet, as adopted
+        viewed = set(getattr(view, "viewed", ())) if view is not saver else set()
+        found = {v.thread_id: v for v in read.latest_values(saver, channel, [i for i in ids if i not in viewed], checkpoint_ns=ns)}
+        if viewed:
+            found.update((v.thread_id, v) for v in read.latest_values(view, channel, [i for i in ids if i in viewed], checkpoint_ns=ns))
+    return [found[i] for i in ids if i in found]
 
 
 @command("stats", render=R.stats)

@@ -99,14 +99,15 @@ def _named(db: str | None, name: str) -> str:
 
 
 @contextmanager
-def opened(db: str | None, mode: str, name: str) -> Iterator[Any]:
+def opened(db: str | None, mode: str, name: str, official: bool = False) -> Iterator[Any]:
     """A saver for a command: ``"read"`` — read-only on an existing threadline database
-    (default ``$THREADLINE_DB`` or the demo database); ``"write"`` — on an existing
-    threadline database named explicitly (migrated if older); ``"target"`` — on the
-    database named explicitly, created when missing."""
+    (default ``$THREADLINE_DB`` or the demo database; with ``official``, also one only
+    LangGraph's official saver wrote); ``"write"`` — on an existing threadline database named
+    explicitly (migrated if older); ``"target"`` — on the database named explicitly, created
+    when missing."""
     if mode == "read":
         try:
-            with open_reader(db or default_db()) as saver:
+            with open_reader(db or default_db(), official=official) as saver:
                 yield saver
         except NotADatabaseError as exc:
             if db or os.environ.get("THREADLINE_DB"):
@@ -119,6 +120,25 @@ def opened(db: str | None, mode: str, name: str) -> Iterator[Any]:
             require_threadline(url, state, type(checked).__name__, current=False)  # setup below migrates an older one
     with open_saver(url) as saver:
         yield saver
+
+
+@contextmanager
+def _whole(saver: Any, db: str | None, thread: str | None, names_thread: bool) -> Iterator[Any]:
+    """The saver a read command of the whole database runs on (``command(official=True)``): the
+    view of ``thread`` (``transfer.official.thread_view``), or ``saver``. NotADatabaseError as for
+    any read when the command needs threadline's tables (no thread named) and there are none."""
+    from threadline.transfer.official import thread_view
+
+    state = saver.schema_state
+    if names_thread and thread is None and not state.is_threadline:
+        require_threadline(db or default_db(), state, type(saver).__name__)
+    with thread_view(saver, [thread] if thread else [], official=True) as view:
+        if view is saver and thread is not None and not state.is_threadline:
+            raise NotFoundError(f"unknown thread {thread!r}")  # in an official saver's database that has none of that id
+        if view is not saver:
+            err.print(f"note: thread {escape(repr(thread))} has checkpoints in the official LangGraph saver's tables that "
+                      "threadline has not adopted yet: shown as adoption would store them (reading adopts nothing)", soft_wrap=True)
+        yield view
 
 
 class _Bar:
@@ -164,8 +184,17 @@ def command(
     opens: str | Callable[[dict[str, Any]], str] = "read",
     problems: Callable[[Any], bool] | None = None,
     prepare: Callable[[dict[str, Any]], None] | None = None,
+    official: bool = False,
+    thread: str | None = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Register ``fn`` as ``threadline NAME`` with the shared options.
+
+    ``official``: a read command that sees the whole database of a program switched from
+    LangGraph's official savers — it also opens a database only the official saver wrote,
+    and the thread its option ``thread`` names, when the official tables hold checkpoints of
+    it threadline has not adopted, is read through ``transfer.official.thread_view`` (as
+    adopted, writing nothing). Without a thread named, such a command needs threadline's
+    tables unless ``thread`` is None (a listing).
 
     ``opens``: how ``--db`` is opened (see ``opened``: ``"read"``, ``"write"``,
     ``"target"``), ``"none"`` for a command without a database, or a function of the
@@ -208,6 +237,10 @@ def command(
                 try:
                     if mode == "none":
                         result = fn(**options, **extra)
+                    elif official and mode == "read":
+                        with opened(db, mode, name, official=True) as saver, _whole(saver, db, options.get(thread) if thread else None,
+                                                                                     thread is not None) as view:
+                            result = fn(view, **options, **extra)
                     else:
                         with opened(db, mode, name) as saver:
                             result = fn(saver, **options, **extra)

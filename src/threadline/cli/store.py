@@ -27,7 +27,8 @@ from threadline.cli.render.format import table, when
 from threadline.cli.shared import Db, Debug, Json, emit, err, explain, fail, out
 from threadline.errors import NotFoundError
 from threadline.store import open_store
-from threadline.store.reader import dotted, namespace, open_store_reader
+from threadline.store.official import import_langgraph_store, read_official_items
+from threadline.store.reader import dotted, namespace, open_store_reader, plural, unadopted
 
 store_app = typer.Typer(name="store", help="The LangGraph Store in the database: namespaces and items.",
                         no_args_is_help=True, rich_markup_mode=None)
@@ -39,10 +40,14 @@ Key = typer.Argument(..., metavar="KEY", help="The item's key.", show_default=Fa
 PAGE = 1000  # items per read while --query scans
 
 
-def store_command(name: str, *, render: Callable[..., None], writes: bool = False) -> Callable[[Callable[..., Any]], Any]:
+def store_command(
+    name: str, *, render: Callable[..., None], writes: bool = False, prepare: Callable[[dict[str, Any]], None] | None = None
+) -> Callable[[Callable[..., Any]], Any]:
     """``shared.command`` for the Store: ``fn(store, **options)`` on a store opened read-only
     (``writes=False``, the default database as other reads) or on the database named by
-    ``--db``/``$THREADLINE_DB`` with its Store tables set up (``writes=True``)."""
+    ``--db``/``$THREADLINE_DB`` with its Store tables set up (``writes=True``). ``prepare(options)``
+    checks the options before the database is opened. A read names, on stderr, the items of
+    LangGraph's official store in the database that are not adopted yet."""
 
     def decorate(fn: Callable[..., Any]) -> Any:
         sig = inspect.signature(fn, eval_str=True)
@@ -59,11 +64,18 @@ def store_command(name: str, *, render: Callable[..., None], writes: bool = Fals
                     url = db or os.environ.get("THREADLINE_DB")
                     if not url:
                         fail(f"store {name} writes to the database you name: pass --db URL (or set $THREADLINE_DB)", 2)
+                    if prepare is not None:
+                        prepare(options)
                     opener = open_store(url)
                 else:
                     opener = open_store_reader(db or default_db())
                 with opener as store:
                     result = fn(store, **options)
+                    waiting = None if writes else unadopted(store)
+                if waiting:
+                    err.print(f"note: {plural(waiting, 'item')} of LangGraph's official store in this database "
+                              f"{'is' if waiting == 1 else 'are'} not adopted yet and not shown: threadline's store adopts them "
+                              "when a program opens it (or copy them now: `threadline store import DB --db DB`)", soft_wrap=True)
                 if as_json:
                     emit(result)
                 else:
@@ -208,3 +220,25 @@ def delete(store: Any, ns: str = Namespace, key: str = Key) -> dict[str, Any]:
         raise NotFoundError(f"no item {key!r} in namespace {ns!r}: nothing deleted")
     store.delete(labels, key)
     return {"done": "deleted", "namespace": ns, "key": key}
+
+
+def _render_import(result: dict[str, Any]) -> None:
+    spaces = result["namespaces"]
+    shown = ", ".join(spaces[:8]) + (f" and {len(spaces) - 8} more" if len(spaces) > 8 else "")
+    out.print(f"imported {plural(result['items'], 'item')} from {escape(result['source'])}"
+              + (f" ({plural(len(spaces), 'namespace')}: {escape(shown)})" if spaces else ""), soft_wrap=True)
+    if result["kept"]:
+        out.print(f"kept {plural(result['kept'], 'item')} the store already held (--replace overwrites them)", soft_wrap=True)
+
+
+@store_command("import", render=_render_import, writes=True, prepare=lambda o: read_official_items(o["source"], check_only=True))
+def import_(
+    store: Any,
+    source: str = typer.Argument(..., metavar="SOURCE", show_default=False,
+                                 help="A database of LangGraph's official SqliteStore (a path) or PostgresStore (postgresql://…)."),
+    replace: bool = typer.Option(False, "--replace", help="Overwrite items the store already holds (default: keep them)."),
+) -> dict[str, Any]:
+    """Copy every item of an official LangGraph store into the store of --db (namespaces, keys,
+    values, created and updated times, TTLs). SOURCE is only read; it may be the --db database
+    itself (adopting its official items now)."""
+    return import_langgraph_store(source, store, replace=replace).to_json()

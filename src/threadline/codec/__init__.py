@@ -88,7 +88,7 @@ from threadline.codec.keyring import Keyring
 from threadline.codec.policy import PLAIN, BlobCodec
 from threadline.codec.refs import list_body, ref_in, ref_of, splice
 from threadline.codec.seal import GCM, SUM, Row, is_encrypted, is_sealed, sealed_as
-from threadline.codec.tags import DELTA_DICT, DELTA_LIST, DELTA_REF, EMPTY, check_size, compress, decode, decompress, encode
+from threadline.codec.tags import DELTA_DICT, DELTA_LIST, DELTA_REF, EMPTY, check_size, compress, decode, decompress, encode, holds_delta_snapshot
 
 __all__ = [
     "DELTA_DICT",
@@ -117,6 +117,7 @@ __all__ = [
     "encode",
     "entry_of",
     "fingerprints",
+    "holds_delta_snapshot",
     "is_delta",
     "is_encrypted",
     "is_sealed",

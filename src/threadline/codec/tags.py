@@ -3,7 +3,8 @@
 The tag constants (``EMPTY``, ``ZSTD``, ``DELTA_LIST``, ``DELTA_DICT``, ``DELTA_REF``), the
 measured defaults for compression and deltas, ``encode`` (a value to the
 serializer's ``(type, bytes)``), ``compress``/``decompress`` and ``decode`` (a
-stored, non-delta ``(type, bytes)`` pair back to a value).
+stored, non-delta ``(type, bytes)`` pair back to a value), and ``holds_delta_snapshot`` (whether
+such a pair is a LangGraph ``_DeltaSnapshot``, read from its first bytes).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 import ormsgpack
 import zstandard
 from langgraph.checkpoint.serde.base import SerializerProtocol
-from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+from langgraph.checkpoint.serde.jsonplus import EXT_DELTA_SNAPSHOT, JsonPlusSerializer
 
 from threadline import limits
 from threadline.codec import dictionary
@@ -170,3 +171,19 @@ def decode(serde: SerializerProtocol, tag: str, data: bytes | None, where: objec
         raise
     except Exception as exc:  # the serializer raises many types; all mean "unreadable row"
         raise CorruptRowError(f"{where}: cannot decode {tag!r} payload ({type(exc).__name__}: {exc})") from exc
+
+
+# A msgpack ext value's header: its first byte, then where its type code is (fixext 1–16, ext 8/16/32).
+_EXT_CODE_AT = {0xD4: 1, 0xD5: 1, 0xD6: 1, 0xD7: 1, 0xD8: 1, 0xC7: 2, 0xC8: 3, 0xC9: 5}
+
+
+def holds_delta_snapshot(tag: str, data: bytes | None, where: object) -> bool:
+    """Whether an opened (``codec.seal.open_sealed``), self-contained ``(type, bytes)`` pair holds a
+    LangGraph ``_DeltaSnapshot``: a ``DeltaChannel``'s stored snapshot, which LangGraph's serializer
+    writes as a msgpack ext value of type ``EXT_DELTA_SNAPSHOT`` (checked on the header; nothing is
+    decoded). False for delta rows and other serializers' tags. CorruptRowError as ``decompress``."""
+    if tag.startswith((DELTA_LIST, DELTA_DICT, DELTA_REF)) or tag.removesuffix(ZSTD) != "msgpack":
+        return False
+    raw = decompress(tag, data, where)[1]
+    at = _EXT_CODE_AT.get(raw[0]) if raw else None
+    return at is not None and len(raw) > at and raw[at] == EXT_DELTA_SNAPSHOT

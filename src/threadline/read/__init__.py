@@ -31,7 +31,8 @@ Errors: ``NotFoundError`` for an unknown thread or checkpoint, ``ConfigError`` f
 a malformed id, ``CorruptRowError`` for a stored row that cannot be decoded.
 
 The read models live one per module, each importing only ``common`` (the shared
-helpers) and, for ``stats``, ``threads``: ``threads`` (the threads listing),
+helpers) and, for ``stats``, ``threads``, for ``threads``, ``official`` (the official
+savers' threads not adopted yet, which the listings show too): ``threads`` (the threads listing),
 ``tree`` (the checkpoint tree), ``state`` (the state at a checkpoint), ``diff``,
 ``audit`` (the audit trail and task statistics), ``latest`` (the latest value of a
 channel) and ``stats``. This package re-exports their names, so ``history.X`` and

@@ -16,12 +16,18 @@ from threadline.storage.dialect import Dialect
 from threadline.storage.dialect.reads import THREAD_ORDERS, ThreadFilter
 from threadline.storage.ops import Op, Q
 from threadline.read.common import iso
+from threadline.read.official import Scope, heads_op, matching_op, merge, scope_of, unadopted_threads_op
 from threadline.keys import thread_id_of
 
 @dataclass
 class ThreadInfo:
     """One row of ``threads``: times in epoch seconds (``updated_at``: the last put's, to within
-    a second), ``bytes`` stored for the thread."""
+    a second), ``bytes`` stored for the thread.
+
+    ``unadopted``: checkpoints of the thread in the official saver's tables that threadline has
+    not adopted yet (``read.official``; a threadline saver adopts them on the thread's first
+    use); ``official_only``: only the official tables hold the thread (its counts, times, size
+    and head are those of its official checkpoints)."""
 
     thread_id: str
     created_at: float
@@ -31,11 +37,19 @@ class ThreadInfo:
     head_checkpoint_id: str | None
     head_step: int | None
     head_source: str | None
+    unadopted: int = 0
+    official_only: bool = False
+
+    @property
+    def adopted(self) -> bool:
+        """Nothing of the thread waits in the official saver's tables."""
+        return not self.unadopted
 
     def to_json(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
         d["created"] = iso(self.created_at)
         d["updated"] = iso(self.updated_at)
+        d["adopted"] = self.adopted
         return d
 
 
@@ -69,9 +83,13 @@ def threads_op(
     offset: int = 0,
     order_by: str = "updated",
     now: float | None = None,
+    scope: Scope | None = None,
 ) -> Op[ThreadPage]:
     """Threads, most recently updated first, from the ``threads`` index (no checkpoint scan
-    unless ``metadata`` is given).
+    unless ``metadata`` is given), and, when ``scope`` shows them (``read.official.scope_of``),
+    the threads of the official saver's tables not adopted yet, in the same order and filters
+    (their metadata matched key by key), marked ``official_only``; a thread threadline holds
+    with newer official checkpoints to adopt carries their number (``ThreadInfo.unadopted``).
 
     Args:
         metadata: keep threads having at least one checkpoint whose metadata
@@ -106,16 +124,48 @@ def threads_op(
         thread_ids=ids,
         metadata=metadata or None,
     )
-    total = (yield Q(*d.count_threads(selected)))[0][0]
-    found = yield Q(*d.threads_page(selected, order_by, limit, offset))
-    threads = [ThreadInfo(r[0], float(r[1]), float(r[2]), int(r[3]), int(r[4]), r[5], r[6], r[7]) for r in found]
+    scope = scope or Scope()
+    waiting = yield from unadopted_threads_op(d, scope, ids)
+    partly = {t.thread_id: t.checkpoints for t in waiting if t.in_threadline}
+    only = [t for t in waiting if not t.in_threadline]
+    if selected.updated_until is not None:
+        only = [t for t in only if t.updated_at <= selected.updated_until]
+    if selected.updated_since is not None:
+        only = [t for t in only if t.updated_at >= selected.updated_since]
+    if metadata and only:
+        keep = yield from matching_op(d, only, metadata, {})
+        only = [t for t in only if t.thread_id in keep]
+    total, found = 0, []
+    if scope.threadline:
+        total = (yield Q(*d.count_threads(selected)))[0][0]
+        found = yield Q(*d.threads_page(selected, order_by, offset + limit if only else limit, 0 if only else offset))
+    threads = [ThreadInfo(r[0], float(r[1]), float(r[2]), int(r[3]), int(r[4]), r[5], r[6], r[7], partly.get(r[0], 0)) for r in found]
+    if only:
+        extra = [ThreadInfo(t.thread_id, t.created_at, t.updated_at, t.checkpoints, t.bytes, None, None, None, t.checkpoints, True) for t in only]
+        threads = merge(threads, extra, ORDER_KEYS[order_by], offset, limit)
+        heads = yield from heads_op(d, [t.thread_id for t in threads if t.official_only])
+        for t in threads:
+            if t.thread_id in heads and t.official_only:
+                t.head_checkpoint_id, t.head_step, t.head_source = heads[t.thread_id]
+        total = int(total) + len(extra)
     nxt = offset + len(threads)
     return ThreadPage(threads, int(total), offset, nxt if nxt < total else None)
 
 
-def list_threads(saver: Any, **kwargs: Any) -> ThreadPage:
-    """Sync ``threads_op`` on a saver (same keyword arguments)."""
-    return saver.run(threads_op(saver.dialect, **kwargs))
+# The orders of THREAD_ORDERS as Python sort keys (merging the official saver's threads in).
+ORDER_KEYS = {
+    "updated": lambda t: (-t.updated_at, t.thread_id),
+    "created": lambda t: (-t.created_at, t.thread_id),
+    "bytes": lambda t: (-t.bytes, t.thread_id),
+    "thread_id": lambda t: t.thread_id,
+}
+
+
+def list_threads(saver: Any, *, official: bool | None = None, **kwargs: Any) -> ThreadPage:
+    """Sync ``threads_op`` on a saver (same keyword arguments). ``official``: list the threads of
+    the official saver's tables not adopted yet too (None: when the saver adopts them;
+    ``read.official.scope_of``)."""
+    return saver.run(threads_op(saver.dialect, scope=scope_of(saver, official), **kwargs))
 
 
 def all_thread_ids_op(d: Dialect) -> Op[list[str]]:

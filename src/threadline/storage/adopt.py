@@ -4,7 +4,8 @@ A threadline saver opened on a database that also holds the official saver's tab
 (``checkpoints``/``writes`` of ``SqliteSaver``; ``checkpoints``/``checkpoint_blobs``/
 ``checkpoint_writes`` of ``PostgresSaver``) serves those threads too. When a read
 names a thread (``get_tuple``, ``list`` with a thread_id, ``delete_thread``,
-``copy_thread``, ``prune``), ``pending`` asks — one indexed query — whether the
+``copy_thread``, ``prune``; ``list(None, …)`` names every thread ``unadopted_op``
+finds), ``pending`` asks — one indexed query — whether the
 official tables have a checkpoint of it newer than what threadline adopted, and
 threadline has written none of its own since (``progress_op``: the official rows carry
 no seal, so they never override a thread threadline wrote); if so,
@@ -12,6 +13,11 @@ no seal, so they never override a thread threadline wrote); if so,
 (the writes of the last adopted checkpoint again, insert-or-ignore), in one
 transaction, verifies every imported checkpoint against the official rows, and moves
 the thread's marker in ``threadline_adopted``. The official rows are never changed.
+
+Adopted checkpoints keep the time they were written (``written_at``: their ``ts``, else their
+uuid6 id's), and so does the thread's index row. ``adopt_records_op`` stores a thread's records
+on any database: the read-only view of a thread not adopted yet
+(``threadline.transfer.official.thread_view``) runs it on a private in-memory one.
 
 The same reading serves ``threadline import`` (``threadline.transfer.official.import_langgraph``).
 Every stored value is copied through ``codec.serde.transfer_serde``: nothing named by
@@ -65,6 +71,15 @@ def progress_op(d: Dialect, thread_id: str) -> Op[tuple[str | None, str | None] 
     if own is not None and (adopted is None or own > adopted):
         return None
     return latest, adopted
+
+
+def view_progress_op(d: Dialect, thread_id: str, threadline: bool) -> Op[tuple[str | None, str | None] | None]:
+    """``progress_op`` on a database that may hold no threadline tables (``threadline`` False: an
+    official saver's database, every official checkpoint still to adopt). Read-only."""
+    if threadline:
+        return (yield from progress_op(d, thread_id))
+    latest = (yield Q(d.OFFICIAL_LATEST, (thread_id,)))[0][0]
+    return None if latest is None else (latest, None)
 
 
 def pending(d: Dialect, thread_id: Any) -> Op[bool]:
@@ -151,11 +166,14 @@ def _attach_blobs(d: Dialect, serde: SerializerProtocol, thread_id: str, records
         r.checkpoint["channel_values"] = inline
 
 
-def _epoch(ts: Any, default: float) -> float:
+def written_at(record: Record, default: float) -> float:
+    """When the official saver wrote a checkpoint (epoch seconds): its ``ts``, else the time its
+    uuid6 id holds (``rows.id_time``), else ``default``."""
     try:
-        return _dt.datetime.fromisoformat(str(ts)).timestamp()
+        return _dt.datetime.fromisoformat(str(record.checkpoint.get("ts"))).timestamp()
     except (TypeError, ValueError):
-        return default
+        found = R.id_time(record.checkpoint_id)
+        return default if found is None else found
 
 
 def store_op(
@@ -168,7 +186,7 @@ def store_op(
     now = time.time()
     n_ck = n_w = 0
     for rec in records:
-        created = _epoch(rec.checkpoint.get("ts"), now)
+        created = written_at(rec, now)
         if rec.checkpoint:
             versions = rec.checkpoint.get("channel_versions") or {}
             new_versions = {ch: v for ch, v in versions.items() if (rec.checkpoint_ns, ch, R.version_key(v)) not in stored}
@@ -232,20 +250,45 @@ def adopt_thread(d: Dialect, thread_id: Any, bc: codec.BlobCodec | None = None) 
     if progress is None:
         return 0  # another worker adopted it first, or threadline wrote to it since
     latest, adopted = progress
+    records = yield from read_thread_op(d, transfer_serde(), tid, adopted or "")
+    return (yield from adopt_records_op(d, tid, records, latest, bc))
+
+
+def adopt_records_op(d: Dialect, thread_id: str, records: Sequence[Record], latest: str, bc: codec.BlobCodec | None = None) -> Op[int]:
+    """Store a thread's official ``records`` (``read_thread_op``) as adoption stores them, verify
+    them and move the thread's marker to ``latest``, in the caller's one transaction: the tail of
+    ``adopt_thread``, also run on another database than the official rows' (a read-only view of
+    a thread not adopted yet). Returns the checkpoints stored. AdoptionError as ``adopt_thread``."""
     serde = transfer_serde()
-    records = yield from read_thread_op(d, serde, tid, adopted or "")
-    n, _ = yield from store_op(d, serde, tid, records, bc)
-    problems = yield from verify_op(d, serde, tid, records, bc)
+    n, _ = yield from store_op(d, serde, thread_id, records, bc)
+    problems = yield from verify_op(d, serde, thread_id, records, bc)
     if problems:
         raise AdoptionError(
-            f"thread {tid!r} could not be adopted from the official saver's tables: {'; '.join(problems[:3])}. "
+            f"thread {thread_id!r} could not be adopted from the official saver's tables: {'; '.join(problems[:3])}. "
             "Nothing was stored and the official rows are unchanged; open the saver with adopt=False to serve "
             "threadline's tables only"
         )
-    yield Q(d.MARK_ADOPTED, (tid, latest, time.time()))
-    if n:
-        yield Q(d.TOUCH_THREAD, (time.time(), tid))
+    yield Q(d.MARK_ADOPTED, (thread_id, latest, time.time()))
+    if n:  # the thread was written when its checkpoints were, not when threadline first read it
+        yield Q(d.RETIME_THREAD, (thread_id, thread_id, thread_id))
     return n
 
 
-__all__ = ["Record", "adopt_thread", "official_thread_ids_op", "pending", "read_thread_op", "store_op", "verify_op"]
+def unadopted_op(d: Dialect) -> Op[list[str]]:
+    """The thread_ids with official checkpoints to adopt (``progress_op``), by thread_id. Read-only."""
+    return [r[0] for r in (yield Q(*d.unadopted_threads(True)))]
+
+
+__all__ = [
+    "Record",
+    "adopt_records_op",
+    "adopt_thread",
+    "official_thread_ids_op",
+    "pending",
+    "read_thread_op",
+    "store_op",
+    "unadopted_op",
+    "verify_op",
+    "view_progress_op",
+    "written_at",
+]

@@ -71,11 +71,13 @@ class Lineage:
             cur = self.parents[(ns, cur)]
         return chain, None
 
-    def needs(self, ns: str, parent: str | None, metadata: Mapping[str, Any]) -> set[str]:
+    def needs(self, ns: str, parent: str | None, metadata: Mapping[str, Any], channels: Iterable[str] = ()) -> set[str]:
         """The ancestors (checkpoint_ids in ``ns``) a checkpoint with this ``parent`` and
-        ``metadata`` rebuilds its DeltaChannel values from: every channel's ``walk``."""
+        ``metadata`` rebuilds its DeltaChannel values from: every channel's ``walk``, for the
+        channels its metadata names and ``channels`` (known to be DeltaChannels otherwise: they
+        store a ``_DeltaSnapshot``, see ``storage.ops.delta_evidence``)."""
         need: set[str] = set()
-        for channel in delta_channels(metadata):
+        for channel in sorted({*delta_channels(metadata), *channels}):
             need.update(self.walk(ns, parent, channel)[0])
         return need
 

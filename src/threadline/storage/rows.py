@@ -55,6 +55,27 @@ def version_key(version: Any) -> str:
     return version if isinstance(version, str) else repr(version) if isinstance(version, float) else str(version)
 
 
+# 100-ns intervals from the UUID epoch (1582-10-15) to the Unix epoch, as LangGraph's ``uuid6``.
+_UUID_EPOCH = 0x01B21DD213814000
+
+
+def id_time(checkpoint_id: Any) -> float | None:
+    """When a checkpoint was written, read from its id (epoch seconds): LangGraph's checkpoint ids
+    are UUID version 6, which hold their creation time (``langgraph.checkpoint.base.id.uuid6``).
+    None for an id that is not such a UUID."""
+    text = str(checkpoint_id or "").replace("-", "")
+    if len(text) != 32:
+        return None
+    try:
+        value = int(text, 16)
+    except ValueError:
+        return None
+    if (value >> 76) & 0xF != 6:
+        return None
+    ticks = ((value >> 80) << 12) | ((value >> 64) & 0x0FFF)
+    return (ticks - _UUID_EPOCH) / 1e7 if ticks > _UUID_EPOCH else None
+
+
 def blob_row_ref(thread_id: str, checkpoint_ns: str, channel: str, version: str, base_version: str | None = None) -> codec.Row:
     """The blob row a value is sealed to: its key and base_version."""
     return codec.Row("blob", (thread_id, checkpoint_ns, channel, version), (base_version,))

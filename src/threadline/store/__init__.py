@@ -5,7 +5,9 @@ for the official ``langgraph.store.sqlite`` / ``langgraph.store.postgres`` class
 one storage logic (``ops``, ``sql``) under thin backend shells. ``RedisStore``,
 ``AsyncRedisStore`` (``store.redis``): drop-in for ``langgraph.store.redis``, on plain
 Redis and Redis Cluster. ``open_store(url)``
-picks the backend from a URL, as ``open_saver`` does.
+picks the backend from a URL, as ``open_saver`` does. The SQL stores adopt the items of the
+official stores' table of the same database (``official``); ``official.import_langgraph_store``
+copies them from another database.
 """
 
 from __future__ import annotations
@@ -17,32 +19,46 @@ from langgraph.store.base import IndexConfig, TTLConfig
 
 from threadline.backends import entry_of
 from threadline.store.base import AsyncStore, SyncStore
-from threadline.store.postgres import AsyncPostgresStore, PoolConfig, PostgresStore
-from threadline.store.sqlite import AsyncSqliteStore, SqliteStore
+
+# Each backend's store loads on first use: a SQLite user never imports psycopg or redis-py.
+_LAZY = {
+    **dict.fromkeys(("SqliteStore", "AsyncSqliteStore"), "threadline.store.sqlite"),
+    **dict.fromkeys(("PostgresStore", "AsyncPostgresStore", "PoolConfig"), "threadline.store.postgres"),
+    **dict.fromkeys(("RedisStore", "AsyncRedisStore"), "threadline.store.redis"),
+}
 
 
 def __getattr__(name: str):
-    # redis-py is imported on first use of a Redis class: SQLite and Postgres users never load it
-    if name in ("RedisStore", "AsyncRedisStore"):
-        from threadline.store import redis
+    if name in _LAZY:
+        import importlib
 
-        return getattr(redis, name)
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
     raise AttributeError(f"module 'threadline.store' has no attribute {name!r}")
 
 
 @contextmanager
-def open_store(url: str, *, index: IndexConfig | None = None, ttl: TTLConfig | None = None) -> Iterator[SyncStore]:
+def open_store(
+    url: str, *, index: IndexConfig | None = None, ttl: TTLConfig | None = None, adopt: bool | None = None
+) -> Iterator[SyncStore]:
     """A sync store for ``url`` (a path, ``sqlite:///path`` or ``postgresql://…``), tables set
-    up, closed on exit. Raises BackendError for an unknown scheme or an unreachable server."""
-    with entry_of(url).get("store").from_conn_string(url, index=index, ttl=ttl) as store:
+    up, closed on exit; on SQLite and Postgres the official store's items of the database are
+    adopted (``threadline.store.official``) unless ``adopt=False``. Raises BackendError for an
+    unknown scheme or an unreachable server."""
+    kw = {} if adopt is None else {"adopt": adopt}
+    with entry_of(url).get("store").from_conn_string(url, index=index, ttl=ttl, **kw) as store:
         store.setup()
         yield store
 
 
 @asynccontextmanager
-async def aopen_store(url: str, *, index: IndexConfig | None = None, ttl: TTLConfig | None = None) -> AsyncIterator[AsyncStore]:
+async def aopen_store(
+    url: str, *, index: IndexConfig | None = None, ttl: TTLConfig | None = None, adopt: bool | None = None
+) -> AsyncIterator[AsyncStore]:
     """The async ``open_store``: an ``AsyncSqliteStore`` or ``AsyncPostgresStore``."""
-    async with entry_of(url).get("async_store").from_conn_string(url, index=index, ttl=ttl) as store:
+    kw = {} if adopt is None else {"adopt": adopt}
+    async with entry_of(url).get("async_store").from_conn_string(url, index=index, ttl=ttl, **kw) as store:
         await store.setup()
         yield store
 

@@ -28,8 +28,9 @@ from typing import Any
 from langgraph.store.base import BaseStore, Op, Result, TTLConfig
 from langgraph.store.base.batch import AsyncBatchedBaseStore
 
+from threadline.errors import ConfigError
 from threadline.store import ops as O
-from threadline.store import schema
+from threadline.store import official, schema
 from threadline.store.index import Index
 from threadline.store.sql import StoreSql
 
@@ -43,7 +44,14 @@ class _Core:
     sql: StoreSql
     supports_ttl = True
 
-    def _init_core(self, index: Mapping[str, Any] | None, ttl: TTLConfig | None, deserializer: Callable | None) -> None:
+    def _init_core(
+        self, index: Mapping[str, Any] | None, ttl: TTLConfig | None, deserializer: Callable | None, adopt: bool | None = None
+    ) -> None:
+        if adopt is not None and not isinstance(adopt, bool):
+            raise ConfigError(f"adopt must be True, False or None, got {adopt!r}")
+        # Adopt the official store's items of the same database at setup (``store.official``);
+        # None (the default) and True adopt, False never.
+        self.adopt = adopt
         self.index_config = dict(index) if index else None  # the config as given (official attribute)
         self._index = Index(index) if index else None
         self.embeddings = self._index.embeddings if self._index else None
@@ -74,9 +82,30 @@ class SyncStore(_Core, BaseStore):
     _driver: Any
 
     def setup(self) -> None:
-        """Create or migrate the store's tables (idempotent; safe from many processes at once)."""
+        """Create or migrate the store's tables (idempotent; safe from many processes at once),
+        then adopt the official store's items of the same database not adopted yet
+        (``threadline.store.official``; not with ``adopt=False``).
+
+        Raises AdoptionError (nothing adopted; the next setup tries again) naming an official
+        item threadline cannot store."""
         self._has_vectors = self._driver.run(schema.setup_store(self.sql, self._index), write=True)
+        self._adopt_official()
         self.is_setup = True
+
+    def _adopt_official(self) -> int:
+        """Adopt the official table's items still to adopt, in one transaction; returns how many."""
+        if self.adopt is False:
+            return 0
+        columns = self._driver.run(official.official_columns_op(self.sql), write=False)
+        if columns is None:
+            return 0
+        items = self._driver.run(official.official_items_op(self.sql, columns, pending=True), write=False)
+        if not items:
+            return 0
+        p = official.plan_items(items, self._index, official.ADOPT_FIX)
+        vec = self._embed(p)
+        op = official.store_items_op(self.sql, items, p, vec, self._has_vectors, adopt=columns)
+        return self._driver.run(op, write=True)[0]
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         p = O.plan(ops, self._index)
@@ -160,9 +189,26 @@ class AsyncStore(_Core, AsyncBatchedBaseStore):
     _driver: Any
 
     async def setup(self) -> None:
-        """Create or migrate the store's tables (idempotent; safe from many processes at once)."""
+        """Create or migrate the store's tables (idempotent; safe from many processes at once),
+        then adopt the official store's items of the same database not adopted yet
+        (``threadline.store.official``; not with ``adopt=False``). AdoptionError as ``SyncStore.setup``."""
         self._has_vectors = await self._driver.run(schema.setup_store(self.sql, self._index), write=True)
+        await self._adopt_official()
         self.is_setup = True
+
+    async def _adopt_official(self) -> int:
+        if self.adopt is False:
+            return 0
+        columns = await self._driver.run(official.official_columns_op(self.sql), write=False)
+        if columns is None:
+            return 0
+        items = await self._driver.run(official.official_items_op(self.sql, columns, pending=True), write=False)
+        if not items:
+            return 0
+        p = official.plan_items(items, self._index, official.ADOPT_FIX)
+        vec = await self._aembed(p)
+        op = official.store_items_op(self.sql, items, p, vec, self._has_vectors, adopt=columns)
+        return (await self._driver.run(op, write=True))[0]
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         p = O.plan(ops, self._index)

@@ -73,11 +73,12 @@ class PostgresStore(Piped, SyncStore):
         deserializer: Callable[[Any], dict[str, Any]] | None = None,
         index: IndexConfig | None = None,
         ttl: TTLConfig | None = None,
+        adopt: bool | None = None,
     ) -> None:
         super().__init__()
         self._driver = PostgresDriver(conn, POSTGRES, pipe)
         self.conn, self.lock = conn, self._driver.lock
-        self._init_core(index, ttl, deserializer)
+        self._init_core(index, ttl, deserializer, adopt)
 
     @classmethod
     @contextmanager
@@ -89,6 +90,7 @@ class PostgresStore(Piped, SyncStore):
         pool_config: PoolConfig | None = None,
         index: IndexConfig | None = None,
         ttl: TTLConfig | None = None,
+        adopt: bool | None = None,
     ) -> Iterator[PostgresStore]:
         """Connect to ``conn_string`` (a libpq URL or DSN). ``pool_config`` opens a
         ``ConnectionPool`` instead of one connection (and overrides ``pipeline``)."""
@@ -97,10 +99,10 @@ class PostgresStore(Piped, SyncStore):
         try:
             if pipeline and pool_config is None:
                 with resource.pipeline() as pipe:
-                    store = cls(resource, pipe=pipe, index=index, ttl=ttl)
+                    store = cls(resource, pipe=pipe, index=index, ttl=ttl, adopt=adopt)
                     yield store
             else:
-                store = cls(resource, index=index, ttl=ttl)
+                store = cls(resource, index=index, ttl=ttl, adopt=adopt)
                 yield store
         finally:
             if store is not None:
@@ -141,11 +143,12 @@ class AsyncPostgresStore(Piped, AsyncStore):
         deserializer: Callable[[Any], dict[str, Any]] | None = None,
         index: IndexConfig | None = None,
         ttl: TTLConfig | None = None,
+        adopt: bool | None = None,
     ) -> None:
         self._driver = AsyncPostgresDriver(conn, POSTGRES, pipe)
         super().__init__()
         self.conn, self.lock, self.loop = conn, self._driver.lock, self._loop
-        self._init_core(index, ttl, deserializer)
+        self._init_core(index, ttl, deserializer, adopt)
 
     @classmethod
     @asynccontextmanager
@@ -157,6 +160,7 @@ class AsyncPostgresStore(Piped, AsyncStore):
         pool_config: PoolConfig | None = None,
         index: IndexConfig | None = None,
         ttl: TTLConfig | None = None,
+        adopt: bool | None = None,
     ) -> AsyncIterator[AsyncPostgresStore]:
         """Async ``PostgresStore.from_conn_string``; ``pool_config`` opens an ``AsyncConnectionPool``."""
         resource = await aconnect(conn_string, **open_args(pool_config))
@@ -164,10 +168,10 @@ class AsyncPostgresStore(Piped, AsyncStore):
         try:
             if pipeline and pool_config is None:
                 async with resource.pipeline() as pipe:
-                    store = cls(resource, pipe=pipe, index=index, ttl=ttl)
+                    store = cls(resource, pipe=pipe, index=index, ttl=ttl, adopt=adopt)
                     yield store
             else:
-                store = cls(resource, index=index, ttl=ttl)
+                store = cls(resource, index=index, ttl=ttl, adopt=adopt)
                 yield store
         finally:
             if store is not None:

@@ -16,7 +16,9 @@ from threadline.backends.readonly import open_readonly
 from threadline.errors import NotADatabaseError
 from threadline.storage.ops import Op, Q
 from threadline.store.base import SyncStore
-from threadline.store.sql import CACHE, STORE, VECTORS
+from threadline.backends.registry import masked
+from threadline.store.official import unadopted_op
+from threadline.store.sql import CACHE, STORE, VECTORS, StoreSql
 
 NO_STORE = "no threadline store in this database"
 
@@ -47,12 +49,33 @@ def open_store_reader(url: str) -> Iterator[SyncStore]:
     NotADatabaseError for a missing or non-database file and when the database has no
     Store tables (``NO_STORE``), BackendError when a server cannot be reached."""
     with open_readonly(url) as (saver, state):
+        cls = entry_of(url).get("store")
         if STORE not in state.tables:
-            raise NotADatabaseError(f"{NO_STORE} ({entry_of(url).get('describe')(url)})")
-        store = entry_of(url).get("store")(saver.conn)
+            where = entry_of(url).get("describe")(url)
+            waiting = unadopted(cls(saver.conn)) if isinstance(getattr(cls, "sql", None), StoreSql) else None
+            if waiting is not None:
+                raise NotADatabaseError(
+                    f"{where} holds LangGraph's official store ({plural(waiting, 'item')}) but no threadline store yet: "
+                    f"threadline's store adopts those items when a program opens it, or copy them now with "
+                    f"`threadline store import {masked(url)} --db {masked(url)}`"
+                )
+            raise NotADatabaseError(f"{NO_STORE} ({where})")
+        store = cls(saver.conn)
         store.is_setup = True  # the tables exist; setup() would write
         store._has_vectors = VECTORS in state.tables
         yield store
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def unadopted(store: SyncStore) -> int | None:
+    """How many items of LangGraph's official store in the store's database are not adopted yet
+    (read only; ``store.official.unadopted_op``), None where there is no official store."""
+    if not isinstance(getattr(store, "sql", None), StoreSql):
+        return None  # Redis: no official store shares its keys
+    return store._driver.run(unadopted_op(store.sql), write=False)
 
 
 def counts_op(d: object) -> Op[dict[str, int]]:

@@ -16,6 +16,13 @@ Tables (beside the saver's ``threadline_*`` tables, so one database holds all th
 * ``threadline_store_migrations``: (component, v) of every migration applied, for the
   components ``store``, ``vectors`` and ``cache``. Never edit a shipped migration:
   add one with the next number.
+* ``threadline_store_adopted``: one row per item adopted from the official store's ``store``
+  table of the same database (``threadline.store.official``): its (prefix, key), the official
+  row's ``updated_at`` as stored there, and when it was adopted.
+
+The official stores' table (``store``: prefix, key, value, created_at, updated_at, and since
+their later migrations expires_at, ttl_minutes) is only ever read, by the statements below
+named ``official_*``.
 """
 
 from __future__ import annotations
@@ -34,6 +41,9 @@ STORE = "threadline_store"
 VECTORS = "threadline_store_vectors"
 CACHE = "threadline_cache"
 MIGRATIONS = "threadline_store_migrations"
+ADOPTED = "threadline_store_adopted"
+OFFICIAL = "store"  # the official SqliteStore's and PostgresStore's table
+OFFICIAL_COLUMNS = ("prefix", "key", "value", "created_at", "updated_at")  # what every version of it has
 
 # {text} is byte-order TEXT, so ORDER BY and the namespace range agree with Python's order.
 STORE_MIGRATIONS: list[tuple[int, list[str]]] = [
@@ -52,6 +62,19 @@ STORE_MIGRATIONS: list[tuple[int, list[str]]] = [
             )""",
             f"CREATE INDEX IF NOT EXISTS {STORE}_updated_at ON {STORE} (updated_at)",
             f"CREATE INDEX IF NOT EXISTS {STORE}_expires_at ON {STORE} (expires_at) WHERE expires_at IS NOT NULL",
+        ],
+    ),
+    (
+        2,
+        [
+            # {stamp} holds the official row's updated_at as that table stores it (compared, never parsed)
+            f"""CREATE TABLE IF NOT EXISTS {ADOPTED} (
+                prefix {{text}} NOT NULL,
+                key {{text}} NOT NULL,
+                official_updated_at {{stamp}},
+                adopted_at {{real}} NOT NULL,
+                PRIMARY KEY (prefix, key)
+            )""",
         ],
     ),
 ]
@@ -110,15 +133,73 @@ class StoreSql:
     """SQLite: JSON1 functions for filters, sqlite-vec functions for scores."""
 
     name = "sqlite"
-    types = {"text": "TEXT", "json": "TEXT", "blob": "BLOB", "real": "REAL", "int": "INTEGER"}
+    # stamp: no type (SQLite keeps each value as given), as the official table's TIMESTAMP text
+    types = {"text": "TEXT", "json": "TEXT", "blob": "BLOB", "real": "REAL", "int": "INTEGER", "stamp": ""}
     max_params = 900
     setup_lock: tuple[str, tuple] | None = None  # SQLite's write lock serializes setup
     skip_locked = ""  # the sweep's SELECT runs under the write lock already
     tables_sql = "SELECT name FROM sqlite_master WHERE type = 'table'"
     ns_match = "threadline_ns_match(s.prefix, ?) = 1"  # a function each connection registers
 
+    # (table name) → the name of every column of that table (empty when there is no such table)
+    columns_sql = "SELECT name FROM pragma_table_info(?)"
+    # how a text of the official table compares with threadline's byte-order text
+    collate_official = ""
+
     def sql(self, text: str) -> str:
         return text
+
+    # --- the official store's table (``threadline.store.official``) ------------------------
+
+    def official_items(self, columns: frozenset[str], *, pending: bool) -> str:
+        """() → prefix, key, value, created_at, updated_at, expires_at, ttl_minutes of the official
+        table's items (NULL for a column its older versions lack), by prefix and key; with
+        ``pending`` only those to adopt: never adopted nor written by threadline, or changed in the
+        official table since they were adopted and not written by threadline since."""
+        extra = ", ".join(f"o.{c}" if c in columns else "NULL" for c in ("expires_at", "ttl_minutes"))
+        select = f"SELECT o.prefix, o.key, o.value, o.created_at, o.updated_at, {extra} FROM {OFFICIAL} o"
+        if not pending:
+            return f"{select} ORDER BY o.prefix, o.key"
+        c = self.collate_official
+        return (
+            f"{select} LEFT JOIN {ADOPTED} a ON a.prefix = o.prefix{c} AND a.key = o.key{c} "
+            f"LEFT JOIN {STORE} t ON t.prefix = o.prefix{c} AND t.key = o.key{c} "
+            "WHERE (a.prefix IS NULL AND t.prefix IS NULL) OR (a.prefix IS NOT NULL AND a.official_updated_at <> o.updated_at "
+            "AND (t.prefix IS NULL OR t.updated_at <= a.adopted_at)) ORDER BY o.prefix, o.key"
+        )
+
+    def official_pending_count(self, tables: frozenset[str]) -> str:
+        """() → how many items of the official table are to adopt (``official_items(pending=True)``),
+        given which of threadline's store tables exist (``tables``: none of them, every item)"""
+        c = self.collate_official
+        if STORE not in tables:
+            return f"SELECT COUNT(*) FROM {OFFICIAL}"
+        if ADOPTED not in tables:  # a store of the release before adoption: what it does not hold
+            return f"SELECT COUNT(*) FROM {OFFICIAL} o LEFT JOIN {STORE} t ON t.prefix = o.prefix{c} AND t.key = o.key{c} WHERE t.prefix IS NULL"
+        return (
+            f"SELECT COUNT(*) FROM {OFFICIAL} o LEFT JOIN {ADOPTED} a ON a.prefix = o.prefix{c} AND a.key = o.key{c} "
+            f"LEFT JOIN {STORE} t ON t.prefix = o.prefix{c} AND t.key = o.key{c} "
+            "WHERE (a.prefix IS NULL AND t.prefix IS NULL) OR (a.prefix IS NOT NULL AND a.official_updated_at <> o.updated_at "
+            "AND (t.prefix IS NULL OR t.updated_at <= a.adopted_at))"
+        )
+
+    # (prefix, key, value, created_at, updated_at, expires_at, ttl_minutes), many: an item stored whole,
+    # replacing the item of that key
+    PUT_ITEM = (
+        f"INSERT INTO {STORE} (prefix, key, value, created_at, updated_at, expires_at, ttl_minutes) VALUES (?, ?, ?, ?, ?, ?, ?) "
+        "ON CONFLICT (prefix, key) DO UPDATE SET value = excluded.value, created_at = excluded.created_at, "
+        "updated_at = excluded.updated_at, expires_at = excluded.expires_at, ttl_minutes = excluded.ttl_minutes"
+    )
+    # (prefix, key, official_updated_at, adopted_at), many
+    MARK_ADOPTED = (
+        f"INSERT INTO {ADOPTED} (prefix, key, official_updated_at, adopted_at) VALUES (?, ?, ?, ?) "
+        "ON CONFLICT (prefix, key) DO UPDATE SET official_updated_at = excluded.official_updated_at, adopted_at = excluded.adopted_at"
+    )
+
+    def items_present(self, count: int) -> str:
+        """(``count`` (prefix, key) pairs, flattened) → prefix, key of those threadline's table holds"""
+        pairs = " OR ".join(["(prefix = ? AND key = ?)"] * count)
+        return f"SELECT prefix, key FROM {STORE} WHERE {pairs}"
 
     def migrations(self, migrations: list[tuple[int, list[str]]]) -> list[tuple[int, list[str]]]:
         return [(v, [s.format(**self.types) for s in stmts]) for v, stmts in migrations]
@@ -215,7 +296,10 @@ class PostgresStoreSql(StoreSql):
     """Postgres: JSONB path operators for filters, pgvector operators for scores."""
 
     name = "postgres"
-    types = {"text": 'TEXT COLLATE "C"', "json": "JSONB", "blob": "BYTEA", "real": "DOUBLE PRECISION", "int": "BIGINT"}
+    types = {"text": 'TEXT COLLATE "C"', "json": "JSONB", "blob": "BYTEA", "real": "DOUBLE PRECISION", "int": "BIGINT",
+             "stamp": "TIMESTAMP WITH TIME ZONE"}
+    columns_sql = "SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = ?"
+    collate_official = ' COLLATE "C"'  # the official table's text has the database's collation
     max_params = 20000
     setup_lock = ("SELECT pg_advisory_xact_lock(?)", (0x746C7374,))  # one setup at a time across workers
     skip_locked = " FOR UPDATE SKIP LOCKED"  # concurrent sweepers take disjoint rows, never wait

@@ -50,23 +50,24 @@ class SqliteStore(SyncStore):
         deserializer: Callable[[Any], dict[str, Any]] | None = None,
         index: IndexConfig | None = None,
         ttl: TTLConfig | None = None,
+        adopt: bool | None = None,
     ) -> None:
         super().__init__()
         self.conn = conn
-        self._init_core(index, ttl, deserializer)
+        self._init_core(index, ttl, deserializer, adopt)
         self._driver = StoreSqliteDriver(conn, SQLITE, vectors=self._index is not None)
         self.lock = self._driver.lock
 
     @classmethod
     @contextmanager
     def from_conn_string(
-        cls, conn_string: str, *, index: IndexConfig | None = None, ttl: TTLConfig | None = None
+        cls, conn_string: str, *, index: IndexConfig | None = None, ttl: TTLConfig | None = None, adopt: bool | None = None
     ) -> Iterator[SqliteStore]:
         """Open (creating if needed) a SQLite database: a path, ``":memory:"`` or ``sqlite:///path``."""
         conn = connect(conn_string)
         store = None
         try:
-            store = cls(conn, index=index, ttl=ttl)
+            store = cls(conn, index=index, ttl=ttl, adopt=adopt)
             yield store
         finally:
             if store is not None:
@@ -98,24 +99,25 @@ class AsyncSqliteStore(AsyncStore):
         deserializer: Callable[[Any], dict[str, Any]] | None = None,
         index: IndexConfig | None = None,
         ttl: TTLConfig | None = None,
+        adopt: bool | None = None,
     ) -> None:
         super().__init__()
         self.conn = conn
         self.loop = self._loop
-        self._init_core(index, ttl, deserializer)
+        self._init_core(index, ttl, deserializer, adopt)
         self._driver = AsyncStoreSqliteDriver(conn, SQLITE, vectors=self._index is not None)
         self.lock = self._driver.lock
 
     @classmethod
     @asynccontextmanager
     async def from_conn_string(
-        cls, conn_string: str, *, index: IndexConfig | None = None, ttl: TTLConfig | None = None
+        cls, conn_string: str, *, index: IndexConfig | None = None, ttl: TTLConfig | None = None, adopt: bool | None = None
     ) -> AsyncIterator[AsyncSqliteStore]:
         """Open (creating if needed) a SQLite database: a path, ``":memory:"`` or ``sqlite:///path``."""
         conn = await aconnect(conn_string)
         store = None
         try:
-            store = cls(conn, index=index, ttl=ttl)
+            store = cls(conn, index=index, ttl=ttl, adopt=adopt)
             yield store
         finally:
             if store is not None:

@@ -186,7 +186,7 @@ def bundle(saver: Any, thread_ids: Sequence[Any], to: str, *, redact: Sequence[s
         raise ConfigError("name at least one thread to bundle")
     from threadline.read import list_threads
 
-    known = {t.thread_id for t in list_threads(saver, thread_ids=ids, limit=len(ids)).threads}
+    known = {t.thread_id for t in list_threads(saver, thread_ids=ids, limit=len(ids), official=False).threads}
     missing = [t for t in ids if t not in known]
     if missing:
         raise ConfigError(f"no such thread(s): {', '.join(map(repr, missing))}")

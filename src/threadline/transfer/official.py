@@ -1,4 +1,5 @@
-"""Import from databases written by LangGraph's official savers.
+"""Import from databases written by LangGraph's official savers, and reading their threads
+without adopting them.
 
 ``import_langgraph(source, saver)`` copies every thread of an official
 ``langgraph.checkpoint.sqlite.SqliteSaver`` file (or an official
@@ -6,10 +7,15 @@
 pending writes with their task_id, idx and task_path — and verifies each thread
 by comparing ``list``/``get_tuple`` on both sides (values, metadata, parents,
 pending writes), i.e. what ``get_state`` and ``get_state_history`` are built from.
+
+``thread_view(saver, thread_ids)`` serves threads of a database switched from the official
+savers as a threadline saver would after adopting them, without writing anything: the
+read commands and the browser read a thread not adopted yet through it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -23,6 +29,7 @@ from threadline.keys import thread_id_of
 from threadline.storage import adopt, ops
 from threadline.storage.dialect import Dialect
 from threadline.storage.ops import Op, Q
+from threadline.transfer.backup import columns_op, store_thread_op, thread_rows_op
 
 
 @dataclass
@@ -179,4 +186,71 @@ def import_langgraph(
 
 
 
-__all__ = ["ImportReport", "ThreadImport", "check_source", "import_langgraph", "import_thread_op"]
+@contextmanager
+def thread_view(saver: Any, thread_ids: Sequence[Any], *, official: bool | None = None) -> Iterator[Any]:
+    """A saver serving ``thread_ids`` as ``saver`` would once it adopted their checkpoints of the
+    official saver's tables (``storage.adopt``), writing nothing to ``saver``'s database.
+
+    ``saver`` itself when none of the threads has official checkpoints to adopt (or its
+    database has no official tables, or ``official`` is False; None: when the saver adopts,
+    ``read.official.scope_of``). Otherwise a threadline saver on a private in-memory SQLite
+    database holding the threads with checkpoints to adopt: each one's threadline rows copied as stored,
+    then its official checkpoints stored and verified as adoption stores them (with
+    ``saver``'s serializer and keys). It serves only those threads (its ``viewed``: the ones
+    with checkpoints to adopt; the others are ``saver``'s); it is closed on exit.
+    ``saver`` may be read-only, and its database may hold no threadline tables yet.
+
+    Raises AdoptionError when a thread would not adopt (as the saver's first touch would),
+    CorruptRowError for an official row that cannot be decoded."""
+    from threadline.read.official import scope_of
+
+    scope = scope_of(saver, official)
+    d = saver.dialect
+    waiting: dict[str, tuple[str, str | None]] = {}
+    if scope.official:
+        for tid in dict.fromkeys(thread_id_of(t) for t in thread_ids):
+            found = saver.run(adopt.view_progress_op(d, tid, scope.threadline))
+            if found is not None:
+                waiting[tid] = found
+    if not waiting:
+        yield saver
+        return
+    with _scratch(saver) as view:
+        mine = view.run(columns_op(view.dialect))
+        theirs = saver.run(columns_op(d)) if scope.threadline else {}
+        serde = transfer_serde()
+        for tid, (latest, adopted) in waiting.items():
+            if theirs and adopted is not None:  # adopted before: threadline's rows of it first
+                rows = saver.run(thread_rows_op(d, tid, theirs))
+                view.run(store_thread_op(view.dialect, tid, rows, mine, replace=True, bc=view.blob_codec), write=True)
+            records = saver.run(adopt.read_thread_op(d, serde, tid, adopted or ""))
+            view.run(adopt.adopt_records_op(view.dialect, tid, records, latest, view.blob_codec), write=True)
+        view.viewed = frozenset(waiting)  # the threads it serves
+        yield view
+
+
+def adopt_now(saver: Any, thread_ids: Sequence[Any]) -> None:
+    """Adopt each thread (a writable saver's first touch of it, ``storage.adopt``) before an
+    operation that works on threadline's rows directly (the lifecycle's, the browser's actions)."""
+    for tid in thread_ids:
+        saver._adopt(thread_id_of(tid))
+
+
+@contextmanager
+def _scratch(saver: Any) -> Iterator[Any]:
+    """A threadline saver on a new in-memory SQLite database, with ``saver``'s serializer and keys
+    (a cache of its own), set up."""
+    from threadline.backends.sqlite import SqliteSaver, connect
+    from threadline.codec import BlobCache
+
+    conn = connect(":memory:")
+    try:
+        view = SqliteSaver(conn, serde=saver.serde, adopt=False)
+        view.blob_codec = dataclasses.replace(saver.blob_codec, cache=BlobCache())
+        view.setup()
+        yield view
+    finally:
+        conn.close()
+
+
+__all__ = ["ImportReport", "ThreadImport", "adopt_now", "check_source", "import_langgraph", "import_thread_op", "thread_view"]

@@ -33,7 +33,9 @@ from threadline.keys import thread_id_of
 from threadline.read import all_thread_ids_op, bind_graph, diff_values, head_op
 from threadline.storage.ops import Op, Q
 from threadline.web.render import isolated, url
-from threadline.web.respond import render, saver_of
+from threadline.read.official import scope_of
+from threadline.transfer.official import adopt_now
+from threadline.web.respond import render, thread_saver
 from threadline.web.security import csrf_form
 
 ACTIONS = ("rollback", "fork", "delete", "prune", "edit")
@@ -49,10 +51,19 @@ def fingerprint(plan: Any) -> str:
     return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:32]
 
 
-def _writable(request: Request) -> Any:
+def _allowed(request: Request) -> None:
     if request.app.state.db.read_only:
         raise HTTPException(403, f"this database is open read-only ({request.app.state.db.reason}); actions are off")
-    return saver_of(request)
+
+
+def _writer(request: Request, thread_ids: list[str]) -> Any:
+    """The saver a confirmed action writes with (opened for writing now, if not yet), with the
+    threads it acts on adopted first when the official saver's tables hold checkpoints of them
+    (as any program's first use of a thread adopts it)."""
+    _allowed(request)
+    saver = request.app.state.db.writer()
+    adopt_now(saver, thread_ids)
+    return saver
 
 
 def _target(source: Any) -> tuple[str, str, str]:
@@ -177,18 +188,24 @@ async def confirm(request: Request) -> Response:
 
 
 def _preview(request: Request, q: Any) -> Response:
-    saver = _writable(request)
+    """The preview, read (writing nothing: a thread not adopted yet is previewed as adopted)."""
+    _allowed(request)
     action = request.path_params["action"]
     if action not in ACTIONS:
         raise HTTPException(404, f"no action {action!r}")
+    with thread_saver(request, q.get("thread_id")) as saver:
+        return _previewed(request, q, saver, action)
+
+
+def _previewed(request: Request, q: Any, saver: Any, action: str) -> Response:
     d = saver.dialect
     ctx: dict[str, Any] = {"action": action, "q": dict(q), "thread_id": q.get("thread_id"), "ns": q.get("ns") or ""}
     if action == "prune":
         policy = _policy(q)
         if q.get("thread_id"):
             ids = [thread_id_of(q.get("thread_id"))]
-        else:
-            ids = saver.run(all_thread_ids_op(d))
+        else:  # threadline's threads (a thread not adopted yet is pruned from its own page)
+            ids = saver.run(all_thread_ids_op(d)) if scope_of(saver, True).threadline else []
         plans = [saver.run(lifecycle.prune_thread_op(d, tid, policy, dry_run=True)) for tid in ids]
         plans = [p for p in plans if p.checkpoints]
         ctx.update(policy=policy, plans=plans, guards=json.dumps({p.thread_id: fingerprint(p) for p in plans}),
@@ -203,7 +220,8 @@ def _preview(request: Request, q: Any) -> Response:
         ctx.update(head=head, guard=head, changes=read.diff(saver, tid, head, cid, checkpoint_ns=ns).channels if head != cid else {})
     elif action == "fork":
         to = thread_id_of((q.get("to_thread") or "").strip() or None)
-        if to == tid or saver.run(_thread_exists_op(d, to)):
+        taken = read.list_threads(request.app.state.db.saver, thread_ids=[to], limit=1, official=True).total  # the whole database
+        if to == tid or taken:
             raise UnsafeOperationError(f"thread {to!r} already exists: pick a new thread id for the fork")
         ctx.update(to_thread=to, sizes=read.task_stats(saver, tid, cid, checkpoint_ns=ns))
     elif action == "delete":
@@ -228,16 +246,20 @@ def _preview(request: Request, q: Any) -> Response:
 async def do(request: Request) -> Response:
     """Run a confirmed action (POST, CSRF-checked) and redirect to what it made."""
     form = await csrf_form(request)
-    saver = _writable(request)
+    _allowed(request)
     action = request.path_params["action"]
     if action not in ACTIONS:
         raise HTTPException(404, f"no action {action!r}")
     with _served(request):
-        location = await run_in_threadpool(_execute, request, saver, action, form)
+        location = await run_in_threadpool(_execute, request, action, form)
     return RedirectResponse(location, status_code=303)
 
 
-def _execute(request: Request, saver: Any, action: str, form: FormData) -> str:
+def _execute(request: Request, action: str, form: FormData) -> str:
+    targets = list(json.loads(form.get("guards") or "{}")) if action == "prune" else []
+    if form.get("thread_id"):
+        targets.append(thread_id_of(form.get("thread_id")))
+    saver = _writer(request, targets)  # the first write: the database is opened for writing here
     d, serde = saver.dialect, saver.serde
     if action == "prune":
         policy = _policy(form)

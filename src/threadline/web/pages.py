@@ -15,11 +15,12 @@ from starlette.routing import Route
 from threadline import read
 from threadline.errors import NotADatabaseError
 from threadline.read import checkpoint_row_op, head_op
-from threadline.store.reader import dotted, namespace, open_store_reader
+from threadline.store.reader import dotted, namespace, open_store_reader, unadopted
 from threadline.web import queries
 from threadline.web.layout import lay_out
 from threadline.web.render import split_channels, to_json_text, url
-from threadline.web.respond import int_param, param, render, saver_of
+from threadline.read.official import scope_of
+from threadline.web.respond import int_param, param, render, saver_of, thread_saver
 
 PAGE_SIZE = 50
 
@@ -72,14 +73,20 @@ def _listing(request: Request) -> dict[str, Any]:
     limit = int_param(request, "limit", PAGE_SIZE, lo=1, hi=500)
     metadata = parse_metadata(meta)
 
+    scope = scope_of(saver, True)
+
     def op():
-        page = yield from queries.search_threads_op(saver.dialect, pattern=q, metadata=metadata, order=sort, limit=limit, offset=offset)
+        page = yield from queries.search_threads_op(saver.dialect, pattern=q, metadata=metadata, order=sort, limit=limit, offset=offset, scope=scope)
         statuses = {}
         for t in page.threads:
-            statuses[t.thread_id] = yield from queries.thread_status_op(saver.dialect, saver.serde, t.thread_id, t.head_checkpoint_id, saver.blob_codec)
+            if t.adopted:
+                statuses[t.thread_id] = yield from queries.thread_status_op(saver.dialect, saver.serde, t.thread_id, t.head_checkpoint_id, saver.blob_codec)
         return page, statuses
 
     page, statuses = saver.run(op())
+    for t in page.threads:  # a thread not adopted yet: its status as adopted (a view, nothing written)
+        if not t.adopted:
+            statuses[t.thread_id] = _status(request, t.thread_id)
     query = {"q": q, "meta": meta, "sort": sort, "limit": limit if limit != PAGE_SIZE else None}
     return {"page": page, "statuses": statuses, "query": query, "orders": list(queries.ORDERS)}
 
@@ -94,10 +101,17 @@ def threads_rows(request: Request) -> Response:
 
 
 def _thread_info(saver: Any, thread_id: str) -> read.ThreadInfo:
-    found = read.list_threads(saver, thread_ids=[thread_id], limit=1).threads
+    found = read.list_threads(saver, thread_ids=[thread_id], limit=1, official=True).threads
     if not found:
         raise no_thread(thread_id)
     return found[0]
+
+
+def _status(request: Request, thread_id: str) -> queries.Status:
+    """The status of a thread's head, read as adopted when it is not yet (``thread_saver``)."""
+    with thread_saver(request, thread_id) as saver:
+        head = saver.run(head_op(saver.dialect, thread_id))
+        return saver.run(queries.thread_status_op(saver.dialect, saver.serde, thread_id, head, saver.blob_codec))
 
 
 def no_thread(thread_id: str) -> HTTPException:
@@ -105,44 +119,55 @@ def no_thread(thread_id: str) -> HTTPException:
 
 
 def thread_page(request: Request) -> Response:
-    saver = saver_of(request)
     tid = param(request, "thread_id", required=True)
     ns = param(request, "ns", "") or ""
-    info = _thread_info(saver, tid)
-    namespaces = saver.run(queries.namespaces_op(saver.dialect, tid))
-    status = saver.run(queries.thread_status_op(saver.dialect, saver.serde, tid, info.head_checkpoint_id, saver.blob_codec))
+    info = _thread_info(saver_of(request), tid)
+    with thread_saver(request, tid) as saver:
+        namespaces = saver.run(queries.namespaces_op(saver.dialect, tid))
+        status = saver.run(queries.thread_status_op(saver.dialect, saver.serde, tid, _head(saver, tid), saver.blob_codec))
     return render(request, "thread.html", {"info": info, "ns": ns, "namespaces": namespaces, "status": status})
+
+
+def _head(saver: Any, thread_id: str) -> str | None:
+    return saver.run(head_op(saver.dialect, thread_id))
 
 
 def thread_header(request: Request) -> Response:
     """The thread page's header alone (status, head, sizes), for live refresh."""
-    saver = saver_of(request)
     tid = param(request, "thread_id", required=True)
-    info = _thread_info(saver, tid)
-    status = saver.run(queries.thread_status_op(saver.dialect, saver.serde, tid, info.head_checkpoint_id, saver.blob_codec))
+    info = _thread_info(saver_of(request), tid)
+    with thread_saver(request, tid) as saver:
+        status = saver.run(queries.thread_status_op(saver.dialect, saver.serde, tid, _head(saver, tid), saver.blob_codec))
     return render(request, "_thread_header.html", {"info": info, "status": status})
 
 
 def api_graph(request: Request) -> Response:
     """The branch-graph layout of one namespace of a thread (``layout.lay_out``) as JSON."""
-    saver = saver_of(request)
     tid = param(request, "thread_id", required=True)
     ns = param(request, "ns", "") or ""
-
-    return JSONResponse(lay_out(saver.run(queries.tree_op(saver.dialect, tid, ns))))
+    with thread_saver(request, tid) as saver:
+        return JSONResponse(lay_out(saver.run(queries.tree_op(saver.dialect, tid, ns))))
 
 
 def api_changes(request: Request) -> Response:
     """A marker that changes whenever the thread (or, without ``thread_id``, any thread) is written."""
-    saver = saver_of(request)
     tid = param(request, "thread_id")
+    saver = saver_of(request)
+    if not scope_of(saver, True).threadline:  # an official saver's database: its threads' newest checkpoint
+        page = read.list_threads(saver, thread_ids=[tid] if tid else None, limit=1, official=True)
+        newest = page.threads[0] if page.threads else None
+        return JSONResponse({"marker": newest and [page.total, newest.updated_at], "head": newest and newest.head_checkpoint_id})
 
     def op():
         marker = yield from queries.change_marker_op(saver.dialect, tid)
         head = (yield from head_op(saver.dialect, tid)) if tid else None
         return {"marker": marker, "head": head}
 
-    return JSONResponse(saver.run(op()))
+    found = saver.run(op())
+    if tid and found["head"] is None:  # a thread not adopted yet: its head as adopted
+        with thread_saver(request, tid) as view:
+            found["head"] = _head(view, tid)
+    return JSONResponse(found)
 
 
 def _pending_by_task(view: read.StateView) -> list[dict[str, Any]]:
@@ -154,18 +179,18 @@ def _pending_by_task(view: read.StateView) -> list[dict[str, Any]]:
 
 
 def checkpoint_page(request: Request) -> Response:
-    saver = saver_of(request)
     tid = param(request, "thread_id", required=True)
     ns = param(request, "ns", "") or ""
     cid = param(request, "checkpoint_id")
-    if not cid:
-        head = saver.run(head_op(saver.dialect, tid, ns))
-        if head is None:
-            raise no_thread(tid)
-        return RedirectResponse(url("/checkpoint", thread_id=tid, ns=ns, checkpoint_id=head), status_code=303)
-    view = read.state_at(saver, tid, cid, checkpoint_ns=ns, graph=request.app.state.graph)
-    produced_by = read.audit(saver, tid, view.parent_checkpoint_id, checkpoint_ns=ns) if view.parent_checkpoint_id else []
-    sizes = read.task_stats(saver, tid, cid, checkpoint_ns=ns)
+    with thread_saver(request, tid) as saver:
+        if not cid:
+            head = saver.run(head_op(saver.dialect, tid, ns))
+            if head is None:
+                raise no_thread(tid)
+            return RedirectResponse(url("/checkpoint", thread_id=tid, ns=ns, checkpoint_id=head), status_code=303)
+        view = read.state_at(saver, tid, cid, checkpoint_ns=ns, graph=request.app.state.graph)
+        produced_by = read.audit(saver, tid, view.parent_checkpoint_id, checkpoint_ns=ns) if view.parent_checkpoint_id else []
+        sizes = read.task_stats(saver, tid, cid, checkpoint_ns=ns)
     chats, other = split_channels(view.values)
     graph = request.app.state.graph
     editable = graph is not None and not ns and not request.app.state.db.read_only
@@ -184,50 +209,53 @@ def checkpoint_page(request: Request) -> Response:
 
 def panel(request: Request) -> Response:
     """A checkpoint's summary for the side panel of the thread page."""
-    saver = saver_of(request)
     tid = param(request, "thread_id", required=True)
     ns = param(request, "ns", "") or ""
     cid = param(request, "checkpoint_id", required=True)
-    view = read.state_at(saver, tid, cid, checkpoint_ns=ns)
+    with thread_saver(request, tid) as saver:
+        view = read.state_at(saver, tid, cid, checkpoint_ns=ns)
     chats, other = split_channels(view.values)
     return render(request, "_panel.html", {"view": view, "chats": chats, "other": other})
 
 
 def diff_page(request: Request) -> Response:
-    saver = saver_of(request)
     tid = param(request, "thread_id", required=True)
     ns = param(request, "ns", "") or ""
     a = param(request, "a", required=True)
     b = param(request, "b", required=True)
-    result = read.diff(saver, tid, a, b, checkpoint_ns=ns)
+    with thread_saver(request, tid) as saver:
+        result = read.diff(saver, tid, a, b, checkpoint_ns=ns)
 
-    def rows():
-        ra = yield from checkpoint_row_op(saver.dialect, tid, ns, a)
-        rb = yield from checkpoint_row_op(saver.dialect, tid, ns, b)
-        return [{"id": r[2], "parent": r[3], "step": r[6], "source": r[7], "created": r[8]} for r in (ra, rb)]
+        def rows():
+            ra = yield from checkpoint_row_op(saver.dialect, tid, ns, a)
+            rb = yield from checkpoint_row_op(saver.dialect, tid, ns, b)
+            return [{"id": r[2], "parent": r[3], "step": r[6], "source": r[7], "created": r[8]} for r in (ra, rb)]
 
-    side_a, side_b = saver.run(rows())
+        side_a, side_b = saver.run(rows())
     return render(request, "diff.html", {"thread_id": tid, "ns": ns, "diff": result, "a": side_a, "b": side_b})
 
 
 def stats_page(request: Request) -> Response:
-    saver = saver_of(request)
     tid = param(request, "thread_id")
     if tid:
-        _thread_info(saver, tid)
-    d = saver.dialect
-    st = read.stats(saver, thread_ids=[tid] if tid else None, top=10)
-    tasks = read.task_stats(saver, tid, checkpoint_ns=None)
-    charts = {
-        "tables": st.tables,
-        "sources": st.sources,
-        "dedup": {"references": st.references, "blob_rows": st.tables["blobs"]["rows"],
-                  "logical_bytes": st.logical_blob_bytes, "stored_bytes": st.tables["blobs"]["bytes"]},
-        "deltas": saver.run(queries.delta_stats_op(d, tid)),
-        "timeline": saver.run(queries.storage_timeline_op(d, tid)),
-        "tasks": [t.to_json() for t in tasks.tasks],
-        "durations": saver.run(queries.task_durations_op(d, tid)),
-    }
+        _thread_info(saver_of(request), tid)
+    elif not scope_of(saver_of(request), True).threadline:
+        raise HTTPException(404, "no statistics yet: only LangGraph's official saver has written this database "
+                                 "(its threads are listed; open one for its statistics)")
+    with thread_saver(request, tid) as saver:
+        d = saver.dialect
+        st = read.stats(saver, thread_ids=[tid] if tid else None, top=10)
+        tasks = read.task_stats(saver, tid, checkpoint_ns=None)
+        charts = {
+            "tables": st.tables,
+            "sources": st.sources,
+            "dedup": {"references": st.references, "blob_rows": st.tables["blobs"]["rows"],
+                      "logical_bytes": st.logical_blob_bytes, "stored_bytes": st.tables["blobs"]["bytes"]},
+            "deltas": saver.run(queries.delta_stats_op(d, tid)),
+            "timeline": saver.run(queries.storage_timeline_op(d, tid)),
+            "tasks": [t.to_json() for t in tasks.tasks],
+            "durations": saver.run(queries.task_durations_op(d, tid)),
+        }
     return render(request, "stats.html", {"thread_id": tid, "stats": st, "tasks": tasks, "charts": charts})
 
 
@@ -242,6 +270,7 @@ def store_page(request: Request) -> Response:
         with open_store_reader(request.app.state.config.db) as store:
             namespaces = store.list_namespaces(prefix=labels or None, limit=1000)
             items = store.search(labels, limit=PAGE_SIZE + 1, offset=offset, refresh_ttl=False)
+            context["unadopted"] = unadopted(store)
     except NotADatabaseError as exc:
         return render(request, "store.html", {**context, "missing": str(exc), "namespaces": [], "items": []})
     rows = [{"namespace": dotted(i.namespace), "key": i.key, "value": i.value,

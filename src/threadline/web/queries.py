@@ -35,8 +35,9 @@ from threadline.read import (
     node_of_task_path,
     stored_state_op,
 )
+from threadline.read.official import Scope, heads_op, matching_op, merge, unadopted_threads_op
 from threadline.read.tasks import push_index, push_nodes_op
-from threadline.storage.dialect.web import SEARCH_ORDERS, ThreadSearch, search_order
+from threadline.storage.dialect.web import SEARCH_ORDERS, ThreadSearch, glob_matcher, search_order
 from threadline.storage.ops import Op, Q
 
 ORDERS = tuple(SEARCH_ORDERS)  # the sort orders of the threads search, by name
@@ -68,8 +69,11 @@ def search_threads_op(
     order: str = "updated",
     limit: int = 50,
     offset: int = 0,
+    scope: Scope | None = None,
 ) -> Op[SearchPage]:
-    """A page of threads from the ``threads`` index (no checkpoint scan unless ``metadata`` is given).
+    """A page of threads from the ``threads`` index (no checkpoint scan unless ``metadata`` is given),
+    with, when ``scope`` shows them, the threads of the official saver's tables not adopted yet
+    (``read.official``: marked ``official_only``, or a number of ``unadopted`` checkpoints).
 
     ``pattern`` is a ``ThreadSearch`` glob; ``metadata`` keeps threads with at least one
     checkpoint whose metadata matches, as ``list(filter=…)`` matches it. Raises ValueError
@@ -78,17 +82,41 @@ def search_threads_op(
     search_order(order)
     if limit < 1 or offset < 0:
         raise ValueError(f"paging needs limit >= 1 and offset >= 0, got limit={limit}, offset={offset}")
+    scope = scope or Scope()
     search = ThreadSearch(pattern, metadata or None)
-    total = int((yield Q(*d.count_thread_search(search)))[0][0])
-    rows = yield Q(*d.thread_search_page(search, order, limit, offset))
+    waiting = yield from unadopted_threads_op(d, scope)
+    partly = {t.thread_id: t.checkpoints for t in waiting if t.in_threadline}
+    match = glob_matcher(pattern).match if pattern else None
+    only = [t for t in waiting if not t.in_threadline and (match is None or match(t.thread_id))]
+    if metadata and only:
+        keep = yield from matching_op(d, only, metadata, {})
+        only = [t for t in only if t.thread_id in keep]
+    total, rows = 0, []
+    if scope.threadline:
+        total = int((yield Q(*d.count_thread_search(search)))[0][0])
+        rows = yield Q(*d.thread_search_page(search, order, offset + limit if only else limit, 0 if only else offset))
+    threads = [ThreadInfo(r[0], float(r[1]), float(r[2]), int(r[3]), int(r[4]), None, None, None, partly.get(r[0], 0)) for r in rows]
+    if only:
+        extra = [ThreadInfo(t.thread_id, t.created_at, t.updated_at, t.checkpoints, t.bytes, None, None, None, t.checkpoints, True) for t in only]
+        threads = merge(threads, extra, SEARCH_KEYS[order], offset, limit)
+        total += len(extra)
+    own = [t.thread_id for t in threads if not t.official_only]
     heads: dict[str, tuple] = {}
-    if rows:
-        heads = {r[0]: tuple(r[1:]) for r in (yield Q(*d.root_heads([r[0] for r in rows])))}
-    threads = [
-        ThreadInfo(r[0], float(r[1]), float(r[2]), int(r[3]), int(r[4]), *heads.get(r[0], (None, None, None)))
-        for r in rows
-    ]
+    if own:
+        heads = {r[0]: tuple(r[1:]) for r in (yield Q(*d.root_heads(own)))}
+    heads.update((yield from heads_op(d, [t.thread_id for t in threads if t.official_only])))
+    for t in threads:
+        t.head_checkpoint_id, t.head_step, t.head_source = heads.get(t.thread_id, (None, None, None))
     return SearchPage(threads, total, offset, limit)
+
+
+# The orders of SEARCH_ORDERS as Python sort keys (merging the official saver's threads in).
+SEARCH_KEYS = {
+    "updated": lambda t: (-t.updated_at, t.thread_id),
+    "size": lambda t: (-t.bytes, t.thread_id),
+    "checkpoints": lambda t: (-t.checkpoint_count, t.thread_id),
+    "thread_id": lambda t: t.thread_id,
+}
 
 
 @dataclass

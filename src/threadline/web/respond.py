@@ -3,6 +3,8 @@ with the context every template has."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from starlette.exceptions import HTTPException
@@ -12,6 +14,15 @@ from starlette.responses import Response
 
 def saver_of(request: Request) -> Any:
     return request.app.state.db.saver
+
+
+@contextmanager
+def thread_saver(request: Request, thread_id: str | None) -> Iterator[Any]:
+    """The saver that serves ``thread_id``: the open database's, or — when the official saver's
+    tables hold checkpoints of it that threadline has not adopted — a view of it as adopted
+    (``web.db.Opened.view``; nothing is written)."""
+    with request.app.state.db.view(thread_id or "") as saver:
+        yield saver
 
 
 def param(request: Request, name: str, default: str | None = None, *, required: bool = False) -> str | None:

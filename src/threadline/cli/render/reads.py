@@ -25,10 +25,22 @@ def threads(page: Any, **_: Any) -> None:
     t = table(f"threads {first}–{page.offset + len(page.threads)} of {page.total}",
               "thread_id", "updated", ">checkpoints", ">size", "head")
     for th in page.threads:
-        t.add_row(escape(th.thread_id), ago(th.updated_at), str(th.checkpoint_count), size(th.bytes), short(th.head_checkpoint_id))
+        t.add_row(escape(th.thread_id) + _official(th), ago(th.updated_at), str(th.checkpoint_count), size(th.bytes),
+                  short(th.head_checkpoint_id))
     out.print(t)
+    if any(not th.adopted for th in page.threads):
+        out.print("[yellow](official)[/yellow] in the official LangGraph saver's tables, not adopted yet: shown as they "
+                  "are there; threadline's saver adopts a thread when a program first uses it (`threadline import` "
+                  "copies them to another database). Reading never adopts.", soft_wrap=True)
     if page.next_offset is not None:
         out.print(f"[dim]more: --offset {page.next_offset}[/dim]")
+
+
+def _official(th: Any) -> str:
+    """The mark of a thread the official saver's tables hold checkpoints of that threadline has not adopted."""
+    if th.official_only:
+        return " [yellow](official)[/yellow]"
+    return f" [yellow](+{th.unadopted} official)[/yellow]" if th.unadopted else ""
 
 
 def _label(n: Any, ids: dict[str, str], clock: Any) -> Text:

@@ -144,6 +144,7 @@ class PostgresDialect(Dialect):
     )
     # langgraph.checkpoint.postgres.PostgresSaver
     official_tables = ("checkpoints", "checkpoint_blobs", "checkpoint_writes")
+    collate_official = ' COLLATE "C"'  # its text has the database's collation, threadline's is "C"
     official_writes_sql = (
         "SELECT checkpoint_ns, checkpoint_id, task_id, idx, channel, type, blob, task_path FROM checkpoint_writes "
         "WHERE thread_id = ? AND checkpoint_id >= ?"

@@ -324,12 +324,26 @@ class Statements:
     # (thread_id, channel) → checkpoint_ns, checkpoint_id of the checkpoints with writes to that channel
     CHECKPOINTS_WRITING = "SELECT DISTINCT checkpoint_ns, checkpoint_id FROM threadline_writes WHERE thread_id = ? AND channel = ?"
 
-    def insert_writes(self, replace: bool) -> str:
+    def insert_writes(self, replace: bool, live: bool = False) -> str:
         """(WRITE_COLUMNS, created_at): insert-or-ignore → task_id, idx of the rows inserted; or with
-        ``replace`` (special channels) an upsert of the dialect's ``replaced_write_columns``."""
+        ``replace`` (special channels) an upsert of the dialect's ``replaced_write_columns``.
+
+        ``live`` (a running graph's ``put_writes``): a row whose checkpoint is not stored while a
+        newer one of its namespace is, is not inserted. Its checkpoint was pruned after LangGraph
+        wrote the next one (its writes are saved in the background, and may land after a sweep's
+        prune): they could only be orphans. Writes ahead of their checkpoint are kept."""
         replaced = ", ".join(f"{c} = excluded.{c}" for c in self.replaced_write_columns)
         conflict = f"DO UPDATE SET {replaced}" if replace else "DO NOTHING RETURNING task_id, idx"
-        return _INSERT_WRITES + f"VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) {conflict}"
+        row = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+        if not live:
+            return _INSERT_WRITES + f"VALUES {row} ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) {conflict}"
+        same = "c.thread_id = v.column1 AND c.checkpoint_ns = v.column2 AND c.checkpoint_id"
+        return (
+            _INSERT_WRITES + f"SELECT * FROM (VALUES {row}) AS v "
+            f"WHERE EXISTS (SELECT 1 FROM threadline_checkpoints c WHERE {same} = v.column3) "
+            f"OR NOT EXISTS (SELECT 1 FROM threadline_checkpoints c WHERE {same} > v.column3) "
+            f"ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) {conflict}"
+        )
 
     def writes_by_write_keys(self, count: int) -> str:
         """(``count`` write keys (thread_id, checkpoint_ns, checkpoint_id, task_id, idx), flattened) → WRITE_COLUMNS"""
@@ -448,6 +462,48 @@ class Statements:
         "INSERT INTO threadline_adopted (thread_id, checkpoint_id, adopted_at) VALUES (?, ?, ?) "
         "ON CONFLICT (thread_id) DO UPDATE SET checkpoint_id = excluded.checkpoint_id, adopted_at = excluded.adopted_at"
     )
+
+    # how a text column of the official tables compares with threadline's (byte order) text
+    collate_official = ""
+
+    def unadopted_threads(self, threadline: bool, thread_ids: Sequence[str] | None = None) -> tuple[str, list[Any]]:
+        """→ thread_id, how many official checkpoints are not adopted yet, the first and the last of
+        their checkpoint_ids, their stored bytes (checkpoint and metadata), whether threadline's
+        index holds the thread (1 or 0) — of every thread (of ``thread_ids``; None: any) with
+        official checkpoints to adopt as ``adopt.progress_op`` decides (newer than the thread's
+        marker, and none of threadline's own since), by thread_id. ``threadline``: whether
+        threadline's tables exist (without them every official checkpoint is still to adopt)."""
+        c = self.collate_official
+        size = f"SUM({self.bytes_of('o.checkpoint', 'json')} + {self.bytes_of('o.metadata', 'json')})"
+        where: list[str] = []
+        params: list[Any] = list(thread_ids or ())
+        if thread_ids is not None:
+            where.append(f"o.thread_id{c} IN ({placeholders(len(thread_ids))})")
+        head = f"SELECT o.thread_id, COUNT(*), MIN(o.checkpoint_id{c}), MAX(o.checkpoint_id{c}), {size}"
+        if not threadline:
+            clause = f" WHERE {' AND '.join(where)}" if where else ""
+            return f"{head}, 0 FROM checkpoints o{clause} GROUP BY o.thread_id ORDER BY o.thread_id{c}", params
+        where += [
+            f"(a.checkpoint_id IS NULL OR o.checkpoint_id{c} > a.checkpoint_id)",
+            f"NOT EXISTS (SELECT 1 FROM threadline_checkpoints t WHERE t.thread_id = o.thread_id{c} "
+            "AND (a.checkpoint_id IS NULL OR t.checkpoint_id > a.checkpoint_id))",
+        ]
+        return (
+            f"{head}, MAX(CASE WHEN x.thread_id IS NULL THEN 0 ELSE 1 END) FROM checkpoints o "
+            f"LEFT JOIN threadline_adopted a ON a.thread_id = o.thread_id{c} "
+            f"LEFT JOIN threadline_threads x ON x.thread_id = o.thread_id{c} "
+            f"WHERE {' AND '.join(where)} GROUP BY o.thread_id ORDER BY o.thread_id{c}",
+            params,
+        )
+
+    # (thread_id) → the newest official checkpoint_id of the thread (NULL: none)
+    OFFICIAL_LATEST = "SELECT MAX(checkpoint_id) FROM checkpoints WHERE thread_id = ?"
+    # (thread_id) → checkpoint_id, metadata of the newest official checkpoint of the thread's root namespace
+    OFFICIAL_ROOT_HEAD = "SELECT checkpoint_id, metadata FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = '' ORDER BY checkpoint_id DESC LIMIT 1"
+    # (thread_id, checkpoint_id) → metadata of the thread's official checkpoints newer than checkpoint_id
+    OFFICIAL_METADATA = "SELECT metadata FROM checkpoints WHERE thread_id = ? AND checkpoint_id > ?"
+    # (thread_id, checkpoint_id) → type, checkpoint of that official checkpoint (any namespace)
+    OFFICIAL_CHECKPOINT_DOC = "SELECT type, checkpoint FROM checkpoints WHERE thread_id = ? AND checkpoint_id = ? LIMIT 1"
 
     def official_blobs(self, count: int) -> str:
         """(``count`` (checkpoint_ns, channel, version) keys, flattened, then thread_id) → checkpoint_ns,

@@ -14,6 +14,8 @@ metadata JSON; writes and blobs: the stored value). Times are epoch seconds.
 
 from __future__ import annotations
 
+import fnmatch
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -42,6 +44,14 @@ class ThreadSearch:
 
     pattern: str = ""
     metadata: Mapping[str, Any] | None = None
+
+
+def glob_matcher(pattern: str) -> re.Pattern[str]:
+    """The thread_ids ``ThreadSearch.pattern`` matches: ``*`` and ``?`` are the only wildcards,
+    a pattern without one matches as a prefix, case-sensitive (for matching in Python)."""
+    if "*" not in pattern and "?" not in pattern:
+        pattern += "*"
+    return re.compile(fnmatch.translate(pattern.replace("[", "[[]")))
 
 
 def search_order(order: str) -> str:

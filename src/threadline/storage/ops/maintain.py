@@ -27,7 +27,8 @@ from threadline.keys import thread_id_of
 
 def thread_ids_of(values: Any, what: str = "thread_ids") -> list[str]:
     if isinstance(values, (str, bytes)):
-        raise TypeError(f"{what} must be a sequence of ids, not a single string")
+        # the official savers' wording (``prune``)
+        raise TypeError(f"{what} must be a sequence of thread IDs, not a {type(values).__name__}")
     return [thread_id_of(v) for v in values]
 
 
@@ -242,27 +243,58 @@ def reseal_blob(bc: codec.BlobCodec, src: str, dst: str, b: Sequence[Any]) -> tu
 
 
 PRUNE_STRATEGIES = ("keep_latest", "delete")
-# Metadata keys of a checkpoint written by a graph with a LangGraph DeltaChannel.
-DELTA_KEYS = frozenset({"counters_since_delta_snapshot", "delta_writes_versioned"})
+# Metadata keys of a checkpoint written by a graph with a LangGraph DeltaChannel: its update
+# counters (the channels by name), and LangGraph.js's mark of such a graph's threads (no names).
+COUNTERS = "counters_since_delta_snapshot"
+VERSIONED = "delta_writes_versioned"
+DELTA_KEYS = frozenset({COUNTERS, VERSIONED})
+# The official PostgresSaver's refusal, word for word: every refused thread_id, sorted, joined by ", ".
+DELTA_REFUSAL = "keep_latest can't prune threads that use a DeltaChannel: {}"
 
 
-def prune(d: Dialect, thread_ids: Any, strategy: str, bc: codec.BlobCodec | None = None, keep_last: int = 1) -> Op[None]:
+def delta_snapshots(d: Dialect, thread_id: str, bc: codec.BlobCodec | None = None) -> Op[set[tuple[str, str, str]]]:
+    """The (checkpoint_ns, channel, version) of a thread's blobs that hold a LangGraph
+    ``_DeltaSnapshot`` (a DeltaChannel's stored snapshot, ``codec.holds_delta_snapshot``): the
+    evidence of a DeltaChannel a thread carries without metadata markers (written by ``put``
+    directly, or imported). Every row read is checked against its seal with ``bc``'s keys."""
+    bc = bc or codec.PLAIN
+    found: set[tuple[str, str, str]] = set()
+    for r in (yield Q(d.THREAD_BLOBS_LIKE, (thread_id, "msgpack%"))):
+        row = R.blob_row_ref(r[0], r[1], r[2], r[3], r[6])
+        if codec.holds_delta_snapshot(*bc.open(row, r[4], r[5]), row):
+            found.add((r[1], r[2], r[3]))
+    return found
+
+
+def prune(
+    d: Dialect, thread_ids: Any, strategy: str, bc: codec.BlobCodec | None = None, keep_last: int = 1, *, snapshots: bool = True
+) -> Op[None]:
     """Prune threads. ``delete`` removes them; ``keep_latest`` keeps each checkpoint_ns's latest
     checkpoint (its ``keep_last`` newest: the official RedisSaver's ``prune(keep_last=)``).
 
     As the official PostgresSaver's ``prune``, ``keep_latest`` also keeps the parent of a
     LangGraph < v4 head that has pending sends (its TASKS writes), and deletes a subgraph
     call's namespace (``parent:task`` with a ``:``) with the root checkpoint the call
-    started from, once that one is saved and not kept. A thread using a ``DeltaChannel``
-    (metadata ``DELTA_KEYS``) is refused on Postgres with NotImplementedError, nothing
-    pruned, as the official PostgresSaver refuses it; elsewhere it is pruned: for a channel
-    the latest checkpoint rebuilds from history (its metadata
-    ``counters_since_delta_snapshot``), every ancestor back to the nearest one that stores
-    the channel's snapshot is kept, with its writes, so the kept state reconstructs exactly.
+    started from, once that one is saved and not kept.
+
+    A thread using a ``DeltaChannel`` — metadata ``DELTA_KEYS`` on any checkpoint, or a blob
+    holding a ``_DeltaSnapshot`` (``delta_snapshots``) — is refused on Postgres with
+    NotImplementedError naming every such thread of the batch (``DELTA_REFUSAL``), nothing
+    pruned, exactly when and as the official PostgresSaver refuses it. Elsewhere (the official
+    SqliteSaver has no prune) it is pruned keeping what the latest checkpoint rebuilds from:
+    for each DeltaChannel (named by its metadata ``counters_since_delta_snapshot``, or storing
+    a ``_DeltaSnapshot``; every channel of a thread marked ``delta_writes_versioned``), every
+    ancestor back to the nearest one that stores the channel's value, with its writes, so
+    ``get_delta_channel_history`` reads the same before and after. ``snapshots=False`` leaves
+    out the stored-snapshot evidence there (a shallow saver's prune after each put, which must
+    not read every value of the thread; LangGraph's own DeltaChannel graphs write the metadata).
     A kept checkpoint whose parent is deleted becomes a root (parent_checkpoint_id NULL).
+
+    Raises TypeError for a single string, ValueError for an unknown strategy (the official
+    wording), ConfigError for a bad ``keep_last``.
     """
     if strategy not in PRUNE_STRATEGIES:
-        raise ValueError(f"unknown prune strategy {strategy!r}; expected one of {PRUNE_STRATEGIES}")
+        raise ValueError(f"Unknown prune strategy: {strategy!r} (expected one of {', '.join(PRUNE_STRATEGIES)})")
     if isinstance(keep_last, bool) or not isinstance(keep_last, int) or keep_last < 1:
         raise ConfigError(f"keep_last must be a positive integer, got {keep_last!r}")
     tids = thread_ids_of(thread_ids)
@@ -272,31 +304,56 @@ def prune(d: Dialect, thread_ids: Any, strategy: str, bc: codec.BlobCodec | None
         return
     doomed: list[tuple] = []
     orphaned: dict[str, list[tuple]] = {}
-    for tid in tids:
+    refused: list[str] = []
+    for tid in dict.fromkeys(tids):
         found = yield Q(d.THREAD_CHECKPOINTS, (tid,))
         if not found:
             continue
+        metas = {(r[0], r[1]): d.load_json(r[4], f"checkpoint ({tid!r}, {r[0]!r}, {r[1]!r})") for r in found}
+        marked = {ns for (ns, _), meta in metas.items() if DELTA_KEYS & meta.keys()}
+        if d.prune_refuses_delta_threads:
+            if marked or (yield from delta_snapshots(d, tid, bc)):
+                refused.append(tid)  # every thread is checked: the message names them all
+            if refused:
+                continue
         nonempty = {tuple(r) for r in (yield Q(d.THREAD_BLOBS_NOT_OF_TYPE, (tid, codec.EMPTY)))}
         with_sends = {tuple(r) for r in (yield Q(d.CHECKPOINTS_WRITING, (tid, TASKS)))}
-        if d.prune_refuses_delta_threads and any(
-            DELTA_KEYS & d.load_json(r[4], f"checkpoint ({tid!r}, {r[0]!r}, {r[1]!r})").keys() for r in found
-        ):
-            # the whole batch is one transaction: nothing is pruned, as the official saver
-            raise NotImplementedError(f"keep_latest can't prune threads that use a DeltaChannel: {tid}")
-        kept = _keep_latest(d, tid, found, nonempty, with_sends, keep_last)
+        versioned = {ns for (ns, _), meta in metas.items() if VERSIONED in meta}
+        kept = _keep_latest(d, tid, found, nonempty, with_sends, keep_last, None, versioned)
+        if snapshots and not d.prune_refuses_delta_threads and len(kept) < len(found):
+            # something goes: keep what a channel storing a _DeltaSnapshot rebuilds from, too
+            channels: dict[str, set[str]] = {}
+            for ns, ch, _ in (yield from delta_snapshots(d, tid, bc)):
+                channels.setdefault(ns, set()).add(ch)
+            if channels:
+                kept = _keep_latest(d, tid, found, nonempty, with_sends, keep_last, channels, versioned)
         doomed += [(tid, r[0], r[1]) for r in found if (r[0], r[1]) not in kept]
         orphaned[tid] = [
             (r[0], r[1], None, *_parsed(d, tid, r)[2:]) for r in found if (r[0], r[1]) in kept and r[2] and (r[0], r[2]) not in kept
         ]
+    if refused:
+        # the whole batch is one transaction and nothing is written yet: nothing is pruned, as the official saver
+        raise NotImplementedError(DELTA_REFUSAL.format(", ".join(sorted(refused))))
     for tid, rows in orphaned.items():
         yield from set_parents(d, tid, rows, bc)
     yield from delete_checkpoints(d, doomed, bc)
 
 
-def _keep_latest(d: Dialect, tid: str, found: list, nonempty: set, with_sends: set, last: int = 1) -> set[tuple[str, str]]:
+def _keep_latest(
+    d: Dialect,
+    tid: str,
+    found: list,
+    nonempty: set,
+    with_sends: set,
+    last: int = 1,
+    channels: dict[str, set[str]] | None = None,
+    versioned: set[str] | frozenset[str] = frozenset(),
+) -> set[tuple[str, str]]:
     """The (checkpoint_ns, checkpoint_id) ``prune(keep_latest)`` keeps of one thread's
     checkpoint rows (``THREAD_CHECKPOINTS``), given its blobs holding a value and the
-    checkpoints with TASKS writes: each namespace's ``last`` newest, with what they need."""
+    checkpoints with TASKS writes: each namespace's ``last`` newest, with what they need.
+    ``channels``: per namespace, the DeltaChannels known from their stored snapshots;
+    ``versioned``: the namespaces marked ``delta_writes_versioned``, where every channel may be one."""
     by_id = {(r[0], r[1]): r for r in found}
     docs: dict[tuple[str, str], Any] = {}
 
@@ -320,7 +377,8 @@ def _keep_latest(d: Dialect, tid: str, found: list, nonempty: set, with_sends: s
             if head == newest[0]:
                 roots[ns] = (meta.get("parents") or {}).get("") if isinstance(meta.get("parents"), dict) else None
             # the ancestors the checkpoint rebuilds its DeltaChannel values from, with their writes
-            keep |= {(ns, cid) for cid in lineage.needs(ns, parent, meta)}
+            delta = set((channels or {}).get(ns, ())) | (set(doc.get("channel_versions") or {}) if ns in versioned else set())
+            keep |= {(ns, cid) for cid in lineage.needs(ns, parent, meta, delta)}
     # a subgraph call goes with the saved root checkpoint it started from
     calls = {ns for ns, root in roots.items() if ":" in ns and ("", root) in by_id and ("", root) not in keep}
     return {k for k in keep if k[0] not in calls}

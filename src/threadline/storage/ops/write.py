@@ -303,7 +303,7 @@ def put_writes(
         return
     if replace:  # the same special channel twice: the last write wins, as with one upsert after another
         rows = list({r[4]: r for r in rows}.values())
-    inserted = yield Q(d.insert_writes(replace), rows, many=True, single=True, stores=(("writes", sum(len(r[8] or b"") for r in rows)),))
+    inserted = yield Q(d.insert_writes(replace, live=True), rows, many=True, single=True, stores=(("writes", sum(len(r[8] or b"") for r in rows)),))
     if bc is None or not bc.deltas or replace or not inserted:
         return None
     return _list_writes(key, rows, encoded, {(r[0], r[1]) for r in inserted})

@@ -31,7 +31,7 @@ from threadline.storage.redis.reads import RedisReadsStatements
 from threadline.storage.redis.transfer import RedisTransferStatements
 from threadline.storage.redis.web import RedisWebStatements
 from threadline.storage.redis.base import (
-    Call, Cmd, Handler, all_threads, blob_row, by_thread, checkpoint_row, ck_row, group, latest_of, pairs, rows_of, statement,
+    Call, Cmd, Handler, all_threads, blob_row, by_thread, checkpoint_row, ck_row, frame, group, latest_of, pairs, rows_of, statement,
     thread_blobs_of, thread_checkpoint_rows, thread_hash, thread_writes_of, write_row,
 )
 from threadline.storage.schema import MIGRATIONS
@@ -245,16 +245,17 @@ def delete_blob(d: RedisDialect, params: Sequence[Any], many: bool) -> Generator
 # --- writes ----------------------------------------------------------------------------------
 
 
-def insert_writes(d: RedisDialect, params: Sequence[Any], many: bool, replace: bool) -> Generator:
-    """(WRITE_COLUMNS, created_at) rows → task_id, idx of those inserted (none with ``replace``)."""
+def insert_writes(d: RedisDialect, params: Sequence[Any], many: bool, replace: bool, live: bool) -> Generator:
+    """(WRITE_COLUMNS, created_at) rows → task_id, idx of those inserted (none with ``replace``);
+    ``live`` as the SQL statement's (a running graph's writes, all of one checkpoint)."""
     rows = rows_of(params, many)
     threads = by_thread(rows)
     calls = []
     for tid, part in threads.items():
-        args: list[Any] = ["1" if replace else "0", d.ttl_minutes]
+        args: list[Any] = ["1" if replace else "0", d.ttl_minutes, L.field(part[0][1], part[0][2]) if live else ""]
         for r in part:
             args += [L.field(r[1], r[2], r[3], r[4]), L.pack((r[5], r[6], r[7], r[8], r[9]))]
-        calls.append(Call("writes", d.keys(tid), args))
+        calls.append(Call("writes", d.keys(tid), [frame(args)]))
     found = yield calls
     if replace:
         return []
@@ -417,9 +418,12 @@ def put_checkpoint(d: RedisDialect, params: Sequence[Any], many: bool, blobs: in
         guarded = base is not None and guard_type is not None
         args += [L.field(bns, ch, v), L.pack_blob(type_, blob, base), L.field(bns, ch, base) if guarded else "",
                  guard_type or "", guard_size if guard_size is not None else 0, "1" if checked else "0"]
-    index_score = float(created)
-    found = yield [("ZADD", d.index, "GT", index_score, tid), Call("put", d.keys(tid), args)]
-    return [tuple(int(x) for x in found[1])]
+    args.append(tid)
+    if d.single_node:  # the thread index in the script: one command, not a pipeline of two
+        found = yield [Call("put", (*d.keys(tid), d.index), [frame(args)])]
+    else:
+        found = yield [("ZADD", d.index, "GT", float(created), tid), Call("put", d.keys(tid), [frame(args)])]
+    return [tuple(int(x) for x in found[-1])]
 
 
 # --- listing --------------------------------------------------------------------------------
@@ -503,6 +507,7 @@ class RedisDialect(RedisReadsStatements, RedisLifecycleStatements, RedisTransfer
     replaced_write_columns = ()
     reput_sets_parent = True  # the official RedisSaver writes a checkpoint put again whole
     prune_refuses_delta_threads = False
+    single_node = False  # set by the saver once its client is known not to be a cluster's
 
     def __init__(self, prefix: str = "threadline", ttl_minutes: float | None = None) -> None:
         if not isinstance(prefix, str) or not prefix or any(c in prefix for c in "{}\x00"):
@@ -522,8 +527,8 @@ class RedisDialect(RedisReadsStatements, RedisLifecycleStatements, RedisTransfer
     def get_statement(self, latest: bool) -> Cmd:  # type: ignore[override]
         return GET_LATEST if latest else GET_CHECKPOINT
 
-    def insert_writes(self, replace: bool) -> Cmd:
-        return Cmd(insert_writes, (replace,), "insert_writes")
+    def insert_writes(self, replace: bool, live: bool = False) -> Cmd:  # type: ignore[override]
+        return Cmd(insert_writes, (replace, live), "insert_writes")
 
     def writes_by_keys(self, count: int, channel: bool = False) -> Cmd:
         return Cmd(writes_by_keys, (channel,), "writes_by_keys")

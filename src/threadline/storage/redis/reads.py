@@ -69,7 +69,7 @@ def _index_rows(d: Any, tids: Sequence[str]) -> Generator:
     return [(t, *rows[0]) for t, rows in zip(tids, found) if rows]
 
 
-def _checkpoints(d: Any, tids: Sequence[str]) -> Generator:
+def checkpoints_of(d: Any, tids: Sequence[str]) -> Generator:
     """Per checkpoint of the threads: (thread_id, checkpoint_ns, checkpoint_id, parent, checkpoint,
     metadata, step, source, run_id, created_at, checksum)."""
     found = yield from lockstep([thread_checkpoint_rows(d, (t,), False) for t in tids])
@@ -98,7 +98,7 @@ def _writes(d: Any, s: WriteSelection) -> Generator:
     ]
 
 
-def _size(value: bytes | str | None) -> int:
+def value_size(value: bytes | str | None) -> int:
     """Stored bytes of a value or of JSON text, as the SQL backends count them (NULL: 0)."""
     return len(value.encode() if isinstance(value, str) else value or b"")
 
@@ -110,7 +110,7 @@ def all_thread_ids(d: Any, params: Sequence[Any], many: bool) -> Generator:
     return [(r[0],) for r in sorted((yield from _index_rows(d, (yield from all_threads(d)))))]
 
 
-def _kept(d: Any, f: ThreadFilter) -> Generator:
+def kept_threads(d: Any, f: ThreadFilter) -> Generator:
     """The index rows (``_index_rows``) of the threads ``f`` keeps."""
     rows = [
         r for r in (yield from _index_rows(d, (yield from _threads(d, f.thread_ids))))
@@ -124,7 +124,7 @@ def _kept(d: Any, f: ThreadFilter) -> Generator:
 
 
 def count_threads(d: Any, params: Sequence[Any], many: bool, f: ThreadFilter) -> Generator:
-    return [(len((yield from _kept(d, f))),)]
+    return [(len((yield from kept_threads(d, f))),)]
 
 
 _ORDER_KEYS = {
@@ -136,7 +136,7 @@ _ORDER_KEYS = {
 
 
 def threads_page(d: Any, params: Sequence[Any], many: bool, f: ThreadFilter, order_by: str, limit: int, offset: int) -> Generator:
-    page = sorted((yield from _kept(d, f)), key=_ORDER_KEYS[order_by])[offset : offset + limit]
+    page = sorted((yield from kept_threads(d, f)), key=_ORDER_KEYS[order_by])[offset : offset + limit]
     heads = yield from lockstep([latest_of(d, r[0], "") for r in page])
     out = []
     for r, head in zip(page, heads):
@@ -217,7 +217,7 @@ def audit_writes(d: Any, params: Sequence[Any], many: bool, s: WriteSelection, l
     rows = sorted((yield from _writes(d, s)), key=lambda w: (w[1], w[2], w[9], w[6], w[3], w[4]))
     if limit is not None:
         rows = rows[int(offset) : int(offset) + int(limit)]
-    return [(*w[:8], _size(w[8]), w[9]) for w in rows]
+    return [(*w[:8], value_size(w[8]), w[9]) for w in rows]
 
 
 def task_groups(d: Any, params: Sequence[Any], many: bool, s: WriteSelection, task_id: str) -> Generator:
@@ -225,7 +225,7 @@ def task_groups(d: Any, params: Sequence[Any], many: bool, s: WriteSelection, ta
     for w in (yield from _writes(d, s)):
         g = groups[(w[6], int(w[3] == task_id))]
         g[0] += 1
-        g[1] += _size(w[8])
+        g[1] += value_size(w[8])
         g[2].add(w[3])
     return [(path, is_task, n, size, len(tasks)) for (path, is_task), (n, size, tasks) in groups.items()]
 
@@ -236,7 +236,7 @@ def path_task_totals(d: Any, params: Sequence[Any], many: bool, s: WriteSelectio
         if w[6].startswith(prefix):
             t = totals[(w[0], w[1], w[2], w[3], w[6])]
             t[0] += 1
-            t[1] += _size(w[8])
+            t[1] += value_size(w[8])
     return [(*key, n, size) for key, (n, size) in totals.items()]
 
 
@@ -255,11 +255,11 @@ def blob_totals(d: Any, params: Sequence[Any], many: bool, tid: str | None, ns: 
 def table_totals(d: Any, params: Sequence[Any], many: bool, table: str, thread_ids: Sequence[str] | None) -> Generator:
     tids = yield from _threads(d, thread_ids)
     if table == "checkpoints":
-        sizes = [_size(c[4]) + _size(c[5]) for c in (yield from _checkpoints(d, tids))]
+        sizes = [value_size(c[4]) + value_size(c[5]) for c in (yield from checkpoints_of(d, tids))]
     elif table == "blobs":
         sizes = list((yield from _blob_sizes(d, tids)).values())
     else:  # writes
-        sizes = [_size(w[8]) for part in (yield from lockstep([thread_writes_of(d, t) for t in tids])) for w in part]
+        sizes = [value_size(w[8]) for part in (yield from lockstep([thread_writes_of(d, t) for t in tids])) for w in part]
     return [(len(sizes), sum(sizes))]
 
 
@@ -275,7 +275,7 @@ def namespace_count(d: Any, params: Sequence[Any], many: bool, thread_ids: Seque
 
 def source_counts(d: Any, params: Sequence[Any], many: bool, thread_ids: Sequence[str] | None) -> Generator:
     counts: dict[str | None, int] = defaultdict(int)
-    for c in (yield from _checkpoints(d, (yield from _threads(d, thread_ids)))):
+    for c in (yield from checkpoints_of(d, (yield from _threads(d, thread_ids)))):
         counts[c[7]] += 1
     return sorted(counts.items(), key=lambda p: (p[0] is not None, p[0] or ""))
 
@@ -284,7 +284,7 @@ def _states(d: Any, thread_ids: Sequence[str] | None) -> Generator:
     """Per checkpoint of the threads naming a channel: the stored bytes of each blob its
     ``channel_versions`` name (0 for one not stored)."""
     tids = yield from _threads(d, thread_ids)
-    checkpoints = yield from _checkpoints(d, tids)
+    checkpoints = yield from checkpoints_of(d, tids)
     sizes = yield from _blob_sizes(d, tids)
     out = []
     for c in checkpoints:
@@ -304,7 +304,7 @@ def _bucket_counts(values: Sequence[float], bounds: Sequence[float]) -> list[int
 
 
 def checkpoint_counts(d: Any, params: Sequence[Any], many: bool, thread_ids: Sequence[str] | None, bounds: Sequence[float]) -> Generator:
-    created = [c[9] for c in (yield from _checkpoints(d, (yield from _threads(d, thread_ids))))]
+    created = [c[9] for c in (yield from checkpoints_of(d, (yield from _threads(d, thread_ids))))]
     return [tuple(_bucket_counts([t for t in created if t >= bounds[0]], bounds))]
 
 

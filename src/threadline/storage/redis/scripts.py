@@ -20,6 +20,16 @@ local function bsize(v)
   local i = string.find(v, SEP, 1, true); local j = string.find(v, SEP, i + 1, true)
   return #v - j - 1
 end
+-- the arguments, sent as one string of length-prefixed parts (``base.frame``): one argument
+-- to encode instead of dozens (the client's per-argument cost is most of a put's)
+local function unframe(s)
+  local out, i, n = {}, 1, #s
+  while i <= n do
+    local v; v, i = struct.unpack('>I4c0', s, i)
+    out[#out + 1] = v
+  end
+  return out
+end
 local function expire(default)
   local own = redis.call('HGET', KEYS[6], 'ttl')
   local minutes = tonumber(own or default) or 0
@@ -30,64 +40,74 @@ local function expire(default)
 end
 """
 
-# ARGV: checkpoint field, packed row, parent field ('' none), whether a new row needs its parent
-# ('1'/'0'), checked rows expected, bytes added, now, default TTL minutes, blob count, then per
-# blob: field, packed value, base field ('' snapshot), base type, base size, checked ('1'/'0').
+# ARGV[1], framed (``base.frame``): checkpoint field, packed row, parent field ('' none), whether
+# a new row needs its parent ('1'/'0'), checked rows expected, bytes added, now, default TTL
+# minutes, blob count, then per blob: field, packed value, base field ('' snapshot), base type, base size, checked ('1'/'0');
+# then the thread_id. KEYS[7], on a single server only: the thread index, updated here (on a
+# cluster it lives in another slot, and the caller updates it in the same round trip).
 # → {checked rows stored as written, row written (1/0), existed before (1/0), parent stored (1/0)}
 PUT = _COMMON + r"""
-local existed = redis.call('HEXISTS', KEYS[1], ARGV[1])
+local A = unframe(ARGV[1])
+local existed = redis.call('HEXISTS', KEYS[1], A[1])
 local parent_ok = 1
-if ARGV[4] == '1' then parent_ok = redis.call('HEXISTS', KEYS[1], ARGV[3]) end
+if A[4] == '1' then parent_ok = redis.call('HEXISTS', KEYS[1], A[3]) end
 if existed == 0 and parent_ok == 0 then return {0, 0, 0, 0} end
 local stored = 0
-for b = 10, 9 + 6 * tonumber(ARGV[9]), 6 do
-  local f, v = ARGV[b], ARGV[b + 1]
+for b = 10, 9 + 6 * tonumber(A[9]), 6 do
+  local f, v = A[b], A[b + 1]
   local ok = true
-  if ARGV[b + 2] ~= '' then
-    local base = redis.call('HGET', KEYS[3], ARGV[b + 2])
-    ok = base and btype(base) == ARGV[b + 3] and bsize(base) == tonumber(ARGV[b + 4])
+  if A[b + 2] ~= '' then
+    local base = redis.call('HGET', KEYS[3], A[b + 2])
+    ok = base and btype(base) == A[b + 3] and bsize(base) == tonumber(A[b + 4])
   end
   if ok then redis.call('HSETNX', KEYS[3], f, v) end
-  if ARGV[b + 5] == '1' then
+  if A[b + 5] == '1' then
     local cur = redis.call('HGET', KEYS[3], f)
     if cur and btype(cur) == btype(v) and bsize(cur) == bsize(v) then stored = stored + 1 end
   end
 end
-if stored ~= tonumber(ARGV[5]) then return {stored, 0, existed, parent_ok} end
-redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
-redis.call('ZADD', KEYS[2], 0, ARGV[1])
-local now = tonumber(ARGV[7])
+if stored ~= tonumber(A[5]) then return {stored, 0, existed, parent_ok} end
+redis.call('HSET', KEYS[1], A[1], A[2])
+redis.call('ZADD', KEYS[2], 0, A[1])
+local now = tonumber(A[7])
 local updated = tonumber(redis.call('HGET', KEYS[6], 'updated') or '')
 if updated == nil then
-  redis.call('HSET', KEYS[6], 'created', ARGV[7], 'updated', ARGV[7], 'count', 0, 'bytes', 0)
+  redis.call('HSET', KEYS[6], 'created', A[7], 'updated', A[7], 'count', 0, 'bytes', 0)
 elseif now >= updated + 1 then
-  redis.call('HSET', KEYS[6], 'updated', ARGV[7])
+  redis.call('HSET', KEYS[6], 'updated', A[7])
 end
 if existed == 0 then redis.call('HINCRBY', KEYS[6], 'count', 1) end
-redis.call('HINCRBY', KEYS[6], 'bytes', tonumber(ARGV[6]))
-expire(ARGV[8])
+redis.call('HINCRBY', KEYS[6], 'bytes', tonumber(A[6]))
+expire(A[8])
+if KEYS[7] then redis.call('ZADD', KEYS[7], 'GT', A[7], A[10 + 6 * tonumber(A[9])]) end
 return {stored, 1, existed, parent_ok}
 """
 
-# ARGV: replace ('1': special channels, last write wins; '0': insert-or-ignore), default TTL
-# minutes, then per row: field, packed row. → the 1-based positions of the rows inserted
+# ARGV[1], framed: replace ('1': special channels, last write wins; '0': insert-or-ignore), default TTL
+# minutes, the checkpoint field of a running graph's writes ('' none: see ``insert_writes(live=)``
+# of the SQL statements), then per row: field, packed row. → the 1-based positions of the rows inserted
 WRITES = _COMMON + r"""
+local A = unframe(ARGV[1])
 local inserted = {}
+if A[3] ~= '' and redis.call('HEXISTS', KEYS[1], A[3]) == 0 then
+  local ns = string.match(A[3], '^[^%z]*')
+  if #redis.call('ZRANGE', KEYS[2], '(' .. A[3], '(' .. ns .. '\1', 'BYLEX', 'LIMIT', 0, 1) > 0 then return inserted end
+end
 local function index(f)
   local ck = string.match(f, '^[^%z]*%z[^%z]*')
   local cur = redis.call('HGET', KEYS[5], ck)
   local member = string.sub(f, #ck + 2)
   redis.call('HSET', KEYS[5], ck, cur and (cur .. '\1' .. member) or member)
 end
-for i = 3, #ARGV, 2 do
-  if ARGV[1] == '1' then
-    if redis.call('HSET', KEYS[4], ARGV[i], ARGV[i + 1]) == 1 then index(ARGV[i]) end
-  elseif redis.call('HSETNX', KEYS[4], ARGV[i], ARGV[i + 1]) == 1 then
-    index(ARGV[i])
-    inserted[#inserted + 1] = (i - 1) / 2
+for i = 4, #A, 2 do
+  if A[1] == '1' then
+    if redis.call('HSET', KEYS[4], A[i], A[i + 1]) == 1 then index(A[i]) end
+  elseif redis.call('HSETNX', KEYS[4], A[i], A[i + 1]) == 1 then
+    index(A[i])
+    inserted[#inserted + 1] = (i - 2) / 2
   end
 end
-if redis.call('EXISTS', KEYS[6]) == 1 then expire(ARGV[2]) end
+if redis.call('EXISTS', KEYS[6]) == 1 then expire(A[2]) end
 return inserted
 """
 

@@ -9,18 +9,16 @@ the rows the SQL statements would group, with the same byte counts (``reads``).
 
 from __future__ import annotations
 
-import fnmatch
-import re
 from collections import defaultdict
 from collections.abc import Generator, Sequence
 from typing import Any
 
 from threadline.storage.dialect.reads import ThreadFilter
-from threadline.storage.dialect.web import ThreadSearch, search_order, timed
+from threadline.storage.dialect.web import ThreadSearch, glob_matcher, search_order, timed
 from threadline.storage.ops.read import Selection
 from threadline.storage.redis import layout as L
 from threadline.storage.redis.base import Cmd, all_threads, latest_of, ck_row, statement, thread_checkpoint_rows, thread_writes_of
-from threadline.storage.redis.reads import _checkpoints, _kept, _size, lockstep, run
+from threadline.storage.redis.reads import checkpoints_of, kept_threads, lockstep, run, value_size
 
 # The sort key of each order of ``SEARCH_ORDERS`` on an index row (thread_id, created_at,
 # updated_at, checkpoint_count, bytes).
@@ -30,14 +28,6 @@ _SEARCH_KEYS = {
     "checkpoints": lambda r: (-r[3], r[0]),
     "thread_id": lambda r: r[0],
 }
-
-
-def glob_matcher(pattern: str) -> re.Pattern[str]:
-    """The thread_ids ``ThreadSearch.pattern`` matches: ``*`` and ``?`` are the only wildcards,
-    a pattern without one matches as a prefix, case-sensitive."""
-    if "*" not in pattern and "?" not in pattern:
-        pattern += "*"
-    return re.compile(fnmatch.translate(pattern.replace("[", "[[]")))
 
 
 def _threads(d: Any, thread_id: str | None) -> Generator:
@@ -61,7 +51,7 @@ def _searched(d: Any, s: ThreadSearch) -> Generator:
         tids = [t for t in tids if match(t)]
     if not tids:
         return []
-    return (yield from _kept(d, ThreadFilter(thread_ids=tuple(tids), metadata=s.metadata)))
+    return (yield from kept_threads(d, ThreadFilter(thread_ids=tuple(tids), metadata=s.metadata)))
 
 
 def count_thread_search(d: Any, params: Sequence[Any], many: bool, s: ThreadSearch) -> Generator:
@@ -134,15 +124,15 @@ def thread_writes_mark(d: Any, params: Sequence[Any], many: bool) -> Generator:
 
 
 def checkpoint_span(d: Any, params: Sequence[Any], many: bool, thread_id: str | None) -> Generator:
-    created = [c[9] for c in (yield from _checkpoints(d, (yield from _threads(d, thread_id))))]
+    created = [c[9] for c in (yield from checkpoints_of(d, (yield from _threads(d, thread_id))))]
     return [(min(created), max(created)) if created else (None, None)]
 
 
 def created_buckets(d: Any, params: Sequence[Any], many: bool, table: str, width: int, thread_id: str | None) -> Generator:
     if table == "checkpoints":
-        timed_sizes = [(c[9], _size(c[4]) + _size(c[5])) for c in (yield from _checkpoints(d, (yield from _threads(d, thread_id))))]
+        timed_sizes = [(c[9], value_size(c[4]) + value_size(c[5])) for c in (yield from checkpoints_of(d, (yield from _threads(d, thread_id))))]
     else:
-        timed_sizes = [(w[9], _size(w[8])) for w in (yield from _writes(d, thread_id))]
+        timed_sizes = [(w[9], value_size(w[8])) for w in (yield from _writes(d, thread_id))]
     buckets: dict[int, list[int]] = defaultdict(lambda: [0, 0])
     for created, size in timed_sizes:
         b = buckets[int(created // width)]
@@ -153,7 +143,7 @@ def created_buckets(d: Any, params: Sequence[Any], many: bool, table: str, width
 
 def task_durations(d: Any, params: Sequence[Any], many: bool, thread_id: str | None, skip_task: str, limit: int) -> Generator:
     tids = yield from _threads(d, thread_id)
-    created = {(c[0], c[1], c[2]): c[9] for c in (yield from _checkpoints(d, tids))}
+    created = {(c[0], c[1], c[2]): c[9] for c in (yield from checkpoints_of(d, tids))}
     tasks: dict[tuple, list[Any]] = {}
     for w in (yield from _writes(d, thread_id)):
         start = created.get((w[0], w[1], w[2]))
