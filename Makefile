@@ -59,9 +59,10 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/seed002.py --write-results $(SEED002_ARGS)
 	$(BIN)/python benchmarks/redis_bench.py $(REDIS_BENCH_ARGS)
 
-# Longer runs of the multi-process tests (4 writers, 2 sweepers): more threads and turns.
+# Longer runs: the multi-process tests (4 writers, 2 sweepers) with more threads and turns, and
+# 100 drawn sequences (not 40) in the Postgres side-by-side property test.
 test-heavy: $(STAMP)
-	THREADLINE_HEAVY=1 $(BIN)/python -m pytest -q tests/test_sweeper.py
+	THREADLINE_HEAVY=1 $(BIN)/python -m pytest -q tests/test_sweeper.py tests/test_side_by_side.py
 
 # Bytes on disk after sweeps, vacuum and monthly partitions (docs/operations.md).
 bench-ops: $(STAMP)

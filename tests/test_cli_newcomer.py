@@ -41,9 +41,11 @@ def copy(db: Path, tmp_path: Path, name: str = "copy.db") -> str:
 
 
 def js(*args: str) -> object:
-    proc = cli(*args, "--json")
-    assert proc.returncode == 0, proc.stderr
-    return json.loads(proc.stdout)
+    """A read command's JSON, run in this process (the subprocess path is what ``cli`` tests:
+    a CLI start costs a second or more, and these tests read dozens of names)."""
+    result = CliRunner().invoke(app, [*args, "--json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
 
 
 def nodes_of(db: str, tid: str) -> dict[str, dict]:

@@ -216,7 +216,9 @@ def test_demo_rejects_postgres_url_and_missing_directory(tmp_path: Path) -> None
 def _make_plan(tmp_path: Path, target: str) -> str:
     """What ``make TARGET`` would run in a checkout holding only the Makefile and pyproject
     (``make -n``: printed, not run)."""
-    proc = subprocess.run(["make", "-n", target], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    # as run from a shell: not as a sub-make of `make test` (which would print its directories)
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS")}
+    proc = subprocess.run(["make", "-n", target], cwd=tmp_path, capture_output=True, text=True, timeout=60, env=env)
     assert proc.returncode == 0, proc.stderr
     return proc.stdout
 

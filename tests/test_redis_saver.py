@@ -53,41 +53,42 @@ def cfg(thread_id: str) -> dict:
     return {"configurable": {"thread_id": thread_id}}
 
 
-def test_a_thread_lives_in_one_slot_and_nothing_scans(redis_target: RedisTarget) -> None:
-    """Every key of a thread carries its hash tag; the saver never sends KEYS, SCAN or MODULE."""
+def test_a_thread_lives_in_one_slot_and_nothing_scans(tmp_path: Path) -> None:
+    """Every key of a thread carries its hash tag; the saver never sends KEYS, SCAN or MODULE
+    (watched with MONITOR on a server of this test's own: no other client's commands)."""
     seen: list[str] = []
-    client = redis_target.client()
     stop = threading.Event()
+    with private_redis(tmp_path) as port:
+        client = redis.Redis(port=port)
 
-    def watch() -> None:
-        with client.monitor() as m:
-            for event in m.listen():
-                seen.append(event["command"].split(" ")[0].upper())
-                if stop.is_set() and event["command"].startswith("ECHO"):
-                    return
+        def watch() -> None:
+            with client.monitor() as m:
+                for event in m.listen():
+                    seen.append(event["command"].split(" ")[0].upper())
+                    if stop.is_set() and event["command"].startswith("ECHO"):
+                        return
 
-    watcher = threading.Thread(target=watch, daemon=True)
-    watcher.start()
-    deadline, probe = time.monotonic() + 10, redis_target.client()
-    while "ECHO" not in seen and time.monotonic() < deadline:  # MONITOR is listening
-        probe.echo("ready")
-        time.sleep(0.05)
-    with open_saver(url_of(redis_target)) as saver:
-        g = chat().compile(checkpointer=saver)
-        for i in range(3):
-            g.invoke({"messages": [("user", f"hi {i}")]}, cfg("t-one"))
-        g.get_state(cfg("t-one"))
-        list(saver.list(None))
-        saver.copy_thread("t-one", "t-two")
-        saver.prune(["t-one"])
-        saver.delete_thread("t-two")
-    stop.set()
-    client.echo("done")
-    watcher.join(5)
-    assert "EVALSHA" in seen and "HGETALL" in seen
-    assert not {"KEYS", "SCAN", "MODULE"} & set(seen), sorted(set(seen))
-    keys = [k.decode() for k in redis_target.keys()]
-    thread_keys = [k for k in keys if "{t-one}" in k]
+        watcher = threading.Thread(target=watch, daemon=True)
+        watcher.start()
+        deadline, probe = time.monotonic() + 10, redis.Redis(port=port)
+        while "ECHO" not in seen and time.monotonic() < deadline:  # MONITOR is listening
+            probe.echo("ready")
+            time.sleep(0.05)
+        with open_saver(f"redis://127.0.0.1:{port}/0?prefix=p") as saver:
+            g = chat().compile(checkpointer=saver)
+            for i in range(3):
+                g.invoke({"messages": [("user", f"hi {i}")]}, cfg("t-one"))
+            g.get_state(cfg("t-one"))
+            list(saver.list(None))
+            saver.copy_thread("t-one", "t-two")
+            saver.prune(["t-one"])
+            saver.delete_thread("t-two")
+        stop.set()
+        probe.echo("done")
+        watcher.join(5)
+        assert "EVALSHA" in seen and "HGETALL" in seen
+        assert not {"KEYS", "SCAN", "MODULE"} & set(seen), sorted(set(seen))
+        thread_keys = [k.decode() for k in client.keys("*") if b"{t-one}" in k]  # the test's own look, after
     assert sorted(k.rsplit(":", 1)[1] for k in thread_keys) == sorted(THREAD_KEYS[:3] + THREAD_KEYS[5:])
     slots = {redis.cluster.key_slot(k.encode()) for k in thread_keys}
     assert len(slots) == 1

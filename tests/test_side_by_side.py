@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import os
 import re
 
 import pytest
@@ -91,7 +92,7 @@ def postgres_available() -> None:
     require_postgres()
 
 
-@SETTINGS
+@settings(SETTINGS, max_examples=100 if os.environ.get("THREADLINE_HEAVY") else 40)  # two fresh databases an example; `make test-heavy`: 100
 @with_examples
 @given(ops=ops_strategy(_official_postgres()))
 def test_postgres_side_by_side(postgres_available: None, ops: list) -> None:
