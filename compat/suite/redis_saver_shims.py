@@ -8,10 +8,11 @@ fixtures of ``tests/conftest.py`` call by name. In the threadline run the plugin
 those names to the factories here, so the same tests run on ``threadline.RedisSaver`` /
 ``threadline.AsyncRedisSaver`` instead:
 
-* every saver lives on ``THREADLINE_TEST_REDIS`` (default ``redis://127.0.0.1:6379/0``)
-  under a key prefix of its own, ``tlsuite:saver:<pid>:<n>``, opened with the official
-  keyword ``checkpoint_prefix=``; its keys are deleted when the test's fixture closes it
-  (and, as a sweep, at the end of the run: ``drop_all``), so no test sees another's data;
+* every saver lives on ``THREADLINE_TEST_REDIS`` (default ``redis://127.0.0.1:6379/0``;
+  opened as threadline opens URLs, so a ``redis+cluster://`` one works here too) under a
+  key prefix of its own, ``tlsuite:saver:<pid>:<n>``, opened with the official keyword
+  ``checkpoint_prefix=``; its keys are deleted when the test's fixture closes it (and, as
+  a sweep, at the end of the run: ``drop_all``), so no test sees another's data;
 * ``checkpointer_redis_aes`` sets an AES ``EncryptedSerializer`` on the open saver, as the
   SQLite ``_aes`` variant does (``saver.serde = …`` after construction);
 * ``LANGGRAPH_STRICT_MSGPACK`` is honoured through the suite's own helper
@@ -27,10 +28,10 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
-import redis
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 
 from threadline import AsyncRedisSaver, RedisSaver
+from threadline.backends import redisconn
 
 REDIS_URL = os.environ.get("THREADLINE_TEST_REDIS") or "redis://127.0.0.1:6379/0"
 PREFIX_ROOT = f"tlsuite:saver:{os.getpid()}"
@@ -43,12 +44,12 @@ def new_prefix() -> str:
 
 
 def _drop_matching(pattern: str) -> None:
-    """Delete the keys matching ``pattern``; test code only, so SCAN."""
-    client = redis.Redis.from_url(REDIS_URL)
+    """Delete the keys matching ``pattern``; test code only, so SCAN (on every primary of a
+    cluster), and one key a DEL (a cluster refuses a DEL across slots)."""
+    client = redisconn.connect(REDIS_URL)
     try:
-        batch = list(client.scan_iter(match=pattern, count=1000))
-        for i in range(0, len(batch), 500):
-            client.delete(*batch[i : i + 500])
+        for key in list(client.scan_iter(match=pattern, count=1000)):
+            client.delete(key)
     finally:
         client.close()
 
