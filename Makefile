@@ -70,7 +70,9 @@ bench-ops: $(STAMP)
 	$(BIN)/python benchmarks/partitions.py
 
 # LangGraph's own test suites with threadline's savers substituted (slow; not part of
-# `make test`). Needs Postgres at THREADLINE_TEST_POSTGRES. See docs/compatibility.md.
+# `make test`): the SQLite and Postgres savers, the stores and caches, and the Redis savers
+# (langgraph-redis: LangGraph's graph tests on RedisSaver / AsyncRedisSaver). Needs Postgres
+# at THREADLINE_TEST_POSTGRES and plain Redis at THREADLINE_TEST_REDIS. See docs/compatibility.md.
 langgraph-suite: $(STAMP)
 	$(BIN)/python compat/langgraph_suite.py $(SUITE_ARGS)
 

@@ -11,6 +11,10 @@ INSTALLED versions of
 * and, as the ``*-store`` suites, the store tests of the same sdists
   (``test_store.py``, ``test_async_store.py``, ``test_ttl.py``) and the langgraph tests
   that take a Postgres store or the SQLite cache, with threadline's stores and cache,
+* and, as the ``langgraph-redis`` suite, the langgraph tests of the SQLite checkpointer
+  variants with threadline's ``RedisSaver`` / ``AsyncRedisSaver`` on plain Redis in the
+  threadline run (the official run: the official SQLite savers, since the official Redis
+  saver needs RediSearch),
 
 twice each: once with the official savers (the baseline) and once with
 ``langgraph.checkpoint.sqlite.SqliteSaver`` & co. replaced by
@@ -48,8 +52,9 @@ Usage::
 Postgres: ``THREADLINE_TEST_POSTGRES`` (default
 ``postgresql://postgres@127.0.0.1:5432/test``); the role must be allowed to
 CREATE DATABASE (the suites make one per test). ``--no-postgres`` skips it.
-Redis (the ``redis-store`` and ``redis-sqlite-store`` suites): ``THREADLINE_TEST_REDIS``
-(default ``redis://127.0.0.1:6379/0``).
+Redis (the ``redis-store``, ``redis-sqlite-store`` and ``langgraph-redis`` suites):
+``THREADLINE_TEST_REDIS`` (default ``redis://127.0.0.1:6379/0``); every store and saver
+there has a key prefix of its own (``tlsuite:…``), deleted when it closes.
 
 A threadline-only failure that is not explained there is rerun once, alone
 (``--no-rerun`` to skip): one that passes then is reported as timing-sensitive.
@@ -76,7 +81,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from suite_report import DOCS, IMPLS, OUTCOMES, compare, load_expectations, print_console, report_markdown, write_docs
-from suites import LANGGRAPH_VARIANTS, QUICK_VARIANTS, SUITES, Suite, log
+from suites import ALL_VARIANTS, QUICK_VARIANTS, SUITE_VARIANTS, SUITES, Suite, log
 
 ROOT = Path(__file__).resolve().parent.parent
 COMPAT = ROOT / "compat" / "suite"
@@ -300,7 +305,7 @@ def selection(suite: Suite, args: argparse.Namespace) -> dict:
         "version": installed_version(suite.dist),
         "k": args.k,
         "no_postgres": bool(args.no_postgres),
-        "variants": sorted(args.variants or ()) if suite.name == "langgraph" else None,
+        "variants": sorted(args.variants or ()) if suite.name in SUITE_VARIANTS else None,
     }
 
 
@@ -331,10 +336,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rev", help="test threadline as committed at this git revision instead of the working tree")
     p.add_argument("--no-postgres", action="store_true", help="deselect every Postgres variant")
     p.add_argument("--variants", type=lambda s: [v for v in s.split(",") if v],
-                   help="langgraph suite: comma-separated saver variants to run (default all: "
-                   + ",".join(LANGGRAPH_VARIANTS) + ")")
+                   help="langgraph and langgraph-redis suites: comma-separated saver variants to run (default all: "
+                   + ",".join(ALL_VARIANTS) + ")")
     p.add_argument("--quick", action="store_true",
-                   help="langgraph suite: only " + ",".join(QUICK_VARIANTS) + " (no pipeline/pool/encrypted variants)")
+                   help="langgraph suites: only " + ",".join(QUICK_VARIANTS) + " (no pipeline/pool/encrypted variants)")
     p.add_argument("--jobs", type=int, default=2, help="pytest runs at once (default 2)")
     p.add_argument("--timeout", type=float, default=120, help="seconds one test phase may take (default 120)")
     p.add_argument("--run-timeout", type=float, default=5400, help="seconds one pytest run may take (default 5400)")
@@ -348,8 +353,8 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.quick:
         args.variants = list(QUICK_VARIANTS)
-    if args.variants and (unknown := set(args.variants) - set(LANGGRAPH_VARIANTS)):
-        p.error(f"unknown variants {sorted(unknown)}; known: {', '.join(LANGGRAPH_VARIANTS)}")
+    if args.variants and (unknown := set(args.variants) - set(ALL_VARIANTS)):
+        p.error(f"unknown variants {sorted(unknown)}; known: {', '.join(ALL_VARIANTS)}")
 
     suites = [SUITES[s] for s in (args.suite or list(SUITES))]
     impls = args.impl or list(IMPLS)
@@ -366,8 +371,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.no_postgres:
         suites = [s for s in suites if s.name not in ("postgres", "postgres-store")]
     redis_url = env.setdefault("THREADLINE_TEST_REDIS", "redis://127.0.0.1:6379/0")
-    if any(s.name.startswith("redis-") for s in suites) and not args.report_only and (problem := check_redis(redis_url)):
-        log(f"Redis at THREADLINE_TEST_REDIS is not usable ({problem}); start it or leave out the redis-* suites")
+    if any(s.redis for s in suites) and not args.report_only and (problem := check_redis(redis_url)):
+        log(f"Redis at THREADLINE_TEST_REDIS is not usable ({problem}); start it or leave out the Redis suites "
+            + "(" + ", ".join(s.name for s in SUITES.values() if s.redis) + ")")
         return 2
     for suite in suites:
         for module in suite.needs:
@@ -391,7 +397,7 @@ def main(argv: list[str] | None = None) -> int:
                 runs[(suite.name, impl)] = run
     started = time.time()
     # Longest runs first so that two jobs finish close together.
-    order = sorted(todo, key=lambda r: (r.suite.name != "langgraph", r.impl))
+    order = sorted(todo, key=lambda r: (r.suite.name not in SUITE_VARIANTS, r.impl))
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         list(pool.map(lambda r: run_pytest(r, env, args, description), order))
 

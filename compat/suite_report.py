@@ -19,7 +19,7 @@ DOCS_END = "<!-- langgraph-suite:results:end -->"
 IMPLS = ("official", "threadline")
 OUTCOMES = ("passed", "failed", "skipped", "error")
 
-from suites import LANGGRAPH_VARIANTS, SUITES, log
+from suites import SUITE_VARIANTS, SUITES, log
 
 if TYPE_CHECKING:
     from langgraph_suite import Run
@@ -101,8 +101,8 @@ class Comparison:
 
 
 def variant_order(suite: str, variants: set[str]) -> list[str]:
-    if suite == "langgraph":
-        known = [v for v in LANGGRAPH_VARIANTS if v in variants]
+    if suite in SUITE_VARIANTS:
+        known = [v for v in SUITE_VARIANTS[suite] if v in variants]
         return known + sorted(variants - set(known))
     return sorted(variants)
 
@@ -123,7 +123,7 @@ def compare(runs: dict[tuple[str, str], Run], expectations: list[Expectation]) -
         for variant in variant_order(name, variants):
             c_off = Counter(t["outcome"] for t in off.values() if t["variant"] == variant)
             c_tl = Counter(t["outcome"] for t in tl.values() if t["variant"] == variant)
-            label = LANGGRAPH_VARIANTS.get(variant, variant) if name == "langgraph" else variant
+            label = SUITE_VARIANTS.get(name, {}).get(variant, variant)
             cmp.rows.append((name, variant, label, c_off, c_tl))
         cmp.saverless_passes[name] = sum(1 for t in tl.values() if t["outcome"] == "passed" and not t.get("built"))
         for nodeid in sorted(set(off) | set(tl)):

@@ -9,10 +9,11 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Suite:
-    name: str  # langgraph | sqlite | postgres
+    name: str  # langgraph | sqlite | postgres | ... (SUITES below)
     dist: str  # PyPI distribution whose sdist ships tests/
     options: tuple[str, ...]  # extra pytest options
     needs: tuple[str, ...] = ()  # importable modules the suite needs (test dependencies)
+    redis: bool = False  # its threadline run needs the Redis server of THREADLINE_TEST_REDIS
 
 
 # libs/langgraph runs its tests with anyio's plugin only: pytest-asyncio stays out of it.
@@ -61,11 +62,23 @@ SUITES = {
         "langgraph",
         ANYIO_ONLY,
         needs=("pytest_mock", "syrupy", "redis", "Crypto"),
+        redis=True,
     ),
     "redis-sqlite-store": Suite(
         "redis-sqlite-store",
         "langgraph-checkpoint-sqlite",
         ASYNCIO_AUTO,
+        redis=True,
+    ),
+    # The Redis savers: the langgraph tests' SQLite checkpointer variants, with threadline's
+    # RedisSaver / AsyncRedisSaver in the threadline run, the official SQLite savers in the
+    # official run (the official Redis saver needs RediSearch, which plain Redis lacks).
+    "langgraph-redis": Suite(
+        "langgraph-redis",
+        "langgraph",
+        ANYIO_ONLY,
+        needs=("pytest_mock", "syrupy", "redis", "Crypto"),
+        redis=True,
     ),
 }
 
@@ -83,7 +96,19 @@ LANGGRAPH_VARIANTS = {
 }
 
 
-QUICK_VARIANTS = ("sqlite", "sqlite_aio", "postgres", "postgres_aio")
+# The langgraph-redis suite's variants: the SQLite variant each takes the place of in the
+# threadline run (the official run is that SQLite variant).
+REDIS_SAVER_VARIANTS = {
+    "redis": "Redis sync (official: SQLite sync)",
+    "redis_aes": "Redis sync, encrypted serde (official: SQLite)",
+    "redis_aio": "Redis async (official: SQLite async)",
+}
+
+# The variants each suite with saver variants knows (--variants picks among them), and their labels.
+SUITE_VARIANTS = {"langgraph": LANGGRAPH_VARIANTS, "langgraph-redis": REDIS_SAVER_VARIANTS}
+ALL_VARIANTS = {**LANGGRAPH_VARIANTS, **REDIS_SAVER_VARIANTS}
+
+QUICK_VARIANTS = ("sqlite", "sqlite_aio", "postgres", "postgres_aio", "redis", "redis_aio")
 
 
 _print_lock = threading.Lock()

@@ -17,6 +17,15 @@ downloaded files are never edited; everything happens here, at run time:
   store (``redis_store_shims``) and ``threadline.cache.RedisCache`` on
   ``THREADLINE_TEST_REDIS``, so a threadline-only failure is a test the official SQL store
   passes and the Redis store does not.
+* Redis saver run (``THREADLINE_SUITE=langgraph-redis``): the langgraph tests with the SQLite
+  checkpointer variants (``sqlite``, ``sqlite_aes``, ``sqlite_aio``). The official run is them
+  as they are, on the official SQLite savers (the official Redis saver needs RediSearch, which
+  plain Redis lacks); the threadline run rebinds the suite's factories of those variants
+  (``_checkpointer_sqlite*`` of ``tests.conftest``) to ``redis_saver_shims``'s, which open
+  threadline's ``RedisSaver`` / ``AsyncRedisSaver`` on ``THREADLINE_TEST_REDIS`` under a key
+  prefix of each test's own. So a threadline-only failure is a test the official SQLite
+  saver passes and threadline's Redis saver does not. Variants are reported as ``redis``,
+  ``redis_aes``, ``redis_aio`` in both runs.
 * Substitution (``THREADLINE_SUITE_IMPL=threadline``): when this module is
   imported (before pytest imports any conftest or test module) the attributes
   ``langgraph.checkpoint.sqlite.SqliteSaver``,
@@ -67,10 +76,12 @@ DSN = os.environ.get("THREADLINE_TEST_POSTGRES", "postgresql://postgres@127.0.0.
 
 assert IMPL in ("official", "threadline"), IMPL
 assert SUITE in (
-    "langgraph", "sqlite", "postgres", "langgraph-store", "sqlite-store", "postgres-store", "redis-store", "redis-sqlite-store"
+    "langgraph", "sqlite", "postgres", "langgraph-store", "sqlite-store", "postgres-store", "redis-store", "redis-sqlite-store",
+    "langgraph-redis",
 ), SUITE
 STORE_SUITE = SUITE.endswith("-store")  # the store/cache runs: substitute stores and caches, not savers
 REDIS_SUITE = SUITE.startswith("redis-")  # the SQL stores' tests, threadline's run on its Redis store
+REDIS_SAVER_SUITE = SUITE == "langgraph-redis"  # the SQLite saver variants, threadline's run on its Redis savers
 
 # (module, attribute, threadline attribute): the four savers threadline replaces.
 SAVERS = (
@@ -105,6 +116,14 @@ REDIS_STORES = {
     ),
 }
 
+# langgraph-redis: the SQLite variants of the langgraph suite and the names they are reported under.
+REDIS_SAVER_VARIANTS = {"sqlite": "redis", "sqlite_aes": "redis_aes", "sqlite_aio": "redis_aio"}
+# the savers a langgraph-redis run counts: the official SQLite savers, or threadline's Redis savers
+REDIS_SAVERS = {
+    "official": (("langgraph.checkpoint.sqlite", "SqliteSaver"), ("langgraph.checkpoint.sqlite.aio", "AsyncSqliteSaver")),
+    "threadline": (("threadline.backends.redis", "RedisSaver"), ("threadline.backends.redis", "AsyncRedisSaver")),
+}
+
 # Savers built during the current test (see _count_instances).
 _built = 0
 
@@ -130,6 +149,12 @@ def _substitute() -> dict[str, type]:
     import importlib
 
     classes: dict[str, type] = {}
+    if REDIS_SAVER_SUITE:  # nothing replaced here: the checkpointer factories are rebound in pytest_configure
+        for module_name, attr in REDIS_SAVERS[IMPL]:
+            cls = getattr(importlib.import_module(module_name), attr)
+            _count_instances(cls)
+            classes[f"{module_name}.{attr}"] = cls
+        return classes
     if REDIS_SUITE:
         for module_name, attr, replacement in REDIS_STORES[SUITE]:
             module = importlib.import_module(module_name)
@@ -185,7 +210,7 @@ def _admin_execute(sql: str) -> None:
 def _point_suite_at_local_postgres() -> None:
     """Rebind the suites' hard-coded Postgres URIs (module constants) to THREADLINE_TEST_POSTGRES's server."""
     global _scratch_db
-    if SUITE in ("langgraph", "langgraph-store", "redis-store"):
+    if SUITE in ("langgraph", "langgraph-store", "redis-store", "langgraph-redis"):
         for name in ("tests.conftest_checkpointer", "tests.conftest_store"):
             module = sys.modules.get(name)
             if module is not None:
@@ -226,6 +251,21 @@ def _use_redis_store_fixtures() -> None:
 REDIS_STORE_VARIANTS = {"postgres": "store=redis", "postgres_aio": "store=redis_aio"}
 
 
+def _use_redis_saver_factories() -> None:
+    """langgraph-redis, threadline run: the suite's SQLite checkpointer factories open threadline's
+    Redis savers instead (``tests.conftest`` imported them by name, so rebind them there too)."""
+    import redis_saver_shims
+
+    for name in ("tests.conftest", "tests.conftest_checkpointer"):
+        module = sys.modules.get(name)
+        if module is None:
+            continue
+        for factory, replacement in redis_saver_shims.FACTORIES.items():
+            if not hasattr(module, factory):
+                raise RuntimeError(f"{name} has no {factory}: the langgraph suite changed; update redis_saver_shims.FACTORIES")
+            setattr(module, factory, replacement)
+
+
 def _params(item: pytest.Item) -> dict[str, Any]:
     callspec = getattr(item, "callspec", None)
     return dict(callspec.params) if callspec is not None else {}
@@ -248,6 +288,11 @@ def variant_of(item: pytest.Item) -> str:
     if SUITE == "redis-store":
         store = params.get("sync_store", params.get("async_store"))
         return REDIS_STORE_VARIANTS.get(str(store), "cache=redis" if params.get("cache") == "redis" else "none")
+    if SUITE == "langgraph-redis":
+        for fixture in LANGGRAPH_FIXTURES:
+            if fixture in params:
+                return REDIS_SAVER_VARIANTS.get(str(params[fixture]), str(params[fixture]))
+        return "none"
     if SUITE == "langgraph":
         for fixture in LANGGRAPH_FIXTURES:
             if fixture in params:
@@ -277,6 +322,20 @@ def _deselect_reason(item: pytest.Item) -> str | None:
             return "checkpointer variant other than the in-memory one (savers are the langgraph run's)"
         if NO_POSTGRES and variant.startswith("store="):
             return "Postgres store variant: the official baseline needs Postgres (--no-postgres)"
+        return None
+    if SUITE == "langgraph-redis":
+        if not any(f in getattr(item, "fixturenames", ()) for f in LANGGRAPH_FIXTURES):
+            return "uses no checkpointer fixture (runs the same with any saver)"
+        variant = variant_of(item)
+        if variant not in REDIS_SAVER_VARIANTS.values():
+            return "checkpointer variant other than the SQLite ones (the langgraph run's; the Redis savers take their place)"
+        if params.get("cache") == "redis":
+            return "cache=redis (LangGraph's RedisCache: the redis-store run's)"
+        for store in ("sync_store", "async_store"):
+            if store in params and params[store] != "in_memory":
+                return "Postgres store variant (a store, not a checkpoint saver; in_memory store kept)"
+        if VARIANTS and variant not in VARIANTS:
+            return "saver variant not selected (--variants / --quick)"
         return None
     if SUITE == "redis-sqlite-store":
         return None if file in SQLITE_STORE_FILES else "checkpoint saver tests (the saver runs cover them)"
@@ -338,6 +397,8 @@ def pytest_configure(config: pytest.Config) -> None:
     _point_suite_at_local_postgres()
     if SUITE == "redis-store" and IMPL == "threadline":
         _use_redis_store_fixtures()
+    if REDIS_SAVER_SUITE and IMPL == "threadline":
+        _use_redis_saver_factories()
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -345,6 +406,10 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         import redis_store_shims
 
         redis_store_shims.drop_all()
+    if REDIS_SAVER_SUITE and IMPL == "threadline":
+        import redis_saver_shims
+
+        redis_saver_shims.drop_all()
     if _scratch_db is not None:
         try:
             _admin_execute(f"DROP DATABASE IF EXISTS {_scratch_db} WITH (FORCE)")
