@@ -20,26 +20,14 @@ import pytest
 from typer.testing import CliRunner
 
 from backends import make_backend
-from cli_support import cli, one_line_error, run_agent
+from cli_support import cli, one_line_error
 from lifecycle_graphs import cfg, populate
-from test_read_redis import THREADS, Pair, Tee, raw, timeless
+from test_read_redis import THREADS, Tee, pair, raw, timeless  # noqa: F401 (pair: the fixture)
 from threadline import lifecycle, read
 from threadline.cli import app
 from threadline.transfer.backup import backup, restore
 from threadline.transfer.bundle import REDACTED, bundle
 from threadline.storage.ops import sweep as sweep_ops
-
-
-@pytest.fixture(params=("redis", "redis-cluster"))
-def pair(request: pytest.FixtureRequest, tmp_path: Path):
-    """One history on SQLite (``a``) and on Redis (``b``)."""
-    sqlite = make_backend("sqlite", tmp_path, request)
-    redis = make_backend(request.param, tmp_path, request)
-    with sqlite.open() as a, redis.open() as b:
-        tee = Tee(a, b)
-        facts = populate(tee)
-        run_agent(tee)
-        yield Pair(a, b, sqlite, redis, facts)
 
 
 def _cli(*args: str, code: int = 0) -> Any:
