@@ -19,6 +19,7 @@ from threadline.errors import (
 )
 from threadline.codec import BlobCodec, Keyring
 from threadline.backends import aopen_saver, open_saver
+from threadline.lazy import lazy_names
 
 # Each backend's classes load on first use: a SQLite user never imports psycopg or redis-py
 # (a cold start pays only for the driver it uses).
@@ -31,14 +32,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str):
-    if name in _LAZY:
-        import importlib
-
-        value = getattr(importlib.import_module(_LAZY[name]), name)
-        globals()[name] = value  # later look-ups skip this function
-        return value
-    raise AttributeError(f"module 'threadline' has no attribute {name!r}")
+__getattr__ = lazy_names(globals(), _LAZY)
 
 
 def __dir__() -> list[str]:

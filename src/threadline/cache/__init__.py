@@ -30,6 +30,7 @@ from psycopg_pool import ConnectionPool
 
 from threadline import codec
 from threadline.backends import entry_of
+from threadline.lazy import lazy_names
 from threadline.backends.postgres import PostgresDriver, at_door as pg_at_door, connect as pg_connect
 from threadline.backends.sqlite import SqliteDriver, connect, door_error as sqlite_door_error
 from threadline.cache import ops
@@ -179,13 +180,8 @@ def open_cache(url: str, *, serde: SerializerProtocol | None = None) -> Iterator
         yield cache
 
 
-def __getattr__(name: str):
-    # redis-py is imported on first use of RedisCache: SQLite and Postgres users never load it
-    if name == "RedisCache":
-        from threadline.cache import redis
-
-        return redis.RedisCache
-    raise AttributeError(f"module 'threadline.cache' has no attribute {name!r}")
+# redis-py is imported on first use of RedisCache: SQLite and Postgres users never load it
+__getattr__ = lazy_names(globals(), {"RedisCache": "threadline.cache.redis"})
 
 
 __all__ = ["PostgresCache", "RedisCache", "SqliteCache", "open_cache"]

@@ -18,6 +18,7 @@ from contextlib import asynccontextmanager, contextmanager
 from langgraph.store.base import IndexConfig, TTLConfig
 
 from threadline.backends import entry_of
+from threadline.lazy import lazy_names
 from threadline.store.base import AsyncStore, SyncStore
 
 # Each backend's store loads on first use: a SQLite user never imports psycopg or redis-py.
@@ -28,14 +29,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str):
-    if name in _LAZY:
-        import importlib
-
-        value = getattr(importlib.import_module(_LAZY[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'threadline.store' has no attribute {name!r}")
+__getattr__ = lazy_names(globals(), _LAZY)
 
 
 @contextmanager
