@@ -6,11 +6,12 @@ Usage::
     .venv/bin/python benchmarks/redis_bench.py [--threads 20] [--turns 20] [--url redis://127.0.0.1:6379]
 
 Workload: a real LangGraph chat graph (``MessagesState``), ``--threads`` threads × ``--turns``
-turns, each turn a user message and an AI reply of ~300 bytes of text, run sequentially.
-Per saver:
+turns, each turn a user message and an AI reply of ~300 bytes of text, run sequentially, the
+two savers interleaved turn by turn (the order alternating), so a change of load on the machine
+weighs on both alike. Per saver:
 
-* put+put_writes ms per turn (the saver's own methods, timed around each call; median) and
-  the CPU of this process per turn;
+* put+put_writes ms per turn: the saver's own methods, timed around each call (wall: median
+  and mean; the CPU of the calling thread in those calls: mean);
 * get-latest ms: ``get_tuple`` of each thread's latest checkpoint by a NEW saver (nothing cached), median;
 * memory: ``MEMORY USAGE`` summed over every key the saver wrote, per thread, and ÷ the raw
   bytes (each thread's final messages as LangGraph's serializer writes them).
@@ -22,6 +23,7 @@ bench's keys only.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import statistics
 import time
 from collections.abc import Callable
@@ -46,17 +48,18 @@ def graph() -> StateGraph:
     return b
 
 
-def timed(saver: Any, names: tuple[str, ...], into: list[float]) -> None:
-    """Time every call of ``names`` on ``saver`` (seconds, summed per turn by the caller)."""
+def timed(saver: Any, names: tuple[str, ...], into: list[tuple[float, float]]) -> None:
+    """Time every call of ``names`` on ``saver``: (wall, CPU of the calling thread) in seconds, summed
+    per turn by the caller."""
     for name in names:
         original = getattr(saver, name)
 
         def wrapper(*a: Any, _f: Callable = original, **k: Any) -> Any:
-            t = time.perf_counter()
+            t, c = time.perf_counter(), time.thread_time()
             try:
                 return _f(*a, **k)
             finally:
-                into.append(time.perf_counter() - t)
+                into.append((time.perf_counter() - t, time.thread_time() - c))
 
         setattr(saver, name, wrapper)
 
@@ -65,39 +68,52 @@ def memory(client: redis.Redis) -> int:
     return sum(client.memory_usage(k, samples=0) or 0 for k in client.scan_iter(count=1000))
 
 
-def run(name: str, open_saver: Callable[[], Any], client: redis.Redis, threads: int, turns: int) -> dict[str, float]:
-    client.flushdb()
+def run(savers: dict[str, tuple[Callable[[], Any], redis.Redis]], threads: int, turns: int) -> dict[str, dict[str, float]]:
+    """The workload on every saver, interleaved turn by turn (the order alternating), so a change
+    of load on the machine weighs on each saver alike."""
     serde = JsonPlusSerializer()
-    put_ms: list[float] = []
-    cpu = time.process_time()
+    names = list(savers)
+    stack = contextlib.ExitStack()
+    graphs, calls = {}, {}
+    for name, (opener, client) in savers.items():
+        client.flushdb()
+        saver = stack.enter_context(opener())
+        calls[name] = []
+        timed(saver, ("put", "put_writes"), calls[name])
+        graphs[name] = graph().compile(checkpointer=saver)
+    walls: dict[str, list[float]] = {n: [] for n in names}
+    cpus: dict[str, list[float]] = {n: [] for n in names}
     raw = 0
-    with open_saver() as saver:
-        g = graph().compile(checkpointer=saver)
+    with stack:
         for t in range(threads):
             config = {"configurable": {"thread_id": f"bench-{t}"}}
             for turn in range(turns):
-                calls: list[float] = []
-                timed(saver, ("put", "put_writes"), calls)
-                g.invoke({"messages": [("user", f"question {turn}: {TEXT[:120]}")]}, config)
-                put_ms.append(sum(calls) * 1000)
-                for n in ("put", "put_writes"):
-                    delattr(saver, n)
-            raw += len(serde.dumps_typed(g.get_state(config).values["messages"])[1])
-    cpu = (time.process_time() - cpu) * 1000 / (threads * turns)
-    gets = []
-    with open_saver() as fresh:
+                for name in names if (t + turn) % 2 == 0 else names[::-1]:
+                    calls[name].clear()
+                    graphs[name].invoke({"messages": [("user", f"question {turn}: {TEXT[:120]}")]}, config)
+                    walls[name].append(sum(w for w, _ in calls[name]) * 1000)
+                    cpus[name].append(sum(c for _, c in calls[name]) * 1000)
+            raw += len(serde.dumps_typed(graphs[names[0]].get_state(config).values["messages"])[1])
+    gets: dict[str, list[float]] = {n: [] for n in names}
+    with contextlib.ExitStack() as fresh_stack:
+        fresh = {name: fresh_stack.enter_context(opener()) for name, (opener, _) in savers.items()}
         for t in range(threads):
-            start = time.perf_counter()
-            fresh.get_tuple({"configurable": {"thread_id": f"bench-{t}"}})
-            gets.append((time.perf_counter() - start) * 1000)
-    used = memory(client)
-    return {
-        "put+put_writes ms/turn": statistics.median(put_ms),
-        "CPU ms/turn": cpu,
-        "get-latest ms": statistics.median(gets),
-        "memory KB/thread": used / threads / 1024,
-        "memory ÷ raw": used / raw,
-    }
+            for name in names if t % 2 == 0 else names[::-1]:
+                start = time.perf_counter()
+                fresh[name].get_tuple({"configurable": {"thread_id": f"bench-{t}"}})
+                gets[name].append((time.perf_counter() - start) * 1000)
+    results = {}
+    for name, (_, client) in savers.items():
+        used = memory(client)
+        results[name] = {
+            "put+put_writes ms/turn (median)": statistics.median(walls[name]),
+            "put+put_writes ms/turn (mean)": statistics.fmean(walls[name]),
+            "put+put_writes CPU ms/turn (mean)": statistics.fmean(cpus[name]),
+            "get-latest ms": statistics.median(gets[name]),
+            "memory KB/thread": used / threads / 1024,
+            "memory ÷ raw": used / raw,
+        }
+    return results
 
 
 def main() -> None:
@@ -110,13 +126,16 @@ def main() -> None:
 
     from threadline import RedisSaver
 
-    results = {}
-    for name, db, opener in (
-        ("ValkeySaver (AWS)", 14, lambda: ValkeySaver.from_conn_string(f"{args.url}/14")),
-        ("threadline RedisSaver", 15, lambda: RedisSaver.from_conn_string(f"{args.url}/15")),
-    ):
-        client = redis.Redis.from_url(f"{args.url}/{db}")
-        results[name] = run(name, opener, client, args.threads, args.turns)
+    clients = {db: redis.Redis.from_url(f"{args.url}/{db}") for db in (14, 15)}
+    results = run(
+        {
+            "ValkeySaver (AWS)": (lambda: ValkeySaver.from_conn_string(f"{args.url}/14"), clients[14]),
+            "threadline RedisSaver": (lambda: RedisSaver.from_conn_string(f"{args.url}/15"), clients[15]),
+        },
+        args.threads,
+        args.turns,
+    )
+    for client in clients.values():
         client.flushdb()
     names = list(results)
     print(f"Redis savers, {args.threads} threads × {args.turns} turns (chat graph, ~300-byte messages), one server")
