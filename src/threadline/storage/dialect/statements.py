@@ -14,6 +14,7 @@ checkpoint_id), a blob (thread_id, checkpoint_ns, channel, version), a write
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import lru_cache
 from typing import Any
 
 from threadline.storage.rows import BLOB_COLUMNS, CHECKPOINT_COLUMNS, CHECKPOINT_ROW, WRITE_COLUMNS
@@ -34,16 +35,19 @@ def placeholders(n: int) -> str:
     return ",".join("?" * n)
 
 
+@lru_cache(maxsize=512)  # SQL text built per call on the hot path: built once
 def values_list(width: int, count: int) -> str:
     row = "(" + ",".join("?" * width) + ")"
     return "VALUES " + ",".join([row] * count)
 
 
+@lru_cache(maxsize=512)  # SQL text built per call on the hot path: built once
 def prefixed(columns: str, alias: str) -> str:
     """A column list (``rows.CHECKPOINT_ROW`` …) on a table alias: ``a, b`` → ``c.a, c.b``."""
     return ", ".join(f"{alias}.{c.strip()}" for c in columns.split(","))
 
 
+@lru_cache(maxsize=512)  # SQL text built per call on the hot path: built once
 def read_values(columns: str, value_read: str, alias: str | None = None) -> str:
     """A SELECT list of ``columns`` (on ``alias`` when given) whose value column ``blob`` is
     read through ``value_read`` (a dialect's ``"CAST({} AS BLOB)"``: the stored bytes, whatever
@@ -73,6 +77,7 @@ class Statements:
         primary key per outer row)."""
         return f"JOIN {table} t ON {on}"
 
+    @lru_cache(maxsize=512)
     def join_keys(self, table: str, columns: Sequence[str], count: int, select: str) -> str:
         """``SELECT select FROM (VALUES …) k`` and the rows of ``table`` (alias ``t``) whose
         ``columns`` match a key (``probe``); parameters: ``count`` keys of ``columns``, flattened.
@@ -280,6 +285,7 @@ class Statements:
         """(``count`` blob keys, flattened, then ``codec.EMPTY``) → channel, version of those holding a value"""
         return self.join_keys("threadline_blobs", BLOB_KEY, count, "t.channel, t.version") + " WHERE t.type <> ?"
 
+    @lru_cache(maxsize=512)
     def blob_chains(self, count: int) -> str:
         """The blob rows of ``count`` keys and of every version their deltas are built on.
         (``count`` blob keys, flattened) → BLOB_COLUMNS
@@ -349,6 +355,7 @@ class Statements:
         """(``count`` write keys (thread_id, checkpoint_ns, checkpoint_id, task_id, idx), flattened) → WRITE_COLUMNS"""
         return self.join_keys("threadline_writes", WRITE_KEY, count, read_values(WRITE_COLUMNS, self.value_read, "t"))
 
+    @lru_cache(maxsize=512)
     def writes_by_keys(self, count: int, channel: bool = False) -> str:
         """(``count`` checkpoint keys, flattened[, a channel]) → WRITE_COLUMNS in LangGraph's
         ``writes_sort_key`` order (task_path, task_id, idx); with ``channel`` only that channel's."""
