@@ -207,7 +207,8 @@ def bind_graph(graph: Any, saver: Any) -> Any:
 def load_graph(spec: str) -> Any:
     """Import ``module:attr`` (``attr`` may be dotted). A callable attr that is not a graph is called with no arguments.
 
-    Raises ConfigError naming the spec when the module or attribute cannot be found.
+    Raises ConfigError naming the spec when the module or attribute cannot be found, calling it
+    fails, or it is not a graph.
     """
     import importlib
 
@@ -223,7 +224,10 @@ def load_graph(spec: str) -> Any:
             raise ConfigError(f"module {module_name!r} has no attribute {attr!r} (graph {spec!r})")
         obj = getattr(obj, part)
     if not hasattr(obj, "get_state") and callable(obj):
-        obj = obj()
+        try:
+            obj = obj()
+        except Exception as exc:
+            raise ConfigError(f"{spec!r}: calling it with no arguments failed: {type(exc).__name__}: {exc}") from exc
     if hasattr(obj, "compile") and not hasattr(obj, "get_state"):
         obj = obj.compile()
     if not hasattr(obj, "get_state"):
