@@ -215,3 +215,66 @@ def test_cli_check_and_migrate(tmp_path: Path, request: pytest.FixtureRequest, m
                  ["migrate", "--graph", "evolve_app:graph_v3", "--migrations", "evolve_app:graph_v3"]):
         bad = runner.invoke(app, [*args, *db])
         assert bad.exit_code == 2, (args, bad.output)
+
+
+async def test_lazy_migration_async_saver(tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    backend = make_backend("sqlite-async", tmp_path, request)
+    with backend.open(is_async=False) as saver:
+        g1 = A.v1().compile(checkpointer=saver)
+        g1.invoke({"topic": "beta"}, cfg("v1-1"))
+        reference = v3_reference(saver, "beta", "ok")
+    async with backend.open() as saver:
+        evolve.with_migrations(saver, A.MIGRATIONS)
+        g3 = A.v3().compile(checkpointer=saver)
+        assert (await g3.aget_state(cfg("v1-1"))).next == ("approve",)
+        assert await g3.ainvoke(Command(resume="ok"), cfg("v1-1")) == reference
+        assert [t async for t in saver.alist(cfg("v1-1"))][-1].metadata[evolve.RECORD] == A.MIGRATIONS.names
+
+
+def test_put_on_a_checkpoint_this_saver_did_not_read(sql_backend: Any) -> None:
+    """A put whose parent this saver has not presented reads the parent first, so the values
+    migration renamed or transformed are stored with the new checkpoint."""
+    from langgraph.checkpoint.base.id import uuid6
+
+    store_old_threads(sql_backend)
+    with sql_backend.open() as reader:
+        shown = evolve.with_migrations(reader, A.MIGRATIONS).get_tuple(cfg("v1-2"))
+    with sql_backend.open() as saver:
+        evolve.with_migrations(saver, A.MIGRATIONS)
+        child = {**shown.checkpoint, "id": str(uuid6(clock_seq=9))}
+        written = saver.put(shown.config, child, {"source": "update", "step": 9, "parents": {}}, {})
+    with sql_backend.open() as plain:
+        stored = plain.get_tuple(written)
+        assert stored.checkpoint["channel_values"]["text"] == "draft on gamma"
+        assert stored.checkpoint["channel_values"]["notes"] == [{"author": "writer", "body": "wrote gamma"}]
+        assert stored.metadata[evolve.RECORD] == A.MIGRATIONS.names
+
+
+def test_record_survives_backup_and_restore(tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    from threadline.transfer import backup as B
+
+    source = make_backend("postgres", tmp_path, request)
+    threads = store_old_threads(source)
+    with source.open() as saver:
+        assert evolve.migrate(saver, A.graph_v3(), A.MIGRATIONS, apply=True).migrated == len(threads)
+        B.backup(saver, str(tmp_path / "backup.db"))
+    target = make_backend("sqlite", tmp_path / "restored", request)
+    (tmp_path / "restored").mkdir()
+    with target.open() as saver:
+        B.restore(saver, str(tmp_path / "backup.db"))
+        assert evolve.migrate(saver, A.graph_v3(), A.MIGRATIONS).to_migrate == 0  # every thread has had every step
+        assert evolve.check(saver, A.graph_v3()).ok
+        evolve.with_migrations(saver, A.MIGRATIONS)
+        assert_resumes_like_v3(saver, threads)
+
+
+def test_check_and_batch_on_redis(tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    backend = make_backend("redis", tmp_path, request)
+    threads = store_old_threads(backend)
+    with backend.open() as saver:
+        found = problems_of(evolve.check(saver, A.graph_v3()))
+        assert found[("interrupt_in_removed_node", "review")] == {"v1-1", "v1-2"}
+        assert found[("invalid_value", "notes")] == set(threads)
+        assert evolve.migrate(saver, A.graph_v3(), A.MIGRATIONS, apply=True).migrated == len(threads)
+        assert evolve.check(saver, A.graph_v3()).ok
+        assert_resumes_like_v3(saver, threads)

@@ -7,6 +7,7 @@ construct is reported, never raised."""
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -100,17 +101,18 @@ def pages(saver: Any, serde: Any, all_checkpoints: bool) -> Iterator[list[Callab
     head in the root namespace, a ``PAGE`` of threads a statement, or with ``all_checkpoints``
     every checkpoint of every thread and namespace (``list``'s keyset pages)."""
     d = saver.dialect
+    bc = dataclasses.replace(saver.blob_codec, cache=None)  # nothing decoded under another policy, nothing kept
     if all_checkpoints:
         where, after = ops.list_where(d, None, None, None), None
         while True:
-            page, after = saver.run(ops.list_page(d, serde, where, after, ops.PAGE_SIZE, saver.blob_codec, lazy=True))
+            page, after = saver.run(ops.list_page(d, serde, where, after, ops.PAGE_SIZE, bc, lazy=True))
             yield page
             if after is None:
                 return
     ids = saver.run(_thread_ids_op(d))
     size = max(1, min(PAGE, d.max_params - 2))
     for i in range(0, len(ids), size):
-        yield saver.run(_heads_op(d, serde, ids[i:i + size], saver.blob_codec))
+        yield saver.run(_heads_op(d, serde, ids[i:i + size], bc))
 
 
 def check(saver: Any, graph: Any, *, all_checkpoints: bool = False, migrations: Migrations | None = None,

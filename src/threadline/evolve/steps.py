@@ -10,6 +10,8 @@ tasks after the step as before it. A channel whose stored value no longer matche
 
 from __future__ import annotations
 
+import hashlib
+
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -77,6 +79,14 @@ class Draft:
             ck["updated_channels"] = [c for c in ck["updated_channels"] if c != name]
         self.writes = [w for w in self.writes if w[1] != name]
         return found
+
+
+def _version_after(old: Any, salt: str) -> str:
+    """The version a transformed value is presented under: the next counter (``rows.next_version``)
+    with a fraction derived from ``old`` and the step, so every read presents the same version."""
+    counter = R.next_version(old).split(".", 1)[0]
+    fraction = int.from_bytes(hashlib.blake2b(f"{old}|{salt}".encode(), digest_size=6).digest(), "big") / 2**48
+    return f"{counter}.{fraction:016}"
 
 
 @dataclass(frozen=True)
@@ -178,7 +188,7 @@ class Transform(Step):
             assert self.fn is not None
             ck["channel_values"][self.channel] = self.fn(ck["channel_values"][self.channel])
             old = ck["channel_versions"].get(self.channel)
-            new = R.next_version(old)
+            new = _version_after(old, self.name)
             ck["channel_versions"][self.channel] = new
             for seen in ck["versions_seen"].values():
                 if self.channel in seen and seen[self.channel] == old:

@@ -1,0 +1,53 @@
+"""Preflight speed (issue 32): ``threadline.evolve.check`` over N threads stored under the
+v1 graph of ``tests/evolve_app.py`` (each interrupted in a node v3 removed, with a renamed
+channel and notes of the old type, so every head has four problems), against the v3 graph.
+
+The threads are one real v1 run copied N-1 times (``copy_thread``). Prints the seconds of
+``check`` (heads, bulk reads of ``PAGE`` threads a statement) and of a dry-run ``migrate``.
+
+    .venv/bin/python benchmarks/preflight.py --threads 10000 [--db URL]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+
+import evolve_app as A  # noqa: E402
+
+from threadline import evolve  # noqa: E402
+from threadline.backends import open_saver  # noqa: E402
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--threads", type=int, default=10_000)
+    ap.add_argument("--db", default=None, help="a database URL (default: a fresh SQLite file)")
+    args = ap.parse_args()
+    url = args.db or os.path.join(tempfile.mkdtemp(), "preflight.db")
+    with open_saver(url) as saver:
+        A.v1().compile(checkpointer=saver).invoke({"topic": "seed"}, {"configurable": {"thread_id": "seed"}})
+        t0 = time.perf_counter()
+        for i in range(args.threads - 1):
+            saver.copy_thread("seed", f"t{i:06}")
+        print(f"stored {args.threads} threads in {time.perf_counter() - t0:.1f} s", flush=True)
+    with open_saver(url) as saver:
+        t0 = time.perf_counter()
+        report = evolve.check(saver, A.graph_v3())
+        took = time.perf_counter() - t0
+        print(f"check: {report.threads} threads, {len(report.problems)} problem kinds, {took:.2f} s "
+              f"({took / report.threads * 1e6:.0f} us a thread)")
+        t0 = time.perf_counter()
+        plan = evolve.migrate(saver, A.graph_v3(), A.MIGRATIONS)
+        took = time.perf_counter() - t0
+        print(f"migrate (dry run): {plan.to_migrate} threads to migrate, {took:.2f} s")
+
+
+if __name__ == "__main__":
+    main()
