@@ -46,70 +46,41 @@ class StateV3(TypedDict, total=False):
     result: str
 
 
-def v1() -> StateGraph:
-    def write(s: dict) -> dict:
-        return {"draft": f"draft on {s['topic']}", "notes": [{"role": "writer", "content": f"wrote {s['topic']}"}]}
+def _app(state: type, text: str, gate: str, note: tuple[str, str]) -> StateGraph:
+    """The app as one version writes it: its state schema, the channel holding the draft, the
+    node that asks for the verdict, the keys of a note."""
+    who, says = note
 
-    def review(s: dict) -> dict:
-        verdict = interrupt({"draft": s["draft"]})
-        return {"notes": [{"role": "reviewer", "content": verdict}]}
+    def write(s: dict) -> dict:
+        return {text: f"draft on {s['topic']}", "notes": [{who: "writer", says: f"wrote {s['topic']}"}]}
+
+    def ask(s: dict) -> dict:
+        return {"notes": [{who: "reviewer", says: interrupt({"draft": s[text]})}]}
 
     def publish(s: dict) -> dict:
-        return {"result": s["draft"] + " | " + "; ".join(f"{n['role']}:{n['content']}" for n in s["notes"])}
+        return {"result": s[text] + " | " + "; ".join(f"{n[who]}:{n[says]}" for n in s["notes"])}
 
-    g = StateGraph(StateV1)
+    g = StateGraph(state)
     g.add_node("write", write)
-    g.add_node("review", review)
+    g.add_node(gate, ask)
     g.add_node("publish", publish)
     g.add_edge(START, "write")
-    g.add_edge("write", "review")
-    g.add_edge("review", "publish")
+    g.add_edge("write", gate)
+    g.add_edge(gate, "publish")
     g.add_edge("publish", END)
     return g
+
+
+def v1() -> StateGraph:
+    return _app(StateV1, "draft", "review", ("role", "content"))
 
 
 def v2() -> StateGraph:
-    def write(s: dict) -> dict:
-        return {"text": f"draft on {s['topic']}", "notes": [{"role": "writer", "content": f"wrote {s['topic']}"}]}
-
-    def approve(s: dict) -> dict:
-        verdict = interrupt({"draft": s["text"]})
-        return {"notes": [{"role": "reviewer", "content": verdict}]}
-
-    def publish(s: dict) -> dict:
-        return {"result": s["text"] + " | " + "; ".join(f"{n['role']}:{n['content']}" for n in s["notes"])}
-
-    g = StateGraph(StateV2)
-    g.add_node("write", write)
-    g.add_node("approve", approve)
-    g.add_node("publish", publish)
-    g.add_edge(START, "write")
-    g.add_edge("write", "approve")
-    g.add_edge("approve", "publish")
-    g.add_edge("publish", END)
-    return g
+    return _app(StateV2, "text", "approve", ("role", "content"))
 
 
 def v3() -> StateGraph:
-    def write(s: dict) -> dict:
-        return {"text": f"draft on {s['topic']}", "notes": [{"author": "writer", "body": f"wrote {s['topic']}"}]}
-
-    def approve(s: dict) -> dict:
-        verdict = interrupt({"draft": s["text"]})
-        return {"notes": [{"author": "reviewer", "body": verdict}]}
-
-    def publish(s: dict) -> dict:
-        return {"result": s["text"] + " | " + "; ".join(f"{n['author']}:{n['body']}" for n in s["notes"])}
-
-    g = StateGraph(StateV3)
-    g.add_node("write", write)
-    g.add_node("approve", approve)
-    g.add_node("publish", publish)
-    g.add_edge(START, "write")
-    g.add_edge("write", "approve")
-    g.add_edge("approve", "publish")
-    g.add_edge("publish", END)
-    return g
+    return _app(StateV3, "text", "approve", ("author", "body"))
 
 
 def graph_v3() -> Any:

@@ -12,7 +12,6 @@ then reads it back to verify it."""
 from __future__ import annotations
 
 import datetime
-import importlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -25,7 +24,7 @@ from threadline.evolve.check import pages
 from threadline.evolve.registry import MARKER, Migrations
 from threadline.evolve.shape import Shape
 from threadline.keys import key_of
-from threadline.read.common import load_graph
+from threadline.read.common import import_spec, load_graph
 from threadline.storage import ops
 from threadline.storage.ops import Op, Q
 
@@ -68,19 +67,7 @@ def load_migrations(spec: Any) -> Migrations:
     Raises ConfigError naming the spec when it does not import or is not a registry."""
     if isinstance(spec, Migrations):
         return spec
-    if not isinstance(spec, str) or ":" not in spec:
-        raise ConfigError(f"migrations must be given as module:attr, got {spec!r}")
-    module_name, attr = spec.split(":", 1)
-    try:
-        obj: Any = importlib.import_module(module_name)
-    except Exception as exc:
-        raise ConfigError(f"cannot import module {module_name!r} for migrations {spec!r}: {exc}") from exc
-    for part in attr.split("."):
-        if not hasattr(obj, part):
-            raise ConfigError(f"module {module_name!r} has no attribute {attr!r} (migrations {spec!r})")
-        obj = getattr(obj, part)
-    if not isinstance(obj, Migrations) and callable(obj):
-        obj = obj()
+    obj = import_spec(spec, "migrations", lambda o: isinstance(o, Migrations))
     if not isinstance(obj, Migrations):
         raise ConfigError(f"{spec!r} is not a threadline.evolve.Migrations (got {type(obj).__name__})")
     return obj

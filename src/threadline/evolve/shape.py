@@ -89,23 +89,23 @@ class Shape:
             if ch.startswith(("branch:to:", "join:")) or ch.startswith("__"):
                 continue
             if ch not in self.channels:
-                out.append(("removed_channel", ch, "a stored value of a channel the graph does not have"))
+                out.append(("removed_channel", ch, "the graph has no such channel"))
             elif (why := self.invalid(ch, value)) is not None:
                 out.append(("invalid_value", ch, why))
         nxt = next_nodes(checkpoint)
         sends = {getattr(v, "node", None) for t, c, v in writes if c == TASKS} | {getattr(s, "node", None) for s in values.get(TASKS) or []}
         for node in nxt:
             if node not in self.nodes and node not in sends:
-                out.append(("removed_node_next", node, "next names a node the graph does not have"))
+                out.append(("removed_node_next", node, "next names a node the graph lacks"))
         for node in sorted(n for n in sends if n and n not in self.nodes):
-            out.append(("removed_node_task", node, "a pending Send task to a node the graph does not have"))
+            out.append(("removed_node_task", node, "a pending Send to a node the graph lacks"))
         for task_id, ch, value in writes:
             if ch == INTERRUPT:
                 node = _interrupt_node(task_id, value, nxt)
                 if node is not None and node not in self.nodes:
-                    out.append(("interrupt_in_removed_node", node, "an interrupt pending in a node the graph does not have"))
+                    out.append(("interrupt_in_removed_node", node, "an interrupt pending in a node the graph lacks"))
         for name in sorted(set(unloadable)):
-            out.append(("unloadable_type", name, "a stored value of a type the graph's serializer does not construct (it would load as its raw fields)"))
+            out.append(("unloadable_type", name, "the serializer would not construct it: loads as raw fields"))
         return out
 
 
