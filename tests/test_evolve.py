@@ -278,3 +278,35 @@ def test_check_and_batch_on_redis(tmp_path: Path, request: pytest.FixtureRequest
         assert evolve.migrate(saver, A.graph_v3(), A.MIGRATIONS, apply=True).migrated == len(threads)
         assert evolve.check(saver, A.graph_v3()).ok
         assert_resumes_like_v3(saver, threads)
+
+
+@pytest.mark.parametrize("schema_kind", ["pydantic", "dataclass"])
+def test_shape_validates_pydantic_and_dataclass_states(schema_kind: str) -> None:
+    import dataclasses
+
+    from langgraph.graph import START, StateGraph
+    from langgraph.types import Send
+    from pydantic import BaseModel
+
+    from threadline.evolve.shape import Shape
+
+    if schema_kind == "pydantic":
+        class State(BaseModel):
+            count: int = 0
+            tags: list[str] = []
+    else:
+        @dataclasses.dataclass
+        class State:  # type: ignore[no-redef]
+            count: int = 0
+            tags: list[str] = dataclasses.field(default_factory=list)
+
+    g = StateGraph(State)
+    g.add_node("work", lambda s: {"count": 1})
+    g.add_edge(START, "work")
+    shape = Shape.of(g.compile())
+    assert shape.invalid("count", 3) is None and shape.invalid("tags", ["a"]) is None
+    assert "valid integer" in shape.invalid("count", "three")
+    assert shape.invalid("tags", [{"x": 1}]).startswith("0:")
+    checkpoint = {"channel_values": {"count": "three", "old": 1}, "channel_versions": {}, "versions_seen": {}}
+    found = shape.problems(checkpoint, [("task-1", "__pregel_tasks", Send("gone", {}))])
+    assert sorted((k, s) for k, s, _ in found) == [("invalid_value", "count"), ("removed_channel", "old"), ("removed_node_task", "gone")]

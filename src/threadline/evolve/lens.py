@@ -8,6 +8,7 @@ pays one attribute check per call (``EngineSaver``).
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from typing import Any
 
@@ -28,12 +29,14 @@ class Lens:
         self.registry = registry
         self.saver = saver
         self.memo: OrderedDict[tuple[str, str, str], dict[str, Any]] = OrderedDict()
+        self._lock = threading.Lock()  # a saver serves many threads
 
     def _remember(self, key: tuple[str, str, str], unstored: dict[str, Any]) -> None:
-        self.memo[key] = unstored
-        self.memo.move_to_end(key)
-        while len(self.memo) > MEMO_SIZE:
-            self.memo.popitem(last=False)
+        with self._lock:
+            self.memo[key] = unstored
+            self.memo.move_to_end(key)
+            while len(self.memo) > MEMO_SIZE:
+                self.memo.popitem(last=False)
 
     def read(self, found: CheckpointTuple | None) -> CheckpointTuple | None:
         """``found`` presented migrated (MigrationError naming thread, checkpoint and step)."""
