@@ -310,3 +310,16 @@ def test_shape_validates_pydantic_and_dataclass_states(schema_kind: str) -> None
     checkpoint = {"channel_values": {"count": "three", "old": 1}, "channel_versions": {}, "versions_seen": {}}
     found = shape.problems(checkpoint, [("task-1", "__pregel_tasks", Send("gone", {}))])
     assert sorted((k, s) for k, s, _ in found) == [("invalid_value", "count"), ("removed_channel", "old"), ("removed_node_task", "gone")]
+
+
+def test_prebuilt_agent_threads_fit_their_own_graph(tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    """No false alarm on LangGraph's prebuilt agent: messages (tool calls, tool results) validate
+    against ``AnyMessage``; without the ``tools`` node, its Send tasks would be reported."""
+    from cli_support import agent_graph, run_agent
+
+    backend = make_backend("sqlite", tmp_path, request)
+    with backend.open() as saver:
+        run_agent(saver)
+        assert evolve.check(saver, agent_graph(), all_checkpoints=True).ok
+        every = evolve.check(saver, A.graph_v3(), all_checkpoints=True)
+        assert {("removed_channel", "messages"), ("removed_node_task", "tools")} <= set(problems_of(every))

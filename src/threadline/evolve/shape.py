@@ -19,12 +19,18 @@ INTERRUPT = "__interrupt__"
 KINDS = ("removed_channel", "invalid_value", "removed_node_next", "removed_node_task", "interrupt_in_removed_node", "unloadable_type")
 
 
+def _value_type(hint: Any) -> Any:
+    """A state key's annotation without its reducer: ``Annotated[list[X], add]`` → ``list[X]``
+    (annotations inside it, such as ``AnyMessage``'s discriminator, are kept)."""
+    return hint.__origin__ if typing.get_origin(hint) is typing.Annotated else hint
+
+
 def _hints(schema: Any) -> dict[str, Any]:
     fields = getattr(schema, "model_fields", None)
     if isinstance(fields, dict):  # pydantic model
         return {k: f.annotation for k, f in fields.items()}
     try:
-        return typing.get_type_hints(schema)
+        return {k: _value_type(h) for k, h in typing.get_type_hints(schema, include_extras=True).items()}
     except Exception:
         return {f.name: f.type for f in dataclasses.fields(schema)} if dataclasses.is_dataclass(schema) else {}
 
@@ -40,7 +46,9 @@ class Shape:
 
     @classmethod
     def of(cls, graph: Any) -> Shape:
-        """Raises ConfigError when ``graph`` is not a compiled LangGraph graph."""
+        """Raises ConfigError when ``graph`` is not a LangGraph graph (a ``StateGraph`` is compiled)."""
+        if hasattr(graph, "compile") and not hasattr(graph, "get_state"):
+            graph = graph.compile()
         if not hasattr(graph, "get_state") or not isinstance(getattr(graph, "channels", None), dict) or not hasattr(graph, "nodes"):
             raise ConfigError(f"expected a compiled LangGraph graph (Pregel), got {type(graph).__name__}")
         hints: dict[str, Any] = {}
@@ -66,10 +74,11 @@ class Shape:
         if adapter is None:
             return None
         from pydantic import ValidationError
-        from pydantic_core import to_jsonable_python
 
         try:
-            adapter.validate_python(to_jsonable_python(value, fallback=repr))
+            # as decoded: LangGraph's own types (messages) are instances, an application's
+            # classes their stored fields (inspection), which validate as the schema would build them
+            adapter.validate_python(value)
         except ValidationError as exc:
             first = exc.errors()[0]
             return f"{'.'.join(str(p) for p in first['loc']) or '(value)'}: {first['msg']}"
