@@ -5,7 +5,7 @@ channel and notes of the old type, so every head has four problems), against the
 The threads are one real v1 run copied N-1 times (``copy_thread``). Prints the seconds of
 ``check`` (heads, bulk reads of ``PAGE`` threads a statement) and of a dry-run ``migrate``.
 
-    .venv/bin/python benchmarks/preflight.py --threads 10000 [--db URL]
+    .venv/bin/python benchmarks/preflight.py --threads 10000 [--db URL] [--measure-only]
 """
 
 from __future__ import annotations
@@ -29,14 +29,24 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--threads", type=int, default=10_000)
     ap.add_argument("--db", default=None, help="a database URL (default: a fresh SQLite file)")
+    ap.add_argument("--measure-only", action="store_true", help="the --db already holds the threads: only measure")
     args = ap.parse_args()
     url = args.db or os.path.join(tempfile.mkdtemp(), "preflight.db")
+    if not args.measure_only:
+        store(url, args.threads)
+    measure(url)
+
+
+def store(url: str, threads: int) -> None:
     with open_saver(url) as saver:
         A.v1().compile(checkpointer=saver).invoke({"topic": "seed"}, {"configurable": {"thread_id": "seed"}})
         t0 = time.perf_counter()
-        for i in range(args.threads - 1):
+        for i in range(threads - 1):
             saver.copy_thread("seed", f"t{i:06}")
-        print(f"stored {args.threads} threads in {time.perf_counter() - t0:.1f} s", flush=True)
+        print(f"stored {threads} threads in {time.perf_counter() - t0:.1f} s", flush=True)
+
+
+def measure(url: str) -> None:
     with open_saver(url) as saver:
         t0 = time.perf_counter()
         report = evolve.check(saver, A.graph_v3())
