@@ -54,7 +54,7 @@ class Migrations:
         self.steps: list[Step] = []
 
     def _add(self, step: Step) -> Migrations:
-        if any(s.name == step.name for s in self.steps):
+        if step.name in self.names:
             raise ConfigError(f"migration step name {step.name!r} is registered twice")
         self.steps.append(step)
         return self
