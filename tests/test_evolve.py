@@ -209,6 +209,8 @@ def test_cli_check_and_migrate(tmp_path: Path, request: pytest.FixtureRequest, m
     assert done.exit_code == 0, done.output
     assert json.loads(done.stdout)["migrated"] == len(threads)
     assert runner.invoke(app, ["check", "--graph", "evolve_app:graph_v3", *db]).exit_code == 0
+    failing = runner.invoke(app, ["migrate", "--graph", "evolve_app:graph_v3", "--migrations", "evolve_app:BROKEN", "--apply", *db])
+    assert failing.exit_code == 1 and "'v3-notes-broken' failed on thread 'v1-0'" in " ".join(failing.output.split())
     # bad input: one line, exit 2
     for args in (["check", "--graph", "no_such_module:graph"], ["check", "--graph", "evolve_app:notes_v3"],
                  ["check", "--graph", "evolve_app:MIGRATIONS"], ["migrate", "--graph", "evolve_app:graph_v3"],

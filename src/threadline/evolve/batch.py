@@ -121,7 +121,7 @@ def migrate(saver: Any, graph: Any, migrations: Any, *, apply: bool = False,
     shape = Shape.of(load_graph(graph) if isinstance(graph, str) else graph)
     result = MigrateResult(dry_run=not apply)
     plan: list[tuple[str, str]] = []
-    for page in pages(saver, saver.serde, False):
+    for page, _ in pages(saver, saver.serde, False):
         for make in page:
             found = make()
             result.threads += 1

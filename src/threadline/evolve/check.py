@@ -96,8 +96,9 @@ def _thread_ids_op(d: Any) -> Op[list[str]]:
     return [r[0] for r in (yield Q(d.ALL_THREAD_IDS))]
 
 
-def pages(saver: Any, serde: Any, all_checkpoints: bool) -> Iterator[list[Callable[[], Any]]]:
-    """Pages of functions building tuples (decoded with ``serde`` when called): every thread's
+def pages(saver: Any, serde: Any, all_checkpoints: bool) -> Iterator[tuple[list[Callable[[], Any]], int]]:
+    """Pages of functions building tuples (decoded with ``serde`` when called), each with the
+    number of threads in all (0 with ``all_checkpoints``: not counted ahead): every thread's
     head in the root namespace, a ``PAGE`` of threads a statement, or with ``all_checkpoints``
     every checkpoint of every thread and namespace (``list``'s keyset pages)."""
     d = saver.dialect
@@ -106,13 +107,13 @@ def pages(saver: Any, serde: Any, all_checkpoints: bool) -> Iterator[list[Callab
         where, after = ops.list_where(d, None, None, None), None
         while True:
             page, after = saver.run(ops.list_page(d, serde, where, after, ops.PAGE_SIZE, bc, lazy=True))
-            yield page
+            yield page, 0
             if after is None:
                 return
     ids = saver.run(_thread_ids_op(d))
     size = max(1, min(PAGE, d.max_params - 2))
     for i in range(0, len(ids), size):
-        yield saver.run(_heads_op(d, serde, ids[i:i + size], bc))
+        yield saver.run(_heads_op(d, serde, ids[i:i + size], bc)), len(ids)
 
 
 def check(saver: Any, graph: Any, *, all_checkpoints: bool = False, migrations: Migrations | None = None,
@@ -125,7 +126,8 @@ def check(saver: Any, graph: Any, *, all_checkpoints: bool = False, migrations: 
     the graph lacks, interrupts pending in such nodes, and stored types the saver's serializer
     would not construct. With ``migrations``, each checkpoint is checked as that registry
     would present it (what stays wrong after migrating; its functions then get values as
-    inspection decodes them: application classes as their fields).
+    inspection decodes them: application classes as their fields). ``progress(done, total,
+    what)`` is called after each page (``total``: threads; with ``all_checkpoints``, ``done``).
 
     Returns a ``Report``. Raises ConfigError for a graph that is not a compiled graph (or a
     spec that does not import); a migration step that raises surfaces as its MigrationError."""
@@ -134,7 +136,7 @@ def check(saver: Any, graph: Any, *, all_checkpoints: bool = False, migrations: 
     probe, tally, report = Probe(), _Tally(), Report(all_checkpoints=all_checkpoints)
     verdicts: dict[tuple[str, str], bool] = {}
     threads: set[str] = set()
-    for page in pages(saver, probe, all_checkpoints):
+    for page, total in pages(saver, probe, all_checkpoints):
         for make in page:
             probe.seen.clear()
             found = make()
@@ -151,7 +153,7 @@ def check(saver: Any, graph: Any, *, all_checkpoints: bool = False, migrations: 
             threads.add(conf["thread_id"])
             report.checkpoints += 1
         if progress is not None:
-            progress(report.checkpoints, 0, "checking")
+            progress(report.checkpoints, total or report.checkpoints, "checking")
     report.threads = len(threads)
     report.problems = tally.sorted()
     report.seconds = time.perf_counter() - start
