@@ -82,3 +82,16 @@ class FilterTooLargeError(FilterError):
     """A ``list`` metadata filter or Store ``search`` filter has more keys (Store: conditions) than
     ``max_filter_keys``, more JSON than ``max_filter_bytes``, nests deeper than ``max_json_depth``,
     or (Store) a key path longer than ``max_filter_path_depth`` (``threadline.limits``)."""
+
+
+class MigrationError(ThreadlineError):
+    """A state migration step (``threadline.evolve``) failed on a stored checkpoint: names the
+    thread, checkpoint, step and the error it raised (``thread_id``, ``checkpoint_id``, ``step``,
+    ``__cause__``). Nothing of that thread is written when it is raised."""
+
+    def __init__(self, thread_id: str, checkpoint_id: str, step: str, cause: BaseException) -> None:
+        super().__init__(
+            f"migration step {step!r} failed on thread {thread_id!r}, checkpoint {checkpoint_id!r}: "
+            f"{type(cause).__name__}: {cause}"
+        )
+        self.thread_id, self.checkpoint_id, self.step = thread_id, checkpoint_id, step
