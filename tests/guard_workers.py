@@ -41,11 +41,7 @@ def build(directory: str, wait_for: dict[str, list[str]]) -> StateGraph:
             time.sleep(0.01)
         return {"messages": [f"reply to {turn}"]}
 
-    g = StateGraph(Chat)
-    g.add_node("respond", respond)
-    g.add_edge(START, "respond")
-    g.add_edge("respond", END)
-    return g
+    return StateGraph(Chat).add_node("respond", respond).add_edge(START, "respond").add_edge("respond", END)
 
 
 def run_turn(url: str, thread_id: str, turn: str, directory: str, wait_for: dict[str, list[str]],
