@@ -90,10 +90,13 @@ def _holder(config: dict) -> str:
 
 
 def _busy(tid: str, other: LeaseState | None, waited: float | None) -> ThreadBusyError:
-    who = (
-        f"run {other.holder!r} holds it until {iso(other.expires_at)} (its lease expires in {max(other.remaining, 0):.1f} s "
-        "unless that run renews it)" if other else "another run held it"
-    )
+    if other is None:
+        who = "another run held it"
+    elif not math.isfinite(other.expires_at):  # a lease key set without expiry, not by threadline
+        who = f"run {other.holder!r} holds it with no expiry"
+    else:
+        who = (f"run {other.holder!r} holds it until {iso(other.expires_at)} (its lease expires in {max(other.remaining, 0):.1f} s "
+               "unless that run renews it)")
     fix = (
         "wait for that run to finish and try again, or pass multitask_strategy='enqueue' to wait for it"
         if waited is None else "pass a longer timeout, or try again once that run has finished"
