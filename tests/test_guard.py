@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+import re
 import signal
 import threading
 import time
@@ -193,6 +194,30 @@ async def test_async_lease_rejects_a_second_run(fresh_backend: Any) -> None:
             with pytest.raises(ThreadBusyError, match="'chat' is busy"):
                 async with thread_lease(saver, CFG):
                     pass
+        assert await acurrent_lease(saver, "chat") is None
+
+
+def test_stream_holds_the_lease_while_it_is_iterated(tmp_path: Path) -> None:
+    from threadline import SqliteSaver
+
+    with SqliteSaver.from_conn_string(str(tmp_path / "t.db")) as saver:
+        app = guarded(build(str(tmp_path), {}).compile(checkpointer=saver))
+        holders = [current_lease(saver, "chat") for _ in app.stream({"messages": ["x"]}, CFG)]
+        assert holders and all(h is not None for h in holders)
+        assert current_lease(saver, "chat") is None and head_messages(saver) == ["x", "reply to x"]
+
+
+async def test_ainvoke_and_astream_hold_the_lease(fresh_backend: Any, tmp_path: Path) -> None:
+    backend = fresh_backend("postgres-async")
+    async with backend.open() as saver:
+        app = guarded(build(str(tmp_path), {}).compile(checkpointer=saver))
+        async for _ in app.astream({"messages": ["x"]}, CFG):
+            held = await acurrent_lease(saver, "chat")
+            assert held is not None
+            with pytest.raises(ThreadBusyError, match=re.escape(f"run '{held.holder}' holds it")):
+                await app.ainvoke({"messages": ["y"]}, CFG)
+        out = await app.ainvoke({"messages": ["y"]}, CFG)
+        assert out["messages"] == ["x", "reply to x", "y", "reply to y"]
         assert await acurrent_lease(saver, "chat") is None
 
 
