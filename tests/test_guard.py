@@ -280,7 +280,7 @@ def test_the_lease_on_redis_cluster(fresh_backend: Any) -> None:
     """The lease key shares the thread's hash tag: one slot with the thread's keys (delete_thread's DEL)."""
     backend = fresh_backend("redis-cluster")
     with backend.open() as saver:
-        with thread_lease(saver, CFG, lease_seconds=5) as held:
+        with thread_lease(saver, CFG, lease_seconds=30) as held:
             assert current_lease(saver, "chat").holder == held.holder
             with pytest.raises(ThreadBusyError):
                 with thread_lease(saver, CFG):
