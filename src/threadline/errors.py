@@ -95,3 +95,16 @@ class MigrationError(ThreadlineError):
             f"{type(cause).__name__}: {cause}"
         )
         self.thread_id, self.checkpoint_id, self.step = thread_id, checkpoint_id, step
+
+
+class ThreadBusyError(ThreadlineError):
+    """A run asked for a thread another run holds (``threadline.guard``): rejected at once
+    (``multitask_strategy="reject"``) or still busy when ``timeout`` ran out (``"enqueue"``).
+
+    ``thread_id``, ``holder`` (the other run's holder string: host, pid, run id), ``expires_at``
+    (seconds since the epoch, the database's clock; None when unknown) and ``remaining`` (seconds
+    until that lease expires unless its run renews it)."""
+
+    def __init__(self, message: str, *, thread_id: str, holder: str | None, expires_at: float | None, remaining: float | None) -> None:
+        super().__init__(message)
+        self.thread_id, self.holder, self.expires_at, self.remaining = thread_id, holder, expires_at, remaining

@@ -61,6 +61,7 @@ from threadline.read.common import (
     parse_duration,
 )
 from threadline.read.diff import StateDiff, diff, diff_op, diff_values
+from threadline.read.forks import ConcurrentFork, concurrent_forks
 from threadline.read.latest import LatestValue, latest_op, latest_values
 from threadline.read.state import PendingWriteView, StateView, next_nodes, state_at, stored_state_op
 from threadline.read.stats import Stats, stats, stats_op
@@ -69,6 +70,8 @@ from threadline.read.tree import CheckpointNode, ThreadHistory, history_op, thre
 
 __all__ = [
     "CheckpointNode",
+    "ConcurrentFork",
+    "concurrent_forks",
     "LatestValue",
     "PendingWriteView",
     "StateDiff",

@@ -171,6 +171,8 @@ class TreeRow:
     step: int | None
     source: str | None
     versions_seen: dict[str, Any]
+    created_at: float = 0.0
+    run_id: str | None = None
     interrupted: bool = False
     error: bool = False
     subgraphs: list[str] = field(default_factory=list)
@@ -190,7 +192,11 @@ def tree_op(d: Any, thread_id: str, checkpoint_ns: str = "") -> Op[list[TreeRow]
     found = yield Q(*d.tree_checkpoints(thread_id, checkpoint_ns))
     if not found:
         raise NotFoundError(f"thread {thread_id!r} has no checkpoint" + (f" in checkpoint_ns {checkpoint_ns!r}" if checkpoint_ns else ""))
-    rows = {r[0]: TreeRow(r[0], r[1], r[2], r[3], d.load_json(r[4], f"checkpoint ({thread_id!r}, {checkpoint_ns!r}, {r[0]!r})") if r[4] is not None else {}) for r in found}
+    rows = {
+        r[0]: TreeRow(r[0], r[1], r[2], r[3], d.load_json(r[4], f"checkpoint ({thread_id!r}, {checkpoint_ns!r}, {r[0]!r})") if r[4] is not None else {},
+                      float(r[5]), r[6])
+        for r in found
+    }
     stops = yield Q(d.STOP_WRITES, (thread_id, checkpoint_ns, INTERRUPT, ERROR))
     for cid, channel in stops:
         if cid in rows:

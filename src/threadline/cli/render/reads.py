@@ -54,6 +54,8 @@ def _label(n: Any, ids: dict[str, str], clock: Any) -> Text:
         marks.append(f"[yellow]fork: {len(n.children)} branches[/yellow]")
     if n.interrupted:
         marks.append("[magenta]interrupted[/magenta]")
+    if n.concurrent_with:
+        marks.append(f"[red]concurrent run: overlaps {ids.get(n.concurrent_with) or short(n.concurrent_with)}[/red]")
     op = n.metadata.get("threadline_op")
     if op:
         src = (n.metadata.get("forked_from") or {}).get("checkpoint_id")
@@ -112,6 +114,9 @@ def history(h: Any, subgraphs: bool = False, ns: str = "", limit: int = 100, off
         if nodes[cid].parent_checkpoint_id not in kept:  # a root, or the oldest shown of its branch
             add(tree, root_ns, cid)
     out.print(tree)
+    for f in h.concurrent_forks:
+        out.print(f"[red]concurrent fork at {ids.get(f.fork_point) or short(f.fork_point)}:[/red] "
+                  f"{escape(f.describe(h.head_path(f.checkpoint_ns)))}")
     if footer := page_footer(len(kept), offset, len(newest), "checkpoints (newest first)"):
         out.print(footer)
 

@@ -418,9 +418,9 @@ class Statements:
     TOUCH_READ = "UPDATE threadline_threads SET accessed_at = ? WHERE thread_id = ?"
     # (thread_id)
     DROP_EMPTY_THREAD = "DELETE FROM threadline_threads WHERE thread_id = ? AND checkpoint_count = 0"
-    # (thread_id) each, in this order: what deleting a thread deletes
+    # (thread_id) each, in this order: what deleting a thread deletes (its guard's lease too)
     DELETE_THREAD = tuple(
-        f"DELETE FROM threadline_{name} WHERE thread_id = ?" for name in ("writes", "blobs", "checkpoints", "threads")
+        f"DELETE FROM threadline_{name} WHERE thread_id = ?" for name in ("writes", "blobs", "checkpoints", "threads", "leases")
     )
 
     def restat_thread(self) -> str:

@@ -26,6 +26,7 @@ from threadline.errors import FilterError
 from threadline.storage.dialect.base import Dialect, check_filter
 from threadline.storage import rows as R
 from threadline.storage.redis import layout as L
+from threadline.storage.redis.leases import RedisLeaseStatements
 from threadline.storage.redis.lifecycle import RedisLifecycleStatements
 from threadline.storage.redis.reads import RedisReadsStatements
 from threadline.storage.redis.transfer import RedisTransferStatements
@@ -347,7 +348,7 @@ def drop_empty_thread(d: RedisDialect, params: Sequence[Any], many: bool) -> Gen
 
 
 def delete_thread(d: RedisDialect, params: Sequence[Any], many: bool) -> Generator:
-    yield [("DEL", *d.keys(params[0])), ("ZREM", d.index, params[0])]
+    yield [("DEL", *d.keys(params[0]), L.lease_key(d.prefix, params[0])), ("ZREM", d.index, params[0])]
     return []
 
 
@@ -493,7 +494,9 @@ def nothing(d: RedisDialect, params: Sequence[Any], many: bool) -> Generator:
     yield  # a generator
 
 
-class RedisDialect(RedisReadsStatements, RedisLifecycleStatements, RedisTransferStatements, RedisWebStatements, Dialect):
+class RedisDialect(
+    RedisReadsStatements, RedisLifecycleStatements, RedisLeaseStatements, RedisTransferStatements, RedisWebStatements, Dialect
+):
     """The named statements on Redis under a key ``prefix``, for one saver (its default TTL
     in minutes goes into every script that writes a thread)."""
 
