@@ -16,6 +16,7 @@ from threadline.storage.dialect import Dialect
 from threadline.storage.ops import Op, Q
 from threadline.errors import NotFoundError
 from threadline.read.common import INTERRUPT, iso
+from threadline.read.tags import thread_pin_op, thread_tags_op
 from threadline.read.tasks import push_nodes_by_checkpoint_op
 from threadline.keys import checkpoint_ns_of, thread_id_of
 
@@ -29,6 +30,7 @@ class CheckpointNode:
     child makes this checkpoint a fork point. ``pending_writes`` counts the writes
     stored against it (``interrupted``: one of them is an ``__interrupt__``).
     ``subgraphs`` lists the namespaces whose runs started from this checkpoint.
+    ``tags`` are the names given to it (``lifecycle.tags``).
     """
 
     checkpoint_id: str
@@ -45,6 +47,13 @@ class CheckpointNode:
     is_head: bool = False
     subgraphs: list[str] = field(default_factory=list)
     metadata: dict[str, Any] = field(default_factory=dict)
+    tags: list[str] = field(default_factory=list)
+
+    @property
+    def merged(self) -> dict[str, str] | None:
+        """A merge checkpoint's parents (metadata ``merge``: ``source`` and ``target`` checkpoint_ids), else None."""
+        m = self.metadata.get("merge")
+        return m if isinstance(m, dict) and m.get("source") and m.get("target") else None
 
     @property
     def is_fork_point(self) -> bool:
@@ -54,6 +63,7 @@ class CheckpointNode:
         d = dataclasses.asdict(self)
         d["created"] = iso(self.created_at)
         d["fork_point"] = self.is_fork_point
+        d["merge"] = self.merged
         return d
 
 
@@ -71,6 +81,7 @@ class ThreadHistory:
     head: str | None
     nodes: dict[str, dict[str, CheckpointNode]]
     roots: dict[str, list[str]]
+    pinned: float | None = None  # when the thread was pinned (``lifecycle.tags``), else None
 
     @property
     def fork_points(self) -> list[str]:
@@ -85,6 +96,7 @@ class ThreadHistory:
             "head": self.head,
             "fork_points": self.fork_points,
             "roots": self.roots,
+            "pinned": self.pinned,
             "namespaces": {ns: [n.to_json() for n in nodes.values()] for ns, nodes in self.nodes.items()},
         }
 
@@ -169,7 +181,10 @@ def history_op(d: Dialect, thread_id: Any, *, checkpoint_ns: str | None = "", in
             anchor = parents.get(enclosing)
             if anchor and anchor in nodes.get(enclosing, {}):
                 nodes[enclosing][anchor].subgraphs.append(space)
-    return ThreadHistory(tid, head, dict(nodes), roots)
+    for t in (yield from thread_tags_op(d, tid)):
+        if t.checkpoint_id in nodes.get(t.checkpoint_ns, {}):
+            nodes[t.checkpoint_ns][t.checkpoint_id].tags.append(t.name)
+    return ThreadHistory(tid, head, dict(nodes), roots, (yield from thread_pin_op(d, tid)))
 
 
 def thread_history(saver: Any, thread_id: Any, **kwargs: Any) -> ThreadHistory:

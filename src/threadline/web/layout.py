@@ -38,7 +38,7 @@ def lay_out(rows: list[TreeRow]) -> dict[str, Any]:
     first (a node's index is its row), each ``{"id", "lane", "step"}`` plus, when not
     false / empty / zero, ``"parent"`` (the parent's row), ``"source"``, ``"writers"``,
     ``"head"``, ``"on_head_path"``, ``"fork"``, ``"interrupted"``, ``"error"`` (an
-    ``__error__`` write) and ``"subgraphs"`` (namespaces started there).
+    ``__error__`` write), ``"subgraphs"`` (namespaces started there) and ``"tags"`` (its tag names).
     """
     by_id = {r.checkpoint_id: r for r in rows}
     row_of = {cid: i for i, cid in enumerate(by_id)}
@@ -94,7 +94,7 @@ def lay_out(rows: list[TreeRow]) -> dict[str, Any]:
         if names := writers(r, by_id.get(r.parent or "")):
             node["writers"] = names
         flags = {"head": cid == head, "on_head_path": cid in on_path, "fork": len(children[cid]) > 1,
-                 "interrupted": r.interrupted, "error": r.error, "subgraphs": r.subgraphs}
+                 "interrupted": r.interrupted, "error": r.error, "subgraphs": r.subgraphs, "tags": r.tags}
         node.update((k, v) for k, v in flags.items() if v)
         out.append(node)
     return {"nodes": out, "lanes": lanes, "head": head}

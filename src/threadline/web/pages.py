@@ -12,6 +12,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
+from threadline.read.tags import thread_pin_op, thread_tags_op
 from threadline import read
 from threadline.errors import NotADatabaseError
 from threadline.read import checkpoint_row_op, head_op
@@ -125,7 +126,13 @@ def thread_page(request: Request) -> Response:
     with thread_saver(request, tid) as saver:
         namespaces = saver.run(queries.namespaces_op(saver.dialect, tid))
         status = saver.run(queries.thread_status_op(saver.dialect, saver.serde, tid, _head(saver, tid), saver.blob_codec))
-    return render(request, "thread.html", {"info": info, "ns": ns, "namespaces": namespaces, "status": status})
+        marks = _marks(saver, tid)
+    return render(request, "thread.html", {"info": info, "ns": ns, "namespaces": namespaces, "status": status, **marks})
+
+
+def _marks(saver: Any, thread_id: str) -> dict[str, Any]:
+    """The thread's tags and pin (``read.tags``) for its page's header."""
+    return {"tags": saver.run(thread_tags_op(saver.dialect, thread_id)), "pinned": saver.run(thread_pin_op(saver.dialect, thread_id))}
 
 
 def _head(saver: Any, thread_id: str) -> str | None:
@@ -138,7 +145,8 @@ def thread_header(request: Request) -> Response:
     info = _thread_info(saver_of(request), tid)
     with thread_saver(request, tid) as saver:
         status = saver.run(queries.thread_status_op(saver.dialect, saver.serde, tid, _head(saver, tid), saver.blob_codec))
-    return render(request, "_thread_header.html", {"info": info, "status": status})
+        marks = _marks(saver, tid)
+    return render(request, "_thread_header.html", {"info": info, "status": status, **marks})
 
 
 def api_graph(request: Request) -> Response:

@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from threadline.read.tags import thread_tags_op
 from threadline.errors import NotFoundError
 from threadline.read import (
     ERROR,
@@ -174,6 +175,7 @@ class TreeRow:
     interrupted: bool = False
     error: bool = False
     subgraphs: list[str] = field(default_factory=list)
+    tags: list[str] = field(default_factory=list)
 
 
 def tree_op(d: Any, thread_id: str, checkpoint_ns: str = "") -> Op[list[TreeRow]]:
@@ -202,6 +204,9 @@ def tree_op(d: Any, thread_id: str, checkpoint_ns: str = "") -> Op[list[TreeRow]
         anchor = parents.get(enclosing) if isinstance(parents, dict) else None
         if anchor in rows:
             rows[anchor].subgraphs.append(ns)
+    for t in (yield from thread_tags_op(d, thread_id)):
+        if t.checkpoint_ns == checkpoint_ns and t.checkpoint_id in rows:
+            rows[t.checkpoint_id].tags.append(t.name)
     return list(rows.values())
 
 

@@ -28,6 +28,7 @@ from threadline.storage import rows as R
 from threadline.storage.redis import layout as L
 from threadline.storage.redis.lifecycle import RedisLifecycleStatements
 from threadline.storage.redis.reads import RedisReadsStatements
+from threadline.storage.redis.tags import RedisTagStatements
 from threadline.storage.redis.transfer import RedisTransferStatements
 from threadline.storage.redis.web import RedisWebStatements
 from threadline.storage.redis.base import (
@@ -493,7 +494,7 @@ def nothing(d: RedisDialect, params: Sequence[Any], many: bool) -> Generator:
     yield  # a generator
 
 
-class RedisDialect(RedisReadsStatements, RedisLifecycleStatements, RedisTransferStatements, RedisWebStatements, Dialect):
+class RedisDialect(RedisReadsStatements, RedisLifecycleStatements, RedisTransferStatements, RedisWebStatements, RedisTagStatements, Dialect):
     """The named statements on Redis under a key ``prefix``, for one saver (its default TTL
     in minutes goes into every script that writes a thread)."""
 
