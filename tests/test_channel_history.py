@@ -70,3 +70,23 @@ def test_cli_history_channel(tmp_path):
     assert bad.exit_code == 2 and bad.stderr.count("\n") == 1 and "never held a value" in bad.stderr
     bad = CliRunner().invoke(app, ["history", "ghost", "--channel", "messages", "--db", db])
     assert bad.exit_code == 2 and "unknown thread 'ghost'" in bad.stderr
+
+
+def test_the_thread_page_shows_tags_and_links_a_channel_through_time(tmp_path):
+    import web_helpers as wh
+    from threadline import open_saver
+    from threadline.lifecycle import tags as T
+    from threadline.web import UIConfig
+
+    db = str(tmp_path / "w.db")
+    with open_saver(db) as saver:
+        chat(saver, "t", "alpha one", "beta two")
+        T.tag(saver, "t", "HEAD~2", "golden")
+        T.pin(saver, "t")
+    with wh.client(UIConfig(db=db)) as c:
+        page = c.get("/thread", params={"thread_id": "t"})
+        assert page.status_code == 200 and "golden" in page.text and "pinned" in page.text
+        assert "/channel?thread_id=t&amp;channel=messages" in page.text
+        chan = c.get("/channel", params={"thread_id": "t", "channel": "labels"})
+        assert chan.status_code == 200 and "+1 items" in chan.text and "beta" in chan.text
+        assert c.get("/channel", params={"thread_id": "t", "channel": "nope"}).status_code == 404

@@ -94,6 +94,9 @@ def test_tag_names_and_listing(kind, fresh_backend):
         with pytest.raises(NotFoundError, match="no tag 'x'"):
             T.untag(saver, "t", "x")
         T.pin(saver, "t")
+        from threadline.web import queries
+
+        assert [r.tags for r in saver.run(queries.tree_op(saver.dialect, "t", ""))][-1] == ["v1.0"]
         listing = T.listing(saver, "t")
         assert [t.name for t in listing.tags] == ["v1.0"] and [p[0] for p in listing.pins] == ["t"]
         saver.delete_thread("t")  # LangGraph's own delete takes the tags and pin along

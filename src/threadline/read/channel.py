@@ -74,7 +74,7 @@ class ChannelHistory:
                 "all_branches": self.all_branches, "versions": [v.to_json() for v in self.versions]}
 
 
-def _key(item: Any) -> Any:
+def item_key(item: Any) -> Any:
     """What identifies a list item across versions: a message's id, else the item itself."""
     ident = getattr(item, "id", None) or (item.get("id") if isinstance(item, Mapping) else None)
     return ("id", ident) if ident else ("value", repr(jsonable(item)))
@@ -95,9 +95,9 @@ def summarize(before: Any, after: Any, *, existed: bool = True, present: bool = 
     if not existed:
         return "set"
     if isinstance(before, (list, tuple)) and isinstance(after, (list, tuple)):
-        old, new = [_key(x) for x in before], [_key(x) for x in after]
+        old, new = [item_key(x) for x in before], [item_key(x) for x in after]
         added, removed = [k for k in new if k not in set(old)], [k for k in old if k not in set(new)]
-        changed = sum(1 for a, b in zip(before, after) if _key(a) == _key(b) and repr(jsonable(a)) != repr(jsonable(b)))
+        changed = sum(1 for a, b in zip(before, after) if item_key(a) == item_key(b) and repr(jsonable(a)) != repr(jsonable(b)))
         parts = ([f"+{len(added)}"] if added else []) + ([f"-{len(removed)}"] if removed else [])
         text = " ".join(parts) + " items" if parts else ""
         if changed:

@@ -38,7 +38,8 @@ def lay_out(rows: list[TreeRow]) -> dict[str, Any]:
     first (a node's index is its row), each ``{"id", "lane", "step"}`` plus, when not
     false / empty / zero, ``"parent"`` (the parent's row), ``"source"``, ``"writers"``,
     ``"head"``, ``"on_head_path"``, ``"fork"``, ``"interrupted"``, ``"error"`` (an
-    ``__error__`` write), ``"subgraphs"`` (namespaces started there) and ``"tags"`` (its tag names).
+    ``__error__`` write), ``"subgraphs"`` (namespaces started there), ``"tags"`` (its tag names) and ``"merge"`` (a merge
+    checkpoint: the row of the branch merged in).
     """
     by_id = {r.checkpoint_id: r for r in rows}
     row_of = {cid: i for i, cid in enumerate(by_id)}
@@ -96,5 +97,7 @@ def lay_out(rows: list[TreeRow]) -> dict[str, Any]:
         flags = {"head": cid == head, "on_head_path": cid in on_path, "fork": len(children[cid]) > 1,
                  "interrupted": r.interrupted, "error": r.error, "subgraphs": r.subgraphs, "tags": r.tags}
         node.update((k, v) for k, v in flags.items() if v)
+        if (r.merge or {}).get("source") in row_of:
+            node["merge"] = row_of[r.merge["source"]]
         out.append(node)
     return {"nodes": out, "lanes": lanes, "head": head}

@@ -176,6 +176,7 @@ class TreeRow:
     error: bool = False
     subgraphs: list[str] = field(default_factory=list)
     tags: list[str] = field(default_factory=list)
+    merge: dict[str, Any] | None = None  # a merge's parents (metadata ``merge``: source, target, fork_point)
 
 
 def tree_op(d: Any, thread_id: str, checkpoint_ns: str = "") -> Op[list[TreeRow]]:
@@ -192,7 +193,12 @@ def tree_op(d: Any, thread_id: str, checkpoint_ns: str = "") -> Op[list[TreeRow]
     found = yield Q(*d.tree_checkpoints(thread_id, checkpoint_ns))
     if not found:
         raise NotFoundError(f"thread {thread_id!r} has no checkpoint" + (f" in checkpoint_ns {checkpoint_ns!r}" if checkpoint_ns else ""))
-    rows = {r[0]: TreeRow(r[0], r[1], r[2], r[3], d.load_json(r[4], f"checkpoint ({thread_id!r}, {checkpoint_ns!r}, {r[0]!r})") if r[4] is not None else {}) for r in found}
+    rows = {}
+    for r in found:
+        where = f"checkpoint ({thread_id!r}, {checkpoint_ns!r}, {r[0]!r})"
+        merged = d.load_json(r[5], where) if r[5] is not None else None
+        rows[r[0]] = TreeRow(r[0], r[1], r[2], r[3], d.load_json(r[4], where) if r[4] is not None else {},
+                             merge=merged if isinstance(merged, dict) else None)
     stops = yield Q(d.STOP_WRITES, (thread_id, checkpoint_ns, INTERRUPT, ERROR))
     for cid, channel in stops:
         if cid in rows:

@@ -86,11 +86,20 @@ def channel_history(h: Any, full: bool = False, **_: Any) -> None:
     t = table(f"{h.channel} in {h.thread_id} ({len(h.versions)} versions along {branch})",
               "checkpoint", ">step", "when", "by", ">size", "~change", "~value")
     ids = abbreviate([v.checkpoint_id for v in h.versions])
+    width = None if full else 60
     for v in h.versions:
         mark = "" if v.on_head_branch else " (off head)"
         t.add_row(ids[v.checkpoint_id] + mark, str(v.step), when(v.created_at), escape(",".join(v.writers)), size(v.bytes),
-                  escape(v.summary), escape(value_text(v.value, None if full else 60)) if v.present else "-")
+                  escape(v.summary), escape(_version_text(jsonable(v.value), width)) if v.present else "-")
     out.print(t)
+
+
+def _version_text(value: Any, width: int | None) -> str:
+    """A channel's value in one cell: a list as its length and last item (a message as ``role: content``)."""
+    if isinstance(value, list) and value:
+        last = message_line(value[-1], width=width) if is_message(value[-1]) else value_text(value[-1], width)
+        return f"[{len(value)}] … {last}" if len(value) > 1 else f"[1] {last}"
+    return value_text(value, width)
 
 
 def history(h: Any, subgraphs: bool = False, ns: str = "", limit: int = 100, offset: int = 0, **_: Any) -> None:

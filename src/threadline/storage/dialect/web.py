@@ -120,11 +120,12 @@ class WebStatements:
     # --- the branch graph --------------------------------------------------------------
 
     def tree_checkpoints(self, thread_id: str, checkpoint_ns: str) -> tuple[str, list[Any]]:
-        """→ checkpoint_id, parent_checkpoint_id, step, source, and the checkpoint's ``versions_seen``
-        (JSON as the backend returns it, read with ``load_json``; NULL without one) of the
-        namespace's checkpoints, by checkpoint_id."""
+        """→ checkpoint_id, parent_checkpoint_id, step, source, the checkpoint's ``versions_seen`` and
+        the metadata's ``merge`` (a merge's parents, ``lifecycle.merge``) (JSON as the backend returns
+        it, read with ``load_json``; NULL without one) of the namespace's checkpoints, by checkpoint_id."""
         return (
-            f"SELECT checkpoint_id, parent_checkpoint_id, step, source, {self.json_field('checkpoint', 'versions_seen')} "
+            f"SELECT checkpoint_id, parent_checkpoint_id, step, source, {self.json_field('checkpoint', 'versions_seen')}, "
+            f"{self.json_field('metadata', 'merge')} "
             "FROM threadline_checkpoints WHERE thread_id = ? AND checkpoint_ns = ? ORDER BY checkpoint_id",
             [thread_id, checkpoint_ns],
         )

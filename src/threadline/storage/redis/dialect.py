@@ -151,6 +151,13 @@ def set_checkpoint_doc(d: RedisDialect, params: Sequence[Any], many: bool) -> Ge
     return (yield from _update_checkpoints(d, rows_of(params, many), change))
 
 
+def set_metadata(d: RedisDialect, params: Sequence[Any], many: bool) -> Generator:
+    def change(row: list, p: Sequence[Any]) -> None:
+        row[2], row[7] = p[0], p[1]
+
+    return (yield from _update_checkpoints(d, rows_of(params, many), change))
+
+
 def set_created_at(d: RedisDialect, params: Sequence[Any], many: bool) -> Generator:
     def change(row: list, p: Sequence[Any]) -> None:
         row[6] = p[0]
@@ -614,6 +621,7 @@ for _name, _fn in {
     "SET_CHECKSUM": set_checksum,
     "SET_CHECKPOINT_DOC": set_checkpoint_doc,
     "SET_CREATED_AT": set_created_at,
+    "SET_METADATA": set_metadata,
     "DELETE_CHECKPOINT": delete_checkpoint,
     "INSERT_CHECKPOINT_ROW": insert_checkpoint_rows,
     "INSERT_BLOB": insert_blobs,
