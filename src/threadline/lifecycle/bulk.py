@@ -29,7 +29,7 @@ from threadline.errors import ConfigError
 from threadline.keys import thread_id_of
 from threadline.lifecycle.annotate import annotate_op
 from threadline.read import list_threads
-from threadline.read.channel import summarize
+from threadline.read.channel import same_value as _same, summarize
 from threadline.read.common import bind_graph, jsonable
 from threadline.read.names import expand_threads, known_thread_op
 
@@ -86,10 +86,6 @@ def _checked(graph: Any, values: Any) -> dict[str, Any]:
 
 def _config(thread_id: str) -> dict[str, Any]:
     return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
-
-
-def _same(a: Any, b: Any) -> bool:
-    return repr(jsonable(a)) == repr(jsonable(b))
 
 
 def select_threads(saver: Any, threads: Sequence[str] | None = None, metadata: Mapping[str, Any] | None = None) -> list[str]:

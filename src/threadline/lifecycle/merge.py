@@ -33,7 +33,7 @@ from typing import Any
 from threadline.errors import ConfigError, NotFoundError
 from threadline.keys import key_of
 from threadline.lifecycle.annotate import annotate_op
-from threadline.read.channel import item_key, summarize
+from threadline.read.channel import item_key, same_value as _same, summarize
 from threadline.read.common import bind_graph, jsonable
 from threadline.storage.dialect import Dialect
 from threadline.storage.ops import Op, Q
@@ -95,16 +95,6 @@ class MergeResult:
         return {"thread_id": self.thread_id, "checkpoint_ns": self.checkpoint_ns, "source": self.source, "target": self.target,
                 "fork_point": self.fork_point, "applied": self.applied, "checkpoint_id": self.checkpoint_id,
                 "conflicts": self.conflicts, "unresolved": self.unresolved, "channels": [c.to_json() for c in self.channels]}
-
-
-def _same(a: Any, b: Any) -> bool:
-    try:
-        equal = a == b
-        if isinstance(equal, bool):
-            return equal
-    except Exception:  # values whose == raises or is not a bool (arrays) compare as JSON
-        pass
-    return repr(jsonable(a)) == repr(jsonable(b))
 
 
 def source_change(before: Any, after: Any) -> Any:

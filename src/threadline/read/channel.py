@@ -74,6 +74,17 @@ class ChannelHistory:
                 "all_branches": self.all_branches, "versions": [v.to_json() for v in self.versions]}
 
 
+def same_value(a: Any, b: Any) -> bool:
+    """Whether two channel values are equal: ``==`` when it answers a bool, else their JSON forms."""
+    try:
+        equal = a == b
+        if isinstance(equal, bool):
+            return equal
+    except Exception:  # values whose == raises or is not a bool (arrays) compare as JSON
+        pass
+    return repr(jsonable(a)) == repr(jsonable(b))
+
+
 def item_key(item: Any) -> Any:
     """What identifies a list item across versions: a message's id, else the item itself."""
     ident = getattr(item, "id", None) or (item.get("id") if isinstance(item, Mapping) else None)
@@ -112,7 +123,7 @@ def summarize(before: Any, after: Any, *, existed: bool = True, present: bool = 
         return ", ".join(parts) or "unchanged"
     if isinstance(before, str) and isinstance(after, str) and after.startswith(before) and len(after) > len(before) and len(before) > 20:
         return f"+{len(after) - len(before)} chars"
-    if repr(jsonable(before)) == repr(jsonable(after)):
+    if same_value(before, after):
         return "unchanged"
     if all(isinstance(v, (int, float, bool, type(None))) or (isinstance(v, str) and len(v) <= 20) for v in (before, after)):
         return f"{jsonable(before)!r} → {jsonable(after)!r}" if isinstance(before, str) or isinstance(after, str) else f"{before} → {after}"
