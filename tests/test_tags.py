@@ -86,9 +86,13 @@ def test_tag_names_and_listing(kind, fresh_backend):
         for bad in ("HEAD", "deadbeef", "12-34-56", "a b", "v1~2", "", "step:3"):
             with pytest.raises(ConfigError):
                 T.tag(saver, "t", "HEAD", bad)
-        T.tag(saver, "t", "HEAD", "v1.0")
+        chat(saver, "t", "two", "three")
+        T.tag(saver, "t", "HEAD~4", "v1.0")
+        kept = names.resolve_checkpoint(saver, "t", "v1.0")
+        L.prune(saver, L.RetentionPolicy(keep_last=1))
+        assert {cid for _, cid in b.stored("t")["checkpoints"]} == {kept, names.resolve_checkpoint(saver, "t", "HEAD")}
         with pytest.raises(ConfigError, match="already has a tag"):
-            T.tag(saver, "t", "HEAD^", "v1.0")
+            T.tag(saver, "t", "HEAD", "v1.0")
         with pytest.raises(NotFoundError, match="unknown thread"):
             T.tag(saver, "nope", "HEAD", "x")
         with pytest.raises(NotFoundError, match="no tag 'x'"):
@@ -96,7 +100,7 @@ def test_tag_names_and_listing(kind, fresh_backend):
         T.pin(saver, "t")
         from threadline.web import queries
 
-        assert [r.tags for r in saver.run(queries.tree_op(saver.dialect, "t", ""))][-1] == ["v1.0"]
+        assert [r.tags for r in saver.run(queries.tree_op(saver.dialect, "t", ""))][0] == ["v1.0"]
         listing = T.listing(saver, "t")
         assert [t.name for t in listing.tags] == ["v1.0"] and [p[0] for p in listing.pins] == ["t"]
         saver.delete_thread("t")  # LangGraph's own delete takes the tags and pin along
@@ -157,3 +161,16 @@ def test_cli_tags_pins_and_bad_input(tmp_path):
     _one_line(_cli("delete", "t", "HEAD", "--yes", "--db", db), 1, "pinned", "--force")
     assert _cli("unpin", "t", "--db", db).exit_code == 0
     _one_line(_cli("unpin", "t", "--db", db), 2, "not pinned")
+
+
+def test_fsck_finds_and_removes_a_tag_langgraphs_own_prune_left_dangling(tmp_path):
+    from threadline import open_saver
+
+    with open_saver(str(tmp_path / "f.db")) as saver:
+        chat(saver, "t", "one", "two")
+        T.tag(saver, "t", "HEAD~2", "old")
+        saver.prune(["t"], strategy="keep_latest")  # LangGraph's API: knows nothing of tags
+        found = [f for f in L.fsck(saver).findings if f.kind == "dangling_tag"]
+        assert len(found) == 1 and "'old'" in found[0].detail
+        L.fsck(saver, repair=True)
+        assert T.listing(saver, "t").tags == [] and not L.fsck(saver).findings

@@ -31,6 +31,7 @@ from threadline.storage.ops import Op, Q
 from threadline.errors import CorruptRowError
 from threadline.keys import thread_id_of
 from threadline.lifecycle.thread import _load_thread_op
+from threadline.read.tags import thread_tags_op
 
 
 
@@ -46,7 +47,9 @@ class Finding:
     references), ``broken_parent`` (parent_checkpoint_id names a missing
     checkpoint), ``parent_cycle``, ``unreadable_checkpoint``, ``unreadable_value``
     (a blob or write that does not decode; ``deep`` only), ``thread_index`` (the
-    ``threads`` row is missing or its counts are stale). ``repairable`` says whether
+    ``threads`` row is missing or its counts are stale), ``dangling_tag`` (a tag names a
+    checkpoint that does not exist: deleted by LangGraph's own ``prune`` or
+    ``delete_for_runs``, which do not know tags). ``repairable`` says whether
     ``repair`` fixes it safely; ``repaired`` whether it did.
     """
 
@@ -68,6 +71,7 @@ REPAIRS = {
     "orphan_blobs": "garbage-collected (no checkpoint references them)",
     "broken_parent": "parent link cleared (the checkpoint becomes a root; its own state is complete)",
     "thread_index": "threads row recomputed from the tables",
+    "dangling_tag": "tag removed (its checkpoint does not exist)",
 }
 
 
@@ -152,6 +156,10 @@ def fsck_thread_op(
         findings.append(Finding("thread_index", tid, None, None, f"threads row counts {idx[0][0]} checkpoints, table has {count}", True))
     elif idx and not count:
         findings.append(Finding("thread_index", tid, None, None, "threads row for a thread without checkpoints", True))
+    dangling_tags = [tg for tg in (yield from thread_tags_op(d, tid)) if (tg.checkpoint_ns, tg.checkpoint_id) not in t.rows]
+    for tg in dangling_tags:
+        findings.append(Finding("dangling_tag", tid, tg.checkpoint_ns, tg.checkpoint_id,
+                                f"tag {tg.name!r} names a checkpoint that does not exist", True))
     findings += yield from _mistyped_values(d, tid)
     # deep: decode every value
     if deep:
@@ -170,6 +178,8 @@ def fsck_thread_op(
             yield from ops.set_parents(d, tid, t.reparenting({k: None for k in broken}), bc)
         if orphan_blobs:
             yield from ops.gc_blobs(d, tid)
+        for tg in dangling_tags:
+            yield Q(d.DELETE_TAG, (tid, tg.name))
         if any(f.kind == "thread_index" for f in findings) or orphan_writes or orphan_blobs:
             if count:
                 now = time.time()

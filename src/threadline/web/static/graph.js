@@ -38,7 +38,7 @@
     const who = n.writers.length ? n.writers.join(", ") : (n.source || "");
     const marks = [n.head ? "HEAD" : "", n.interrupted ? "· interrupt" : "", n.error ? "· error" : "", n.fork ? "· fork" : "",
                    n.subgraphs.length ? `· ${n.subgraphs.length} subgraph run${n.subgraphs.length > 1 ? "s" : ""}` : "",
-                   n.merge ? "· merge" : "", ...(n.tags || []).map((t) => `· tag: ${t}`)].filter(Boolean);
+                   n.merge !== undefined ? "· merge" : "", ...(n.tags || []).map((t) => `· tag: ${t}`)].filter(Boolean);
     return `${n.step === null ? "" : n.step} ${who}${marks.length ? "  " + marks.join(" ") : ""}`;
   }
 
