@@ -61,7 +61,7 @@ def test_bulk_edit_previews_applies_once_and_resumes(kind, fresh_backend):
             bulk_edit(saver, graph, {"nope": 1}, threads=["u-1"])
 
 
-@pytest.mark.parametrize("kind", ("sqlite", "postgres"))
+@pytest.mark.parametrize("kind", ("sqlite", "postgres", "redis"))
 def test_create_thread_from_a_json_state(kind, fresh_backend, tmp_path):
     b = fresh_backend(kind)
     state = {"messages": [{"type": "human", "content": "hi", "id": "h-1"}], "profile": {"plan": "free"}, "turns": 3}

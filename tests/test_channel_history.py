@@ -16,7 +16,7 @@ from threadline.errors import NotFoundError
 from threadline.read.channel import summarize
 
 
-@pytest.mark.parametrize("kind", ("sqlite", "postgres"))
+@pytest.mark.parametrize("kind", ("sqlite", "postgres", "redis"))
 def test_a_channel_through_time(kind, fresh_backend):
     b = fresh_backend(kind)
     with b.open() as saver:

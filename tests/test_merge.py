@@ -31,7 +31,7 @@ def _branches(saver):
     return g, fork, a, b
 
 
-@pytest.mark.parametrize("kind", ("sqlite", "postgres"))
+@pytest.mark.parametrize("kind", ("sqlite", "postgres", "redis"))
 def test_merge_through_add_messages_and_a_custom_reducer(kind, fresh_backend):
     b_ = fresh_backend(kind)
     with b_.open() as saver:
