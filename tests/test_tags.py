@@ -28,12 +28,18 @@ def _values(g, thread_id, checkpoint_id):
 def test_a_tagged_checkpoint_survives_prune_ttl_and_the_sweeper(kind, fresh_backend):
     b = fresh_backend(kind)
     with b.open(ttl={"default_ttl": 60, "refresh_on_read": False}, retention={"keep_last": 1}) as saver:
-        g = chat(saver, "t", "alpha one", "beta two", "gamma three")
-        golden = names.resolve_checkpoint(saver, "t", "HEAD~3")
+        g = chat(saver, "t", *[f"turn {i} " + "x" * 300 for i in range(5)])
+        def delta_based(name):  # its messages stored as a delta on an older version: that base must stay
+            version = saver.get_tuple(cfg("t", names.resolve_checkpoint(saver, "t", name))).checkpoint["channel_versions"]["messages"]
+            return b.sql("SELECT base_version FROM threadline_blobs WHERE thread_id = ? AND channel = ? AND version = ?",
+                         ("t", "messages", version))[0][0] is not None
+
+        name = next(f"HEAD~{k}" for k in range(2, 12) if delta_based(f"HEAD~{k}"))
+        golden = names.resolve_checkpoint(saver, "t", name)
         before = _values(g, "t", golden)
-        tag = T.tag(saver, "t", "HEAD~3", "golden")
+        tag = T.tag(saver, "t", name, "golden")
         assert tag.checkpoint_id == golden and names.resolve_checkpoint(saver, "t", "golden") == golden
-        assert names.resolve_checkpoint(saver, "t", "golden^") == names.resolve_checkpoint(saver, "t", "HEAD~4")
+        assert names.resolve_checkpoint(saver, "t", "golden^") == names.resolve_checkpoint(saver, "t", name + "^")
         report = L.prune(saver, L.RetentionPolicy(keep_last=1))
         assert report.checkpoints > 0
         kept = {cid for _, cid in b.stored("t")["checkpoints"]}
