@@ -59,7 +59,8 @@ def _merged(r: MergeResult, **_: Any) -> None:
 def merge(
     saver: Any,
     thread: str = O.Thread,
-    source: str = O.checkpoint(help="The branch to bring in: its checkpoint (" + O.CHECKPOINT_HELP + ")"),
+    source: str = typer.Argument(..., metavar="SOURCE", show_default=False,
+                                 help="The branch to bring in: its checkpoint (a CHECKPOINT as show takes it: id, short id, tag, HEAD~N …)."),
     into: str = typer.Option(..., "--into", metavar="TARGET", help="The branch to merge into: its checkpoint (e.g. HEAD)."),
     graph: str = O.Graph,
     take: list[str] = typer.Option(None, "--take", metavar="CHANNEL=source|target",
