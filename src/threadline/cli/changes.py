@@ -44,6 +44,7 @@ def delete(
     ns: str = O.Ns,
     with_descendants: bool = typer.Option(False, "--with-descendants", help="Also delete every checkpoint below it."),
     reparent: bool = typer.Option(False, "--reparent", help="Attach its children to its parent instead."),
+    force: bool = O.Force,
     dry_run: bool = O.DryRun,
     yes: bool = O.Yes,
     confirm: Any = None,
@@ -54,9 +55,9 @@ def delete(
     mode = "with_descendants" if with_descendants else "reparent" if reparent else "refuse"
     cid = names.resolve_checkpoint(saver, thread, checkpoint, checkpoint_ns=ns)
     if not dry_run:
-        plan = lifecycle.delete_checkpoint(saver, thread, cid, checkpoint_ns=ns, mode=mode, dry_run=True)
+        plan = lifecycle.delete_checkpoint(saver, thread, cid, checkpoint_ns=ns, mode=mode, dry_run=True, force=force)
         confirm(plan, f"Delete {len(plan.checkpoints)} checkpoint(s) of {thread}, freeing {size(plan.bytes_freed)}?")
-    return lifecycle.delete_checkpoint(saver, thread, cid, checkpoint_ns=ns, mode=mode, dry_run=dry_run)
+    return lifecycle.delete_checkpoint(saver, thread, cid, checkpoint_ns=ns, mode=mode, dry_run=dry_run, force=force)
 
 
 @command("prune", render=R.prune, opens="write")
@@ -68,6 +69,7 @@ def prune(
     older_than: str = O.duration("--older-than", "Delete checkpoints older than this (e.g. 30d); heads stay."),
     idle: str = O.duration("--idle", "Delete whole threads idle longer than this (e.g. 90d)."),
     thread: list[str] = O.Threads,
+    force: bool = O.Force,
     dry_run: bool = O.DryRun,
     yes: bool = O.Yes,
     verbose: bool = typer.Option(False, "--verbose", "-v", help="List every checkpoint, not only the per-thread summary."),
@@ -76,13 +78,15 @@ def prune(
     progress: Any = None,
     confirm: Any = None,
 ) -> lifecycle.PruneReport:
-    """Apply a retention policy; blobs no kept checkpoint uses are deleted; kept state stays readable."""
+    """Apply a retention policy; blobs no kept checkpoint uses are deleted; kept state stays readable.
+
+    Tagged checkpoints and pinned threads stay unless --force."""
     if keep_last is None and older_than is None and idle is None:
         raise ConfigError("prune needs a policy: --keep-last N, --older-than DURATION and/or --idle DURATION")
     policy = lifecycle.RetentionPolicy(keep_last=keep_last, older_than=older_than, idle_longer_than=idle, keep_last_per=per)
     ids = names.expand_threads(saver, thread) if thread else None
     if not dry_run:
-        plan = lifecycle.prune(saver, policy, thread_ids=ids, dry_run=True, progress=progress)
+        plan = lifecycle.prune(saver, policy, thread_ids=ids, dry_run=True, progress=progress, force=force)
         if plan.checkpoints:
             confirm(plan, f"Delete {plan.checkpoints} checkpoint(s) from {len(plan.plans)} thread(s), freeing {size(plan.bytes_freed)}?")
-    return lifecycle.prune(saver, policy, thread_ids=ids, dry_run=dry_run, progress=progress)
+    return lifecycle.prune(saver, policy, thread_ids=ids, dry_run=dry_run, progress=progress, force=force)

@@ -32,6 +32,7 @@ from threadline.errors import CorruptRowError
 from threadline.keys import thread_id_of
 from threadline.lifecycle.thread import _load_thread_op
 from threadline.read.forks import Step, concurrent_forks, line_of
+from threadline.read.tags import thread_tags_op
 
 
 
@@ -48,8 +49,10 @@ class Finding:
     checkpoint), ``parent_cycle``, ``unreadable_checkpoint``, ``unreadable_value``
     (a blob or write that does not decode; ``deep`` only), ``thread_index`` (the
     ``threads`` row is missing or its counts are stale), ``concurrent_fork`` (a fork made
-    by two overlapping runs, ``read.forks``: a notice, see ``NOTICES``). ``repairable`` says
-    whether ``repair`` fixes it safely; ``repaired`` whether it did.
+    by two overlapping runs, ``read.forks``: a notice, see ``NOTICES``), ``dangling_tag`` (a
+    tag names a checkpoint that does not exist: deleted by LangGraph's own ``prune`` or
+    ``delete_for_runs``, which do not know tags). ``repairable`` says whether
+    ``repair`` fixes it safely; ``repaired`` whether it did.
     """
 
     kind: str
@@ -81,6 +84,7 @@ REPAIRS = {
     "orphan_blobs": "garbage-collected (no checkpoint references them)",
     "broken_parent": "parent link cleared (the checkpoint becomes a root; its own state is complete)",
     "thread_index": "threads row recomputed from the tables",
+    "dangling_tag": "tag removed (its checkpoint does not exist)",
 }
 
 
@@ -165,6 +169,10 @@ def fsck_thread_op(
         findings.append(Finding("thread_index", tid, None, None, f"threads row counts {idx[0][0]} checkpoints, table has {count}", True))
     elif idx and not count:
         findings.append(Finding("thread_index", tid, None, None, "threads row for a thread without checkpoints", True))
+    dangling_tags = [tg for tg in (yield from thread_tags_op(d, tid)) if (tg.checkpoint_ns, tg.checkpoint_id) not in t.rows]
+    for tg in dangling_tags:
+        findings.append(Finding("dangling_tag", tid, tg.checkpoint_ns, tg.checkpoint_id,
+                                f"tag {tg.name!r} names a checkpoint that does not exist", True))
     findings += yield from _mistyped_values(d, tid)
     findings += _concurrent_forks(t)
     # deep: decode every value
@@ -184,6 +192,8 @@ def fsck_thread_op(
             yield from ops.set_parents(d, tid, t.reparenting({k: None for k in broken}), bc)
         if orphan_blobs:
             yield from ops.gc_blobs(d, tid)
+        for tg in dangling_tags:
+            yield Q(d.DELETE_TAG, (tid, tg.name))
         if any(f.kind == "thread_index" for f in findings) or orphan_writes or orphan_blobs:
             if count:
                 now = time.time()

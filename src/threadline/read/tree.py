@@ -17,6 +17,7 @@ from threadline.storage.ops import Op, Q
 from threadline.errors import NotFoundError
 from threadline.read.common import INTERRUPT, iso
 from threadline.read.forks import ConcurrentFork, Step, concurrent_forks, line_of
+from threadline.read.tags import thread_pin_op, thread_tags_op
 from threadline.read.tasks import push_nodes_by_checkpoint_op
 from threadline.keys import checkpoint_ns_of, thread_id_of
 
@@ -32,6 +33,7 @@ class CheckpointNode:
     ``subgraphs`` lists the namespaces whose runs started from this checkpoint.
     ``concurrent_with``: the earlier sibling whose run was still writing when this checkpoint
     was started from the same parent (a fork by two overlapping runs, ``read.forks``), or None.
+    ``tags`` are the names given to it (``lifecycle.tags``).
     """
 
     checkpoint_id: str
@@ -49,6 +51,13 @@ class CheckpointNode:
     subgraphs: list[str] = field(default_factory=list)
     metadata: dict[str, Any] = field(default_factory=dict)
     concurrent_with: str | None = None
+    tags: list[str] = field(default_factory=list)
+
+    @property
+    def merged(self) -> dict[str, str] | None:
+        """A merge checkpoint's parents (metadata ``merge``: ``source`` and ``target`` checkpoint_ids), else None."""
+        m = self.metadata.get("merge")
+        return m if isinstance(m, dict) and m.get("source") and m.get("target") else None
 
     @property
     def is_fork_point(self) -> bool:
@@ -58,6 +67,7 @@ class CheckpointNode:
         d = dataclasses.asdict(self)
         d["created"] = iso(self.created_at)
         d["fork_point"] = self.is_fork_point
+        d["merge"] = self.merged
         return d
 
 
@@ -78,6 +88,7 @@ class ThreadHistory:
     nodes: dict[str, dict[str, CheckpointNode]]
     roots: dict[str, list[str]]
     concurrent_forks: list[ConcurrentFork] = field(default_factory=list)
+    pinned: float | None = None  # when the thread was pinned (``lifecycle.tags``), else None
 
     @property
     def fork_points(self) -> list[str]:
@@ -97,6 +108,7 @@ class ThreadHistory:
             "fork_points": self.fork_points,
             "roots": self.roots,
             "concurrent_forks": [{**dataclasses.asdict(f), "detail": f.describe(self.head_path(f.checkpoint_ns))} for f in self.concurrent_forks],
+            "pinned": self.pinned,
             "namespaces": {ns: [n.to_json() for n in nodes.values()] for ns, nodes in self.nodes.items()},
         }
 
@@ -185,7 +197,10 @@ def history_op(d: Dialect, thread_id: Any, *, checkpoint_ns: str | None = "", in
     )
     for f in forks:
         nodes[f.checkpoint_ns][f.checkpoint_id].concurrent_with = f.overlaps
-    return ThreadHistory(tid, head, dict(nodes), roots, forks)
+    for t in (yield from thread_tags_op(d, tid)):
+        if t.checkpoint_id in nodes.get(t.checkpoint_ns, {}):
+            nodes[t.checkpoint_ns][t.checkpoint_id].tags.append(t.name)
+    return ThreadHistory(tid, head, dict(nodes), roots, forks, (yield from thread_pin_op(d, tid)))
 
 
 def thread_history(saver: Any, thread_id: Any, **kwargs: Any) -> ThreadHistory:

@@ -39,8 +39,9 @@ def lay_out(rows: list[TreeRow]) -> dict[str, Any]:
     first (a node's index is its row), each ``{"id", "lane", "step"}`` plus, when not
     false / empty / zero, ``"parent"`` (the parent's row), ``"source"``, ``"writers"``,
     ``"head"``, ``"on_head_path"``, ``"fork"``, ``"interrupted"``, ``"error"`` (an
-    ``__error__`` write), ``"subgraphs"`` (namespaces started there) and ``"concurrent"``
-    (the row of the earlier sibling whose run overlapped this one's, ``read.forks``); and
+    ``__error__`` write), ``"subgraphs"`` (namespaces started there), ``"concurrent"``
+    (the row of the earlier sibling whose run overlapped this one's, ``read.forks``), ``"tags"`` (its tag names) and ``"merge"`` (a merge
+    checkpoint: the row of the branch merged in); and
     ``"concurrent_forks"``, one line each (``ConcurrentFork.describe``).
     """
     by_id = {r.checkpoint_id: r for r in rows}
@@ -99,10 +100,12 @@ def lay_out(rows: list[TreeRow]) -> dict[str, Any]:
         if names := writers(r, by_id.get(r.parent or "")):
             node["writers"] = names
         flags = {"head": cid == head, "on_head_path": cid in on_path, "fork": len(children[cid]) > 1,
-                 "interrupted": r.interrupted, "error": r.error, "subgraphs": r.subgraphs}
+                 "interrupted": r.interrupted, "error": r.error, "subgraphs": r.subgraphs, "tags": r.tags}
         node.update((k, v) for k, v in flags.items() if v)
         if cid in overlaps:
             node["concurrent"] = overlaps[cid]
+        if (r.merge or {}).get("source") in row_of:
+            node["merge"] = row_of[r.merge["source"]]
         out.append(node)
     head_path = [cid for cid in by_id if cid in on_path]
     return {"nodes": out, "lanes": lanes, "head": head, "concurrent_forks": [f.describe(head_path) for f in forks]}

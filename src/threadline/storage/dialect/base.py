@@ -21,6 +21,7 @@ from threadline.storage.dialect.leases import LeaseStatements
 from threadline.storage.dialect.lifecycle import LifecycleStatements
 from threadline.storage.dialect.reads import ReadsStatements
 from threadline.storage.dialect.statements import Statements
+from threadline.storage.dialect.tags import TagStatements
 from threadline.storage.dialect.transfer import TransferStatements
 from threadline.storage.dialect.web import WebStatements
 from threadline.storage.schema import MIGRATIONS
@@ -91,7 +92,7 @@ def check_filter(filter: Any) -> None:
             raise FilterError(f"metadata filter value for {key!r} cannot be matched: {exc}") from exc
 
 
-class Dialect(Statements, ReadsStatements, LifecycleStatements, LeaseStatements, TransferStatements, WebStatements):
+class Dialect(Statements, ReadsStatements, LifecycleStatements, LeaseStatements, TransferStatements, WebStatements, TagStatements):
     """One backend's SQL. Subclasses set the attributes and implement the methods that
     raise NotImplementedError here (see ``sqlite.SqliteDialect``, ``postgres.PostgresDialect``)."""
 

@@ -7,11 +7,14 @@ from __future__ import annotations
 
 # A thread has expired (``threadline.ttl``) when its last activity — the last put
 # (``updated_at``) or the last read that restarted its clock (``accessed_at``) — is older
-# than its own TTL (``ttl_minutes``; negative: never) or else the default one.
+# than its own TTL (``ttl_minutes``; negative: never) or else the default one, unless it is
+# pinned or holds a tagged checkpoint.
 # Parameters: default TTL in minutes (or NULL), the same again, now.
 _EXPIRED = (
     "COALESCE(ttl_minutes, ?) > 0 AND (CASE WHEN accessed_at > updated_at THEN accessed_at ELSE updated_at END) "
-    "+ COALESCE(ttl_minutes, ?) * 60 <= ?"
+    "+ COALESCE(ttl_minutes, ?) * 60 <= ? "
+    # a pinned thread, or one holding a tagged checkpoint, never expires (``lifecycle.tags``)
+    "AND thread_id NOT IN (SELECT thread_id FROM threadline_pins) AND thread_id NOT IN (SELECT thread_id FROM threadline_tags)"
 )
 
 

@@ -121,10 +121,12 @@ class WebStatements:
 
     def tree_checkpoints(self, thread_id: str, checkpoint_ns: str) -> tuple[str, list[Any]]:
         """→ checkpoint_id, parent_checkpoint_id, step, source, the checkpoint's ``versions_seen``
-        (JSON as the backend returns it, read with ``load_json``; NULL without one), created_at
-        and run_id of the namespace's checkpoints, by checkpoint_id."""
+        (JSON as the backend returns it, read with ``load_json``; NULL without one), created_at,
+        run_id and the metadata's ``merge`` (a merge's parents, ``lifecycle.merge``; JSON or NULL)
+        of the namespace's checkpoints, by checkpoint_id."""
         return (
-            f"SELECT checkpoint_id, parent_checkpoint_id, step, source, {self.json_field('checkpoint', 'versions_seen')}, created_at, run_id "
+            f"SELECT checkpoint_id, parent_checkpoint_id, step, source, {self.json_field('checkpoint', 'versions_seen')}, created_at, run_id, "
+            f"{self.json_field('metadata', 'merge')} "
             "FROM threadline_checkpoints WHERE thread_id = ? AND checkpoint_ns = ? ORDER BY checkpoint_id",
             [thread_id, checkpoint_ns],
         )

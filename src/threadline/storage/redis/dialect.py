@@ -29,6 +29,7 @@ from threadline.storage.redis import layout as L
 from threadline.storage.redis.leases import RedisLeaseStatements
 from threadline.storage.redis.lifecycle import RedisLifecycleStatements
 from threadline.storage.redis.reads import RedisReadsStatements
+from threadline.storage.redis.tags import RedisTagStatements
 from threadline.storage.redis.transfer import RedisTransferStatements
 from threadline.storage.redis.web import RedisWebStatements
 from threadline.storage.redis.base import (
@@ -147,6 +148,13 @@ def set_checksum(d: RedisDialect, params: Sequence[Any], many: bool) -> Generato
 def set_checkpoint_doc(d: RedisDialect, params: Sequence[Any], many: bool) -> Generator:
     def change(row: list, p: Sequence[Any]) -> None:
         row[1], row[7] = p[0], p[1]
+
+    return (yield from _update_checkpoints(d, rows_of(params, many), change))
+
+
+def set_metadata(d: RedisDialect, params: Sequence[Any], many: bool) -> Generator:
+    def change(row: list, p: Sequence[Any]) -> None:
+        row[2], row[7] = p[0], p[1]
 
     return (yield from _update_checkpoints(d, rows_of(params, many), change))
 
@@ -495,7 +503,8 @@ def nothing(d: RedisDialect, params: Sequence[Any], many: bool) -> Generator:
 
 
 class RedisDialect(
-    RedisReadsStatements, RedisLifecycleStatements, RedisLeaseStatements, RedisTransferStatements, RedisWebStatements, Dialect
+    RedisReadsStatements, RedisLifecycleStatements, RedisLeaseStatements, RedisTransferStatements, RedisWebStatements,
+    RedisTagStatements, Dialect,
 ):
     """The named statements on Redis under a key ``prefix``, for one saver (its default TTL
     in minutes goes into every script that writes a thread)."""
@@ -616,6 +625,7 @@ for _name, _fn in {
     "SET_CHECKSUM": set_checksum,
     "SET_CHECKPOINT_DOC": set_checkpoint_doc,
     "SET_CREATED_AT": set_created_at,
+    "SET_METADATA": set_metadata,
     "DELETE_CHECKPOINT": delete_checkpoint,
     "INSERT_CHECKPOINT_ROW": insert_checkpoint_rows,
     "INSERT_BLOB": insert_blobs,

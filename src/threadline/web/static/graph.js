@@ -32,13 +32,15 @@
     { selector: "edge", style: { width: 2, "line-color": "#9db5e6", "curve-style": "haystack", "haystack-radius": 0 } },
     { selector: "edge.branch", style: { "curve-style": "taxi", "taxi-direction": "vertical", "taxi-turn": "100%", "taxi-turn-min-distance": 4 } },
     { selector: "edge.head-path", style: { "line-color": "#2f6fde", width: 2.5 } },
+    { selector: "edge.merge", style: { "line-style": "dashed", "line-color": "#8b5cf6", "curve-style": "bezier" } },
   ];
 
   function label(n) {
     const who = n.writers.length ? n.writers.join(", ") : (n.source || "");
     const marks = [n.head ? "HEAD" : "", n.interrupted ? "· interrupt" : "", n.error ? "· error" : "", n.fork ? "· fork" : "",
                    n.concurrent !== undefined ? "· concurrent run" : "",
-                   n.subgraphs.length ? `· ${n.subgraphs.length} subgraph run${n.subgraphs.length > 1 ? "s" : ""}` : ""].filter(Boolean);
+                   n.subgraphs.length ? `· ${n.subgraphs.length} subgraph run${n.subgraphs.length > 1 ? "s" : ""}` : "",
+                   n.merge !== undefined ? "· merge" : "", ...(n.tags || []).map((t) => `· tag: ${t}`)].filter(Boolean);
     return `${n.step === null ? "" : n.step} ${who}${marks.length ? "  " + marks.join(" ") : ""}`;
   }
 
@@ -80,6 +82,12 @@
         classes: [p.lane !== n.lane ? "branch" : "", n.on_head_path ? "head-path" : ""].filter(Boolean).join(" "),
         lo: n.parent, hi: n.row,
       };
+    });
+    // a merge checkpoint's second parent: the branch merged in, dashed
+    layout.nodes.filter((n) => n.merge !== undefined).forEach((n) => {
+      const p = layout.nodes[n.merge];
+      edges.push({ group: "edges", data: { id: `m${n.id}`, source: p.id, target: n.id }, classes: "merge",
+                   lo: Math.min(n.merge, n.row), hi: Math.max(n.merge, n.row) });
     });
   }
 
