@@ -25,6 +25,7 @@ from threadline.lazy import lazy_names
 # (a cold start pays only for the driver it uses).
 _LAZY = {
     **dict.fromkeys(("SqliteSaver", "AsyncSqliteSaver"), "threadline.backends.sqlite"),
+    **dict.fromkeys(("InMemorySaver", "MemorySaver"), "threadline.backends.memory"),
     **dict.fromkeys(("PostgresSaver", "AsyncPostgresSaver"), "threadline.backends.postgres"),
     **dict.fromkeys(("RedisSaver", "AsyncRedisSaver", "ShallowRedisSaver", "AsyncShallowRedisSaver"), "threadline.backends.redis"),
     **dict.fromkeys(("SqliteStore", "AsyncSqliteStore", "PostgresStore", "AsyncPostgresStore", "open_store", "aopen_store"), "threadline.store"),
@@ -44,6 +45,8 @@ __all__ = [
     "PostgresSaver",
     "AsyncSqliteSaver",
     "SqliteSaver",
+    "InMemorySaver",
+    "MemorySaver",
     "AsyncRedisSaver",
     "AsyncShallowRedisSaver",
     "RedisSaver",
