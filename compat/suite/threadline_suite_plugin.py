@@ -329,6 +329,19 @@ def _is_postgres_variant(variant: str) -> bool:
     return variant.startswith("postgres")
 
 
+def _saver_run_reason(params: dict[str, Any], variant: str) -> str | None:
+    """Why a run of one saver in the langgraph tests (langgraph-redis, langgraph-memory) leaves out
+    a test of a variant it covers: another run's cache or store, or a variant not selected."""
+    if params.get("cache") == "redis":
+        return "cache=redis (LangGraph's RedisCache: the redis-store run's)"
+    for store in ("sync_store", "async_store"):
+        if store in params and params[store] != "in_memory":
+            return "Postgres store variant (a store, not a checkpoint saver; in_memory store kept)"
+    if VARIANTS and variant not in VARIANTS:
+        return "saver variant not selected (--variants / --quick)"
+    return None
+
+
 def _deselect_reason(item: pytest.Item) -> str | None:
     params = _params(item)
     file = Path(str(item.fspath)).name
@@ -347,26 +360,12 @@ def _deselect_reason(item: pytest.Item) -> str | None:
         variant = variant_of(item)
         if variant not in REDIS_SAVER_VARIANTS.values():
             return "checkpointer variant other than the SQLite ones (the langgraph run's; the Redis savers take their place)"
-        if params.get("cache") == "redis":
-            return "cache=redis (LangGraph's RedisCache: the redis-store run's)"
-        for store in ("sync_store", "async_store"):
-            if store in params and params[store] != "in_memory":
-                return "Postgres store variant (a store, not a checkpoint saver; in_memory store kept)"
-        if VARIANTS and variant not in VARIANTS:
-            return "saver variant not selected (--variants / --quick)"
-        return None
+        return _saver_run_reason(params, variant)
     if SUITE == "langgraph-memory":
         variant = variant_of(item)
         if variant not in ("direct", *MEMORY_PARAMS):
             return "checkpointer variant other than the in-memory ones (the langgraph run's)"
-        if params.get("cache") == "redis":
-            return "needs a Redis server (cache=redis)"
-        for store in ("sync_store", "async_store"):
-            if store in params and params[store] != "in_memory":
-                return "Postgres store variant (a store, not a checkpoint saver; in_memory store kept)"
-        if VARIANTS and variant not in VARIANTS:
-            return "saver variant not selected (--variants)"
-        return None
+        return _saver_run_reason(params, variant)
     if SUITE == "redis-sqlite-store":
         return None if file in SQLITE_STORE_FILES else "checkpoint saver tests (the saver runs cover them)"
     if SUITE == "langgraph-store":

@@ -13,8 +13,11 @@ from __future__ import annotations
 import sqlite3
 from collections import defaultdict
 from contextlib import AbstractAsyncContextManager, AbstractContextManager, ExitStack
+from collections.abc import AsyncIterator, Mapping, Sequence
 from types import TracebackType
+from typing import Any
 
+from langgraph.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMetadata, CheckpointTuple, DeltaChannelHistory
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from threadline.backends.sqlite import SqliteConnectionSaver
@@ -41,8 +44,11 @@ class InMemorySaver(SqliteConnectionSaver, AbstractContextManager, AbstractAsync
     ``threadline.transfer.backup.backup(saver, path)`` (a threadline SQLite file).
     ``cache_max_bytes``: the value cache's bound, as ``SqliteSaver``'s.
 
-    Async methods run in a worker thread (one lock serializes the connection), so the
-    instance serves ``graph.invoke`` and ``graph.ainvoke`` alike. Errors as ``EngineSaver``'s.
+    The async methods call the sync ones in the event loop, as the official saver's do (an
+    operation on the in-memory database takes microseconds to a few milliseconds; one lock
+    serializes the connection between threads), so the instance serves ``graph.invoke`` and
+    ``graph.ainvoke`` alike, and a subclass overriding a sync method changes its async twin
+    too. Errors as ``EngineSaver``'s.
 
     Usage::
 
@@ -62,6 +68,39 @@ class InMemorySaver(SqliteConnectionSaver, AbstractContextManager, AbstractAsync
         # As the official saver's: what closes with the saver (``with``/``async with``);
         # callers may register their own clean-ups on it (``saver.stack.callback(...)``).
         self.stack = ExitStack()
+
+    # The async methods call the sync ones, in the event loop, as the official saver's do: a
+    # subclass overriding ``put`` or ``get_tuple`` (LangGraph's own tests do) changes both paths.
+
+    async def aget_tuple(self, config: dict) -> CheckpointTuple | None:
+        return self.get_tuple(config)
+
+    async def alist(
+        self, config: dict | None, *, filter: dict[str, Any] | None = None, before: dict | None = None, limit: int | None = None
+    ) -> AsyncIterator[CheckpointTuple]:
+        for item in self.list(config, filter=filter, before=before, limit=limit):
+            yield item
+
+    async def aput(self, config: dict, checkpoint: Checkpoint, metadata: CheckpointMetadata, new_versions: ChannelVersions) -> dict:
+        return self.put(config, checkpoint, metadata, new_versions)
+
+    async def aput_writes(self, config: dict, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = "") -> None:
+        return self.put_writes(config, writes, task_id, task_path)
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        return self.delete_thread(thread_id)
+
+    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
+        return self.delete_for_runs(run_ids)
+
+    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        return self.copy_thread(source_thread_id, target_thread_id)
+
+    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        return self.prune(thread_ids, strategy=strategy)
+
+    async def aget_delta_channel_history(self, *, config: dict, channels: Sequence[str]) -> Mapping[str, DeltaChannelHistory]:
+        return self.get_delta_channel_history(config=config, channels=channels)
 
     def __enter__(self) -> InMemorySaver:
         self.stack.__enter__()
