@@ -122,3 +122,22 @@ def test_list_limit_as_official(limit: int) -> None:
     for s in (ours, theirs):
         _graph(s).invoke({"items": [], "note": ""}, _cfg("t"))
     assert len(list(ours.list(_cfg("t"), limit=limit))) == len(list(theirs.list(_cfg("t"), limit=limit)))
+
+
+async def test_async_methods_go_through_the_sync_ones() -> None:
+    """As the official saver's: a subclass overriding ``put``/``get_tuple`` changes ``aput``/``aget_tuple``
+    (LangGraph's own tests rely on it)."""
+    seen: list[str] = []
+
+    class Recording(InMemorySaver):
+        def put(self, config, checkpoint, metadata, new_versions):
+            seen.append("put")
+            return super().put(config, checkpoint, metadata, new_versions)
+
+        def get_tuple(self, config):
+            seen.append("get_tuple")
+            return super().get_tuple(config)
+
+    g = _graph(Recording())
+    await g.ainvoke({"items": [], "note": ""}, _cfg("t"))
+    assert "put" in seen and "get_tuple" in seen

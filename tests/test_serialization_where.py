@@ -112,3 +112,16 @@ def test_walker_runs_only_on_failure(monkeypatch: pytest.MonkeyPatch, tmp_path) 
         b.add_node("hello", lambda s: {"messages": [AIMessage("hi", additional_kwargs={"n": 1})]})
         b.add_edge(START, "hello")
         b.compile(checkpointer=saver).invoke({"messages": []}, {"configurable": {"thread_id": "ok"}})
+
+
+def test_other_serializer_errors_stay_as_raised() -> None:
+    """A serializer that fails otherwise (here a ValueError) is not taken for an unserializable value."""
+    from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+
+    class Faulty(JsonPlusSerializer):
+        def dumps_typed(self, obj: object) -> tuple[str, bytes]:
+            raise ValueError("Faulty serializer")
+
+    with pytest.raises(ValueError, match="Faulty serializer") as caught:
+        encode(Faulty(), "a plain string", "ch")
+    assert not isinstance(caught.value, SerializationError)

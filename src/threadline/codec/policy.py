@@ -160,7 +160,7 @@ class BlobCodec:
         tail_items = value[n:]
         try:
             tag, tail = serde.dumps_typed(tail_items)
-        except (TypeError, ValueError):
+        except TypeError:
             return None  # serialized whole, whose error names the place (``tags.encode``)
         found = split(tail) if tag == "msgpack" else None
         if found is None or found[0] != LIST or found[1] != len(tail_items):

@@ -57,7 +57,7 @@ def encode(serde: SerializerProtocol, value: Any, channel: str | None = None, ta
     ``threadline.limits`` ``max_value_bytes``."""
     try:
         tag, data = serde.dumps_typed(value)
-    except (TypeError, ValueError) as exc:
+    except TypeError as exc:  # the serializer's "cannot serialize"; other errors (a faulty serializer's) stay as raised
         raise unserializable(serde, value, exc, channel, task_id) from exc
     if tag in _REFUSED:
         raise TypeError(f"threadline does not store {tag!r} payloads; value of type {type(value).__name__} is not serializable")
