@@ -161,3 +161,12 @@ def test_cli_bad_input_is_one_line_exit_2(tmp_path, monkeypatch: pytest.MonkeyPa
     assert result.exit_code == 2 and "pass --db URL" in result.output
     result = runner.invoke(app, ["health", "--db", str(tmp_path / "x.db"), "--max-sweep-lag", "soon"])
     assert result.exit_code == 2 and "not a duration" in result.output
+
+
+async def test_async_saver(tmp_path) -> None:
+    from threadline import AsyncSqliteSaver
+
+    async with AsyncSqliteSaver.from_conn_string(str(tmp_path / "a.db")) as saver:
+        h = await H.acheck(saver)
+        assert h.status == "healthy" and h.round_trip["total_ms"] > 0
+        assert [t async for t in saver.alist(None)] == []

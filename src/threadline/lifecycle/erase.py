@@ -148,10 +148,6 @@ class ErasureReceipt:
         self.store_items = {str(k): int(v) for k, v in old["store_items"].items()}
 
 
-def _rows(q: Q) -> Op[list]:
-    return (yield q)
-
-
 def select_threads_op(d: Any, selection: Selection) -> Op[list[str]]:
     """The thread_ids ``selection`` names, sorted (never threadline's own reserved threads)."""
     found: set[str] | None = None

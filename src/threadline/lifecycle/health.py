@@ -120,10 +120,6 @@ def pending_problem(h: Health) -> None:
                           f"{h.schema['latest']}); run `threadline setup --db URL` to apply them")
 
 
-def _rows(q: Q) -> Op[list]:
-    return (yield q)
-
-
 def _ms(start: float, end: float) -> float:
     return round((end - start) * 1000, 3)
 
@@ -179,12 +175,12 @@ def _sweeper(d: Any, h: Health, now: float, max_lag: float | None) -> Job[None]:
                           + (f" (the last {now - finished:.0f} s ago)" if finished is not None else ""))
 
 
-def _growth(d: Any, h: Health, now: float) -> Job[None]:
-    since = now - GROWTH_SECONDS
-    (cks, ck_bytes), = yield _rows(Q(d.checkpoints_since(), (since,))), False
-    (ws, w_bytes), = yield _rows(Q(d.writes_since(), (since, since))), False
-    h.growth = {"seconds": GROWTH_SECONDS, "checkpoints": int(cks), "checkpoint_bytes": int(ck_bytes or 0),
-                "writes": int(ws), "write_bytes": int(w_bytes or 0)}
+def growth_op(d: Any, since: float) -> Op[dict[str, float]]:
+    """``Health.growth``: checkpoints and pending writes created at or after ``since``, and their stored bytes."""
+    (cks, ck_bytes), = yield Q(d.checkpoints_since(), (since,))
+    (ws, w_bytes), = yield Q(d.writes_since(), (since, since))
+    return {"seconds": GROWTH_SECONDS, "checkpoints": int(cks), "checkpoint_bytes": int(ck_bytes or 0),
+            "writes": int(ws), "write_bytes": int(w_bytes or 0)}
 
 
 def health_job(
@@ -205,7 +201,7 @@ def health_job(
             return h  # a probe never migrates: the round trip would need the newer tables
         yield from _round_trip(saver, h, clock, max_round_trip_ms)
         yield from _sweeper(d, h, clock(), max_sweep_lag)
-        yield from _growth(d, h, clock())
+        h.growth = yield growth_op(d, clock() - GROWTH_SECONDS), False
     except Exception as exc:  # a step that failed (thrown in there): the database is not usable
         h.add("unhealthy", f"{type(exc).__name__}: {' '.join(str(exc).split())}")
     h.errors = metrics.error_counts()
