@@ -14,6 +14,7 @@ from threadline.errors import (
     KeyTooLongError,
     NotFoundError,
     ThreadBusyError,
+    SerializationError,
     ThreadlineError,
     UnsafeOperationError,
     ValueTooLargeError,
@@ -26,6 +27,7 @@ from threadline.lazy import lazy_names
 # (a cold start pays only for the driver it uses).
 _LAZY = {
     **dict.fromkeys(("SqliteSaver", "AsyncSqliteSaver"), "threadline.backends.sqlite"),
+    **dict.fromkeys(("InMemorySaver", "MemorySaver"), "threadline.backends.memory"),
     **dict.fromkeys(("PostgresSaver", "AsyncPostgresSaver"), "threadline.backends.postgres"),
     **dict.fromkeys(("RedisSaver", "AsyncRedisSaver", "ShallowRedisSaver", "AsyncShallowRedisSaver"), "threadline.backends.redis"),
     **dict.fromkeys(("SqliteStore", "AsyncSqliteStore", "PostgresStore", "AsyncPostgresStore", "open_store", "aopen_store"), "threadline.store"),
@@ -45,6 +47,8 @@ __all__ = [
     "PostgresSaver",
     "AsyncSqliteSaver",
     "SqliteSaver",
+    "InMemorySaver",
+    "MemorySaver",
     "AsyncRedisSaver",
     "AsyncShallowRedisSaver",
     "RedisSaver",
@@ -71,6 +75,7 @@ __all__ = [
     "KeyTooLongError",
     "NotFoundError",
     "ThreadBusyError",
+    "SerializationError",
     "ThreadlineError",
     "UnsafeOperationError",
     "ValueTooLargeError",

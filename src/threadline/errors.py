@@ -78,6 +78,20 @@ class ValueTooLargeError(ThreadlineError, ValueError):
     than ``max_json_depth``; nothing was written."""
 
 
+class SerializationError(ThreadlineError, TypeError):
+    """A channel value or pending write the serializer cannot store. The message names the channel
+    (and the task, for a pending write), the path to the refused part inside the value
+    (``messages[3].additional_kwargs.lock``) and its type; the same are attributes: ``channel``,
+    ``task_id`` (None for a channel value), ``path``, ``type_name``. Nothing was written. A
+    ``TypeError``, as the serializer's own error is."""
+
+    def __init__(
+        self, *args: object, channel: str | None = None, task_id: str | None = None, path: str = "", type_name: str = ""
+    ) -> None:
+        super().__init__(*args)
+        self.channel, self.task_id, self.path, self.type_name = channel, task_id, path, type_name
+
+
 class FilterTooLargeError(FilterError):
     """A ``list`` metadata filter or Store ``search`` filter has more keys (Store: conditions) than
     ``max_filter_keys``, more JSON than ``max_filter_bytes``, nests deeper than ``max_json_depth``,

@@ -1,19 +1,25 @@
-"""Commands that change history: rollback, fork, delete, prune — each one call into
+"""Commands that change history: rollback, fork, delete, prune, erase — each one call into
 ``threadline.lifecycle`` on the database named by --db or $THREADLINE_DB."""
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from typing import Any
 
 import typer
+from rich.markup import escape
 
 from threadline import lifecycle
 from threadline.cli import options as O
 from threadline.cli.render import changes as R
 from threadline.cli.render.format import size
-from threadline.cli.shared import command
+from threadline.backends import entry_of
+from threadline.cli.shared import Db, command, named_db, opened, out
 from threadline.errors import ConfigError
+from threadline.lifecycle import erase as E
 from threadline.read import names
+from threadline.store import open_store
+from threadline.store.reader import namespace
 
 
 @command("rollback", render=R.rollback, opens="write")
@@ -90,3 +96,46 @@ def prune(
         if plan.checkpoints:
             confirm(plan, f"Delete {plan.checkpoints} checkpoint(s) from {len(plan.plans)} thread(s), freeing {size(plan.bytes_freed)}?")
     return lifecycle.prune(saver, policy, thread_ids=ids, dry_run=dry_run, progress=progress, force=force)
+
+
+def _erased(r: E.ErasureReceipt, **_: Any) -> None:
+    c = r.to_json()["counts"]
+    what = (f"{c['threads']} thread(s) ({c['checkpoints']} checkpoints, {c['blobs']} values, {c['writes']} pending writes; "
+            f"{size(sum(r.bytes.values()))} stored)")
+    items = "".join(f", {n} Store item(s) under {escape(ns)}" for ns, n in r.store_items.items())
+    verb = "[yellow]would erase[/yellow]" if r.dry_run else "[green]erased[/green]"
+    out.print(f"{verb} {what}{items}")
+    if r.threads:
+        out.print("threads: " + escape(", ".join(r.threads[:10])) + (f" … and {len(r.threads) - 10} more" if len(r.threads) > 10 else ""))
+    if r.space is not None and r.space.bytes_before is not None:
+        out.print(f"on disk: {size(r.space.bytes_before)} → {size(r.space.bytes_after)} ({size(r.space.bytes_freed)} freed)")
+    if r.verified is not None and not r.problems:
+        out.print("verified: the selection and the Store search find nothing of it")
+    for p in r.problems:
+        out.print(f"[red]problem[/red] {escape(p)}")
+
+
+@command("erase", opens="none", render=_erased, problems=lambda r: bool(r.problems))
+def erase(
+    url: str = Db,  # --db (named apart: ``command`` takes ``db`` for the databases it opens itself)
+    thread_pattern: str = typer.Option(None, "--thread-pattern", metavar="GLOB",
+                                       help="Threads whose id matches ('user-42-*'; * and ? wildcards; no wildcard: that id exactly)."),
+    where: list[str] = O.Where,
+    store_namespace: list[str] = typer.Option(None, "--store-namespace", metavar="NAMESPACE",
+                                              help="Also erase the Store items under this namespace (labels joined with dots; repeatable)."),
+    receipt: str = typer.Option(None, "--receipt", metavar="FILE",
+                                help="Write the receipt (JSON) here; a receipt of an interrupted run of the same selection is continued."),
+    dry_run: bool = O.DryRun,
+    yes: bool = O.Yes,
+    confirm: Any = None,
+) -> E.ErasureReceipt:
+    """Erase a user's or tenant's data: threads by id pattern and/or metadata, Store items by namespace; then reclaim the space and verify."""
+    db = named_db(url, "erase")
+    selection = E.Selection(thread_pattern, O.metadata(where) or None, tuple(namespace(n) for n in store_namespace or ()))
+    name = entry_of(db).get("describe")(db)
+    with opened(db, "write", "erase") as saver, (open_store(db) if selection.store_namespaces else nullcontext()) as store:
+        if not dry_run:
+            plan = E.erase(saver, selection, store=store, dry_run=True, database=name)
+            if plan.threads or any(plan.store_items.values()):  # nothing to erase: verified and receipted without asking
+                confirm(plan, f"Erase {len(plan.threads)} thread(s) and {sum(plan.store_items.values())} Store item(s)? This cannot be undone.")
+        return E.erase(saver, selection, store=store, dry_run=dry_run, receipt=receipt, database=name)

@@ -46,10 +46,11 @@ class ThreadSearch:
     metadata: Mapping[str, Any] | None = None
 
 
-def glob_matcher(pattern: str) -> re.Pattern[str]:
+def glob_matcher(pattern: str, *, prefix: bool = True) -> re.Pattern[str]:
     """The thread_ids ``ThreadSearch.pattern`` matches: ``*`` and ``?`` are the only wildcards,
-    a pattern without one matches as a prefix, case-sensitive (for matching in Python)."""
-    if "*" not in pattern and "?" not in pattern:
+    a pattern without one matches as a prefix (unless ``prefix`` is False: then exactly),
+    case-sensitive (for matching in Python)."""
+    if prefix and "*" not in pattern and "?" not in pattern:
         pattern += "*"
     return re.compile(fnmatch.translate(pattern.replace("[", "[[]")))
 
