@@ -16,9 +16,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from threadline import limits
+from threadline.storage.jsonfilter import Term, filter_terms, is_operators
 from threadline.errors import CorruptRowError, FilterError, FilterTooLargeError
 from threadline.storage.dialect.lifecycle import LifecycleStatements
 from threadline.storage.dialect.reads import ReadsStatements
+from threadline.storage.dialect.records import RecordsStatements
 from threadline.storage.dialect.statements import Statements
 from threadline.storage.dialect.transfer import TransferStatements
 from threadline.storage.dialect.web import WebStatements
@@ -90,7 +92,17 @@ def check_filter(filter: Any) -> None:
             raise FilterError(f"metadata filter value for {key!r} cannot be matched: {exc}") from exc
 
 
-class Dialect(Statements, ReadsStatements, LifecycleStatements, TransferStatements, WebStatements):
+def split_filter(filter: Mapping[str, Any]) -> tuple[dict[str, Any], list[Term]]:
+    """A ``list(filter=…)`` filter as its plain part (``{key: value}``, matched as the backend's
+    official saver matches it) and the terms of its operator keys (``{key: {"$op": bound}}``,
+    ``storage.jsonfilter``: ``$eq $ne $gt $gte $lt $lte $in $nin``, a dotted key a nested path).
+    FilterError names an unknown operator."""
+    plain = {k: v for k, v in filter.items() if not is_operators(v)}
+    ops = {k: v for k, v in filter.items() if is_operators(v)}
+    return plain, filter_terms(ops)
+
+
+class Dialect(Statements, RecordsStatements, ReadsStatements, LifecycleStatements, TransferStatements, WebStatements):
     """One backend's SQL. Subclasses set the attributes and implement the methods that
     raise NotImplementedError here (see ``sqlite.SqliteDialect``, ``postgres.PostgresDialect``)."""
 

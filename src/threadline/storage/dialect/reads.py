@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from threadline.storage.dialect.statements import placeholders, prefixed
+from threadline.storage.jsonfilter import SqliteJson, filter_terms, where_terms
 from threadline.storage.rows import CHECKPOINT_ROW
 
 # The orders of the threads listing (``threads_page``): SQL per order name.
@@ -30,6 +31,9 @@ THREAD_ORDERS = {
     "created": "t.created_at DESC, t.thread_id",  # newest first
     "bytes": "t.bytes DESC, t.thread_id",  # largest first
     "thread_id": "t.thread_id",
+    "updated_asc": "t.updated_at, t.thread_id",  # least recently updated first
+    "created_asc": "t.created_at, t.thread_id",  # oldest first
+    "thread_id_desc": "t.thread_id DESC",
 }
 # The tables whose rows and bytes ``table_totals`` counts.
 COUNTED_TABLES = ("checkpoints", "blobs", "writes")
@@ -47,6 +51,19 @@ class ThreadFilter:
     updated_since: float | None = None
     thread_ids: tuple[str, ...] | None = None
     metadata: Mapping[str, Any] | None = None
+    # the thread records (schema migration 7): a ``storage.jsonfilter`` filter on the record's
+    # metadata (a thread without a record has ``{}``), and archived (None: either; False: not
+    # archived; True: archived only). ``records``: the database has the records table (False
+    # on a database opened read-only before migration 7: every thread then has no record).
+    thread_metadata: Mapping[str, Any] | None = None
+    archived: bool | None = None
+    records: bool = True
+    # keep threads whose head (root namespace) has a pending write on one of these channels
+    head_channels: tuple[str, ...] | None = None
+
+    @property
+    def uses_records(self) -> bool:
+        return self.records and (bool(self.thread_metadata) or self.archived is not None)
 
 
 @dataclass(frozen=True)
@@ -105,6 +122,7 @@ class ReadsStatements:
 
     bytes_of: Callable[[str, str], str]
     metadata_filter: Callable[[Any], tuple[str, list[Any]]]
+    record_json: Callable[[bool], SqliteJson]
     checkpoint_size: Callable[[], str]
     channel_references: Callable[[str], str]
     state_bytes: Callable[[str], str]
@@ -130,23 +148,50 @@ class ReadsStatements:
             cond, p = self.metadata_filter(f.metadata)
             clauses.append(f"EXISTS (SELECT 1 FROM threadline_checkpoints c WHERE c.thread_id = t.thread_id AND {cond})")
             params += p
+        if f.archived is not None and f.uses_records:
+            clauses.append("COALESCE(r.archived, 0) <> 0" if f.archived else "COALESCE(r.archived, 0) = 0")
+        elif f.archived:
+            clauses.append("1 = 0")  # no records table: nothing is archived
+        if f.thread_metadata:
+            conds, p = where_terms(self.record_json(f.uses_records), filter_terms(f.thread_metadata))
+            clauses += conds
+            params += p
+        if f.head_channels is not None:
+            clauses.append(
+                "EXISTS (SELECT 1 FROM threadline_writes w WHERE w.thread_id = t.thread_id AND w.checkpoint_ns = '' "
+                "AND w.checkpoint_id = (SELECT MAX(c2.checkpoint_id) FROM threadline_checkpoints c2 WHERE c2.thread_id = t.thread_id "
+                f"AND c2.checkpoint_ns = '') AND w.channel IN ({placeholders(len(f.head_channels))}))" if f.head_channels else "1 = 0"
+            )
+            params += f.head_channels
         return ("WHERE " + " AND ".join(clauses)) if clauses else "", params
+
+    @staticmethod
+    def _threads_from(f: ThreadFilter) -> str:
+        """The listing's FROM: the threads index, with each thread's record when ``f`` needs it."""
+        if f.uses_records:
+            return "threadline_threads t LEFT JOIN threadline_thread_records r ON r.thread_id = t.thread_id"
+        return "threadline_threads t"
 
     def count_threads(self, f: ThreadFilter) -> tuple[str, list[Any]]:
         """→ one row: how many threads ``f`` keeps. FilterError for an unusable metadata filter."""
         where, params = self._threads_where(f)
-        return f"SELECT COUNT(*) FROM threadline_threads t {where}", params
+        return f"SELECT COUNT(*) FROM {self._threads_from(f)} {where}", params
 
     def threads_page(self, f: ThreadFilter, order_by: str, limit: int, offset: int) -> tuple[str, list[Any]]:
-        """→ thread_id, created_at, updated_at, checkpoint_count, bytes, and the checkpoint_id,
-        step and source of the thread's head in the root namespace (NULLs without one), of the
-        threads ``f`` keeps in ``THREAD_ORDERS[order_by]`` order, ``limit`` of them from ``offset``."""
+        """→ thread_id, created_at, updated_at, checkpoint_count, bytes, the checkpoint_id, step and
+        source of the thread's head in the root namespace (NULLs without one), and the thread's
+        record's metadata (JSON text) and archived flag (NULLs without one) of the threads ``f``
+        keeps in ``THREAD_ORDERS[order_by]`` order, ``limit`` of them from ``offset``."""
         where, params = self._threads_where(f)
         order = THREAD_ORDERS[order_by]
-        # the page first, then the heads of its threads only (not of every thread skipped by OFFSET)
+        if f.records:
+            record, rjoin = ", CAST(r.metadata AS TEXT), r.archived", " LEFT JOIN threadline_thread_records r ON r.thread_id = t.thread_id"
+        else:
+            record, rjoin = ", NULL, NULL", ""
+        # the page first, then the heads and records of its threads only (not of every thread skipped by OFFSET)
         return (
-            "SELECT t.thread_id, t.created_at, t.updated_at, t.checkpoint_count, t.bytes, h.checkpoint_id, h.step, h.source "
-            f"FROM (SELECT * FROM threadline_threads t {where} ORDER BY {order} LIMIT ? OFFSET ?) t "
+            f"SELECT t.thread_id, t.created_at, t.updated_at, t.checkpoint_count, t.bytes, h.checkpoint_id, h.step, h.source{record} "
+            f"FROM (SELECT t.* FROM {self._threads_from(f)} {where} ORDER BY {order} LIMIT ? OFFSET ?) t{rjoin} "
             "LEFT JOIN threadline_checkpoints h ON h.thread_id = t.thread_id AND h.checkpoint_ns = '' "
             "AND h.checkpoint_id = (SELECT MAX(c2.checkpoint_id) FROM threadline_checkpoints c2 WHERE c2.thread_id = t.thread_id AND c2.checkpoint_ns = '') "
             f"ORDER BY {order}",

@@ -15,6 +15,9 @@ key         type    field / member                                  value
 ``th``      HASH    created, updated, count, bytes, ttl, accessed    the thread index row
 ==========  ======  ==============================================  ====================================
 
+A seventh, ``rec`` (``record_key``: HASH metadata, archived, created, updated), holds the thread's
+record when one was set; no script touches it, so a put never reads it.
+
 Beside them, two keys for the whole database: ``<prefix>:threads`` (ZSET of thread_ids by
 last update, for listings across threads) and ``<prefix>:migrations`` (HASH version →
 applied_at). uuid6 checkpoint ids sort lexically by time, so ``ids`` gives the latest
@@ -52,6 +55,11 @@ class ThreadKeys(NamedTuple):
 def thread_keys(prefix: str, thread_id: str) -> ThreadKeys:
     base = f"{prefix}:{{{thread_id}}}:"
     return ThreadKeys(*(base + k for k in THREAD_KEYS))
+
+
+def record_key(prefix: str, thread_id: str) -> str:
+    """The thread's record HASH (``storage/redis/records.py``), beside its six keys under its hash tag."""
+    return f"{prefix}:{{{thread_id}}}:rec"
 
 
 def field(*parts: Any) -> str:
