@@ -15,7 +15,7 @@ from typing import Any
 from threadline.storage.dialect import Dialect
 from threadline.storage.dialect.reads import THREAD_ORDERS, ThreadFilter
 from threadline.storage.ops import Op, Q
-from threadline.read.common import ERROR, INTERRUPT, checkpoint_row_op, iso, jsonable, load_channels_op
+from threadline.read.common import checkpoint_row_op, iso, jsonable, load_channels_op
 from threadline.read.status import STATUS_NAMES, BusyCheck, ThreadStatus, status_name, thread_status_op
 from threadline.storage.jsonfilter import compile_filter, is_operators
 from threadline.read.official import Scope, heads_op, matching_op, merge, scope_of, unadopted_threads_op
@@ -130,9 +130,12 @@ def threads_op(
             ``with_status`` (``list_threads`` passes them).
         order_by also takes ``"updated_asc"``, ``"created_asc"`` and ``"thread_id_desc"``.
 
-    ``status`` and ``values`` need decoding: the candidates come from one SQL query (with, for
-    ``interrupted`` / ``error``, the head's pending ``__interrupt__`` / ``__error__`` writes
-    required there), then only their heads are decoded, in order, so ``total`` counts them all.
+    ``idle``, ``interrupted`` and ``error`` (without a ``busy`` check) are decided by the one SQL
+    query from the head's pending writes (an error write; an interrupt write its task has no
+    resume write for), as ``read.status`` decides them; only the page's heads are decoded, for
+    their ``ThreadStatus``. ``values``, the kinds ``done`` / ``pending`` / ``new`` and a ``busy``
+    check need decoding: the SQL query gives the candidates in order, then their heads are
+    decoded, so ``total`` decodes them all.
     Threads of the official saver's tables not adopted yet are left out when ``thread_metadata``,
     ``status``, ``values`` or ``archived=True`` is given (they have no record or decoded head).
 
@@ -165,15 +168,17 @@ def threads_op(
         thread_metadata=thread_metadata or None,
         archived=archived,
         records=(yield from records_table_op(d)),
-        head_channels=HEAD_CHANNELS.get(STATUS_NAMES[status]) if status is not None else None,
+        head_stop=_HEAD_STOP.get(STATUS_NAMES[status]) if status is not None else None,
     )
+    # idle / interrupted / error are decided by the SQL query itself (no run can be busy without a check)
+    in_sql = status is not None and STATUS_NAMES[status] in _EXACT and busy is None
     scope = scope or Scope()
     waiting = yield from unadopted_threads_op(d, scope, ids)
     partly = {t.thread_id: t.checkpoints for t in waiting if t.in_threadline}
     only = [t for t in waiting if not t.in_threadline]
     if thread_metadata or status is not None or values or archived:
         only = []
-    if status is not None or values:
+    if (status is not None and not in_sql) or values:
         return (yield from _decoded_page(d, serde, bc, selected, order_by, limit, offset, status, values, busy, partly))
     if selected.updated_until is not None:
         only = [t for t in only if t.updated_at <= selected.updated_until]
@@ -195,7 +200,7 @@ def threads_op(
             if t.thread_id in heads and t.official_only:
                 t.head_checkpoint_id, t.head_step, t.head_source = heads[t.thread_id]
         total = int(total) + len(extra)
-    if with_status:
+    if with_status or status is not None:
         for t in threads:
             if not t.official_only:
                 t.status = yield from thread_status_op(d, serde, t.thread_id, t.head_checkpoint_id, bc, busy=bool(busy and busy(t.thread_id)))
@@ -203,8 +208,11 @@ def threads_op(
     return ThreadPage(threads, int(total), offset, nxt if nxt < total else None)
 
 
-# the pending writes a head of each status has, which the SQL query requires of its candidates
-HEAD_CHANNELS = {"interrupted": (INTERRUPT,), "error": (ERROR,), "errored": (ERROR,)}
+# what the SQL query requires of a head of each status (``ThreadFilter.head_stop``), and the
+# statuses it decides alone (the others are decoded: done / pending, and busy from its check)
+_HEAD_STOP = {"interrupted": "interrupted", "error": "error", "errored": "error", "idle": "none", "done": "none",
+              "pending": "none", "new": "none"}
+_EXACT = ("idle", "interrupted", "error", "errored")
 _ALL = 1 << 62  # no LIMIT: every candidate
 
 
@@ -248,15 +256,24 @@ def _decoded_page(d: Dialect, serde: Any, bc: Any, selected: ThreadFilter, order
     if status is not None and STATUS_NAMES[status] == "busy" and busy is None:
         return ThreadPage([], 0, offset, None)
     kept: list[ThreadInfo] = []
+    held: set[str] = set()
     for r in (yield Q(*d.threads_page(selected, order_by, _ALL, 0))):
         t = _info(d, r, partly)
         if values and not (yield from _values_match(d, serde, bc, t.thread_id, t.head_checkpoint_id, values)):
             continue
-        t.status = yield from thread_status_op(d, serde, t.thread_id, t.head_checkpoint_id, bc, busy=bool(busy and busy(t.thread_id)))
+        if busy is not None and busy(t.thread_id):
+            held.add(t.thread_id)
+        if status == "idle" and t.thread_id not in held and len(r) > 10 and r[10] == 0:
+            kept.append(t)  # no interrupt or error write at the head: idle without decoding (status filled below if paged)
+            continue
+        t.status = yield from thread_status_op(d, serde, t.thread_id, t.head_checkpoint_id, bc, busy=t.thread_id in held)
         if status is not None and not t.status.matches(status):
             continue
         kept.append(t)
     page = kept[offset : offset + limit]
+    for t in page:
+        if t.status is None:
+            t.status = yield from thread_status_op(d, serde, t.thread_id, t.head_checkpoint_id, bc, busy=t.thread_id in held)
     nxt = offset + len(page)
     return ThreadPage(page, len(kept), offset, nxt if nxt < len(kept) else None)
 

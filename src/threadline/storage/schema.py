@@ -152,6 +152,10 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
             )""",
             # the threads search sorts by creation as well as by update
             "CREATE INDEX IF NOT EXISTS threadline_threads_created_at ON threadline_threads (created_at)",
+            # the heads waiting on an interrupt or stopped by an error (the status search): only
+            # those writes are indexed, so an ordinary put_writes never touches this index
+            "CREATE INDEX IF NOT EXISTS threadline_writes_stops ON threadline_writes (thread_id, checkpoint_id) "
+            "WHERE channel IN ('__interrupt__', '__error__') AND checkpoint_ns = ''",
         ],
     ),
 ]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from threadline import limits
@@ -175,6 +175,12 @@ class Dialect(Statements, RecordsStatements, ReadsStatements, LifecycleStatement
         """A whole ``get_tuple`` as one statement (see ``PostgresDialect.get_statement``), or None:
         the backend reads the checkpoint, its blobs and its writes with one statement each."""
         return None
+
+    @staticmethod
+    def record_prefilter(terms: Sequence[Term]) -> tuple[list[str], list[Any]]:
+        """Conditions on the joined record (alias ``r``) implied by ``terms`` that an index of
+        this backend serves (none here; Postgres: containment through GIN)."""
+        return [], []
 
     def migrations(self) -> list[tuple[int, list[str]]]:
         """``schema.MIGRATIONS`` with this dialect's column types, plus its own statements."""

@@ -11,7 +11,7 @@ from typing import Any
 
 from threadline.errors import FilterError
 from threadline.storage.dialect.base import Dialect, check_filter, dumps_json, split_filter
-from threadline.storage.jsonfilter import PostgresJson, where_terms
+from threadline.storage.jsonfilter import PostgresJson, Term, where_terms
 from threadline.storage.dialect.statements import THREAD_UPDATED_AT
 from threadline.storage.rows import BLOB_COLUMNS, CHECKPOINT_ROW
 from threadline.storage.schema import LEGACY_INDEXES, LEGACY_RENAMES
@@ -213,7 +213,29 @@ class PostgresDialect(Dialect):
         return {
             1: ["CREATE INDEX IF NOT EXISTS threadline_checkpoints_metadata ON threadline_checkpoints USING GIN (metadata jsonb_path_ops)"],
             3: STORAGE_SETTINGS,
+            # the threads search by record metadata (``record_prefilter``): containment through GIN
+            7: ["CREATE INDEX IF NOT EXISTS threadline_thread_records_metadata ON threadline_thread_records USING GIN (metadata jsonb_path_ops)"],
         }
+
+    @staticmethod
+    def record_prefilter(terms: Sequence[Term]) -> tuple[list[str], list[Any]]:
+        """A containment condition the records' GIN index serves, implied by the equality terms
+        of scalar values (for those, JSONB containment at a path is equality there), ANDed with
+        the exact terms: the index narrows, the terms decide."""
+        doc: dict[str, Any] = {}
+        for t in terms:
+            if t.kind != "eq" or t.value is None or isinstance(t.value, (dict, list)):
+                continue
+            here = doc
+            for name in t.path[:-1]:
+                nxt = here.setdefault(name, {})
+                if not isinstance(nxt, dict):
+                    break
+                here = nxt
+            else:
+                if t.path[-1] not in here:
+                    here[t.path[-1]] = t.value
+        return (["r.metadata @> CAST(? AS JSONB)"], [dumps_json(doc)]) if doc else ([], [])
 
     def legacy_renames(self) -> list[str]:
         indexes = {old: new for old, (new, _) in LEGACY_INDEXES.items()}

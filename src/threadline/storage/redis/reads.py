@@ -16,7 +16,7 @@ from collections.abc import Generator, Sequence
 from typing import Any
 
 from threadline.storage import rows as R
-from threadline.storage.dialect.reads import ThreadFilter, WriteSelection, counted
+from threadline.storage.dialect.reads import ERROR_CHANNEL, INTERRUPT_CHANNEL, RESUME_CHANNEL, ThreadFilter, WriteSelection, counted
 from threadline.storage.ops.read import Selection
 from threadline.storage.jsonfilter import compile_filter
 from threadline.storage.redis import layout as L
@@ -129,12 +129,20 @@ def kept_threads(d: Any, f: ThreadFilter) -> Generator:
     if f.thread_metadata:
         match = compile_filter(f.thread_metadata)
         rows = [r for r in rows if match(d.load_json(r[5], f"record of thread {r[0]!r}") if r[5] is not None else {})]
-    if f.head_channels is not None:
-        wanted = set(f.head_channels)
+    if f.head_stop is not None:
         heads = yield from lockstep([latest_of(d, r[0], "") for r in rows])
         writes = yield from lockstep([thread_writes_of(d, r[0]) if h else _none() for r, h in zip(rows, heads)])
-        rows = [r for r, h, ws in zip(rows, heads, writes) if h and any(w[1] == "" and w[2] == h[0] and w[5] in wanted for w in ws)]
+        rows = [r for r, h, ws in zip(rows, heads, writes) if _head_stop(h and [w for w in ws if w[1] == "" and w[2] == h[0]]) == f.head_stop]
     return rows  # the index row, then the record's metadata (JSON text) and archived (None without one)
+
+
+def _head_stop(writes: Any) -> str:
+    """``ThreadFilter.head_stop`` of a head's writes (rows of ``write_row``), as the SQL dialects decide it."""
+    channels = {w[5] for w in writes or ()}
+    if ERROR_CHANNEL in channels:
+        return "error"
+    resumed = {w[3] for w in writes if w[5] == RESUME_CHANNEL}
+    return "interrupted" if any(w[5] == INTERRUPT_CHANNEL and w[3] not in resumed for w in writes) else "none"
 
 
 def _none() -> Generator:
@@ -165,10 +173,10 @@ def threads_page(d: Any, params: Sequence[Any], many: bool, f: ThreadFilter, ord
     out = []
     for r, head in zip(page, heads):
         if head is None:
-            out.append((*r[:5], None, None, None, *r[5:7]))
+            out.append((*r[:5], None, None, None, *r[5:7], 0))
         else:
             row = ck_row(r[0], "", head[0], head[1])
-            out.append((*r[:5], head[0], row[3], row[4], *r[5:7]))
+            out.append((*r[:5], head[0], row[3], row[4], *r[5:7], None))
     return out
 
 
