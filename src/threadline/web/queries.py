@@ -24,6 +24,7 @@ from typing import Any
 from threadline.errors import NotFoundError
 from threadline.read import ERROR, INTERRUPT, NULL_TASK_ID, ThreadInfo, node_of_task_path
 from threadline.read.status import ThreadStatus
+from threadline.read.threads import records_table_op
 from threadline.read.status import thread_status_op as status_op
 from threadline.read.official import Scope, heads_op, matching_op, merge, unadopted_threads_op
 from threadline.read.tasks import push_index, push_nodes_op
@@ -60,20 +61,22 @@ def search_threads_op(
     limit: int = 50,
     offset: int = 0,
     scope: Scope | None = None,
+    archived: bool | None = False,
 ) -> Op[SearchPage]:
     """A page of threads from the ``threads`` index (no checkpoint scan unless ``metadata`` is given),
     with, when ``scope`` shows them, the threads of the official saver's tables not adopted yet
     (``read.official``: marked ``official_only``, or a number of ``unadopted`` checkpoints).
 
     ``pattern`` is a ``ThreadSearch`` glob; ``metadata`` keeps threads with at least one
-    checkpoint whose metadata matches, as ``list(filter=…)`` matches it. Raises ValueError
+    checkpoint whose metadata matches, as ``list(filter=…)`` matches it; ``archived``: False
+    hides archived threads (``read.records``), True shows only them, None both. Raises ValueError
     for an unknown order or bad paging, FilterError for an unusable metadata filter.
     """
     search_order(order)
     if limit < 1 or offset < 0:
         raise ValueError(f"paging needs limit >= 1 and offset >= 0, got limit={limit}, offset={offset}")
     scope = scope or Scope()
-    search = ThreadSearch(pattern, metadata or None)
+    search = ThreadSearch(pattern, metadata or None, archived, (yield from records_table_op(d)))
     waiting = yield from unadopted_threads_op(d, scope)
     partly = {t.thread_id: t.checkpoints for t in waiting if t.in_threadline}
     match = glob_matcher(pattern).match if pattern else None
