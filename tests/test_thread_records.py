@@ -273,3 +273,35 @@ def test_records_go_through_backup_and_restore(kind: str, tmp_path: Path, reques
         assert result.ok, result
         rec = read.thread_record(d, "t1")
         assert rec.metadata == {"title": "Cats", "n": 2} and rec.archived
+
+
+def test_a_database_from_before_migration_7(tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    """The CLI's reads name the one fix for an older database (they never migrate); setup adds the records."""
+    import sqlite3
+
+    backend = make_backend("sqlite", tmp_path, request)
+    with backend.open() as s:
+        _graph(s, _write).invoke({"topic": "cats"}, _cfg("t-old"))
+    con = sqlite3.connect(backend.url)
+    con.execute("DROP TABLE threadline_thread_records")
+    con.execute("DELETE FROM threadline_migrations WHERE v = 7")
+    con.commit()
+    con.close()
+    runner = CliRunner()
+    res = runner.invoke(app, ["threads", "--db", backend.url, "--json"])
+    assert res.exit_code == 2 and "threadline setup" in res.output
+    assert runner.invoke(app, ["setup", "--db", backend.url]).exit_code == 0
+    assert runner.invoke(app, ["thread-set", "t-old", "owner=ada", "--db", backend.url]).exit_code == 0
+    res = runner.invoke(app, ["threads", "--db", backend.url, "--meta", "owner=ada", "--status", "done", "--json"])
+    assert res.exit_code == 0 and [t["thread_id"] for t in json.loads(res.stdout)["threads"]] == ["t-old"]
+
+
+async def test_async_search_and_count(tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    backend = make_backend("sqlite-async", tmp_path, request)
+    async with backend.open() as s:
+        await _graph(s, _write).ainvoke({"topic": "cats"}, _cfg("a-1"))
+        await _graph(s, _ask).ainvoke({"topic": "dogs"}, _cfg("a-2"))
+        await s.arun(lifecycle.update_thread_op(s.dialect, "a-2", {"owner": "ada"}), write=True)
+        found = await read.asearch_threads(s, metadata={"owner": "ada"}, status="interrupted")
+        assert [t.thread_id for t in found] == ["a-2"] and found[0].status.interrupts[0]["value"] == {"question": "about dogs?"}
+        assert await read.acount_threads(s, status="idle") == 1

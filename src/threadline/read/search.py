@@ -53,6 +53,7 @@ def search_op(
     checkpoint_metadata: Mapping[str, Any] | None = None,
     busy: BusyCheck | None = None,
     with_status: bool = True,
+    count: bool = True,
 ) -> Op[ThreadPage]:
     """The page of threads matching every filter given, each with its ``status``.
 
@@ -66,13 +67,14 @@ def search_op(
         checkpoint_metadata: keep threads with a checkpoint whose metadata matches, as
             ``list(filter=…)`` matches it (operators included).
         busy: ``busy(thread_id)`` → a run holds it (the thread guard's check; None: never busy).
+        count: compute ``total`` exactly (``threads_op``); ``search_threads`` does not need it.
 
     Raises ValueError for bad paging, sort or status, FilterError for an unusable filter.
     """
     return (yield from threads_op(
         d, metadata=checkpoint_metadata, thread_metadata=metadata, values=values, status=status, archived=archived,
         limit=limit, offset=offset, order_by=order_of(sort_by, sort_order), with_status=with_status, busy=busy,
-        serde=serde, bc=bc, scope=Scope(official=False),
+        serde=serde, bc=bc, scope=Scope(official=False), count=count,
     ))
 
 
@@ -82,7 +84,7 @@ def _args(saver: Any) -> tuple[Any, Any, Any]:
 
 def search_threads(saver: Any, **kwargs: Any) -> list[ThreadInfo]:
     """Sync ``search_op`` on a saver (same keyword arguments): the threads of the page."""
-    return saver.run(search_op(*_args(saver), **kwargs)).threads
+    return saver.run(search_op(*_args(saver), count=False, **kwargs)).threads
 
 
 def count_threads(saver: Any, **kwargs: Any) -> int:
@@ -92,7 +94,7 @@ def count_threads(saver: Any, **kwargs: Any) -> int:
 
 async def asearch_threads(saver: Any, **kwargs: Any) -> list[ThreadInfo]:
     """Async ``search_threads``."""
-    return (await saver.arun(search_op(*_args(saver), **kwargs))).threads
+    return (await saver.arun(search_op(*_args(saver), count=False, **kwargs))).threads
 
 
 async def acount_threads(saver: Any, **kwargs: Any) -> int:

@@ -99,6 +99,7 @@ def threads_op(
     busy: BusyCheck | None = None,
     serde: Any = None,
     bc: Any = None,
+    count: bool = True,
 ) -> Op[ThreadPage]:
     """Threads, most recently updated first, from the ``threads`` index (no checkpoint scan
     unless ``metadata`` is given), and, when ``scope`` shows them (``read.official.scope_of``),
@@ -129,6 +130,9 @@ def threads_op(
         serde, bc: the saver's serializer and blob codec, needed for ``status``, ``values`` and
             ``with_status`` (``list_threads`` passes them).
         order_by also takes ``"updated_asc"``, ``"created_asc"`` and ``"thread_id_desc"``.
+        count: count every match for ``total`` (default). False spares that query where the
+            page comes from SQL alone: ``total`` is then only a lower bound (``offset`` plus
+            the rows read, one past the page), ``next_offset`` still exact.
 
     ``idle``, ``interrupted`` and ``error`` (without a ``busy`` check) are decided by the one SQL
     query from the head's pending writes (an error write; an interrupt write its task has no
@@ -188,7 +192,11 @@ def threads_op(
         keep = yield from matching_op(d, only, metadata, {})
         only = [t for t in only if t.thread_id in keep]
     total, found = 0, []
-    if scope.threadline:
+    if scope.threadline and not count and not only:
+        found = yield Q(*d.threads_page(selected, order_by, limit + 1, offset))  # one more: is there a next page
+        total = offset + len(found)
+        found = found[:limit]
+    elif scope.threadline:
         total = (yield Q(*d.count_threads(selected)))[0][0]
         found = yield Q(*d.threads_page(selected, order_by, offset + limit if only else limit, 0 if only else offset))
     threads = [_info(d, r, partly) for r in found]
@@ -278,6 +286,13 @@ def _decoded_page(d: Dialect, serde: Any, bc: Any, selected: ThreadFilter, order
     return ThreadPage(page, len(kept), offset, nxt if nxt < len(kept) else None)
 
 
+class _Descending(str):
+    """A thread_id that sorts the other way (``sorted`` compares with ``<`` only)."""
+
+    def __lt__(self, other: str) -> bool:  # type: ignore[override]
+        return str.__gt__(self, other)
+
+
 # The orders of THREAD_ORDERS as Python sort keys (merging the official saver's threads in).
 ORDER_KEYS = {
     "updated": lambda t: (-t.updated_at, t.thread_id),
@@ -286,7 +301,7 @@ ORDER_KEYS = {
     "thread_id": lambda t: t.thread_id,
     "updated_asc": lambda t: (t.updated_at, t.thread_id),
     "created_asc": lambda t: (t.created_at, t.thread_id),
-    "thread_id_desc": lambda t: tuple(-ord(c) for c in t.thread_id),
+    "thread_id_desc": lambda t: _Descending(t.thread_id),
 }
 
 
