@@ -14,10 +14,11 @@ interrupted, 1 % errored, 8 % pending, 90 % done, each with a record ``{"owner":
 in a temporary directory; Postgres: a fresh schema at ``THREADLINE_TEST_POSTGRES`` (default
 ``postgresql://postgres@127.0.0.1:5432/test``).
 
-Timed (the median of ``--repeat`` runs, wall ms): the first page and the count of a search
-by record metadata (``owner`` equal; ``prio`` with ``$gte``/``$in``; a nested path), by status
-(``interrupted`` alone and with an owner), by head values, and the plain listing sorted by
-creation.
+Timed (the median of ``--repeat`` runs, wall ms): the first page (``search_threads``, each
+thread's status decoded) and the count (``count_threads``) of a search by record metadata
+(``owner`` equal; ``prio`` with ``$gte``/``$in``; a nested path), by status (``interrupted``,
+``error``, ``idle``; ``interrupted`` with an owner), by head values, and the plain listing
+sorted by creation (archived threads hidden, as by default).
 """
 
 from __future__ import annotations
@@ -117,6 +118,8 @@ CASES = [
     ("metadata prio $in [1, 2]", {"metadata": {"prio": {"$in": [1, 2]}}}),
     ("metadata team.name = t3 (nested)", {"metadata": {"team.name": "t3"}}),
     ("status interrupted", {"status": "interrupted"}),
+    ("status error", {"status": "error"}),
+    ("status idle", {"status": "idle"}),
     ("status interrupted + owner = user0", {"status": "interrupted", "metadata": {"owner": "user0"}}),
     ("values topic = dogs + owner = user0", {"values": {"topic": "dogs"}, "metadata": {"owner": "user0"}}),
 ]

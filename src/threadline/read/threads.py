@@ -18,6 +18,7 @@ from threadline.storage.ops import Op, Q
 from threadline.read.common import checkpoint_row_op, iso, jsonable, load_channels_op
 from threadline.read.status import STATUS_NAMES, BusyCheck, ThreadStatus, status_name, thread_status_op
 from threadline.storage.jsonfilter import compile_filter, is_operators
+from threadline.storage.schema import table
 from threadline.read.official import Scope, heads_op, matching_op, merge, scope_of, unadopted_threads_op
 from threadline.keys import thread_id_of
 
@@ -234,10 +235,8 @@ def _info(d: Dialect, r: tuple, partly: Mapping[str, int]) -> ThreadInfo:
 
 def records_table_op(d: Dialect) -> Op[bool]:
     """Whether the database has the thread records table (schema migration 7; a database opened
-    read-only may predate it). Backends without tables (Redis) always have records."""
-    if not d.types:
-        return True
-    return "threadline_thread_records" in {r[0] for r in (yield Q(d.tables_sql))}
+    read-only may predate it; on Redis, always)."""
+    return bool((yield Q(d.columns_sql, (table("thread_records"),))))
 
 
 def _values_match(d: Dialect, serde: Any, bc: Any, thread_id: str, head: str | None, values: Mapping[str, Any]) -> Op[bool]:
