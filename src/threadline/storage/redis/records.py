@@ -8,7 +8,7 @@ from collections.abc import Generator, Sequence
 from typing import Any
 
 from threadline.storage.redis import layout as L
-from threadline.storage.redis.base import statement, text
+from threadline.storage.redis.base import rows_of, statement, text
 
 FIELDS = ("metadata", "archived", "created", "updated")
 
@@ -25,14 +25,11 @@ def thread_record(d: Any, params: Sequence[Any], many: bool) -> Generator:
 
 
 def put_thread_record(d: Any, params: Sequence[Any], many: bool) -> Generator:
-    tid, metadata, archived, created, updated = params
-    key = L.record_key(d.prefix, tid)
-    yield [("HSETNX", key, "created", created), ("HSET", key, "metadata", metadata, "archived", int(archived), "updated", updated)]
-    return []
-
-
-def delete_thread_record(d: Any, params: Sequence[Any], many: bool) -> Generator:
-    yield [("DEL", L.record_key(d.prefix, params[0]))]
+    cmds: list = []
+    for tid, metadata, archived, created, updated in rows_of(params, many):
+        key = L.record_key(d.prefix, tid)
+        cmds += [("HSETNX", key, "created", created), ("HSET", key, "metadata", metadata, "archived", int(archived), "updated", updated)]
+    yield cmds
     return []
 
 
