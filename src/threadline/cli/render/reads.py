@@ -25,12 +25,12 @@ from threadline.read.names import abbreviate
 def threads(page: Any, **_: Any) -> None:
     first = page.offset + 1 if page.threads else 0
     t = table(f"threads {first}–{page.offset + len(page.threads)} of {page.total}",
-              "thread_id", "status", "updated", ">checkpoints", ">size", "head", "metadata")
+              "thread_id", "updated", ">checkpoints", ">size", "head", "…status", "…metadata")
     for th in page.threads:
         status = th.status.kind if th.status is not None else ""
         meta = escape(json.dumps(th.metadata, ensure_ascii=False, default=str)[:60]) if th.metadata else ""
-        t.add_row(escape(th.thread_id) + _official(th) + (" [dim](archived)[/dim]" if th.archived else ""), status,
-                  ago(th.updated_at), str(th.checkpoint_count), size(th.bytes), short(th.head_checkpoint_id), meta)
+        t.add_row(escape(th.thread_id) + _official(th) + (" [dim](archived)[/dim]" if th.archived else ""),
+                  ago(th.updated_at), str(th.checkpoint_count), size(th.bytes), short(th.head_checkpoint_id), status, meta)
     out.print(t)
     if any(not th.adopted for th in page.threads):
         out.print("[yellow](official)[/yellow] in the official LangGraph saver's tables, not adopted yet: shown as they "
