@@ -141,6 +141,7 @@ def test_search_by_record_metadata(saver: Any, filter: dict, expected: list[str]
 def test_search_by_status_values_paging_and_sort(saver: Any) -> None:
     _records(saver)
     assert ids(read.search_threads(saver, status="interrupted")) == ["t-ask"]
+    assert ids(read.search_threads(saver, ids=["t-ask", "t-done"], status="idle")) == ["t-done"]
     assert ids(read.search_threads(saver, status="error")) == ["t-boom"]
     assert ids(read.search_threads(saver, status="errored")) == ["t-boom"]
     assert ids(read.search_threads(saver, status="idle")) == ["t-done", "t-wait"]

@@ -7,7 +7,7 @@ saver, with its names and shapes — ``metadata`` (the thread records' metadata,
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from threadline.read.official import Scope
@@ -45,6 +45,7 @@ def search_op(
     metadata: Mapping[str, Any] | None = None,
     values: Mapping[str, Any] | None = None,
     status: str | None = None,
+    ids: Sequence[str] | None = None,
     limit: int = 10,
     offset: int = 0,
     sort_by: str = "updated_at",
@@ -62,6 +63,7 @@ def search_op(
             $gt $gte $lt $lte $in $nin``, dotted keys nested paths; plain values equal).
         values: ``{channel: value}`` the head state holds (or ``{channel: {"$op": bound}}``).
         status: ``idle``, ``busy``, ``interrupted``, ``error`` or a finer kind (``read.status``).
+        ids: only these thread_ids (None: any).
         limit, offset: paging (``limit`` ≥ 1); sort_by, sort_order: see ``order_of``.
         archived: False hides archived threads (default), True lists only them, None both.
         checkpoint_metadata: keep threads with a checkpoint whose metadata matches, as
@@ -72,7 +74,7 @@ def search_op(
     Raises ValueError for bad paging, sort or status, FilterError for an unusable filter.
     """
     return (yield from threads_op(
-        d, metadata=checkpoint_metadata, thread_metadata=metadata, values=values, status=status, archived=archived,
+        d, metadata=checkpoint_metadata, thread_metadata=metadata, values=values, status=status, archived=archived, thread_ids=ids,
         limit=limit, offset=offset, order_by=order_of(sort_by, sort_order), with_status=with_status, busy=busy,
         serde=serde, bc=bc, scope=Scope(official=False), count=count,
     ))
