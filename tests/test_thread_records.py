@@ -100,6 +100,7 @@ def test_records_set_get_archive_and_delete(saver: Any) -> None:
     assert "t-boom" not in ids(read.list_threads(saver).threads)
     assert ids(read.list_threads(saver, archived=True).threads) == ["t-boom"]
     assert "t-boom" in ids(read.list_threads(saver, archived=None).threads)
+    assert ids(read.list_threads(saver, thread_ids=["t-boom"]).threads) == ["t-boom"]  # asked for by id: found
     assert read.count_threads(saver) == 3 and read.count_threads(saver, archived=None) == 4
     lifecycle.update_thread(saver, "t-done", {"x": 1}, replace=True)
     assert read.thread_record(saver, "t-done").metadata == {"x": 1}

@@ -22,6 +22,16 @@ from threadline.storage.schema import table
 from threadline.read.official import Scope, heads_op, matching_op, merge, scope_of, unadopted_threads_op
 from threadline.keys import thread_id_of
 
+class _NamedOrUnarchived:
+    """``threads_op``'s default ``archived``: hidden, unless the threads are named by id."""
+
+    def __repr__(self) -> str:
+        return "NAMED_OR_UNARCHIVED"
+
+
+NAMED_OR_UNARCHIVED: Any = _NamedOrUnarchived()
+
+
 @dataclass
 class ThreadInfo:
     """One row of ``threads``: times in epoch seconds (``updated_at``: the last put's, to within
@@ -93,7 +103,7 @@ def threads_op(
     now: float | None = None,
     scope: Scope | None = None,
     thread_metadata: Mapping[str, Any] | None = None,
-    archived: bool | None = False,
+    archived: Any = NAMED_OR_UNARCHIVED,
     status: str | None = None,
     values: Mapping[str, Any] | None = None,
     with_status: bool = False,
@@ -121,7 +131,9 @@ def threads_op(
         thread_metadata: keep threads whose record's metadata (``read.records``; ``{}`` without
             one) matches this ``storage.jsonfilter`` filter (``$eq $ne $gt $gte $lt $lte $in
             $nin``, dotted keys nested paths): the Agent Server's ``threads.search(metadata=…)``.
-        archived: False (default) hides archived threads, True lists only them, None both.
+        archived: False hides archived threads, True lists only them, None both; by default
+            False, unless ``thread_ids`` names the threads (then None: a thread asked for by
+            its id is found archived or not).
         status: keep threads of this status or kind (``read.status.STATUS_NAMES``: ``idle``,
             ``busy``, ``interrupted``, ``error``, ``errored``, ``pending``, ``done``, ``new``).
         values: keep threads whose head state has these top-level channel values: ``{channel:
@@ -160,6 +172,8 @@ def threads_op(
         ids = tuple(thread_id_of(t) for t in thread_ids)
         if not ids:
             return ThreadPage([], 0, offset, None)
+    if archived is NAMED_OR_UNARCHIVED:
+        archived = None if thread_ids is not None else False
     if status is not None:
         status_name(status)
     decoded = status is not None or bool(values) or with_status
