@@ -109,6 +109,14 @@ async def catalog(store: Any) -> Any:
         ({"opt": {"$ne": float("nan")}}, "cd"),
         ({"color": {"$eq": "blue"}, "price": {"$gt": 0}}, "c"),
         ({"name": "al\x00pha"}, ""),
+        ({"color": {"$in": ["blue", "green"]}}, "cd"),
+        ({"price": {"$in": [10.0, -5, "10"]}}, "ad"),
+        ({"meta.lvl": {"$in": ["hi", "lo"]}}, "ab"),
+        ({"opt": {"$in": [None]}}, "abc"),
+        ({"color": {"$in": []}}, ""),
+        ({"color": {"$nin": ["red", "green"]}}, "cd"),
+        ({"opt": {"$nin": ["set"]}}, "c"),  # as $ne: present and different from each
+        ({"color": {"$nin": []}}, "abcd"),
     ],
 )
 async def test_search_filters(catalog: Any, filter: dict, expected: str) -> None:
@@ -117,7 +125,9 @@ async def test_search_filters(catalog: Any, filter: dict, expected: str) -> None
 
 async def test_bad_filters_raise_one_clear_error(catalog: Any) -> None:
     with pytest.raises(ValueError, match="Unsupported operator"):
-        await call(catalog, "search", ("shop",), filter={"price": {"$in": [1, 2]}})
+        await call(catalog, "search", ("shop",), filter={"price": {"$regex": "1"}})
+    with pytest.raises(ValueError, match="needs a list"):
+        await call(catalog, "search", ("shop",), filter={"price": {"$in": 1}})
     with pytest.raises(ValueError, match="needs a number or a string"):
         await call(catalog, "search", ("shop",), filter={"price": {"$gt": [1]}})
     with pytest.raises(ValueError, match="Invalid filter key"):

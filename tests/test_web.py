@@ -105,6 +105,17 @@ def test_threads_search_sort_paging_and_status(mixed_path: str) -> None:
         assert 'data-status="interrupted"' in row("t-interrupt") and "approve the answer?" in row("t-interrupt")
         assert 'data-status="errored"' in row("t-error") and "the model timed out &lt;b&gt;" in row("t-error")
         assert 'data-status="done"' in row("t-answer")
+        # an archived thread (read.records) is hidden unless asked for
+        with SqliteSaver.from_conn_string(mixed_path) as saver:
+            lifecycle.update_thread(saver, "t-answer", {"title": "<b>Refunds</b>"}, archived=True)
+        try:
+            assert "t-answer" not in page_ids(c.get("/", params={"q": "t-", "limit": 10}).text)
+            assert "t-answer" in page_ids(c.get("/", params={"q": "t-", "limit": 10, "archived": "1"}).text)
+            page = c.get("/thread", params={"thread_id": "t-answer"})  # its page still opens, with its record
+            assert page.status_code == 200 and "archived" in page.text and "&lt;b&gt;Refunds&lt;/b&gt;" in page.text
+        finally:
+            with SqliteSaver.from_conn_string(mixed_path) as saver:
+                lifecycle.update_thread(saver, "t-answer", {"title": None}, archived=False)
 
 
 def test_glob_and_metadata_parsing() -> None:

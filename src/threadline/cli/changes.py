@@ -1,4 +1,4 @@
-"""Commands that change history: rollback, fork, delete, prune, erase — each one call into
+"""Commands that change history: rollback, fork, delete, prune, erase, and thread-set (a thread's record) — each one call into
 ``threadline.lifecycle`` on the database named by --db or $THREADLINE_DB."""
 
 from __future__ import annotations
@@ -139,3 +139,28 @@ def erase(
             if plan.threads or any(plan.store_items.values()):  # nothing to erase: verified and receipted without asking
                 confirm(plan, f"Erase {len(plan.threads)} thread(s) and {sum(plan.store_items.values())} Store item(s)? This cannot be undone.")
         return E.erase(saver, selection, store=store, dry_run=dry_run, receipt=receipt, database=name)
+
+
+def _record(r: Any, **_: Any) -> None:
+    import json
+
+    from threadline.cli.shared import out
+
+    state = " (archived)" if r.archived else ""
+    out.print(f"thread {r.thread_id}{state}: {json.dumps(r.metadata, ensure_ascii=False, default=str)}", soft_wrap=True, markup=False)
+
+
+@command("thread-set", render=_record, opens="write")
+def thread_set(
+    saver: Any,
+    thread: str = O.Thread,
+    items: list[str] = typer.Argument(None, metavar="KEY=VALUE...", show_default=False,
+                                      help="Record metadata to set (VALUE read as JSON when it is; KEY=null removes KEY)."),
+    archive: bool = typer.Option(None, "--archive/--unarchive", help="Archive the thread (hidden from `threads`) or bring it back."),
+    replace: bool = typer.Option(False, "--replace", help="Replace the whole metadata instead of merging the keys given."),
+) -> Any:
+    """Set a thread's record — its own metadata (title, owner, tags, …) and archived flag — without writing a checkpoint."""
+    for item in items or []:
+        if "=" not in item:
+            raise typer.BadParameter(f"expects KEY=VALUE, got {item!r}")
+    return lifecycle.update_thread(saver, thread, O.metadata(items), archived=archive, replace=replace)

@@ -94,7 +94,10 @@ Graph = typer.Option(
     help="The compiled graph, e.g. threadline.demo:build_graph [default: $THREADLINE_GRAPH].",
 )
 Where = typer.Option(None, "--where", metavar="KEY=VALUE", callback=_where,
-                     help="Only threads with a checkpoint whose metadata has KEY=VALUE (VALUE read as JSON when it is). Repeatable.")
+                     help="Only threads with a checkpoint whose metadata has KEY=VALUE (VALUE read as JSON when it is, so '{\"$gt\": 3}' is an operator). Repeatable.")
+Meta = typer.Option(None, "--meta", metavar="KEY=VALUE", callback=_where,
+                    help="Only threads whose record metadata (`threadline thread-set`) has KEY=VALUE "
+                         "(VALUE read as JSON when it is, so '{\"$gt\": 3}' is an operator; a dotted KEY a nested field). Repeatable.")
 Threads = typer.Option(None, "--thread", metavar="THREAD",
                        help="Only these threads (repeatable; glob patterns such as 'user-*' allowed).")
 def _per(value: str) -> str:

@@ -14,16 +14,23 @@ from threadline.cli.render import reads as R
 from threadline.cli.shared import command
 from threadline.errors import ConfigError, NotFoundError
 from threadline.read import names
+from threadline.read.status import STATUS_NAMES
 from threadline.read.official import scope_of, unadopted_threads_op
 from threadline.transfer.official import thread_view
 from threadline.store.reader import counts_op
 
-ORDERS = ("updated", "created", "bytes", "thread_id")
+ORDERS = ("updated", "created", "bytes", "thread_id", "updated_asc", "created_asc", "thread_id_desc")
 
 
 def _order(value: str) -> str:
     if value not in ORDERS:
         raise typer.BadParameter(f"{value!r} is not one of {', '.join(ORDERS)}")
+    return value
+
+
+def _status(value: str | None) -> str | None:
+    if value is not None and value not in STATUS_NAMES:
+        raise typer.BadParameter(f"{value!r} is not one of {', '.join(STATUS_NAMES)}")
     return value
 
 
@@ -36,11 +43,17 @@ def threads(
     limit: int = O.limit(50, "threads"),
     offset: int = O.Offset,
     order: str = typer.Option("updated", "--order", metavar="|".join(ORDERS), callback=_order,
-                              help="Sort by: most recently updated, newest, largest, or thread_id."),
+                              help="Sort by: most recently updated, newest, largest, or thread_id (…_asc / _desc: the other way)."),
+    meta: list[str] = O.Meta,
+    status: str = typer.Option(None, "--status", metavar="|".join(STATUS_NAMES), callback=_status,
+                               help="Only threads of this status (idle, busy, interrupted, error) or kind (done, pending, errored, new)."),
+    archived: bool = typer.Option(False, "--archived", help="List archived threads too (hidden by default)."),
 ) -> read.ThreadPage:
-    """List threads: last update, checkpoints, size, head checkpoint and step."""
+    """List threads: status, last update, checkpoints, size, head checkpoint and step, record metadata."""
     return read.list_threads(saver, metadata=O.metadata(where), idle_for=idle, active_within=active, limit=limit,
-                             offset=offset, order_by=order, official=True)
+                             offset=offset, order_by=order, official=True, thread_metadata=O.metadata(meta) or None,
+                             status=status, archived=None if archived else False, with_status=True)
+
 
 
 @command("history", render=R.history, official=True, thread="thread")

@@ -42,10 +42,13 @@ from threadline.lifecycle.branch import BranchResult, fork, fork_op, rollback, r
 from threadline.lifecycle.delete import DELETE_MODES, DeletePlan, delete_checkpoint, delete_checkpoint_op
 from threadline.lifecycle.fsck import REPAIRS, Finding, FsckReport, every_thread_id_op, fsck, fsck_thread_op
 from threadline.lifecycle.rebuild import RebuildResult, rebuild, recompute_values
+from threadline.lifecycle.records import update_thread, update_thread_op
 from threadline.lifecycle.rekey import RekeyReport, rekey, rekey_thread_op
 from threadline.lifecycle.retention import PruneReport, RetentionPolicy, prune, prune_thread_op
 
 __all__ = [
+    "update_thread",
+    "update_thread_op",
     "BranchResult",
     "DELETE_MODES",
     "DeletePlan",

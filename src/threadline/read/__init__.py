@@ -33,8 +33,9 @@ a malformed id, ``CorruptRowError`` for a stored row that cannot be decoded.
 The read models live one per module, each importing only ``common`` (the shared
 helpers) and, for ``stats``, ``threads``, for ``threads``, ``official`` (the official
 savers' threads not adopted yet, which the listings show too): ``threads`` (the threads listing),
-``tree`` (the checkpoint tree), ``channel`` (one channel through time), ``tags`` (tags
-and pins as stored), ``state`` (the state at a checkpoint), ``diff``,
+``status`` (a thread's status), ``records`` (a thread's own metadata), ``search`` (threads
+searched as the Agent Server searches them), ``tree`` (the checkpoint tree), ``channel`` (one
+channel through time), ``tags`` (tags and pins as stored), ``state`` (the state at a checkpoint), ``diff``,
 ``audit`` (the audit trail and task statistics), ``latest`` (the latest value of a
 channel) and ``stats``. This package re-exports their names, so ``history.X`` and
 ``from threadline.read import X`` work as before.
@@ -68,11 +69,27 @@ from threadline.read.latest import LatestValue, latest_op, latest_values
 from threadline.read.state import PendingWriteView, StateView, next_nodes, state_at, stored_state_op
 from threadline.read.stats import Stats, stats, stats_op
 from threadline.read.threads import ThreadInfo, ThreadPage, all_thread_ids_op, list_threads, threads_op
+from threadline.read.records import ThreadRecord, thread_record, thread_record_op
+from threadline.read.search import acount_threads, asearch_threads, count_threads, search_op, search_threads
+from threadline.read.status import STATUSES, ThreadStatus, current_status_op, thread_status, thread_status_op
 from threadline.read.tree import CheckpointNode, ThreadHistory, history_op, thread_history
 
 __all__ = [
     "ChannelHistory",
     "ChannelVersion",
+    "STATUSES",
+    "ThreadRecord",
+    "ThreadStatus",
+    "acount_threads",
+    "asearch_threads",
+    "count_threads",
+    "current_status_op",
+    "search_op",
+    "search_threads",
+    "thread_record",
+    "thread_record_op",
+    "thread_status",
+    "thread_status_op",
     "CheckpointNode",
     "ConcurrentFork",
     "concurrent_forks",

@@ -15,14 +15,28 @@ from typing import Any
 from threadline.storage.dialect import Dialect
 from threadline.storage.dialect.reads import THREAD_ORDERS, ThreadFilter
 from threadline.storage.ops import Op, Q
-from threadline.read.common import iso
+from threadline.read.common import checkpoint_row_op, iso, jsonable, load_channels_op
+from threadline.read.status import STATUS_NAMES, BusyCheck, ThreadStatus, status_name, thread_status_op
+from threadline.storage.jsonfilter import compile_filter, is_operators
+from threadline.storage.schema import table
 from threadline.read.official import Scope, heads_op, matching_op, merge, scope_of, unadopted_threads_op
 from threadline.keys import thread_id_of
+
+class _NamedOrUnarchived:
+    """``threads_op``'s default ``archived``: hidden, unless the threads are named by id."""
+
+    def __repr__(self) -> str:
+        return "NAMED_OR_UNARCHIVED"
+
+
+NAMED_OR_UNARCHIVED: Any = _NamedOrUnarchived()
+
 
 @dataclass
 class ThreadInfo:
     """One row of ``threads``: times in epoch seconds (``updated_at``: the last put's, to within
-    a second), ``bytes`` stored for the thread.
+    a second), ``bytes`` stored for the thread; ``metadata`` and ``archived``: its record
+    (``read.records``); ``status``: its ``ThreadStatus`` when the listing was asked for it.
 
     ``unadopted``: checkpoints of the thread in the official saver's tables that threadline has
     not adopted yet (``read.official``; a threadline saver adopts them on the thread's first
@@ -39,6 +53,9 @@ class ThreadInfo:
     head_source: str | None
     unadopted: int = 0
     official_only: bool = False
+    metadata: dict[str, Any] = dataclasses.field(default_factory=dict)
+    archived: bool = False
+    status: ThreadStatus | None = None
 
     @property
     def adopted(self) -> bool:
@@ -47,6 +64,7 @@ class ThreadInfo:
 
     def to_json(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
+        d["status"] = self.status.to_json() if self.status is not None else None
         d["created"] = iso(self.created_at)
         d["updated"] = iso(self.updated_at)
         d["adopted"] = self.adopted
@@ -84,6 +102,15 @@ def threads_op(
     order_by: str = "updated",
     now: float | None = None,
     scope: Scope | None = None,
+    thread_metadata: Mapping[str, Any] | None = None,
+    archived: Any = NAMED_OR_UNARCHIVED,
+    status: str | None = None,
+    values: Mapping[str, Any] | None = None,
+    with_status: bool = False,
+    busy: BusyCheck | None = None,
+    serde: Any = None,
+    bc: Any = None,
+    count: bool = True,
 ) -> Op[ThreadPage]:
     """Threads, most recently updated first, from the ``threads`` index (no checkpoint scan
     unless ``metadata`` is given), and, when ``scope`` shows them (``read.official.scope_of``),
@@ -101,10 +128,37 @@ def threads_op(
         order_by: ``"updated"`` (most recent first, default), ``"created"``
             (newest first), ``"bytes"`` (largest first) or ``"thread_id"``.
         now: the clock (epoch seconds), default ``time.time()``.
+        thread_metadata: keep threads whose record's metadata (``read.records``; ``{}`` without
+            one) matches this ``storage.jsonfilter`` filter (``$eq $ne $gt $gte $lt $lte $in
+            $nin``, dotted keys nested paths): the Agent Server's ``threads.search(metadata=…)``.
+        archived: False hides archived threads, True lists only them, None both; by default
+            False, unless ``thread_ids`` names the threads (then None: a thread asked for by
+            its id is found archived or not).
+        status: keep threads of this status or kind (``read.status.STATUS_NAMES``: ``idle``,
+            ``busy``, ``interrupted``, ``error``, ``errored``, ``pending``, ``done``, ``new``).
+        values: keep threads whose head state has these top-level channel values: ``{channel:
+            value}`` equal, or ``{channel: {"$op": bound}}`` a jsonfilter condition on the value as JSON.
+        with_status: compute each listed thread's ``status`` (given ``status``, always).
+        busy: ``busy(thread_id)`` → a run holds the thread (the thread guard's check; None: never).
+        serde, bc: the saver's serializer and blob codec, needed for ``status``, ``values`` and
+            ``with_status`` (``list_threads`` passes them).
+        order_by also takes ``"updated_asc"``, ``"created_asc"`` and ``"thread_id_desc"``.
+        count: count every match for ``total`` (default). False spares that query where the
+            page comes from SQL alone: ``total`` is then only a lower bound (``offset`` plus
+            the rows read, one past the page), ``next_offset`` still exact.
+
+    ``idle``, ``interrupted`` and ``error`` (without a ``busy`` check) are decided by the one SQL
+    query from the head's pending writes (an error write; an interrupt write its task has no
+    resume write for), as ``read.status`` decides them; only the page's heads are decoded, for
+    their ``ThreadStatus``. ``values``, the kinds ``done`` / ``pending`` / ``new`` and a ``busy``
+    check need decoding: the SQL query gives the candidates in order, then their heads are
+    decoded, so ``total`` decodes them all.
+    Threads of the official saver's tables not adopted yet are left out when ``thread_metadata``,
+    ``status``, ``values`` or ``archived=True`` is given (they have no record or decoded head).
 
     Returns a ``ThreadPage``; each thread carries its head checkpoint's id, step and source.
-    Raises ValueError for a bad ``limit``/``offset``/``order_by``, FilterError for an unusable
-    metadata filter.
+    Raises ValueError for a bad ``limit``/``offset``/``order_by``/``status``, FilterError for an
+    unusable metadata filter.
     """
     if not isinstance(limit, int) or limit < 1:
         raise ValueError(f"limit must be a positive integer, got {limit!r}")
@@ -118,16 +172,33 @@ def threads_op(
         ids = tuple(thread_id_of(t) for t in thread_ids)
         if not ids:
             return ThreadPage([], 0, offset, None)
+    if archived is NAMED_OR_UNARCHIVED:
+        archived = None if thread_ids is not None else False
+    if status is not None:
+        status_name(status)
+    decoded = status is not None or bool(values) or with_status
+    if decoded and serde is None:
+        raise ValueError("status, values and with_status need the saver's serde (list_threads passes it)")
     selected = ThreadFilter(
         updated_until=None if idle_for is None else now - float(idle_for),
         updated_since=None if active_within is None else now - float(active_within),
         thread_ids=ids,
         metadata=metadata or None,
+        thread_metadata=thread_metadata or None,
+        archived=archived,
+        records=(yield from records_table_op(d)),
+        head_stop=_HEAD_STOP.get(STATUS_NAMES[status]) if status is not None else None,
     )
+    # idle / interrupted / error are decided by the SQL query itself (no run can be busy without a check)
+    in_sql = status is not None and STATUS_NAMES[status] in _EXACT and busy is None
     scope = scope or Scope()
     waiting = yield from unadopted_threads_op(d, scope, ids)
     partly = {t.thread_id: t.checkpoints for t in waiting if t.in_threadline}
     only = [t for t in waiting if not t.in_threadline]
+    if thread_metadata or status is not None or values or archived:
+        only = []
+    if (status is not None and not in_sql) or values:
+        return (yield from _decoded_page(d, serde, bc, selected, order_by, limit, offset, status, values, busy, partly))
     if selected.updated_until is not None:
         only = [t for t in only if t.updated_at <= selected.updated_until]
     if selected.updated_since is not None:
@@ -136,10 +207,14 @@ def threads_op(
         keep = yield from matching_op(d, only, metadata, {})
         only = [t for t in only if t.thread_id in keep]
     total, found = 0, []
-    if scope.threadline:
+    if scope.threadline and not count and not only:
+        found = yield Q(*d.threads_page(selected, order_by, limit + 1, offset))  # one more: is there a next page
+        total = offset + len(found)
+        found = found[:limit]
+    elif scope.threadline:
         total = (yield Q(*d.count_threads(selected)))[0][0]
         found = yield Q(*d.threads_page(selected, order_by, offset + limit if only else limit, 0 if only else offset))
-    threads = [ThreadInfo(r[0], float(r[1]), float(r[2]), int(r[3]), int(r[4]), r[5], r[6], r[7], partly.get(r[0], 0)) for r in found]
+    threads = [_info(d, r, partly) for r in found]
     if only:
         extra = [ThreadInfo(t.thread_id, t.created_at, t.updated_at, t.checkpoints, t.bytes, None, None, None, t.checkpoints, True) for t in only]
         threads = merge(threads, extra, ORDER_KEYS[order_by], offset, limit)
@@ -148,8 +223,87 @@ def threads_op(
             if t.thread_id in heads and t.official_only:
                 t.head_checkpoint_id, t.head_step, t.head_source = heads[t.thread_id]
         total = int(total) + len(extra)
+    if with_status or status is not None:
+        for t in threads:
+            if not t.official_only:
+                t.status = yield from thread_status_op(d, serde, t.thread_id, t.head_checkpoint_id, bc, busy=bool(busy and busy(t.thread_id)))
     nxt = offset + len(threads)
     return ThreadPage(threads, int(total), offset, nxt if nxt < total else None)
+
+
+# what the SQL query requires of a head of each status (``ThreadFilter.head_stop``), and the
+# statuses it decides alone (the others are decoded: done / pending, and busy from its check)
+_HEAD_STOP = {"interrupted": "interrupted", "error": "error", "errored": "error", "idle": "none", "done": "none",
+              "pending": "none", "new": "none"}
+_EXACT = ("idle", "interrupted", "error", "errored")
+_ALL = 1 << 62  # no LIMIT: every candidate
+
+
+def _info(d: Dialect, r: tuple, partly: Mapping[str, int]) -> ThreadInfo:
+    """A ``threads_page`` row as a ``ThreadInfo``."""
+    meta = d.load_object(r[8], f"record of thread {r[0]!r}") if len(r) > 8 and r[8] is not None else {}
+    archived = bool(r[9]) if len(r) > 9 and r[9] is not None else False
+    return ThreadInfo(r[0], float(r[1]), float(r[2]), int(r[3]), int(r[4]), r[5], r[6], r[7], partly.get(r[0], 0),
+                      metadata=meta, archived=archived)
+
+
+def records_table_op(d: Dialect) -> Op[bool]:
+    """Whether the database has the thread records table (schema migration 7; a database opened
+    read-only may predate it; on Redis, always)."""
+    return bool((yield Q(d.columns_sql, (table("thread_records"),))))
+
+
+def _values_match(d: Dialect, serde: Any, bc: Any, thread_id: str, head: str | None, values: Mapping[str, Any]) -> Op[bool]:
+    """Whether the head state of the thread has ``values`` (see ``threads_op``)."""
+    if head is None:
+        return False
+    row = yield from checkpoint_row_op(d, thread_id, "", head)
+    found = (yield from load_channels_op(d, serde, [row], list(values), bc))[0]
+    for channel, want in values.items():
+        if channel not in found:
+            return False
+        got = found[channel]
+        if is_operators(want):
+            if not compile_filter({channel: want})({channel: jsonable(got)}):
+                return False
+        elif not (got == want or jsonable(got) == want):
+            return False
+    return True
+
+
+def _decoded_page(d: Dialect, serde: Any, bc: Any, selected: ThreadFilter, order_by: str, limit: int, offset: int,
+                  status: str | None, values: Mapping[str, Any] | None, busy: BusyCheck | None, partly: Mapping[str, int]) -> Op[ThreadPage]:
+    """The page of a listing by status or values: SQL candidates in order, their heads decoded."""
+    if status is not None and STATUS_NAMES[status] == "busy" and busy is None:
+        return ThreadPage([], 0, offset, None)
+    kept: list[ThreadInfo] = []
+    held: set[str] = set()
+    for r in (yield Q(*d.threads_page(selected, order_by, _ALL, 0))):
+        t = _info(d, r, partly)
+        if values and not (yield from _values_match(d, serde, bc, t.thread_id, t.head_checkpoint_id, values)):
+            continue
+        if busy is not None and busy(t.thread_id):
+            held.add(t.thread_id)
+        if status == "idle" and t.thread_id not in held and len(r) > 10 and r[10] == 0:
+            kept.append(t)  # no interrupt or error write at the head: idle without decoding (status filled below if paged)
+            continue
+        t.status = yield from thread_status_op(d, serde, t.thread_id, t.head_checkpoint_id, bc, busy=t.thread_id in held)
+        if status is not None and not t.status.matches(status):
+            continue
+        kept.append(t)
+    page = kept[offset : offset + limit]
+    for t in page:
+        if t.status is None:
+            t.status = yield from thread_status_op(d, serde, t.thread_id, t.head_checkpoint_id, bc, busy=t.thread_id in held)
+    nxt = offset + len(page)
+    return ThreadPage(page, len(kept), offset, nxt if nxt < len(kept) else None)
+
+
+class _Descending(str):
+    """A thread_id that sorts the other way (``sorted`` compares with ``<`` only)."""
+
+    def __lt__(self, other: str) -> bool:  # type: ignore[override]
+        return str.__gt__(self, other)
 
 
 # The orders of THREAD_ORDERS as Python sort keys (merging the official saver's threads in).
@@ -158,13 +312,18 @@ ORDER_KEYS = {
     "created": lambda t: (-t.created_at, t.thread_id),
     "bytes": lambda t: (-t.bytes, t.thread_id),
     "thread_id": lambda t: t.thread_id,
+    "updated_asc": lambda t: (t.updated_at, t.thread_id),
+    "created_asc": lambda t: (t.created_at, t.thread_id),
+    "thread_id_desc": lambda t: _Descending(t.thread_id),
 }
 
 
 def list_threads(saver: Any, *, official: bool | None = None, **kwargs: Any) -> ThreadPage:
-    """Sync ``threads_op`` on a saver (same keyword arguments). ``official``: list the threads of
-    the official saver's tables not adopted yet too (None: when the saver adopts them;
-    ``read.official.scope_of``)."""
+    """Sync ``threads_op`` on a saver (same keyword arguments; its serde and blob codec passed).
+    ``official``: list the threads of the official saver's tables not adopted yet too (None: when
+    the saver adopts them; ``read.official.scope_of``)."""
+    kwargs.setdefault("serde", saver.serde)
+    kwargs.setdefault("bc", getattr(saver, "blob_codec", None))
     return saver.run(threads_op(saver.dialect, scope=scope_of(saver, official), **kwargs))
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 PREFIX = "threadline_"
 # The logical tables, each stored as PREFIX + name.
-LOGICAL_TABLES = ("checkpoints", "blobs", "writes", "threads", "migrations", "adopted", "sweeps", "leases", "tags", "pins")
+LOGICAL_TABLES = ("checkpoints", "blobs", "writes", "threads", "migrations", "adopted", "sweeps", "thread_records", "leases", "tags", "pins")
 
 
 def table(name: str) -> str:
@@ -136,6 +136,29 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
         ],
     ),
     (
+        7,
+        [
+            # Thread records (``threadline.lifecycle.records``, issue 29): a thread's own metadata
+            # (title, owner, tags, any JSON object), set without writing a checkpoint, and whether
+            # it is archived (hidden from listings unless asked). A table of its own, joined to
+            # the threads index by its primary key, so that rebuilding or re-counting the index
+            # never loses a record; created_at/updated_at: when the record was first set / last changed.
+            """CREATE TABLE IF NOT EXISTS threadline_thread_records (
+                thread_id {text} NOT NULL PRIMARY KEY,
+                metadata {json} NOT NULL,
+                archived {int} NOT NULL DEFAULT 0,
+                created_at {real} NOT NULL,
+                updated_at {real} NOT NULL
+            )""",
+            # the threads search sorts by creation as well as by update
+            "CREATE INDEX IF NOT EXISTS threadline_threads_created_at ON threadline_threads (created_at)",
+            # the heads waiting on an interrupt or stopped by an error (the status search): only
+            # those writes are indexed, so an ordinary put_writes never touches this index
+            "CREATE INDEX IF NOT EXISTS threadline_writes_stops ON threadline_writes (thread_id, checkpoint_id) "
+            "WHERE channel IN ('__interrupt__', '__error__') AND checkpoint_ns = ''",
+        ],
+    ),
+    (
         8,
         [
             # The thread guard (``threadline.guard``): one row a thread while a run holds it — who
@@ -175,7 +198,7 @@ LATEST_VERSION = max(v for v, _ in MIGRATIONS)
 
 # Databases written before the table prefix (threadline 0.1) used the bare names; setup()
 # renames them in place, tables and indexes, before applying the migrations above.
-LEGACY_RENAMES = {name: table(name) for name in LOGICAL_TABLES if name not in ("adopted", "sweeps", "leases", "tags", "pins")}
+LEGACY_RENAMES = {name: table(name) for name in LOGICAL_TABLES if name not in ("adopted", "sweeps", "thread_records", "leases", "tags", "pins")}
 LEGACY_INDEXES = {
     "checkpoints_run_id": ("threadline_checkpoints_run_id", "threadline_checkpoints (run_id)"),
     "checkpoints_source_step": ("threadline_checkpoints_source_step", "threadline_checkpoints (source, step)"),

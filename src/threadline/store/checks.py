@@ -21,15 +21,16 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from langgraph.store.base import GetOp, ListNamespacesOp, Op, PutOp, SearchOp
 
 from threadline import limits
-from threadline.errors import ConfigError, FilterTooLargeError, ValueTooLargeError
+from threadline.errors import ConfigError, ValueTooLargeError
 from threadline.keys import text_key
 from threadline.store import values as V
+from threadline.storage.jsonfilter import conditions, path_of  # noqa: F401  (the filter checks, one copy)
 
 MAX_ROWS = 2**63 - 1  # the largest LIMIT or OFFSET every database takes (a signed 64-bit integer)
 
@@ -72,38 +73,6 @@ def value(item: Any, where: str) -> str:
         raise limits.too_deep(where, ValueTooLargeError) from None
     limits.check_depth(item, text, where, ValueTooLargeError)
     return text
-
-
-def path_of(field: Any) -> tuple[str, ...]:
-    """A filter key as its path: ``"user.level"`` names ``value["user"]["level"]``."""
-    if not isinstance(field, str):
-        raise ValueError(f"Invalid filter key: {field!r}; filter keys must be strings")
-    segments = tuple(field.split("."))
-    if not all(segments) or "\x00" in field:
-        raise ValueError(f"Invalid filter key: {field!r}; a key is field names joined by '.', none of them empty or holding NUL")
-    top = limits.current().max_filter_path_depth
-    if len(segments) > top:
-        raise FilterTooLargeError(f"filter key {field[:80]!r} names {len(segments)} fields, more than max_filter_path_depth={top} (threadline.limits)")
-    return segments
-
-
-def conditions(filter: Mapping[str, Any] | None) -> list[tuple[tuple[str, ...], list[tuple[str, Any]]]]:
-    """A ``search`` filter as (path, [(operator, value), …]) per key: ``{key: value}`` is
-    ``$eq``, ``{key: {"$op": value, …}}`` its operators. Raises ValueError for a bad key
-    (FilterError: not JSON), FilterTooLargeError beyond the limits above."""
-    if not filter:
-        return []
-    limits.check_filter_json(filter, "filter")
-    found = []
-    for field, spec in filter.items():
-        if isinstance(spec, dict) and spec and all(isinstance(k, str) and k.startswith("$") for k in spec):
-            found.append((path_of(field), list(spec.items())))
-        else:
-            found.append((path_of(field), [("$eq", spec)]))
-    count, top = sum(len(c) for _, c in found), limits.current().max_filter_keys
-    if count > top:
-        raise FilterTooLargeError(f"filter has {count} conditions, more than max_filter_keys={top} (threadline.limits)")
-    return found
 
 
 def labels(path: Sequence[str]) -> None:

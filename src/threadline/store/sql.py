@@ -27,14 +27,11 @@ named ``official_*``.
 
 from __future__ import annotations
 
-import math
 import re
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from threadline.store import checks
-from threadline.store.values import dumps, jsonable
+from threadline.storage.jsonfilter import PostgresJson, SqliteJson, filter_terms, where_terms
 from threadline.store.vecmath import pack
 
 STORE = "threadline_store"
@@ -99,34 +96,6 @@ CACHE_MIGRATIONS: list[tuple[int, list[str]]] = [
 
 DISTANCES = ("cosine", "l2", "inner_product")
 VECTOR_TYPES = ("vector", "halfvec")
-RANGE_OPS = {"$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
-
-
-def normalize(value: Any) -> Any:
-    """A filter value as JSON would hold it (tuples as lists, datetimes as strings, …)."""
-    if value is None or isinstance(value, (bool, int, float, str, list, dict)):
-        return value
-    if isinstance(value, tuple):
-        return list(value)
-    return jsonable(value)
-
-
-def never_matches(value: Any) -> bool:
-    """No stored JSON equals NaN, Infinity or a string with NUL (values cannot hold them)."""
-    if isinstance(value, float):
-        return not math.isfinite(value)
-    return isinstance(value, str) and "\x00" in value
-
-
-def bindable(number: int | float) -> int | float:
-    """Numbers beyond 64 bits compare as floats (no driver binds them as integers); beyond a
-    double, as an infinity (as SQLite reads such a number in JSON)."""
-    if not isinstance(number, int) or -(2**63) <= number < 2**63:
-        return number
-    try:
-        return float(number)
-    except OverflowError:
-        return math.inf if number > 0 else -math.inf
 
 
 class StoreSql:
@@ -140,6 +109,7 @@ class StoreSql:
     skip_locked = ""  # the sweep's SELECT runs under the write lock already
     tables_sql = "SELECT name FROM sqlite_master WHERE type = 'table'"
     ns_match = "threadline_ns_match(s.prefix, ?) = 1"  # a function each connection registers
+    json_filter: SqliteJson = SqliteJson("s.value")  # filter conditions on an item's value
 
     # (table name) → the name of every column of that table (empty when there is no such table)
     columns_sql = "SELECT name FROM pragma_table_info(?)"
@@ -252,46 +222,6 @@ class StoreSql:
         )
         return sql, [zero, zero, norm2, q, q]
 
-    # --- metadata filters: every key and value a bound parameter --------------------
-    # A field is found with json_each, one level per key segment, comparing the members'
-    # decoded names: SQLite's JSON paths compare a name as it is escaped in the JSON text,
-    # so a path could not name a field holding '"' or '\\' (or differ across versions).
-
-    def _exists(self, path: tuple[str, ...], condition: str, params: list[Any]) -> tuple[str, list[Any]]:
-        """``EXISTS`` a field at ``path`` satisfying ``condition`` (on alias ``{j}``): never NULL."""
-        sources, keys = ["json_each(s.value) j1"], ["j1.key = ?"]
-        for n in range(2, len(path) + 1):
-            sources.append(f"json_each(CASE WHEN j{n - 1}.type = 'object' THEN j{n - 1}.value ELSE '{{}}' END) j{n}")
-            keys.append(f"j{n}.key = ?")
-        where = " AND ".join(keys + [condition.format(j=f"j{len(path)}")])
-        return f"EXISTS (SELECT 1 FROM {', '.join(sources)} WHERE {where})", [*path, *params]
-
-    def equals(self, path: tuple[str, ...], value: Any, negate: bool = False) -> tuple[str, list[Any]]:
-        """SQL true where the JSON at ``path`` equals ``value`` (type-exact; None also matches a
-        missing field) or, with ``negate``, is present and differs; never NULL."""
-        if value is None:
-            sql, params = self._exists(path, "{j}.type != 'null'", [])
-            return (sql if negate else f"NOT {sql}"), params
-        if isinstance(value, bool):
-            condition, params = "{j}.type = ?", ["true" if value else "false"]
-        elif isinstance(value, (int, float)):
-            condition, params = "{j}.type IN ('integer', 'real') AND {j}.atom = ?", [bindable(value)]
-        elif isinstance(value, str):
-            condition, params = "{j}.type = 'text' AND {j}.atom = ?", [value]
-        else:
-            condition, params = "{j}.type = ? AND {j}.value = ?", ["object" if isinstance(value, dict) else "array", dumps(value, "filter value")]
-        return self._exists(path, f"NOT ({condition})" if negate else condition, params)
-
-    def present(self, path: tuple[str, ...]) -> tuple[str, list[Any]]:
-        return self._exists(path, "TRUE", [])
-
-    def compare(self, path: tuple[str, ...], op: str, value: int | float | str) -> tuple[str, list[Any]]:
-        """SQL true where the JSON at ``path`` is a number (string) ``op`` a number (string) value."""
-        if isinstance(value, str):
-            return self._exists(path, f"{{j}}.type = 'text' AND {{j}}.atom {op} ?", [value])
-        return self._exists(path, f"{{j}}.type IN ('integer', 'real') AND {{j}}.atom {op} ?", [bindable(value)])
-
-
 class PostgresStoreSql(StoreSql):
     """Postgres: JSONB path operators for filters, pgvector operators for scores."""
 
@@ -305,6 +235,7 @@ class PostgresStoreSql(StoreSql):
     skip_locked = " FOR UPDATE SKIP LOCKED"  # concurrent sweepers take disjoint rows, never wait
     tables_sql = "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()"
     ns_match = "s.prefix ~ ?"
+    json_filter = PostgresJson("s.value")
     dims_sql = (
         "SELECT a.atttypmod, format_type(a.atttypid, NULL) FROM pg_attribute a "
         f"WHERE a.attrelid = to_regclass('{VECTORS}') AND a.attname = 'embedding'"
@@ -348,30 +279,6 @@ class PostgresStoreSql(StoreSql):
             return f"1 - (v.embedding {operator} {cast})", [self.vector_param(query)]
         return f"-(v.embedding {operator} {cast})", [self.vector_param(query)]
 
-    def equals(self, path: tuple[str, ...], value: Any, negate: bool = False) -> tuple[str, list[Any]]:
-        if value is None:
-            op, missing = ("!=", "FALSE") if negate else ("=", "TRUE")
-            return f"COALESCE(jsonb_typeof(s.value #> ?) {op} 'null', {missing})", [list(path)]
-        op = "!=" if negate else "="
-        return f"COALESCE(s.value #> ? {op} CAST(? AS JSONB), FALSE)", [list(path), dumps(value, "filter value")]
-
-    def present(self, path: tuple[str, ...]) -> tuple[str, list[Any]]:
-        return "s.value #> ? IS NOT NULL", [list(path)]
-
-    def compare(self, path: tuple[str, ...], op: str, value: int | float | str) -> tuple[str, list[Any]]:
-        if isinstance(value, str):
-            return (
-                f"CASE WHEN jsonb_typeof(s.value #> ?) = 'string' THEN (s.value #>> ?) COLLATE \"C\" {op} ? ELSE FALSE END",
-                [list(path), list(path), value],
-            )
-        # NUMERIC holds every JSON number exactly (DOUBLE PRECISION overflows beyond 1e308);
-        # the bound is its exact text ("inf" included)
-        return (
-            f"CASE WHEN jsonb_typeof(s.value #> ?) = 'number' THEN CAST(s.value #> ? AS NUMERIC) {op} CAST(? AS NUMERIC) ELSE FALSE END",
-            [list(path), list(path), repr(value)],
-        )
-
-
 @lru_cache(maxsize=256)
 def _to_pyformat(text: str) -> str:
     # Store SQL never contains '?' or '%' except as placeholders.
@@ -382,65 +289,6 @@ SQLITE = StoreSql()
 POSTGRES = PostgresStoreSql()
 
 
-@dataclass(frozen=True)
-class Term:
-    """One checked condition of a ``search`` filter, for a backend to express:
-    ``kind`` "false" (matches nothing), "present" (the field exists), "eq" / "ne" (JSON
-    equality with ``value``, or a present field that differs), "cmp" (the field, a number or a
-    string as ``value`` is, compares ``op`` — one of ``>``, ``>=``, ``<``, ``<=`` — to ``value``)."""
-
-    kind: str
-    path: tuple[str, ...]
-    value: Any = None
-    op: str = ""
-
-
-def filter_terms(filter: dict[str, Any] | None) -> list[Term]:
-    """The conditions of a ``search`` filter, checked (the one reading of a filter; every backend
-    expresses these terms).
-
-    ``{key: value}`` matches items whose value at ``key`` equals ``value`` (type-exact JSON
-    equality: ``1`` matches ``1.0`` but not ``True``; ``None`` also matches a missing
-    field); ``{key: {"$op": value, …}}`` applies LangGraph's operators ``$eq``, ``$ne``
-    (the field is present and differs, as the official SQLite and Postgres stores),
-    ``$gt``, ``$gte``, ``$lt``, ``$lte`` (ranges compare numbers with numbers, strings with
-    strings). A dotted key names a nested field. Raises ValueError for an unknown operator
-    or a range bound that is neither a number nor a string, FilterTooLargeError beyond
-    the limits (``checks.conditions``).
-    """
-    terms: list[Term] = []
-    for path, conditions in checks.conditions(filter):
-        terms += [_term(path, op, normalize(raw)) for op, raw in conditions]
-    return terms
-
-
-def _term(path: tuple[str, ...], op: str, value: Any) -> Term:
-    if op in ("$eq", "$ne"):
-        if never_matches(value):
-            return Term("false", path) if op == "$eq" else Term("present", path)
-        return Term("eq" if op == "$eq" else "ne", path, value)
-    if op not in RANGE_OPS:
-        raise ValueError(f"Unsupported operator: {op}; use one of $eq, $ne, $gt, $gte, $lt, $lte")
-    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-        raise ValueError(f"filter {'.'.join(path)!r} {op} needs a number or a string, got {type(value).__name__}")
-    if isinstance(value, float) and math.isnan(value) or isinstance(value, str) and "\x00" in value:
-        return Term("false", path)
-    return Term("cmp", path, value, RANGE_OPS[op])
-
-
 def where_filter(d: StoreSql, filter: dict[str, Any] | None) -> tuple[list[str], list[Any]]:
-    """SQL conditions (on alias ``s``) and parameters for a ``search`` filter (``filter_terms``)."""
-    clauses: list[str] = []
-    params: list[Any] = []
-    for t in filter_terms(filter):
-        if t.kind == "false":
-            sql, args = "FALSE", []
-        elif t.kind == "present":
-            sql, args = d.present(t.path)
-        elif t.kind == "cmp":
-            sql, args = d.compare(t.path, t.op, t.value)
-        else:
-            sql, args = d.equals(t.path, t.value, negate=t.kind == "ne")
-        clauses.append(sql)
-        params += args
-    return clauses, params
+    """SQL conditions (on alias ``s``) and parameters for a ``search`` filter (``jsonfilter.filter_terms``)."""
+    return where_terms(d.json_filter, filter_terms(filter))

@@ -16,10 +16,10 @@ from collections.abc import Callable, Mapping
 from datetime import datetime, timezone
 from typing import Any
 
-import orjson
 from langgraph.store.base import Item, SearchItem
 
 from threadline.errors import CorruptRowError
+from threadline.storage.jsonfilter import dumps, jsonable  # noqa: F401  (the one canonical JSON, shared with filters)
 
 SEP = "."
 
@@ -30,24 +30,6 @@ def ns_text(namespace: tuple[str, ...]) -> str:
 
 def ns_tuple(text: str) -> tuple[str, ...]:
     return tuple(text.split(SEP))
-
-
-def jsonable(obj: Any) -> Any:
-    try:
-        return orjson.loads(orjson.dumps(obj))
-    except TypeError as exc:
-        raise TypeError(f"{type(obj).__name__} is not JSON serializable") from exc
-
-
-def dumps(value: Any, where: str = "value") -> str:
-    """Canonical JSON text of ``value``; ValueError naming ``where`` when it cannot be stored."""
-    try:
-        text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False, default=jsonable)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{where} cannot be stored as JSON: {exc}") from exc
-    if "\\u0000" in text:
-        raise ValueError(f"{where} contains a NUL character, which the database cannot store")
-    return text
 
 
 def _no_constant(name: str) -> Any:

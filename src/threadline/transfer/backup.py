@@ -43,7 +43,7 @@ from threadline.storage.dialect import Dialect, dumps_json
 from threadline.storage.ops import Op, Q
 
 # The tables a thread's rows live in, in the order they are inserted.
-THREAD_TABLES = ("threads", "checkpoints", "blobs", "writes", "adopted")
+THREAD_TABLES = ("threads", "checkpoints", "blobs", "writes", "adopted", "thread_records")
 Rows = dict[str, tuple[list[str], list[tuple]]]  # table → (columns, rows)
 Sink = Callable[[str, Rows], None]  # (thread_id, its rows)
 Transform = Callable[[Dialect, str, Rows], Op[Rows]]  # (source dialect, thread_id, its rows) → rows to write
@@ -254,8 +254,10 @@ def _fresh_path(path: str, overwrite: bool) -> None:
 
 def _counts_op(d: Dialect) -> Op[dict[str, int]]:
     out = {}
-    for t in ("threads", "checkpoints", "blobs", "writes"):
-        out[t] = int((yield Q(d.count_rows(t)))[0][0])
+    have = yield from columns_op(d)
+    for t in ("threads", "checkpoints", "blobs", "writes", "thread_records"):
+        if t in have:
+            out[t] = int((yield Q(d.count_rows(t)))[0][0])
     return out
 
 

@@ -74,11 +74,13 @@ def _listing(request: Request) -> dict[str, Any]:
     offset = int_param(request, "offset", 0)
     limit = int_param(request, "limit", PAGE_SIZE, lo=1, hi=500)
     metadata = parse_metadata(meta)
+    archived = (param(request, "archived", "") or "") in ("1", "true", "yes")  # archived threads listed too
 
     scope = scope_of(saver, True)
 
     def op():
-        page = yield from queries.search_threads_op(saver.dialect, pattern=q, metadata=metadata, order=sort, limit=limit, offset=offset, scope=scope)
+        page = yield from queries.search_threads_op(saver.dialect, pattern=q, metadata=metadata, order=sort, limit=limit, offset=offset,
+                                                    scope=scope, archived=None if archived else False)
         statuses = {}
         for t in page.threads:
             if t.adopted:
@@ -89,7 +91,7 @@ def _listing(request: Request) -> dict[str, Any]:
     for t in page.threads:  # a thread not adopted yet: its status as adopted (a view, nothing written)
         if not t.adopted:
             statuses[t.thread_id] = _status(request, t.thread_id)
-    query = {"q": q, "meta": meta, "sort": sort, "limit": limit if limit != PAGE_SIZE else None}
+    query = {"q": q, "meta": meta, "sort": sort, "limit": limit if limit != PAGE_SIZE else None, "archived": "1" if archived else None}
     return {"page": page, "statuses": statuses, "query": query, "orders": list(queries.ORDERS)}
 
 

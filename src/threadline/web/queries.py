@@ -4,14 +4,13 @@ sans-IO generators yielding ``Q`` that a saver runs in one transaction (``saver.
 * ``search_threads_op``: the threads index searched by thread_id glob and metadata,
   sorted by updated / size / checkpoints / thread_id, paged — reads the index only,
   then the head checkpoint of the page's threads;
-* ``thread_status_op``: running / interrupted / errored / done of a thread's head;
+* ``thread_status_op``: ``threadline.read.status``'s status of a thread's head, re-exported;
 * ``tree_op``: a namespace's checkpoints, narrowed to what the branch graph draws;
 * ``namespaces_op``, ``change_marker_op``: small lookups for the thread picture and for
   live updates;
 * ``storage_timeline_op``, ``task_durations_op``, ``delta_stats_op``: the stats page.
 
-Nothing here decodes a value except ``thread_status_op`` (the trigger channels of the
-head, or the head's state when it has pending writes), through ``threadline.read``.
+Nothing here decodes a value (``thread_status_op``, which does, is ``threadline.read``'s).
 """
 
 from __future__ import annotations
@@ -24,18 +23,10 @@ from typing import Any
 
 from threadline.read.tags import thread_tags_op
 from threadline.errors import NotFoundError
-from threadline.read import (
-    ERROR,
-    INTERRUPT,
-    NULL_TASK_ID,
-    ThreadInfo,
-    audit_op,
-    checkpoint_row_op,
-    load_channels_op,
-    next_nodes,
-    node_of_task_path,
-    stored_state_op,
-)
+from threadline.read import ERROR, INTERRUPT, NULL_TASK_ID, ThreadInfo, node_of_task_path
+from threadline.read.status import ThreadStatus
+from threadline.read.threads import records_table_op
+from threadline.read.status import thread_status_op as status_op
 from threadline.read.official import Scope, heads_op, matching_op, merge, unadopted_threads_op
 from threadline.read.tasks import push_index, push_nodes_op
 from threadline.storage.dialect.web import SEARCH_ORDERS, ThreadSearch, glob_matcher, search_order
@@ -71,20 +62,22 @@ def search_threads_op(
     limit: int = 50,
     offset: int = 0,
     scope: Scope | None = None,
+    archived: bool | None = False,
 ) -> Op[SearchPage]:
     """A page of threads from the ``threads`` index (no checkpoint scan unless ``metadata`` is given),
     with, when ``scope`` shows them, the threads of the official saver's tables not adopted yet
     (``read.official``: marked ``official_only``, or a number of ``unadopted`` checkpoints).
 
     ``pattern`` is a ``ThreadSearch`` glob; ``metadata`` keeps threads with at least one
-    checkpoint whose metadata matches, as ``list(filter=…)`` matches it. Raises ValueError
+    checkpoint whose metadata matches, as ``list(filter=…)`` matches it; ``archived``: False
+    hides archived threads (``read.records``), True shows only them, None both. Raises ValueError
     for an unknown order or bad paging, FilterError for an unusable metadata filter.
     """
     search_order(order)
     if limit < 1 or offset < 0:
         raise ValueError(f"paging needs limit >= 1 and offset >= 0, got limit={limit}, offset={offset}")
     scope = scope or Scope()
-    search = ThreadSearch(pattern, metadata or None)
+    search = ThreadSearch(pattern, metadata or None, archived, (yield from records_table_op(d)))
     waiting = yield from unadopted_threads_op(d, scope)
     partly = {t.thread_id: t.checkpoints for t in waiting if t.in_threadline}
     match = glob_matcher(pattern).match if pattern else None
@@ -120,47 +113,8 @@ SEARCH_KEYS = {
 }
 
 
-@dataclass
-class Status:
-    """The state a thread's head is in.
-
-    ``kind``: ``"interrupted"`` (an ``interrupt()`` waits for an answer; ``interrupts``
-    holds their values), ``"errored"`` (a task of the head's step raised; ``errors``
-    holds the stored error), ``"running"`` (the head has tasks to run: an agent is
-    running it, or stopped mid-run), ``"done"`` (nothing left to run), ``"empty"``.
-    """
-
-    kind: str
-    next: list[str] = field(default_factory=list)
-    interrupts: list[Any] = field(default_factory=list)
-    errors: list[Any] = field(default_factory=list)
-
-
-def thread_status_op(d: Any, serde: Any, thread_id: str, head: str | None, bc: Any = None) -> Op[Status]:
-    """The status of ``thread_id`` at its head checkpoint ``head`` (root namespace).
-
-    A head without pending writes needs only its trigger channels decoded
-    (``next_nodes``); a head with pending writes is read as ``stored_state_op`` reads
-    the latest state (finished tasks dropped from ``next``, answered interrupts
-    dropped), so the rule is LangGraph's ``get_state`` one.
-    """
-    if head is None:
-        return Status("empty")
-    writes = yield from audit_op(d, thread_id, head)
-    if not writes:
-        row = yield from checkpoint_row_op(d, thread_id, "", head)
-        doc = d.load_object(row[4], f"checkpoint ({thread_id!r}, '', {head!r})")
-        triggers = [ch for ch in doc.get("channel_versions") or {} if ch == "__start__" or ch.startswith(("branch:to:", "join:", "__pregel_tasks"))]
-        values = (yield from load_channels_op(d, serde, [row], triggers, bc))[0]
-        nxt = next_nodes({**doc, "channel_values": values})
-        return Status("running" if nxt else "done", nxt)
-    view, _ = yield from stored_state_op(d, serde, thread_id, bc=bc)
-    errors = [w.value for w in view.pending_writes if w.channel == ERROR]
-    if view.interrupts:
-        return Status("interrupted", view.next, [i["value"] for i in view.interrupts], errors)
-    if errors:
-        return Status("errored", view.next, [], errors)
-    return Status("running" if view.next else "done", view.next)
+Status = ThreadStatus  # the browser shows ``threadline.read.status``'s rule, the one copy
+thread_status_op = status_op  # (d, serde, thread_id, head, bc=None, *, busy=False) → ThreadStatus
 
 
 @dataclass

@@ -6,6 +6,8 @@ long values are folded (``--full`` shows them whole, ``--json`` gives everything
 
 from __future__ import annotations
 
+import json
+
 from typing import Any
 
 from rich.markup import escape
@@ -23,10 +25,12 @@ from threadline.read.names import abbreviate
 def threads(page: Any, **_: Any) -> None:
     first = page.offset + 1 if page.threads else 0
     t = table(f"threads {first}–{page.offset + len(page.threads)} of {page.total}",
-              "thread_id", "updated", ">checkpoints", ">size", "head")
+              "thread_id", "updated", ">checkpoints", ">size", "head", "…status", "…metadata")
     for th in page.threads:
-        t.add_row(escape(th.thread_id) + _official(th), ago(th.updated_at), str(th.checkpoint_count), size(th.bytes),
-                  short(th.head_checkpoint_id))
+        status = th.status.kind if th.status is not None else ""
+        meta = escape(json.dumps(th.metadata, ensure_ascii=False, default=str)[:60]) if th.metadata else ""
+        t.add_row(escape(th.thread_id) + _official(th) + (" [dim](archived)[/dim]" if th.archived else ""),
+                  ago(th.updated_at), str(th.checkpoint_count), size(th.bytes), short(th.head_checkpoint_id), status, meta)
     out.print(t)
     if any(not th.adopted for th in page.threads):
         out.print("[yellow](official)[/yellow] in the official LangGraph saver's tables, not adopted yet: shown as they "

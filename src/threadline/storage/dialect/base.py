@@ -12,14 +12,16 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from threadline import limits
+from threadline.storage.jsonfilter import Term, filter_terms, is_operators
 from threadline.errors import CorruptRowError, FilterError, FilterTooLargeError
 from threadline.storage.dialect.leases import LeaseStatements
 from threadline.storage.dialect.lifecycle import LifecycleStatements
 from threadline.storage.dialect.reads import ReadsStatements
+from threadline.storage.dialect.records import RecordsStatements
 from threadline.storage.dialect.statements import Statements
 from threadline.storage.dialect.tags import TagStatements
 from threadline.storage.dialect.transfer import TransferStatements
@@ -92,7 +94,20 @@ def check_filter(filter: Any) -> None:
             raise FilterError(f"metadata filter value for {key!r} cannot be matched: {exc}") from exc
 
 
-class Dialect(Statements, ReadsStatements, LifecycleStatements, LeaseStatements, TransferStatements, WebStatements, TagStatements):
+def split_filter(filter: Mapping[str, Any]) -> tuple[dict[str, Any], list[Term]]:
+    """A ``list(filter=…)`` filter as its plain part (``{key: value}``, matched as the backend's
+    official saver matches it) and the terms of its operator keys (``{key: {"$op": bound}}``,
+    ``storage.jsonfilter``: ``$eq $ne $gt $gte $lt $lte $in $nin``, a dotted key a nested path).
+    FilterError names an unknown operator."""
+    plain = {k: v for k, v in filter.items() if not is_operators(v)}
+    ops = {k: v for k, v in filter.items() if is_operators(v)}
+    return plain, filter_terms(ops)
+
+
+class Dialect(
+    Statements, RecordsStatements, ReadsStatements, LifecycleStatements, LeaseStatements, TransferStatements, WebStatements,
+    TagStatements,
+):
     """One backend's SQL. Subclasses set the attributes and implement the methods that
     raise NotImplementedError here (see ``sqlite.SqliteDialect``, ``postgres.PostgresDialect``)."""
 
@@ -165,6 +180,12 @@ class Dialect(Statements, ReadsStatements, LifecycleStatements, LeaseStatements,
         """A whole ``get_tuple`` as one statement (see ``PostgresDialect.get_statement``), or None:
         the backend reads the checkpoint, its blobs and its writes with one statement each."""
         return None
+
+    @staticmethod
+    def record_prefilter(terms: Sequence[Term]) -> tuple[list[str], list[Any]]:
+        """Conditions on the joined record (alias ``r``) implied by ``terms`` that an index of
+        this backend serves (none here; Postgres: containment through GIN)."""
+        return [], []
 
     def migrations(self) -> list[tuple[int, list[str]]]:
         """``schema.MIGRATIONS`` with this dialect's column types, plus its own statements."""

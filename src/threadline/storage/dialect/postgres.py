@@ -10,7 +10,8 @@ from functools import lru_cache
 from typing import Any
 
 from threadline.errors import FilterError
-from threadline.storage.dialect.base import Dialect, check_filter, dumps_json
+from threadline.storage.dialect.base import Dialect, check_filter, dumps_json, split_filter
+from threadline.storage.jsonfilter import PostgresJson, Term, where_terms
 from threadline.storage.dialect.statements import THREAD_UPDATED_AT
 from threadline.storage.rows import BLOB_COLUMNS, CHECKPOINT_ROW
 from threadline.storage.schema import LEGACY_INDEXES, LEGACY_RENAMES
@@ -213,7 +214,29 @@ class PostgresDialect(Dialect):
         return {
             1: ["CREATE INDEX IF NOT EXISTS threadline_checkpoints_metadata ON threadline_checkpoints USING GIN (metadata jsonb_path_ops)"],
             3: STORAGE_SETTINGS,
+            # the threads search by record metadata (``record_prefilter``): containment through GIN
+            7: ["CREATE INDEX IF NOT EXISTS threadline_thread_records_metadata ON threadline_thread_records USING GIN (metadata jsonb_path_ops)"],
         }
+
+    @staticmethod
+    def record_prefilter(terms: Sequence[Term]) -> tuple[list[str], list[Any]]:
+        """A containment condition the records' GIN index serves, implied by the equality terms
+        of scalar values (for those, JSONB containment at a path is equality there), ANDed with
+        the exact terms: the index narrows, the terms decide."""
+        doc: dict[str, Any] = {}
+        for t in terms:
+            if t.kind != "eq" or t.value is None or isinstance(t.value, (dict, list)):
+                continue
+            here = doc
+            for name in t.path[:-1]:
+                nxt = here.setdefault(name, {})
+                if not isinstance(nxt, dict):
+                    break
+                here = nxt
+            else:
+                if t.path[-1] not in here:
+                    here[t.path[-1]] = t.value
+        return (["r.metadata @> CAST(? AS JSONB)"], [dumps_json(doc)]) if doc else ([], [])
 
     def legacy_renames(self) -> list[str]:
         indexes = {old: new for old, (new, _) in LEGACY_INDEXES.items()}
@@ -240,19 +263,30 @@ class PostgresDialect(Dialect):
     def json_field(self, column: str, key: str) -> str:
         return f"{column}->'{key}'"
 
+    metadata_json = PostgresJson("c.metadata")  # operator filters on a checkpoint's metadata
+
+    @staticmethod
+    def record_json(joined: bool) -> PostgresJson:
+        """Filters on a thread record's metadata (alias ``r``, joined; ``{}`` without a record or the records table)."""
+        return PostgresJson("COALESCE(r.metadata, CAST('{}' AS JSONB))" if joined else "CAST('{}' AS JSONB)")
+
     def metadata_filter(self, filter: Any) -> tuple[str, list[Any]]:
         """``metadata @> filter`` (served by the GIN index), as the official PostgresSaver
         matches it: JSON containment, so a key must be present (``None`` matches only a
         stored null), an object or array matches any value containing it, and a dotted key
-        is a top-level key. The filter is one bound JSONB parameter. Raises FilterError
-        as the SQLite dialect does."""
+        is a top-level key. The filter is one bound JSONB parameter. A key whose value is an
+        operator map is matched by ``storage.jsonfilter`` as on SQLite (a dotted key a nested
+        path there). Raises FilterError as the SQLite dialect does."""
         check_filter(filter)
-        if not filter:
-            return "1 = 1", []
-        try:
-            return "c.metadata @> CAST(? AS JSONB)", [dumps_json(dict(filter))]
-        except TypeError as exc:
-            raise FilterError(f"metadata filter values must be JSON-like: {exc}") from exc
+        plain, terms = split_filter(filter)
+        clauses, params = where_terms(self.metadata_json, terms)
+        if plain:
+            try:
+                params = [dumps_json(plain), *params]
+            except TypeError as exc:
+                raise FilterError(f"metadata filter values must be JSON-like: {exc}") from exc
+            clauses.insert(0, "c.metadata @> CAST(? AS JSONB)")
+        return " AND ".join(clauses) or "1 = 1", params
 
     def references_from(self, where: str) -> str:
         return (

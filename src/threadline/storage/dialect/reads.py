@@ -23,6 +23,7 @@ from typing import Any
 
 from threadline.keys import RESERVED_THREAD_PREFIX
 from threadline.storage.dialect.statements import placeholders, prefixed
+from threadline.storage.jsonfilter import SqliteJson, Term, filter_terms, where_terms
 from threadline.storage.rows import CHECKPOINT_ROW
 
 # The orders of the threads listing (``threads_page``): SQL per order name.
@@ -31,7 +32,24 @@ THREAD_ORDERS = {
     "created": "t.created_at DESC, t.thread_id",  # newest first
     "bytes": "t.bytes DESC, t.thread_id",  # largest first
     "thread_id": "t.thread_id",
+    "updated_asc": "t.updated_at, t.thread_id",  # least recently updated first
+    "created_asc": "t.created_at, t.thread_id",  # oldest first
+    "thread_id_desc": "t.thread_id DESC",
 }
+# The channels of the writes that stop a run at its head (LangGraph's interrupt and error), and
+# the condition of their partial index (schema migration 7), spelled as there so the planner uses it.
+INTERRUPT_CHANNEL, ERROR_CHANNEL, RESUME_CHANNEL = "__interrupt__", "__error__", "__resume__"
+_STOPS = "w.channel IN ('__interrupt__', '__error__') AND w.checkpoint_ns = ''"
+HEAD_STOPS = ("error", "interrupted", "none")
+_HEAD = "(SELECT MAX(c2.checkpoint_id) FROM threadline_checkpoints c2 WHERE c2.thread_id = w.thread_id AND c2.checkpoint_ns = '')"
+# (ERROR_CHANNEL) → the threads whose head has an error write
+_ERRORED = f"SELECT w.thread_id FROM threadline_writes w WHERE {_STOPS} AND w.channel = ? AND w.checkpoint_id = {_HEAD}"
+# (INTERRUPT_CHANNEL, RESUME_CHANNEL) → the threads whose head has an interrupt write its task has no resume write for
+_WAITING = (
+    f"SELECT w.thread_id FROM threadline_writes w WHERE {_STOPS} AND w.channel = ? AND w.checkpoint_id = {_HEAD} "
+    "AND NOT EXISTS (SELECT 1 FROM threadline_writes x WHERE x.thread_id = w.thread_id AND x.checkpoint_ns = '' "
+    "AND x.checkpoint_id = w.checkpoint_id AND x.task_id = w.task_id AND x.channel = ?)"
+)
 # The tables whose rows and bytes ``table_totals`` counts.
 COUNTED_TABLES = ("checkpoints", "blobs", "writes")
 _INDEXED_TABLES = ("threadline_threads", "threadline_checkpoints", "threadline_writes", "threadline_blobs")
@@ -49,6 +67,22 @@ class ThreadFilter:
     updated_since: float | None = None
     thread_ids: tuple[str, ...] | None = None
     metadata: Mapping[str, Any] | None = None
+    # the thread records (schema migration 7): a ``storage.jsonfilter`` filter on the record's
+    # metadata (a thread without a record has ``{}``), and archived (None: either; False: not
+    # archived; True: archived only). ``records``: the database has the records table (False
+    # on a database opened read-only before migration 7: every thread then has no record).
+    thread_metadata: Mapping[str, Any] | None = None
+    archived: bool | None = None
+    records: bool = True
+    # keep threads whose head (root namespace) is stopped so (``HEAD_STOPS``): "error" (an error
+    # write), "interrupted" (an interrupt write not answered by a resume write of its task, and
+    # no error write), "none" (neither)
+    head_stop: str | None = None
+
+    @property
+    def uses_records(self) -> bool:
+        """The query joins each thread's record (to filter on its metadata)."""
+        return self.records and bool(self.thread_metadata)
 
 
 @dataclass(frozen=True)
@@ -107,6 +141,8 @@ class ReadsStatements:
 
     bytes_of: Callable[[str, str], str]
     metadata_filter: Callable[[Any], tuple[str, list[Any]]]
+    record_json: Callable[[bool], SqliteJson]
+    record_prefilter: Callable[[Sequence[Term]], tuple[list[str], list[Any]]]
     checkpoint_size: Callable[[], str]
     channel_references: Callable[[str], str]
     state_bytes: Callable[[str], str]
@@ -133,23 +169,66 @@ class ReadsStatements:
             cond, p = self.metadata_filter(f.metadata)
             clauses.append(f"EXISTS (SELECT 1 FROM threadline_checkpoints c WHERE c.thread_id = t.thread_id AND {cond})")
             params += p
-        return "WHERE " + " AND ".join(clauses), params
+        if f.archived is not None and f.records:
+            # a probe of the record's primary key per thread: the listing still walks its order's index
+            archived = "EXISTS (SELECT 1 FROM threadline_thread_records ra WHERE ra.thread_id = t.thread_id AND ra.archived <> 0)"
+            clauses.append(archived if f.archived else f"NOT {archived}")
+        elif f.archived:
+            clauses.append("1 = 0")  # no records table: nothing is archived
+        if f.thread_metadata:
+            terms = filter_terms(f.thread_metadata)
+            if f.uses_records:
+                conds, p = self.record_prefilter(terms)
+                clauses += conds
+                params += p
+            conds, p = where_terms(self.record_json(f.uses_records), terms)
+            clauses += conds
+            params += p
+        if f.head_stop is not None:
+            if f.head_stop not in HEAD_STOPS:
+                raise ValueError(f"head_stop must be one of {HEAD_STOPS}, got {f.head_stop!r}")
+            errored, waiting = f"t.thread_id IN ({_ERRORED})", f"t.thread_id IN ({_WAITING})"
+            if f.head_stop == "error":
+                clauses.append(errored)
+                params += [ERROR_CHANNEL]
+            elif f.head_stop == "interrupted":
+                clauses += [waiting, f"NOT {errored}"]
+                params += [INTERRUPT_CHANNEL, RESUME_CHANNEL, ERROR_CHANNEL]
+            else:
+                clauses += [f"NOT {errored}", f"NOT {waiting}"]
+                params += [ERROR_CHANNEL, INTERRUPT_CHANNEL, RESUME_CHANNEL]
+        return ("WHERE " + " AND ".join(clauses)) if clauses else "", params
+
+    @staticmethod
+    def _threads_from(f: ThreadFilter) -> str:
+        """The listing's FROM: the threads index, with each thread's record when ``f`` needs it."""
+        if f.uses_records:
+            return "threadline_threads t LEFT JOIN threadline_thread_records r ON r.thread_id = t.thread_id"
+        return "threadline_threads t"
 
     def count_threads(self, f: ThreadFilter) -> tuple[str, list[Any]]:
         """→ one row: how many threads ``f`` keeps. FilterError for an unusable metadata filter."""
         where, params = self._threads_where(f)
-        return f"SELECT COUNT(*) FROM threadline_threads t {where}", params
+        return f"SELECT COUNT(*) FROM {self._threads_from(f)} {where}", params
 
     def threads_page(self, f: ThreadFilter, order_by: str, limit: int, offset: int) -> tuple[str, list[Any]]:
-        """→ thread_id, created_at, updated_at, checkpoint_count, bytes, and the checkpoint_id,
-        step and source of the thread's head in the root namespace (NULLs without one), of the
-        threads ``f`` keeps in ``THREAD_ORDERS[order_by]`` order, ``limit`` of them from ``offset``."""
+        """→ thread_id, created_at, updated_at, checkpoint_count, bytes, the checkpoint_id, step and
+        source of the thread's head in the root namespace (NULLs without one), the thread's
+        record's metadata (JSON text) and archived flag (NULLs without one), and whether the head
+        has a pending interrupt or error write (1/0; Redis: NULL, unknown) of the threads ``f``
+        keeps in ``THREAD_ORDERS[order_by]`` order, ``limit`` of them from ``offset``."""
         where, params = self._threads_where(f)
         order = THREAD_ORDERS[order_by]
-        # the page first, then the heads of its threads only (not of every thread skipped by OFFSET)
+        if f.records:
+            record, rjoin = ", CAST(r.metadata AS TEXT), r.archived", " LEFT JOIN threadline_thread_records r ON r.thread_id = t.thread_id"
+        else:
+            record, rjoin = ", NULL, NULL", ""
+        # the page first, then the heads and records of its threads only (not of every thread skipped by OFFSET)
         return (
-            "SELECT t.thread_id, t.created_at, t.updated_at, t.checkpoint_count, t.bytes, h.checkpoint_id, h.step, h.source "
-            f"FROM (SELECT * FROM threadline_threads t {where} ORDER BY {order} LIMIT ? OFFSET ?) t "
+            f"SELECT t.thread_id, t.created_at, t.updated_at, t.checkpoint_count, t.bytes, h.checkpoint_id, h.step, h.source{record}, "
+            f"CASE WHEN EXISTS (SELECT 1 FROM threadline_writes w WHERE w.thread_id = t.thread_id AND w.checkpoint_id = h.checkpoint_id "
+            f"AND {_STOPS}) THEN 1 ELSE 0 END "
+            f"FROM (SELECT t.* FROM {self._threads_from(f)} {where} ORDER BY {order} LIMIT ? OFFSET ?) t{rjoin} "
             "LEFT JOIN threadline_checkpoints h ON h.thread_id = t.thread_id AND h.checkpoint_ns = '' "
             "AND h.checkpoint_id = (SELECT MAX(c2.checkpoint_id) FROM threadline_checkpoints c2 WHERE c2.thread_id = t.thread_id AND c2.checkpoint_ns = '') "
             f"ORDER BY {order}",

@@ -7,7 +7,8 @@ import json
 import re
 from typing import Any
 
-from threadline.storage.dialect.base import Dialect, check_filter
+from threadline.storage.dialect.base import Dialect, check_filter, split_filter
+from threadline.storage.jsonfilter import SqliteJson, where_terms
 from threadline.storage.dialect.statements import read_values
 from threadline.storage.rows import BLOB_COLUMNS, WRITE_COLUMNS
 from threadline.storage.schema import LEGACY_INDEXES, LEGACY_RENAMES
@@ -130,6 +131,13 @@ class SqliteDialect(Dialect):
     def json_field(self, column: str, key: str) -> str:
         return f"json_extract({column}, '$.{key}')"
 
+    metadata_json = SqliteJson("c.metadata")  # operator filters on a checkpoint's metadata
+
+    @staticmethod
+    def record_json(joined: bool) -> SqliteJson:
+        """Filters on a thread record's metadata (alias ``r``, joined; ``{}`` without a record or the records table)."""
+        return SqliteJson("COALESCE(r.metadata, '{}')" if joined else "'{}'")
+
     def metadata_filter(self, filter: Any) -> tuple[str, list[Any]]:
         """As the official SqliteSaver matches it: per key, ``json_extract(metadata, path)``
         compared with the value — ``None`` matches a missing key or a JSON null, a dotted key
@@ -138,12 +146,16 @@ class SqliteDialect(Dialect):
 
         Unlike the official saver, any string key is accepted (``_extract``): keys of its
         characters are JSON paths, others literal top-level keys; all are bound parameters.
-        Raises FilterError for a non-mapping filter, a non-string key, and values no JSON
-        column can hold.
+        A key whose value is an operator map (``{"step": {"$gt": 3}}``) is matched by
+        ``storage.jsonfilter`` instead (``$eq $ne $gt $gte $lt $lte $in $nin``; a dotted key a
+        nested path), key segments and bounds bound parameters.
+        Raises FilterError for a non-mapping filter, a non-string key, values no JSON
+        column can hold, and an unknown operator (named).
         """
         check_filter(filter)
-        clauses, params = [], []
-        for key, value in filter.items():
+        plain, terms = split_filter(filter)
+        clauses, params = where_terms(self.metadata_json, terms)
+        for key, value in plain.items():
             expr, param = _extract(key)
             if value is None:
                 clauses.append(f"{expr} IS NULL")

@@ -44,6 +44,10 @@ class ThreadSearch:
 
     pattern: str = ""
     metadata: Mapping[str, Any] | None = None
+    # archived threads (``ThreadFilter.archived``: None either, False hidden, True only) and
+    # whether the database has the records table (``ThreadFilter.records``)
+    archived: bool | None = None
+    records: bool = True
 
 
 def glob_matcher(pattern: str, *, prefix: bool = True) -> re.Pattern[str]:
@@ -87,7 +91,7 @@ class WebStatements:
     # --- the threads search ------------------------------------------------------------
 
     def _search_where(self, s: ThreadSearch) -> tuple[str, list[Any]]:
-        where, params = self._threads_where(ThreadFilter(metadata=s.metadata))
+        where, params = self._threads_where(ThreadFilter(metadata=s.metadata, archived=s.archived, records=s.records))
         if not s.pattern:
             return where, params
         cond, param = self.thread_glob(s.pattern)

@@ -23,10 +23,12 @@ from collections.abc import Callable, Generator, Mapping, Sequence
 from typing import Any
 
 from threadline.errors import FilterError
-from threadline.storage.dialect.base import Dialect, check_filter
+from threadline.storage.dialect.base import Dialect, check_filter, split_filter
+from threadline.storage.jsonfilter import terms_predicate
 from threadline.storage import rows as R
 from threadline.storage.redis import layout as L
 from threadline.storage.redis.leases import RedisLeaseStatements
+from threadline.storage.redis.records import RedisRecordsStatements
 from threadline.storage.redis.lifecycle import RedisLifecycleStatements
 from threadline.storage.redis.reads import RedisReadsStatements
 from threadline.storage.redis.tags import RedisTagStatements
@@ -356,7 +358,7 @@ def drop_empty_thread(d: RedisDialect, params: Sequence[Any], many: bool) -> Gen
 
 
 def delete_thread(d: RedisDialect, params: Sequence[Any], many: bool) -> Generator:
-    yield [("DEL", *d.keys(params[0]), L.lease_key(d.prefix, params[0])), ("ZREM", d.index, params[0])]
+    yield [("DEL", *d.keys(params[0]), L.lease_key(d.prefix, params[0]), L.record_key(d.prefix, params[0])), ("ZREM", d.index, params[0])]
     return []
 
 
@@ -438,8 +440,12 @@ def put_checkpoint(d: RedisDialect, params: Sequence[Any], many: bool, blobs: in
 # --- listing --------------------------------------------------------------------------------
 
 
-def _matches(meta: Mapping[str, Any], filter: Mapping[str, Any]) -> bool:
-    return all(meta.get(k) == v for k, v in filter.items())
+def metadata_matcher(filter: Mapping[str, Any]) -> Callable[[Mapping[str, Any]], bool]:
+    """``list(filter=…)`` on decoded metadata: the official RedisSaver's equality per plain key,
+    ``storage.jsonfilter``'s operators per operator key. FilterError names an unknown operator."""
+    plain, terms = split_filter(filter)
+    ops = terms_predicate(terms)
+    return lambda meta: all(meta.get(k) == v for k, v in plain.items()) and ops(meta)
 
 
 def list_checkpoints(d: RedisDialect, params: Sequence[Any], many: bool, selection: Any, after: bool) -> Generator:
@@ -462,6 +468,7 @@ def list_checkpoints(d: RedisDialect, params: Sequence[Any], many: bool, selecti
                 continue
             candidates.append((cid, tid, ns))
     candidates.sort(reverse=True)
+    match = metadata_matcher(selection.filter) if selection.filter else None
     out: list[tuple] = []
     step = max(int(size), 16)
     for i in range(0, len(candidates), step):
@@ -471,9 +478,9 @@ def list_checkpoints(d: RedisDialect, params: Sequence[Any], many: bool, selecti
             if raw is None:
                 continue
             row = checkpoint_row(tid, ns, cid, raw)
-            if selection.filter:
+            if match is not None:
                 meta = d.load_json(row[5], f"checkpoint ({tid!r}, {ns!r}, {cid!r})")
-                if not isinstance(meta, dict) or not _matches(meta, selection.filter):
+                if not isinstance(meta, dict) or not match(meta):
                     continue
             out.append(row)
             if len(out) == size:
@@ -503,8 +510,8 @@ def nothing(d: RedisDialect, params: Sequence[Any], many: bool) -> Generator:
 
 
 class RedisDialect(
-    RedisReadsStatements, RedisLifecycleStatements, RedisLeaseStatements, RedisTransferStatements, RedisWebStatements,
-    RedisTagStatements, Dialect,
+    RedisRecordsStatements, RedisReadsStatements, RedisLifecycleStatements, RedisLeaseStatements, RedisTransferStatements,
+    RedisWebStatements, RedisTagStatements, Dialect,
 ):
     """The named statements on Redis under a key ``prefix``, for one saver (its default TTL
     in minutes goes into every script that writes a thread)."""
@@ -551,6 +558,7 @@ class RedisDialect(
     def list_where(self, selection: Any) -> tuple[Any, list[Any]]:
         if selection.filter:
             check_filter(selection.filter)
+            split_filter(selection.filter)  # FilterError for an unknown operator before anything runs
             try:
                 json.dumps(dict(selection.filter))
             except (TypeError, ValueError) as exc:

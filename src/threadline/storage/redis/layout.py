@@ -15,6 +15,9 @@ key         type    field / member                                  value
 ``th``      HASH    created, updated, count, bytes, ttl, accessed    the thread index row
 ==========  ======  ==============================================  ====================================
 
+A seventh, ``rec`` (``record_key``: HASH metadata, archived, created, updated), holds the thread's
+record when one was set; no script touches it, so a put never reads it.
+
 Beside them, ``<prefix>:{<thread_id>}:lease`` (STRING, the same hash tag) while a run holds
 the thread's guard lease (``storage/redis/leases.py``): not the thread's data, it expires by
 itself. And two keys for the whole database: ``<prefix>:threads`` (ZSET of thread_ids by
@@ -59,6 +62,11 @@ def thread_keys(prefix: str, thread_id: str) -> ThreadKeys:
 def lease_key(prefix: str, thread_id: str) -> str:
     """The key of ``thread_id``'s guard lease, in the thread's cluster slot."""
     return f"{prefix}:{{{thread_id}}}:lease"
+
+
+def record_key(prefix: str, thread_id: str) -> str:
+    """The thread's record HASH (``storage/redis/records.py``), beside its six keys under its hash tag."""
+    return f"{prefix}:{{{thread_id}}}:rec"
 
 
 def field(*parts: Any) -> str:

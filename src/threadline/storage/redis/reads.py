@@ -17,9 +17,11 @@ from typing import Any
 
 from threadline.storage import rows as R
 from threadline.keys import is_reserved
-from threadline.storage.dialect.reads import ThreadFilter, WriteSelection, counted
+from threadline.storage.dialect.reads import ERROR_CHANNEL, INTERRUPT_CHANNEL, RESUME_CHANNEL, ThreadFilter, WriteSelection, counted
 from threadline.storage.ops.read import Selection
+from threadline.storage.jsonfilter import compile_filter
 from threadline.storage.redis import layout as L
+from threadline.storage.redis.records import record_rows
 from threadline.storage.redis.base import (
     Call, Cmd, all_threads, ck_row, latest_of, statement, text, thread_checkpoint_rows, thread_writes_of, write_row,
 )
@@ -121,7 +123,32 @@ def kept_threads(d: Any, f: ThreadFilter) -> Generator:
         # ``list(filter=…)``'s own matching: one checkpoint that matches is enough
         found = yield from lockstep([run(d, d.list_checkpoints(Selection(thread_id=r[0], filter=f.metadata), False), [1]) for r in rows])
         rows = [r for r, matched in zip(rows, found) if matched]
-    return rows
+    records = (yield from record_rows(d, [r[0] for r in rows])) if rows else {}
+    rows = [(*r, *records.get(r[0], (None, None))[:2]) for r in rows]
+    if f.archived is not None:
+        rows = [r for r in rows if bool(r[6]) == f.archived]
+    if f.thread_metadata:
+        match = compile_filter(f.thread_metadata)
+        rows = [r for r in rows if match(d.load_json(r[5], f"record of thread {r[0]!r}") if r[5] is not None else {})]
+    if f.head_stop is not None:
+        heads = yield from lockstep([latest_of(d, r[0], "") for r in rows])
+        writes = yield from lockstep([thread_writes_of(d, r[0]) if h else _none() for r, h in zip(rows, heads)])
+        rows = [r for r, h, ws in zip(rows, heads, writes) if _head_stop(h and [w for w in ws if w[1] == "" and w[2] == h[0]]) == f.head_stop]
+    return rows  # the index row, then the record's metadata (JSON text) and archived (None without one)
+
+
+def _head_stop(writes: Any) -> str:
+    """``ThreadFilter.head_stop`` of a head's writes (rows of ``write_row``), as the SQL dialects decide it."""
+    channels = {w[5] for w in writes or ()}
+    if ERROR_CHANNEL in channels:
+        return "error"
+    resumed = {w[3] for w in writes if w[5] == RESUME_CHANNEL}
+    return "interrupted" if any(w[5] == INTERRUPT_CHANNEL and w[3] not in resumed for w in writes) else "none"
+
+
+def _none() -> Generator:
+    return []
+    yield  # a generator
 
 
 def count_threads(d: Any, params: Sequence[Any], many: bool, f: ThreadFilter) -> Generator:
@@ -133,19 +160,24 @@ _ORDER_KEYS = {
     "created": lambda r: (-r[1], r[0]),
     "bytes": lambda r: (-r[4], r[0]),
     "thread_id": lambda r: r[0],
+    "updated_asc": lambda r: (r[2], r[0]),
+    "created_asc": lambda r: (r[1], r[0]),
 }
+_DESCENDING = {"thread_id_desc": "thread_id"}  # orders that are another one reversed
 
 
 def threads_page(d: Any, params: Sequence[Any], many: bool, f: ThreadFilter, order_by: str, limit: int, offset: int) -> Generator:
-    page = sorted((yield from kept_threads(d, f)), key=_ORDER_KEYS[order_by])[offset : offset + limit]
+    kept = yield from kept_threads(d, f)
+    key = _ORDER_KEYS[_DESCENDING.get(order_by, order_by)]
+    page = sorted(kept, key=key, reverse=order_by in _DESCENDING)[offset : offset + limit]
     heads = yield from lockstep([latest_of(d, r[0], "") for r in page])
     out = []
     for r, head in zip(page, heads):
         if head is None:
-            out.append((*r, None, None, None))
+            out.append((*r[:5], None, None, None, *r[5:7], 0))
         else:
             row = ck_row(r[0], "", head[0], head[1])
-            out.append((*r, head[0], row[3], row[4]))
+            out.append((*r[:5], head[0], row[3], row[4], *r[5:7], None))
     return out
 
 
@@ -333,9 +365,12 @@ class RedisReadsStatements:
         return Cmd(threads_page, (self._checked(f), order_by, int(limit), int(offset)), "threads_page"), []
 
     def _checked(self, f: ThreadFilter) -> ThreadFilter:
-        """``f``, its metadata filter checked as ``list`` checks one (FilterError)."""
+        """``f``, its metadata filter checked as ``list`` checks one and its thread metadata filter
+        as the SQL dialects check it (FilterError)."""
         if f.metadata:
             self.list_where(Selection(filter=f.metadata))  # type: ignore[attr-defined]
+        if f.thread_metadata:
+            compile_filter(f.thread_metadata)
         return f
 
     def known_thread(self, thread_id: str) -> tuple[Cmd, list[Any]]:

@@ -16,6 +16,7 @@ from collections.abc import Generator, Sequence
 from typing import Any
 
 from threadline.storage.redis import layout as L
+from threadline.storage.redis.records import FIELDS as RECORD_FIELDS, record_rows
 from threadline.storage.redis.lifecycle import NOTHING
 from threadline.storage.redis.base import (
     Call, Cmd, all_threads, ck_row, group, rows_of, statement, text, thread_blobs_of, thread_checkpoint_rows, thread_writes_of,
@@ -28,6 +29,7 @@ COLUMNS = {
                     "run_id", "created_at", "checksum"),
     "blobs": ("thread_id", "checkpoint_ns", "channel", "version", "type", "blob", "base_version"),
     "writes": ("thread_id", "checkpoint_ns", "checkpoint_id", "task_id", "idx", "channel", "task_path", "type", "blob", "created_at"),
+    "thread_records": ("thread_id", "metadata", "archived", "created_at", "updated_at"),
 }
 # the ``th`` fields of the threads table's columns after thread_id
 TH_FIELDS = ("created", "updated", "count", "bytes", "ttl", "accessed")
@@ -59,6 +61,9 @@ def _full_rows(d: Any, table: str, tid: str) -> Generator:
     if table == "checkpoints":
         return [(tid, ns, cid, parent, doc, meta, step, source, run_id, created, checksum)
                 for ns, cid, parent, doc, meta, step, source, run_id, created, checksum in (yield from thread_checkpoint_rows(d, (tid,), False))]
+    if table == "thread_records":
+        found = yield from record_rows(d, [tid])
+        return [(tid, *found[tid])] if found else []
     if table == "blobs":
         return (yield from thread_blobs_of(d, tid))
     return (yield from thread_writes_of(d, tid))
@@ -80,7 +85,9 @@ def insert_table_rows(d: Any, params: Sequence[Any], many: bool, table: str, giv
     cmds: list = []
     for r in rows:
         k = d.keys(r[0])
-        if table == "threads":
+        if table == "thread_records":
+            cmds.append(("HSET", L.record_key(d.prefix, r[0]), *[x for f, v in zip(RECORD_FIELDS, r[1:]) if v is not None for x in (f, v)]))
+        elif table == "threads":
             cmds += [("HSET", k.th, *[x for f, v in zip(TH_FIELDS, r[1:]) if v is not None for x in (f, v)]), ("ZADD", d.index, r[2], r[0])]
         elif table == "checkpoints":
             f = L.field(r[1], r[2])

@@ -51,7 +51,7 @@ def _searched(d: Any, s: ThreadSearch) -> Generator:
         tids = [t for t in tids if match(t)]
     if not tids:
         return []
-    return (yield from kept_threads(d, ThreadFilter(thread_ids=tuple(tids), metadata=s.metadata)))
+    return [r[:5] for r in (yield from kept_threads(d, ThreadFilter(thread_ids=tuple(tids), metadata=s.metadata, archived=s.archived)))]
 
 
 def count_thread_search(d: Any, params: Sequence[Any], many: bool, s: ThreadSearch) -> Generator:
