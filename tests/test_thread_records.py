@@ -18,7 +18,6 @@ from backends import make_backend
 from threadline import lifecycle, read
 from threadline.cli import app
 from threadline.errors import ConfigError, FilterError
-from threadline.storage.schema import MIGRATIONS
 
 KINDS = ("sqlite", "postgres", "redis")
 
@@ -223,38 +222,6 @@ def test_cli_threads_status_where_json(tmp_path: Path, request: pytest.FixtureRe
     assert res.exit_code == 0 and "interrupted" in res.stdout and "Cats" in res.stdout
     res = runner.invoke(app, ["threads", "--db", backend.url, "--status", "sleepy"])
     assert res.exit_code == 2
-
-
-def test_migration_7_applies_after_a_later_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A database where a later migration (8, from another branch) was recorded before 7 gets 7:
-    setup applies every version not recorded, not only those above the newest."""
-    import sqlite3
-
-    from threadline.backends import open_saver
-    from threadline.storage.ops import schema as ops_schema
-
-    path = tmp_path / "m.db"
-    with open_saver(str(path)) as s:
-        s.setup()
-    con = sqlite3.connect(path)
-    con.execute("DROP TABLE threadline_thread_records")
-    con.execute("DELETE FROM threadline_migrations WHERE v = 7")
-    con.execute("INSERT INTO threadline_migrations (v, applied_at) VALUES (8, 0)")
-    con.commit()
-    con.close()
-    monkeypatch.setattr(ops_schema, "LATEST_VERSION", 8)
-    monkeypatch.setattr(ops_schema, "MIGRATIONS", [*MIGRATIONS, (8, [])])
-    MIGRATIONS.append((8, []))
-    try:
-        with open_saver(str(path)) as s:
-            s.setup()
-            lifecycle.update_thread(s, "t", {"a": 1})
-            assert read.thread_record(s, "t").metadata == {"a": 1}
-        con = sqlite3.connect(path)
-        assert {7, 8} <= {r[0] for r in con.execute("SELECT v FROM threadline_migrations")}
-        con.close()
-    finally:
-        MIGRATIONS.remove((8, []))
 
 
 @pytest.mark.parametrize("kind", KINDS)
