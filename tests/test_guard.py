@@ -290,3 +290,27 @@ def test_the_lease_on_redis_cluster(fresh_backend: Any) -> None:
                     pass
             saver.run(delete_thread(saver.dialect, "chat"), write=True)
             assert current_lease(saver, "chat") is None
+
+
+def test_a_held_thread_is_busy_in_its_status_the_search_and_the_listing(db: Any) -> None:
+    """A thread whose lease a run holds is ``busy`` (the Agent Server's status) for every reader:
+    ``read.thread_status``, ``search_threads(status=…)``, the listing with statuses, the browser's
+    status; an ``idle`` search leaves it out. Released, it is ``idle`` again."""
+    from threadline import read
+    from threadline.web.queries import thread_status_op
+
+    _, saver = db
+    tid = CFG["configurable"]["thread_id"]
+    assert read.thread_status(saver, tid).status == "idle"
+    with thread_lease(saver, CFG, lease_seconds=30):
+        assert read.thread_status(saver, tid).status == "busy"
+        assert saver.run(thread_status_op(saver.dialect, saver.serde, tid, saver.get_tuple(CFG).config["configurable"]["checkpoint_id"], saver.blob_codec)).kind == "busy"
+        assert [t.thread_id for t in read.search_threads(saver, status="busy")] == [tid]
+        assert read.search_threads(saver, status="idle") == []
+        assert read.count_threads(saver, status="busy") == 1
+        page = read.list_threads(saver, with_status=True)
+        assert [(t.thread_id, t.status.status) for t in page.threads] == [(tid, "busy")]
+        assert read.thread_status(saver, tid, busy=lambda t: False).status == "idle"  # a caller's own check wins
+    assert read.thread_status(saver, tid).status == "idle"
+    assert [t.thread_id for t in read.search_threads(saver, status="idle")] == [tid]
+    assert read.search_threads(saver, status="busy") == []

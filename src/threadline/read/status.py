@@ -8,8 +8,8 @@ Named as the LangGraph Agent Server's threads API names it where it has the stat
 ==============  ============  ===============================================================
 kind            status        the head (latest root checkpoint) of the thread …
 ==============  ============  ===============================================================
-``busy``        ``busy``      … is held by a run (the caller's ``busy`` check says so; the
-                              thread guard supplies that check)
+``busy``        ``busy``      … is held by a run: its thread guard lease is running
+                              (``threadline.guard``), or a caller's ``busy`` check says so
 ``errored``     ``error``     … has a stored error write (LangGraph's ``__error__`` channel:
                               a task of the head's step raised)
 ``interrupted`` ``interrupted`` … has an ``interrupt()`` still waiting for its answer
@@ -34,6 +34,7 @@ from threadline.read.audit import audit_op
 from threadline.read.common import ERROR, checkpoint_row_op, head_op, jsonable, load_channels_op
 from threadline.read.state import next_nodes, stored_state_op
 from threadline.storage.ops import Op
+from threadline.storage.ops import lease
 
 # kind → the Agent Server's status
 KIND_STATUS = {"busy": "busy", "errored": "error", "interrupted": "interrupted", "pending": "idle", "done": "idle", "new": "idle"}
@@ -84,14 +85,17 @@ def status_name(wanted: str) -> str:
     return wanted
 
 
-def thread_status_op(d: Any, serde: Any, thread_id: str, head: str | None, bc: Any = None, *, busy: bool = False) -> Op[ThreadStatus]:
+def thread_status_op(d: Any, serde: Any, thread_id: str, head: str | None, bc: Any = None, *, busy: bool | None = None) -> Op[ThreadStatus]:
     """The status of ``thread_id`` at its head checkpoint ``head`` (root namespace; None: a new thread).
 
-    ``busy``: a run holds the thread (the caller's check). A head without pending writes needs
+    ``busy``: a run holds the thread (the caller's check; None: read the thread guard's lease,
+    ``threadline.guard``). A head without pending writes needs
     only its trigger channels decoded (``next_nodes``); a head with pending writes is read as
     ``stored_state_op`` reads the latest state (finished tasks dropped from ``next``, answered
     interrupts dropped), so the rule is LangGraph's ``get_state`` one. Raises CorruptRowError
     for a stored row that cannot be decoded."""
+    if busy is None:
+        busy = thread_id in (yield from lease.held(d, [thread_id]))
     if busy:
         return ThreadStatus("busy", checkpoint_id=head)
     if head is None:
@@ -113,7 +117,7 @@ def thread_status_op(d: Any, serde: Any, thread_id: str, head: str | None, bc: A
     return ThreadStatus("pending" if view.next else "done", view.next, checkpoint_id=head)
 
 
-def current_status_op(d: Any, serde: Any, thread_id: str, bc: Any = None, *, busy: bool = False) -> Op[ThreadStatus]:
+def current_status_op(d: Any, serde: Any, thread_id: str, bc: Any = None, *, busy: bool | None = None) -> Op[ThreadStatus]:
     """``thread_status_op`` at the thread's current head."""
     head = yield from head_op(d, thread_id)
     return (yield from thread_status_op(d, serde, thread_id, head, bc, busy=busy))
@@ -121,6 +125,6 @@ def current_status_op(d: Any, serde: Any, thread_id: str, bc: Any = None, *, bus
 
 def thread_status(saver: Any, thread_id: str, *, busy: BusyCheck | None = None) -> ThreadStatus:
     """Sync: the status of ``thread_id`` on a saver; ``busy(thread_id)`` says whether a run holds it
-    (None: never busy). An unknown thread is ``new``."""
-    held = bool(busy and busy(thread_id))
+    (None: whether a run holds its lease, ``threadline.guard``). An unknown thread is ``new``."""
+    held = None if busy is None else bool(busy(thread_id))
     return saver.run(current_status_op(saver.dialect, saver.serde, thread_id, saver.blob_codec, busy=held))

@@ -14,7 +14,7 @@ from typing import Any
 
 from threadline.storage.dialect import Dialect
 from threadline.storage.dialect.reads import THREAD_ORDERS, ThreadFilter
-from threadline.storage.ops import Op, Q
+from threadline.storage.ops import Op, Q, lease
 from threadline.read.common import checkpoint_row_op, iso, jsonable, load_channels_op
 from threadline.read.status import STATUS_NAMES, BusyCheck, ThreadStatus, status_name, thread_status_op
 from threadline.storage.jsonfilter import compile_filter, is_operators
@@ -139,7 +139,8 @@ def threads_op(
         values: keep threads whose head state has these top-level channel values: ``{channel:
             value}`` equal, or ``{channel: {"$op": bound}}`` a jsonfilter condition on the value as JSON.
         with_status: compute each listed thread's ``status`` (given ``status``, always).
-        busy: ``busy(thread_id)`` → a run holds the thread (the thread guard's check; None: never).
+        busy: ``busy(thread_id)`` → a run holds the thread (None: the thread guard's running
+            leases, ``threadline.guard``, read once for the page).
         serde, bc: the saver's serializer and blob codec, needed for ``status``, ``values`` and
             ``with_status`` (``list_threads`` passes them).
         order_by also takes ``"updated_asc"``, ``"created_asc"`` and ``"thread_id_desc"``.
@@ -147,7 +148,7 @@ def threads_op(
             page comes from SQL alone: ``total`` is then only a lower bound (``offset`` plus
             the rows read, one past the page), ``next_offset`` still exact.
 
-    ``idle``, ``interrupted`` and ``error`` (without a ``busy`` check) are decided by the one SQL
+    ``idle``, ``interrupted`` and ``error`` (when no run holds a thread) are decided by the one SQL
     query from the head's pending writes (an error write; an interrupt write its task has no
     resume write for), as ``read.status`` decides them; only the page's heads are decoded, for
     their ``ThreadStatus``. ``values``, the kinds ``done`` / ``pending`` / ``new`` and a ``busy``
@@ -189,8 +190,14 @@ def threads_op(
         records=(yield from records_table_op(d)),
         head_stop=_HEAD_STOP.get(STATUS_NAMES[status]) if status is not None else None,
     )
-    # idle / interrupted / error are decided by the SQL query itself (no run can be busy without a check)
-    in_sql = status is not None and STATUS_NAMES[status] in _EXACT and busy is None
+    if busy is None and (status is not None or with_status):
+        # the threads a run holds now (the guard's running leases, few): the status check of the rest
+        held = yield from lease.held(d, ids)
+        busy = held.__contains__
+        if not held:
+            busy = _NEVER
+    # idle / interrupted / error are decided by the SQL query itself when no thread is held
+    in_sql = status is not None and STATUS_NAMES[status] in _EXACT and busy is _NEVER
     scope = scope or Scope()
     waiting = yield from unadopted_threads_op(d, scope, ids)
     partly = {t.thread_id: t.checkpoints for t in waiting if t.in_threadline}
@@ -239,6 +246,11 @@ _EXACT = ("idle", "interrupted", "error", "errored")
 _ALL = 1 << 62  # no LIMIT: every candidate
 
 
+def _NEVER(thread_id: str) -> bool:
+    """The busy check when no run holds any thread."""
+    return False
+
+
 def _info(d: Dialect, r: tuple, partly: Mapping[str, int]) -> ThreadInfo:
     """A ``threads_page`` row as a ``ThreadInfo``."""
     meta = d.load_object(r[8], f"record of thread {r[0]!r}") if len(r) > 8 and r[8] is not None else {}
@@ -274,7 +286,7 @@ def _values_match(d: Dialect, serde: Any, bc: Any, thread_id: str, head: str | N
 def _decoded_page(d: Dialect, serde: Any, bc: Any, selected: ThreadFilter, order_by: str, limit: int, offset: int,
                   status: str | None, values: Mapping[str, Any] | None, busy: BusyCheck | None, partly: Mapping[str, int]) -> Op[ThreadPage]:
     """The page of a listing by status or values: SQL candidates in order, their heads decoded."""
-    if status is not None and STATUS_NAMES[status] == "busy" and busy is None:
+    if status is not None and STATUS_NAMES[status] == "busy" and busy in (None, _NEVER):
         return ThreadPage([], 0, offset, None)
     kept: list[ThreadInfo] = []
     held: set[str] = set()

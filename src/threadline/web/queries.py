@@ -114,7 +114,7 @@ SEARCH_KEYS = {
 
 
 Status = ThreadStatus  # the browser shows ``threadline.read.status``'s rule, the one copy
-thread_status_op = status_op  # (d, serde, thread_id, head, bc=None, *, busy=False) → ThreadStatus
+thread_status_op = status_op  # (d, serde, thread_id, head, bc=None, *, busy=None: the lease) → ThreadStatus
 
 
 @dataclass

@@ -39,5 +39,11 @@ class LeaseStatements:
         thread's lease row; no row when none was taken or it was released."""
         return f"SELECT {_LEASE_ROW.format(now=self.now_sql)} FROM threadline_leases WHERE thread_id = ?"
 
+    def live_leases(self, count: int) -> str:
+        """(``count`` thread_ids; 0: every thread) → thread_id of those whose lease is running (not
+        expired): the threads a run holds now, for their ``busy`` status (``read.status``)."""
+        among = f" AND thread_id IN ({','.join('?' * count)})" if count else ""
+        return f"SELECT thread_id FROM threadline_leases WHERE expires_at > {self.now_sql}{among}"
+
     # (thread_id, holder): the lease row deleted when ``holder`` holds it (else nothing changes)
     RELEASE_LEASE = "DELETE FROM threadline_leases WHERE thread_id = ? AND holder = ?"

@@ -9,10 +9,12 @@ database server's clock.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from threadline.storage.dialect import Dialect
 from threadline.storage.ops.base import Op, Q
+from threadline.storage.schema import table
 
 
 @dataclass(frozen=True)
@@ -53,3 +55,14 @@ def read(d: Dialect, thread_id: str) -> Op[LeaseState | None]:
 def release(d: Dialect, thread_id: str, holder: str) -> Op[None]:
     """Delete ``thread_id``'s lease if ``holder`` holds it (another holder's lease is kept)."""
     yield Q(d.RELEASE_LEASE, (thread_id, holder), single=True)
+
+
+def held(d: Dialect, thread_ids: Sequence[str] | None = None) -> Op[frozenset[str]]:
+    """The threads (of ``thread_ids``; None: all) a run holds now: a running lease. Empty on a
+    database without the leases table (one opened read-only from before the guard)."""
+    if not (yield Q(d.columns_sql, (table("leases"),), read=True)):
+        return frozenset()
+    ids = list(thread_ids or ())
+    if thread_ids is not None and not ids:
+        return frozenset()
+    return frozenset(r[0] for r in (yield Q(d.live_leases(len(ids)), ids, read=True)))

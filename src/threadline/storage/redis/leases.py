@@ -47,7 +47,17 @@ def release_lease(d: Any, params: Sequence[Any], many: bool) -> Generator:
     return []
 
 
+def live_leases(d: Any, params: Sequence[Any], many: bool) -> Generator:
+    """A lease key exists only while it runs (``PX``): the threads whose key exists."""
+    tids = [text(t) for t in params] if params else [text(t) for t in (yield [("ZRANGE", d.index, 0, -1)])[0]]
+    if not tids:
+        return []
+    found = yield [("EXISTS", L.lease_key(d.prefix, t)) for t in tids]
+    return [(t,) for t, n in zip(tids, found) if int(n)]
+
+
 TAKE_LEASE = statement(take_lease)
+LIVE_LEASES = statement(live_leases)
 READ_LEASE = statement(read_lease)
 
 
@@ -62,3 +72,6 @@ class RedisLeaseStatements:
 
     def read_lease(self) -> Cmd:  # type: ignore[override]
         return READ_LEASE
+
+    def live_leases(self, count: int) -> Cmd:  # type: ignore[override]
+        return LIVE_LEASES
