@@ -33,6 +33,7 @@ from threadline.storage import rows as R
 from threadline.storage.dialect import Dialect
 from threadline.storage.ops import sweep as sweep_ops
 from threadline.errors import ConfigError
+from threadline.objectstore import Offload
 from threadline.keys import key_of
 from threadline.sweeping import AsyncSweeping, Sweeping, SyncSweeping
 from threadline.ttl import TTL, thread_ttl_of
@@ -112,6 +113,10 @@ class EngineSaver(Sweeping, BaseCheckpointSaver[str]):
     thread with official checkpoints to adopt. None (the default) adopts unless the codec's
     keyring requires encryption, since the official rows carry no seal; True adopts in any
     case, False never. Adoption never touches a thread threadline wrote itself.
+
+    ``offload``: an ``Offload`` or its URL (``file:///dir?min_bytes=…``, ``s3://bucket/prefix?endpoint=…``):
+    values whose stored bytes exceed ``min_bytes`` go to that object store (docs/offload.md);
+    None: the ``THREADLINE_OFFLOAD`` environment variable's, else none.
     """
 
     dialect: Dialect
@@ -124,11 +129,12 @@ class EngineSaver(Sweeping, BaseCheckpointSaver[str]):
         ttl: Mapping[str, Any] | TTL | None = None,
         retention: Any = None,
         cache_max_bytes: int | None = None,
+        offload: Offload | str | None = None,
     ) -> None:
         super().__init__(serde=serde or default_serde())
         # Compression and delta settings plus the cache of recent values (codec.BlobCodec);
         # replace it to tune them, e.g. ``saver.blob_codec = BlobCodec(max_depth=32)``.
-        self.blob_codec = BlobCodec(cache=BlobCache(max_bytes=_cache_bytes(cache_max_bytes)))
+        self.blob_codec = BlobCodec(cache=BlobCache(max_bytes=_cache_bytes(cache_max_bytes)), offload=Offload.of(offload) or Offload.from_env())
         # Adopt threads of the official saver's tables on first touch (see the class docstring);
         # _adopting is set by setup() when such tables exist and adopt is not False.
         self.adopt = adopt

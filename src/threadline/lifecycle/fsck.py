@@ -30,6 +30,7 @@ from threadline.storage.dialect.statements import CHECKPOINT_KEY
 from threadline.storage.ops import Op, Q
 from threadline.errors import CorruptRowError
 from threadline.keys import thread_id_of
+from threadline.lifecycle import objects
 from threadline.lifecycle.thread import _load_thread_op
 
 
@@ -46,7 +47,9 @@ class Finding:
     references), ``broken_parent`` (parent_checkpoint_id names a missing
     checkpoint), ``parent_cycle``, ``unreadable_checkpoint``, ``unreadable_value``
     (a blob or write that does not decode; ``deep`` only), ``thread_index`` (the
-    ``threads`` row is missing or its counts are stale). ``repairable`` says whether
+    ``threads`` row is missing or its counts are stale), ``orphan_object`` (an offloaded
+    value's object no row names; repaired once older than ``Offload.grace_seconds``) and
+    ``missing_object`` (rows name an object the store lacks). ``repairable`` says whether
     ``repair`` fixes it safely; ``repaired`` whether it did.
     """
 
@@ -304,4 +307,19 @@ def fsck(
         findings += saver.run(fsck_thread_op(saver.dialect, serde, tid, repair=repair, deep=deep, bc=saver.blob_codec), write=repair)
         if progress:
             progress(i + 1, len(ids), tid)
+    if objects.store_of(saver, saver.dialect) is not None:
+        findings += _object_findings(saver, repair)
     return FsckReport(len(ids), findings, repair, deep)
+
+
+def _object_findings(saver: Any, repair: bool) -> list[Finding]:
+    """The object store's orphans (deleted with ``repair``, past the grace period) and the
+    objects rows name that it lacks (``lifecycle.objects``)."""
+    report = objects.collect(saver, delete=repair)
+    store = saver.blob_codec.offload.objects.url
+    out = [Finding("missing_object", "", None, None, f"{store}: object {name} is missing; rows naming it: {rows[:3]}; "
+                   "`threadline restore` brings their threads back from a backup", False) for name, rows in report.missing.items()]
+    out += [Finding("unreadable_value", "", None, None, f"offload reference unreadable, orphans kept: {u}", False) for u in report.unreadable]
+    out += [Finding("orphan_object", "", None, None, f"{store}: object {name} is named by no row", not report.unreadable, repaired=name in report.removed)
+            for name in report.orphans]
+    return out

@@ -38,6 +38,7 @@ from typing import Any
 
 from threadline import codec, metrics
 from threadline.lifecycle import partition
+from threadline.lifecycle import objects
 from threadline.lifecycle.jobs import Job, arun_job, run_job
 from threadline.lifecycle.retention import RetentionPolicy, prune_thread_op
 from threadline.lifecycle.vacuum import LARGE_DELETE, SpaceReport, disk_bytes_op, reclaim
@@ -71,6 +72,7 @@ class SweepReport:
     partitions_dropped: list[str] = field(default_factory=list)
     space: SpaceReport | None = None
     errors: list[str] = field(default_factory=list)
+    objects_deleted: int = 0  # offloaded values' objects no row names any more (lifecycle.objects)
     started_at: float = 0.0
     finished_at: float = 0.0
 
@@ -84,6 +86,7 @@ class SweepReport:
             "partitions_dropped": self.partitions_dropped,
             "space": self.space.to_json() if self.space else None,
             "errors": self.errors,
+            "objects_deleted": self.objects_deleted,
             "started_at": self.started_at,
             "finished_at": self.finished_at,
         }
@@ -135,6 +138,11 @@ def sweep_job(
     if not lease.lost and (yield partition.partitioned_op(d), False):
         yield partition.ensure_op(d, clock()), True
         report.partitions_dropped = yield partition.drop_empty_op(d, clock()), True
+    if bc is not None and bc.offload is not None and bc.offload.objects is not None and not lease.lost:
+        try:
+            report.objects_deleted = (yield from objects.collect_job(d, bc)).deleted
+        except Exception as exc:  # the store unreachable: the rows are swept, the objects wait
+            report.errors.append(f"collecting offloaded objects: {type(exc).__name__}: {exc}")
     if (report.checkpoints_deleted or report.partitions_dropped) and not lease.lost:
         report.space = yield from reclaim(d, large=report.checkpoints_deleted >= LARGE_DELETE, before=before)
     else:

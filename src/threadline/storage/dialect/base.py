@@ -18,6 +18,7 @@ from typing import Any
 from threadline import limits
 from threadline.errors import CorruptRowError, FilterError, FilterTooLargeError
 from threadline.storage.dialect.lifecycle import LifecycleStatements
+from threadline.storage.dialect.objects import ObjectStatements
 from threadline.storage.dialect.reads import ReadsStatements
 from threadline.storage.dialect.statements import Statements
 from threadline.storage.dialect.transfer import TransferStatements
@@ -90,7 +91,7 @@ def check_filter(filter: Any) -> None:
             raise FilterError(f"metadata filter value for {key!r} cannot be matched: {exc}") from exc
 
 
-class Dialect(Statements, ReadsStatements, LifecycleStatements, TransferStatements, WebStatements):
+class Dialect(Statements, ReadsStatements, LifecycleStatements, TransferStatements, WebStatements, ObjectStatements):
     """One backend's SQL. Subclasses set the attributes and implement the methods that
     raise NotImplementedError here (see ``sqlite.SqliteDialect``, ``postgres.PostgresDialect``)."""
 

@@ -1,0 +1,284 @@
+"""Offload of big values to an object store (issue 33, docs/offload.md): a real LangGraph graph
+with a big ``files`` channel on SQLite and Postgres, a local directory and an S3-compatible
+server process (moto_server on loopback); tampering, the object sweep, kill -9."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from langgraph.checkpoint.base import create_checkpoint, empty_checkpoint
+
+from offload_support import S3Server, files_graph, have_moto, s3_env, stored_bytes
+from threadline.backends import open_saver
+from threadline.codec import BlobCodec, Keyring
+from threadline.errors import BackendError, ConfigError, CorruptRowError
+from threadline.lifecycle import objects as O
+from threadline.lifecycle.fsck import fsck
+from threadline.objectstore import Offload, open_store
+
+SMALL = 4096  # min_bytes where the size does not matter
+
+
+@pytest.fixture(scope="module")
+def s3():
+    if not have_moto():
+        pytest.skip("moto_server is not installed")
+    s3_env()
+    server = S3Server()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def db_url(request, tmp_path):
+    if request.param == "sqlite":
+        return str(tmp_path / "db.sqlite")
+    return request.getfixturevalue("pg_url")
+
+
+@pytest.fixture(params=["file", "s3"])
+def store_url(request, tmp_path):
+    if request.param == "file":
+        return f"file://{tmp_path / 'objects'}"
+    return request.getfixturevalue("s3").bucket_url()
+
+
+def _values(saver, config):
+    return [(t.checkpoint["id"], t.checkpoint["channel_values"], sorted((w[1], str(w[2])[:64]) for w in t.pending_writes or []))
+            for t in saver.list(config)]
+
+
+def _put_chain(saver, thread="t1", n=4, size=20000):
+    """n checkpoints on ``thread``: a dict channel that grows (deltas on an offloaded base) and a
+    pending write of ``size`` bytes on each."""
+    config = {"configurable": {"thread_id": thread, "checkpoint_ns": ""}}
+    ck = empty_checkpoint()
+    files: dict = {}
+    for i in range(n):
+        files = {**files, f"f{i}": os.urandom(size).hex()}
+        ck = create_checkpoint(ck, None, i)
+        ck["channel_values"] = {"files": files, "n": i}
+        ck["channel_versions"] = {"files": str(i + 1), "n": str(i + 1)}
+        config = saver.put(config, ck, {"step": i}, {"files": str(i + 1), "n": str(i + 1)})
+        saver.put_writes(config, [("files", {"w": os.urandom(size).hex()})], f"task{i}")
+    return config
+
+
+def test_graph_workload_offloaded_reads_back_exactly(db_url, tmp_path):
+    """2-3 MB files rewritten every 3 steps: the database holds under 5 % of the bytes it holds
+    without offload, and every checkpoint reads back exactly (from a saver with nothing cached)."""
+    plain_url = str(tmp_path / "plain.sqlite") if not db_url.startswith("postgres") else db_url
+    cfg = {"configurable": {"thread_id": "agent"}}
+    off = Offload(f"file://{tmp_path / 'objects'}", min_bytes=64 << 10)
+    with open_saver(plain_url, offload=None, codec=BlobCodec()) as s:
+        files_graph(s, steps=9, size=2 << 20).invoke({"files": {}, "step": 0}, {**cfg, "recursion_limit": 100})
+        without = stored_bytes(s)
+        expected = _values(s, cfg)
+    if plain_url == db_url:  # the same Postgres schema: start again empty
+        with open_saver(db_url, codec=BlobCodec()) as s:
+            s.delete_thread("agent")
+    with open_saver(db_url, codec=BlobCodec(offload=off)) as s:
+        files_graph(s, steps=9, size=2 << 20).invoke({"files": {}, "step": 0}, {**cfg, "recursion_limit": 100})
+        with_offload = stored_bytes(s)
+    assert with_offload < 0.05 * without, (with_offload, without)
+    with open_saver(db_url, codec=BlobCodec(offload=Offload(off.objects))) as s:  # nothing cached
+        got = _values(s, cfg)
+        assert [g[0] for g in got] == [e[0] for e in expected] or len(got) == len(expected)
+        assert [(g[1], g[2]) for g in got] == [(e[1], e[2]) for e in expected]
+        report = O.collect(s, delete=False)
+    assert report.named and not report.missing and not report.orphans
+
+
+def test_every_value_kind_on_each_store(db_url, store_url):
+    """Snapshots, deltas on offloaded bases and pending writes, small values: read back by a
+    saver with nothing cached; objects are shared (content-addressed) across threads."""
+    off = Offload(store_url, min_bytes=SMALL)
+    with open_saver(db_url, codec=BlobCodec(offload=off)) as s:
+        _put_chain(s, "t1")
+        last = {"configurable": {"thread_id": "t1"}}
+        expected = _values(s, last)
+        s.copy_thread("t1", "t2")
+        before = O.collect(s, delete=False)
+    with open_saver(db_url, codec=BlobCodec(offload=Offload(store_url, min_bytes=SMALL))) as s:
+        assert _values(s, last) == expected
+        assert [v[1:] for v in _values(s, {"configurable": {"thread_id": "t2"}})] == [v[1:] for v in expected]
+        after = O.collect(s, delete=False)
+    assert after.stored == before.stored  # the copy added rows, no objects
+    assert any(len(rows) >= 2 for rows in after.named.values())
+
+
+def _offloaded(tmp_path, keys=None):
+    store = f"file://{tmp_path / 'objects'}"
+    url = str(tmp_path / "db.sqlite")
+    with open_saver(url, codec=BlobCodec(keys=keys, offload=Offload(store, min_bytes=SMALL))) as s:
+        last = _put_chain(s, n=2)
+    objects = sorted(p for p in (tmp_path / "objects").rglob("*") if p.is_file())
+    return url, store, last, objects
+
+
+@pytest.mark.parametrize("encrypted", [False, True])
+@pytest.mark.parametrize("damage", ["missing", "damaged", "swapped", "truncated"])
+def test_tampered_object_is_corrupt_row(tmp_path, damage, encrypted):
+    keys = Keyring([os.urandom(32)]) if encrypted else None
+    url, store, last, objects = _offloaded(tmp_path, keys)
+    assert len(objects) >= 2
+    target = objects[0]
+    if damage == "missing":
+        target.unlink()
+    elif damage == "damaged":
+        raw = bytearray(target.read_bytes())
+        raw[len(raw) // 2] ^= 1
+        target.write_bytes(bytes(raw))
+    elif damage == "swapped":
+        target.write_bytes(objects[1].read_bytes())
+    else:
+        target.write_bytes(target.read_bytes()[:-10])
+    with open_saver(url, codec=BlobCodec(keys=keys, offload=Offload(store, min_bytes=SMALL))) as s:
+        with pytest.raises(CorruptRowError):
+            for t in s.list({"configurable": {"thread_id": "t1"}}):
+                pass
+        report = fsck(s, deep=True)
+        assert not report.ok
+
+
+def test_encrypted_objects_hide_content_and_dedup(tmp_path):
+    keys = Keyring([os.urandom(32)])
+    url, store, last, objects = _offloaded(tmp_path, keys)
+    for p in objects:
+        assert p.name.startswith("k") and p.read_bytes()[:2] == b"\xc1\x02"
+
+
+def test_reading_offloaded_rows_without_a_store_is_one_clear_error(tmp_path):
+    url, store, last, _ = _offloaded(tmp_path)
+    with open_saver(url, codec=BlobCodec()) as s:
+        with pytest.raises(ConfigError, match="offloaded"):
+            s.get_tuple(last)
+
+
+def test_warn_threshold_logs_thread_and_channel(tmp_path, caplog):
+    with open_saver(str(tmp_path / "db.sqlite"), codec=BlobCodec(offload=Offload(None, warn_bytes=1000))) as s:
+        with caplog.at_level(logging.WARNING, "threadline.offload"):
+            _put_chain(s, "warned", n=1, size=2000)
+        assert stored_bytes(s) > 2000  # nothing offloaded without a store
+    text = caplog.text
+    assert "'warned'" in text and "'files'" in text
+
+
+def test_bad_settings_are_one_clear_error(tmp_path, s3):
+    with pytest.raises(ConfigError, match="unknown object store scheme"):
+        Offload("gopher://x/y")
+    with pytest.raises(ConfigError, match="absolute path"):
+        Offload("file://relative/dir")
+    with pytest.raises(ConfigError, match="min_bytes"):
+        Offload.from_url("file:///tmp/x?min_bytes=lots")
+    o = Offload.from_url(f"{s3.bucket_url()}&min_bytes=1000&warn_bytes=5000&grace_seconds=10")
+    assert (o.min_bytes, o.warn_bytes, o.grace_seconds) == (1000, 5000, 10.0) and o.objects.url.startswith("s3://")
+    dead = open_store("s3://nobucket/p?endpoint=http://127.0.0.1:9")
+    with pytest.raises(BackendError, match="object store"):
+        dead.put("v1/x", b"x")
+    with open_saver(str(tmp_path / "db.sqlite"), codec=BlobCodec(offload=Offload("s3://nobucket/p?endpoint=http://127.0.0.1:9", min_bytes=10))) as s:
+        with pytest.raises(BackendError, match="object store"):
+            _put_chain(s, n=1, size=100)
+        assert s.get_tuple({"configurable": {"thread_id": "t1"}}) is None  # nothing written
+
+
+def test_redis_does_not_offload(tmp_path):
+    with pytest.raises(ConfigError, match="not supported on redis"):
+        with open_saver("redis://127.0.0.1:6379/0", offload=f"file://{tmp_path}/o"):
+            pass
+
+
+def test_env_form(tmp_path, monkeypatch):
+    monkeypatch.setenv("THREADLINE_OFFLOAD", f"file://{tmp_path / 'objects'}?min_bytes={SMALL}")
+    with open_saver(str(tmp_path / "db.sqlite")) as s:
+        assert s.blob_codec.offload.min_bytes == SMALL
+        _put_chain(s, n=1)
+    assert any(p.is_file() for p in (tmp_path / "objects").rglob("*"))
+
+
+def test_delete_prune_and_sweep_collect_orphans(db_url, tmp_path):
+    off = Offload(f"file://{tmp_path / 'objects'}", min_bytes=SMALL, grace_seconds=3600)
+    with open_saver(db_url, codec=BlobCodec(offload=off)) as s:
+        _put_chain(s, "a", n=3)
+        _put_chain(s, "b", n=3)
+        s.delete_thread("a")
+        young = O.collect(s)  # within the grace period: kept
+        assert young.orphans and young.deleted == 0
+        s.prune(["b"], strategy="keep_latest")
+        swept = O.collect(s, grace=0)
+        assert swept.deleted == len(swept.orphans) > 0
+        after = O.collect(s, delete=False)
+        assert not after.orphans and not after.missing
+        assert s.get_tuple({"configurable": {"thread_id": "b"}}) is not None
+
+
+def test_sweeper_collects_objects(tmp_path):
+    off = Offload(f"file://{tmp_path / 'objects'}", min_bytes=SMALL, grace_seconds=0)
+    with open_saver(str(tmp_path / "db.sqlite"), codec=BlobCodec(offload=off), ttl={"default_ttl": 1 / 60_000}) as s:
+        _put_chain(s, "old", n=2)
+        time.sleep(0.01)
+        report = s.sweep()
+        assert report.threads_expired == 1 and report.objects_deleted > 0
+        assert not any(p.is_file() for p in (tmp_path / "objects").rglob("*"))
+
+
+def test_fsck_finds_and_repairs_orphans_and_missing(tmp_path):
+    url, store, last, objects = _offloaded(tmp_path)
+    (tmp_path / "objects" / "v1" / ("0" * 64)).write_bytes(b"stray")
+    os.utime(tmp_path / "objects" / "v1" / ("0" * 64), (0, 0))
+    objects[0].unlink()
+    with open_saver(url, codec=BlobCodec(offload=Offload(store, min_bytes=SMALL))) as s:
+        kinds = sorted(f.kind for f in fsck(s).findings)
+        assert "orphan_object" in kinds and "missing_object" in kinds
+        fixed = fsck(s, repair=True)
+        assert [f for f in fixed.findings if f.kind == "orphan_object" and f.repaired]
+        assert "orphan_object" not in {f.kind for f in fsck(s).findings}
+
+
+KILLED = textwrap.dedent("""
+    import os, sys
+    sys.path.insert(0, {tests!r})
+    from test_offload import _put_chain
+    from threadline.backends import open_saver
+    from threadline.codec import BlobCodec
+    from threadline.lifecycle import objects as O
+    from threadline.objectstore import Offload
+    with open_saver({url!r}, codec=BlobCodec(offload=Offload({store!r}, min_bytes=4096, grace_seconds=0))) as s:
+        i = 0
+        while True:
+            _put_chain(s, f"k{{i % 3}}", n=3, size=30000)
+            s.prune([f"k{{(i + 1) % 3}}"], strategy="keep_latest")
+            O.collect(s)
+            print(i, flush=True)
+            i += 1
+""")
+
+
+@pytest.mark.parametrize("when", [0.8, 1.6])
+def test_kill_9_during_puts_prune_and_sweep(tmp_path, when):
+    """kill -9 a process putting, pruning and sweeping: no row names a missing object, and the
+    next sweep clears every orphan."""
+    url, store = str(tmp_path / "db.sqlite"), f"file://{tmp_path / 'objects'}"
+    code = KILLED.format(tests=str(Path(__file__).parent), url=url, store=store)
+    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 30
+    assert p.stdout.readline()  # one round done: the process is in its loop
+    time.sleep(when)
+    os.kill(p.pid, signal.SIGKILL)
+    p.wait()
+    assert time.time() < deadline
+    with open_saver(url, codec=BlobCodec(offload=Offload(store, min_bytes=4096, grace_seconds=0))) as s:
+        report = O.collect(s)
+        assert not report.missing and not report.unreadable
+        assert not O.collect(s, delete=False).orphans
+        for tid in ("k0", "k1", "k2"):
+            for t in s.list({"configurable": {"thread_id": tid}}):
+                assert t.checkpoint["channel_values"]["files"]
