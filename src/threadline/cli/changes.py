@@ -8,6 +8,7 @@ from typing import Any
 import typer
 
 from threadline import lifecycle
+from threadline.lifecycle import objects
 from threadline.cli import options as O
 from threadline.cli.render import changes as R
 from threadline.cli.render.format import size
@@ -56,7 +57,7 @@ def delete(
     if not dry_run:
         plan = lifecycle.delete_checkpoint(saver, thread, cid, checkpoint_ns=ns, mode=mode, dry_run=True)
         confirm(plan, f"Delete {len(plan.checkpoints)} checkpoint(s) of {thread}, freeing {size(plan.bytes_freed)}?")
-    return lifecycle.delete_checkpoint(saver, thread, cid, checkpoint_ns=ns, mode=mode, dry_run=dry_run)
+    return _collected(saver, dry_run, lifecycle.delete_checkpoint(saver, thread, cid, checkpoint_ns=ns, mode=mode, dry_run=dry_run))
 
 
 @command("prune", render=R.prune, opens="write")
@@ -85,4 +86,12 @@ def prune(
         plan = lifecycle.prune(saver, policy, thread_ids=ids, dry_run=True, progress=progress)
         if plan.checkpoints:
             confirm(plan, f"Delete {plan.checkpoints} checkpoint(s) from {len(plan.plans)} thread(s), freeing {size(plan.bytes_freed)}?")
-    return lifecycle.prune(saver, policy, thread_ids=ids, dry_run=dry_run, progress=progress)
+    return _collected(saver, dry_run, lifecycle.prune(saver, policy, thread_ids=ids, dry_run=dry_run, progress=progress))
+
+
+def _collected(saver: Any, dry_run: bool, result: Any) -> Any:
+    """``result``, once the objects of offloaded values no row names any more (older than the
+    grace period) are deleted from the saver's object store, if it has one (``lifecycle.objects``)."""
+    if not dry_run and objects.store_of(saver, saver.dialect) is not None:
+        objects.collect(saver)
+    return result

@@ -46,6 +46,7 @@ class ObjectReport:
     unreadable: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     deleted_bytes: int = 0
+    payload_bytes: int = 0  # the bytes of the payloads rows name, each object once (before its seal)
 
     @property
     def deleted(self) -> int:
@@ -56,6 +57,7 @@ class ObjectReport:
             "stored": self.stored, "stored_bytes": self.stored_bytes, "offloaded_rows": self.offloaded_rows,
             "named": len(self.named), "orphans": len(self.orphans), "missing": {k: v[:5] for k, v in self.missing.items()},
             "unreadable": self.unreadable[:20], "deleted": self.deleted, "deleted_bytes": self.deleted_bytes,
+            "payload_bytes": self.payload_bytes,
         }
 
 
@@ -70,10 +72,11 @@ def store_of(saver_or_codec: Any, d: Dialect) -> Any:
     return store
 
 
-def named_op(d: Dialect, bc: codec.BlobCodec) -> Op[tuple[dict[str, list[str]], list[str], int]]:
-    """(object name → rows naming it, rows whose reference cannot be read, offloaded rows) over
-    every committed blob and write row of the database (read-only)."""
+def named_op(d: Dialect, bc: codec.BlobCodec) -> Op[tuple[dict[str, list[str]], list[str], int, int]]:
+    """(object name → rows naming it, rows whose reference cannot be read, offloaded rows, bytes
+    of the payloads named, each once) over every committed blob and write row (read-only)."""
     named: dict[str, list[str]] = defaultdict(list)
+    sizes: dict[str, int] = {}
     unreadable: list[str] = []
     count = 0
     found = [(R.blob_row_ref(*r[:5]), r[5], r[6]) for r in (yield Q(d.OFFLOADED_BLOBS, (OFFLOADED_TYPE,), read=True))]
@@ -84,12 +87,12 @@ def named_op(d: Dialect, bc: codec.BlobCodec) -> Op[tuple[dict[str, list[str]], 
             inner, ref = open_sealed(bc.keys, row, tag, data)
             if not inner.endswith(OBJ):
                 continue
-            name, _ = parse_ref(ref, row)
+            name, sizes[name] = parse_ref(ref, row)
         except CorruptRowError as exc:  # EncryptionError included
             unreadable.append(f"{row}: {exc}")
             continue
         named[name].append(str(row))
-    return dict(named), unreadable, count
+    return dict(named), unreadable, count, sum(sizes.values())
 
 
 def collect_job(d: Dialect, bc: codec.BlobCodec, *, delete: bool = True, grace: float | None = None, now: float | None = None) -> Job[ObjectReport]:
@@ -100,7 +103,7 @@ def collect_job(d: Dialect, bc: codec.BlobCodec, *, delete: bool = True, grace: 
     if store is None:
         return report
     listed = {name: (when, size) for name, when, size in store.list()}  # first: see the module docstring
-    report.named, report.unreadable, report.offloaded_rows = yield named_op(d, bc), False
+    report.named, report.unreadable, report.offloaded_rows, report.payload_bytes = yield named_op(d, bc), False
     report.stored, report.stored_bytes = len(listed), sum(s for _, s in listed.values())
     report.orphans = sorted(n for n in listed if n not in report.named)
     report.missing = {n: rows for n, rows in report.named.items() if n not in listed}
