@@ -323,3 +323,82 @@ def test_cli_stats_and_fsck_repair(tmp_path):
     assert off["rows"] > 0 and off["payload_bytes"] > off["in_row_bytes"] and off["objects"] > 0
     subprocess.run([*cli, "fsck", "--repair", "--db", url], env=env, capture_output=True, text=True)
     assert not stray.exists()
+
+
+def test_cold_tier_moves_idle_threads_and_restores_them_on_first_touch(db_url, tmp_path):
+    """Idle threads move whole to the store (rows replaced by a stub) and come back on the
+    first get_tuple, list or graph run, exactly; offloaded values inside travel in the archive."""
+    from threadline.transfer.cold import tier
+
+    off = Offload(f"file://{tmp_path / 'objects'}", min_bytes=SMALL, grace_seconds=0)
+    ids = [f"idle-{i}" for i in range(6)]
+    with open_saver(db_url, codec=BlobCodec(offload=off)) as s:
+        for tid in ids:
+            _put_chain(s, tid, n=2, size=3000 if tid != "idle-0" else 20000)
+        expected = {tid: _values(s, {"configurable": {"thread_id": tid}}) for tid in ids}
+        before = stored_bytes(s)
+        dry = tier(s, 0, dry_run=True)
+        assert len(dry.threads) == 6 and dry.archive_bytes > 0 and stored_bytes(s) == before
+        moved = tier(s, 0)
+        assert sorted(moved.threads) == ids and stored_bytes(s) == 0
+        swept = O.collect(s)  # idle-0's offloaded values travel inlined in its archive: their objects go
+        assert swept.deleted > 0 and not [n for n in swept.removed if "/cold/" in n] and not swept.missing
+    with open_saver(db_url, codec=BlobCodec(offload=Offload(off.objects, min_bytes=SMALL, grace_seconds=0))) as s:
+        assert s.get_tuple({"configurable": {"thread_id": "idle-0"}}).checkpoint["channel_values"] == expected["idle-0"][0][1]
+        assert _values(s, {"configurable": {"thread_id": "idle-1"}}) == expected["idle-1"]  # list restores too
+        for tid in ids:
+            assert _values(s, {"configurable": {"thread_id": tid}}) == expected[tid]
+        assert not tier(s, 3600).threads  # just read: not idle
+        report = O.collect(s)
+        assert not report.missing and report.deleted == 6  # the archives, once restored
+
+
+def test_cold_thread_resumes_in_a_graph_and_concurrent_first_reads_restore_once(tmp_path):
+    import threading
+
+    from threadline.transfer.cold import tier
+
+    url = str(tmp_path / "db.sqlite")
+    off = Offload(f"file://{tmp_path / 'objects'}", min_bytes=SMALL)
+    cfg = {"configurable": {"thread_id": "agent"}, "recursion_limit": 100}
+    with open_saver(url, codec=BlobCodec(offload=off)) as s:
+        files_graph(s, steps=4, size=30000).invoke({"files": {}, "step": 0}, cfg)
+        assert tier(s, 0).threads == ["agent"]
+    results, errors = [], []
+
+    def first_read():
+        try:
+            with open_saver(url, codec=BlobCodec(offload=Offload(off.objects, min_bytes=SMALL))) as r:
+                results.append(r.get_tuple(cfg).checkpoint["channel_values"]["step"])
+        except Exception as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=first_read) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and results == [4, 4, 4, 4]
+    with open_saver(url, codec=BlobCodec(offload=Offload(off.objects, min_bytes=SMALL))) as s:
+        assert tier(s, 0).threads == ["agent"]  # cold again
+        files = s.get_tuple(cfg).checkpoint["channel_values"]["files"]
+        assert tier(s, 0).threads == ["agent"]  # cold again
+        graph = files_graph(s, steps=8, size=30000)
+        out = graph.invoke({"step": 4}, cfg)  # a new turn on the cold thread, the graph not knowing
+        assert out["step"] == 8 and set(files) <= set(out["files"])
+        assert len(list(s.list(cfg))) > 5
+
+
+def test_missing_archive_is_corrupt_and_keeps_the_stub(tmp_path):
+    from threadline.transfer.cold import tier
+
+    url, store, last, _ = _offloaded(tmp_path)
+    with open_saver(url, codec=BlobCodec(offload=Offload(store, min_bytes=SMALL))) as s:
+        tier(s, 0)
+    for p in (tmp_path / "objects" / "v1" / "cold").glob("*"):
+        p.unlink()
+    with open_saver(url, codec=BlobCodec(offload=Offload(store, min_bytes=SMALL))) as s:
+        with pytest.raises(CorruptRowError, match="archive is missing"):
+            s.get_tuple(last)
+        with pytest.raises(CorruptRowError):
+            s.get_tuple(last)  # still cold: nothing was lost

@@ -187,6 +187,21 @@ class EngineSaver(Sweeping, BaseCheckpointSaver[str]):
             for tid in await self._arun(adopt.unadopted_op(self.dialect), write=False):
                 await self._arun(adopt.adopt_thread(self.dialect, tid, self.blob_codec), write=True)
 
+    def _cold_op(self, thread_id: Any, config: dict | None = None) -> ops.Op[bool] | None:
+        """The restore of ``thread_id`` if it is cold (``transfer.cold.warm_op``: one read when it is
+        not); None when this saver keeps no cold threads (no object store) or no thread is named,
+        or, with ``config`` (a put), when its parent checkpoint is cached: the thread is warm."""
+        bc = self.blob_codec
+        if thread_id is None or bc.offload is None or bc.offload.objects is None or not self.dialect.offloads:
+            return None
+        if config is not None:
+            key = key_of(config)
+            if not key.checkpoint_id or (bc.cache is not None and bc.cache.versions((key.thread_id, key.checkpoint_ns, key.checkpoint_id))):
+                return None
+        from threadline.transfer.cold import warm_op  # above this module: loaded once a saver offloads
+
+        return warm_op(self.dialect, bc, thread_id)
+
     # Backends implement one or both of these.
     def _run(self, op: ops.Op, *, write: bool) -> Any:
         raise NotImplementedError
@@ -223,6 +238,8 @@ class EngineSaver(Sweeping, BaseCheckpointSaver[str]):
         self._adopt(_thread_of(config))
         with metrics.observe("get_tuple", self.dialect.name):
             found = self._run(ops.get_tuple(self.dialect, self.serde, key_of(config), self.blob_codec), write=False)
+        if found is None and (warm := self._cold_op(_thread_of(config))) is not None and self._run(warm, write=True):
+            found = self._run(ops.get_tuple(self.dialect, self.serde, key_of(config), self.blob_codec), write=False)
         if found is not None and (touch := self._touch_op(_thread_of(config))) is not None:
             self._run(touch, write=True)
         return self._as_official(config, found)
@@ -239,6 +256,8 @@ class EngineSaver(Sweeping, BaseCheckpointSaver[str]):
         if config is None:
             self._adopt_all()
         self._adopt(listing.thread_id)
+        if (warm := self._cold_op(listing.thread_id)) is not None:
+            self._run(warm, write=True)
         if (touch := self._touch_op(listing.thread_id)) is not None:
             self._run(touch, write=True)
         while (op := listing.next_op()) is not None:
@@ -248,6 +267,8 @@ class EngineSaver(Sweeping, BaseCheckpointSaver[str]):
                 yield make()
 
     def put(self, config: dict, checkpoint: Checkpoint, metadata: CheckpointMetadata, new_versions: ChannelVersions) -> dict:
+        if (warm := self._cold_op(_thread_of(config), config)) is not None:
+            self._run(warm, write=True)
         with metrics.observe("put", self.dialect.name):
             stored = self._run(self._put_op(config, checkpoint, metadata, new_versions), write=True)
         metrics.put_done(self.blob_codec, stored, new_versions, R.version_key)
@@ -285,6 +306,8 @@ class EngineSaver(Sweeping, BaseCheckpointSaver[str]):
         await self._aadopt(_thread_of(config))
         with metrics.observe("get_tuple", self.dialect.name):
             found = await self._arun(ops.get_tuple(self.dialect, self.serde, key_of(config), self.blob_codec), write=False)
+        if found is None and (warm := self._cold_op(_thread_of(config))) is not None and await self._arun(warm, write=True):
+            found = await self._arun(ops.get_tuple(self.dialect, self.serde, key_of(config), self.blob_codec), write=False)
         if found is not None and (touch := self._touch_op(_thread_of(config))) is not None:
             await self._arun(touch, write=True)
         return self._as_official(config, found)
@@ -301,6 +324,8 @@ class EngineSaver(Sweeping, BaseCheckpointSaver[str]):
         if config is None:
             await self._aadopt_all()
         await self._aadopt(listing.thread_id)
+        if (warm := self._cold_op(listing.thread_id)) is not None:
+            await self._arun(warm, write=True)
         if (touch := self._touch_op(listing.thread_id)) is not None:
             await self._arun(touch, write=True)
         while (op := listing.next_op()) is not None:
@@ -310,6 +335,8 @@ class EngineSaver(Sweeping, BaseCheckpointSaver[str]):
                 yield make()
 
     async def aput(self, config: dict, checkpoint: Checkpoint, metadata: CheckpointMetadata, new_versions: ChannelVersions) -> dict:
+        if (warm := self._cold_op(_thread_of(config), config)) is not None:
+            await self._arun(warm, write=True)
         with metrics.observe("put", self.dialect.name):
             stored = await self._arun(self._put_op(config, checkpoint, metadata, new_versions), write=True)
         metrics.put_done(self.blob_codec, stored, new_versions, R.version_key)

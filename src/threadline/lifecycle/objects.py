@@ -81,6 +81,8 @@ def named_op(d: Dialect, bc: codec.BlobCodec) -> Op[tuple[dict[str, list[str]], 
     count = 0
     found = [(R.blob_row_ref(*r[:5]), r[5], r[6]) for r in (yield Q(d.OFFLOADED_BLOBS, (OFFLOADED_TYPE,), read=True))]
     found += [(R.write_row_ref(*r[:6]), r[6], r[7]) for r in (yield Q(d.OFFLOADED_WRITES, (OFFLOADED_TYPE,), read=True))]
+    for tid, name in (yield Q(d.COLD_OBJECTS, read=True)):  # cold threads' archives (``transfer.cold``)
+        named[name].append(f"cold thread {tid!r}")
     for row, tag, data in found:
         count += 1
         try:

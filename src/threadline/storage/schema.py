@@ -135,6 +135,20 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
             "DROP INDEX IF EXISTS threadline_checkpoints_source_step",
         ],
     ),
+    (
+        12,
+        [
+            # The cold tier (``threadline.transfer.cold``, docs/offload.md): a thread moved whole to
+            # the object store keeps this stub, naming its archive, until its first read or write.
+            """CREATE TABLE IF NOT EXISTS threadline_cold (
+                thread_id {text} NOT NULL PRIMARY KEY,
+                object {text} NOT NULL,
+                checkpoints {int} NOT NULL DEFAULT 0,
+                bytes {int} NOT NULL DEFAULT 0,
+                tiered_at {real} NOT NULL
+            )""",
+        ],
+    ),
 ]
 
 LATEST_VERSION = max(v for v, _ in MIGRATIONS)

@@ -27,3 +27,23 @@ class ObjectStatements:
     OFFLOADED_WRITES = (
         "SELECT thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, type, blob FROM threadline_writes WHERE type LIKE ?"
     )
+
+    # --- the cold tier (``transfer.cold``; table threadline_cold, migration 12) ---------------
+
+    # (thread_id, object, checkpoints, bytes, tiered_at): a cold thread's stub
+    INSERT_COLD = "INSERT INTO threadline_cold (thread_id, object, checkpoints, bytes, tiered_at) VALUES (?, ?, ?, ?, ?)"
+    # (thread_id, thread_id) → (1 when the thread is cold, 1 when it has a checkpoint), NULL for no
+    COLD_STATE = (
+        "SELECT (SELECT 1 FROM threadline_cold WHERE thread_id = ?), "
+        "(SELECT 1 FROM threadline_checkpoints WHERE thread_id = ? LIMIT 1)"
+    )
+    # (thread_id) → object of its archive: the stub deleted, so one transaction restores it
+    TAKE_COLD = "DELETE FROM threadline_cold WHERE thread_id = ? RETURNING object"
+    # () → thread_id, object of every cold thread
+    COLD_OBJECTS = "SELECT thread_id, object FROM threadline_cold"
+    # (updated before, accessed before or never, limit) → thread_id, checkpoint_count, bytes of the
+    # threads idle since then, least recently updated first
+    IDLE_THREADS = (
+        "SELECT thread_id, checkpoint_count, bytes FROM threadline_threads "
+        "WHERE updated_at <= ? AND (accessed_at IS NULL OR accessed_at <= ?) ORDER BY updated_at, thread_id LIMIT ?"
+    )
