@@ -402,3 +402,27 @@ def test_missing_archive_is_corrupt_and_keeps_the_stub(tmp_path):
             s.get_tuple(last)
         with pytest.raises(CorruptRowError):
             s.get_tuple(last)  # still cold: nothing was lost
+
+
+def test_cli_tier(tmp_path):
+    url, store, _, _ = _offloaded(tmp_path)
+    env = {**os.environ, "THREADLINE_OFFLOAD": f"{store}?min_bytes={SMALL}"}
+    cli = [str(Path(sys.executable).parent / "threadline")]
+    run = lambda *a: subprocess.run([*cli, *a, "--db", url, "--json"], env=env, capture_output=True, text=True, check=True).stdout  # noqa: E731
+    import json
+
+    assert json.loads(run("tier", "--idle", "0s", "--dry-run"))["threads"] == 1
+    assert json.loads(run("tier", "--idle", "0s"))["threads"] == 1
+    assert json.loads(run("tier", "--idle", "0s"))["threads"] == 0
+    assert json.loads(run("tier", "--restore", "t1"))["restored"] == ["t1"]
+    assert json.loads(run("tier", "--idle", "1h"))["threads"] == 0  # restored: read just now
+
+
+def test_sweeper_tiers_idle_threads(tmp_path):
+    off = Offload(f"file://{tmp_path / 'objects'}", min_bytes=SMALL, cold_after=0)
+    with open_saver(str(tmp_path / "db.sqlite"), codec=BlobCodec(offload=off)) as s:
+        _put_chain(s, "sleepy", n=2, size=3000)
+        expected = _values(s, {"configurable": {"thread_id": "sleepy"}})
+        report = s.sweep()
+        assert report.threads_tiered == 1 and stored_bytes(s) == 0
+        assert _values(s, {"configurable": {"thread_id": "sleepy"}}) == expected

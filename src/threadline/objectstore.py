@@ -156,7 +156,9 @@ class Offload:
       ``threadline.offload``, naming thread and channel) and counted
       (``threadline.values.large``); None: never;
     * ``grace_seconds`` — an object no row names is deleted (``lifecycle.objects``) only once
-      it is older than this: a put writes its objects before its rows commit.
+      it is older than this: a put writes its objects before its rows commit;
+    * ``cold_after`` — seconds: the sweeper moves threads neither written nor read for this
+      long to the store whole (the cold tier, ``transfer.cold``); None: only ``threadline tier``.
 
     ConfigError for a negative size or an unusable store URL."""
 
@@ -164,6 +166,7 @@ class Offload:
     min_bytes: int = MIN_BYTES
     warn_bytes: int | None = None
     grace_seconds: float = GRACE_SECONDS
+    cold_after: float | None = None
     objects: ObjectStore | None = field(init=False, default=None, repr=False)
 
     def __post_init__(self) -> None:
@@ -185,20 +188,22 @@ class Offload:
 
     @classmethod
     def from_url(cls, url: str) -> Offload:
-        """``file:///dir?min_bytes=262144&warn_bytes=…&grace_seconds=…`` or ``s3://…`` the same way."""
+        """``file:///dir?min_bytes=262144&warn_bytes=…&grace_seconds=…&cold_after=…`` or ``s3://…``
+        the same way (sizes in bytes, times in seconds)."""
         if not isinstance(url, str):
             raise ConfigError(f"an offload URL must be a string, got {type(url).__name__}")
         parts = urlsplit(url)
         opts = dict(parse_qsl(parts.query))
         min_bytes = _int(opts, "min_bytes", MIN_BYTES, url)
         warn = _int(opts, "warn_bytes", None, url)
+        cold = _int(opts, "cold_after", None, url)
         try:
             grace = float(opts.pop("grace_seconds", GRACE_SECONDS))
         except ValueError:
             raise ConfigError(f"grace_seconds must be a number in {url!r}") from None
         rest = "&".join(f"{k}={v}" for k, v in opts.items())
         store = parts._replace(query=rest).geturl() if parts.scheme else url.split("?")[0]
-        return cls(store, min_bytes=min_bytes, warn_bytes=warn, grace_seconds=grace)  # type: ignore[arg-type]
+        return cls(store, min_bytes=min_bytes, warn_bytes=warn, grace_seconds=grace, cold_after=cold)  # type: ignore[arg-type]
 
     @classmethod
     def from_env(cls) -> Offload | None:

@@ -32,6 +32,7 @@ from threadline.codec.objects import PREFIX
 from threadline.codec.seal import GCM, MAGIC, SUM, Row, open_sealed, seal
 from threadline.errors import ConfigError, CorruptRowError
 from threadline.keys import thread_id_of
+from threadline.lifecycle.jobs import Job, run_job
 from threadline.storage.dialect import Dialect
 from threadline.storage.ops import Op, Q
 from threadline.transfer.backup import Rows, columns_op, store_thread_op, thread_rows_op
@@ -87,9 +88,10 @@ class TierReport:
     row_bytes: int = 0
     archive_bytes: int = 0
     skipped: list[str] = field(default_factory=list)
+    restored: list[str] = field(default_factory=list)  # ``threadline tier --restore``
 
     def to_json(self) -> dict[str, Any]:
-        return {"dry_run": self.dry_run, "threads": len(self.threads), "thread_ids": self.threads[:50], "checkpoints": self.checkpoints,
+        return {"dry_run": self.dry_run, "restored": self.restored, "threads": len(self.threads), "thread_ids": self.threads[:50], "checkpoints": self.checkpoints,
                 "row_bytes": self.row_bytes, "archive_bytes": self.archive_bytes, "skipped": self.skipped}
 
 
@@ -118,25 +120,22 @@ def _freeze_op(d: Dialect, bc: codec.BlobCodec, tid: str, columns: dict, raw: Ro
     return True
 
 
-def tier(saver: Any, idle_seconds: float, *, dry_run: bool = False, limit: int = 1000,
-         progress: Callable[[int, int, str], None] | None = None) -> TierReport:
-    """Move the threads idle longer than ``idle_seconds`` (at most ``limit``) to the object store
-    (module docstring). ConfigError without an object store or on Redis; BackendError when the
-    store cannot be written (threads already moved stay moved)."""
-    d, bc = saver.dialect, saver.blob_codec
+def tier_job(d: Dialect, bc: codec.BlobCodec, idle_seconds: float, *, dry_run: bool = False, limit: int = 1000,
+             progress: Callable[[int, int, str], None] | None = None) -> Job[TierReport]:
+    """``tier`` as a job (``lifecycle.jobs``): the sweeper runs it when ``Offload.cold_after`` is set."""
     store = _store(bc, d)
     report = TierReport(dry_run)
-    idle = saver.run(_idle_op(d, time.time() - idle_seconds, limit))
-    columns = saver.run(columns_op(d))
+    idle = yield _idle_op(d, time.time() - idle_seconds, limit), False
+    columns = yield columns_op(d), False
     inline = inliner(bc)
     for i, (tid, count, _) in enumerate(idle):
-        raw = saver.run(thread_rows_op(d, tid, columns))
-        rows = saver.run(inline(d, tid, raw)) if inline is not None else raw
+        raw = yield thread_rows_op(d, tid, columns), False
+        rows = (yield inline(d, tid, raw), False) if inline is not None else raw
         name, sealed = pack(bc, tid, rows)
         size = _size(raw)
         if not dry_run:
             store.put(name, sealed)
-            if not saver.run(_freeze_op(d, bc, tid, columns, raw, name, size, count), write=True):
+            if not (yield _freeze_op(d, bc, tid, columns, raw, name, size, count), True):
                 report.skipped.append(tid)
                 continue
         report.threads.append(tid)
@@ -146,6 +145,15 @@ def tier(saver: Any, idle_seconds: float, *, dry_run: bool = False, limit: int =
         if progress:
             progress(i + 1, len(idle), tid)
     return report
+
+
+def tier(saver: Any, idle_seconds: float, *, dry_run: bool = False, limit: int = 1000,
+         progress: Callable[[int, int, str], None] | None = None) -> TierReport:
+    """Move the threads idle longer than ``idle_seconds`` (at most ``limit``, least recently
+    updated first) to the object store (module docstring); ``dry_run``: only report what would
+    move and its bytes. ConfigError without an object store or on Redis; BackendError when the
+    store cannot be written (threads already moved stay moved)."""
+    return run_job(saver, tier_job(saver.dialect, saver.blob_codec, idle_seconds, dry_run=dry_run, limit=limit, progress=progress))
 
 
 def warm_op(d: Dialect, bc: codec.BlobCodec, thread_id: Any) -> Op[bool]:
@@ -168,7 +176,15 @@ def warm_op(d: Dialect, bc: codec.BlobCodec, thread_id: Any) -> Op[bool]:
     rows = unpack(bc, tid, name, data, where)
     columns = yield from columns_op(d)
     yield from store_thread_op(d, tid, rows, columns, replace=True, bc=bc)
+    yield Q(d.RESTORED_NOW, (time.time(), tid))
     return True
+
+
+def warm(saver: Any, thread_id: Any) -> bool:
+    """Restore ``thread_id`` now if it is cold (``warm_op`` on a sync saver); whether it was or
+    has checkpoints."""
+    _store(saver.blob_codec, saver.dialect)
+    return saver.run(warm_op(saver.dialect, saver.blob_codec, thread_id), write=True)
 
 
 def cold_objects_op(d: Dialect) -> Op[list[str]]:
@@ -176,4 +192,4 @@ def cold_objects_op(d: Dialect) -> Op[list[str]]:
     return [r[0] for r in (yield Q(d.COLD_OBJECTS, read=True))]
 
 
-__all__ = ["TierReport", "cold_objects_op", "tier", "warm_op"]
+__all__ = ["TierReport", "cold_objects_op", "tier", "warm", "warm_op"]
