@@ -39,6 +39,9 @@ def db_size(saver, url: str) -> int:
              "WHERE c.relname LIKE 'threadline_%' AND c.relkind = 'r' AND n.nspname = current_schema()")
         saver.conn.execute("VACUUM")  # autocommit: what deleted rows and TOAST left is not counted
         return int(saver.conn.execute(q).fetchone()[0])
+    from threadline.lifecycle.vacuum import vacuum
+
+    vacuum(saver)  # what deleted rows left goes back to the file system (threadline vacuum)
     saver.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     return os.path.getsize(url)
 
@@ -74,11 +77,62 @@ def run(url: str, offload: Offload | None, threads: int, steps: int, size: int) 
     return out
 
 
-def reset(url: str) -> None:
+def cold_run(url: str, store: str, n: int) -> dict:
+    """``n`` threads of 3 checkpoints (a growing message list and a 4 KB note) tiered out, then
+    each read back with a new saver: the first read restores it."""
+    from langgraph.checkpoint.base import create_checkpoint, empty_checkpoint
+
+    from threadline.transfer.cold import tier
+
+    off = Offload(store, min_bytes=256 << 10)
+    expected = {}
+    with open_saver(url, codec=BlobCodec(offload=off)) as s:
+        for t in range(n):
+            cfg = {"configurable": {"thread_id": f"idle-{t}", "checkpoint_ns": ""}}
+            ck = empty_checkpoint()
+            msgs: list = []
+            for i in range(3):
+                msgs = msgs + [{"role": "user", "content": f"message {i} of thread {t} " + "lorem ipsum " * 20}]
+                ck = create_checkpoint(ck, None, i)
+                ck["channel_values"] = {"messages": msgs, "note": os.urandom(2048).hex()}
+                ck["channel_versions"] = {"messages": str(i + 1), "note": str(i + 1)}
+                cfg = s.put(cfg, ck, {"step": i}, {"messages": str(i + 1), "note": str(i + 1)})
+            expected[f"idle-{t}"] = ck["channel_values"]
+        before, rows_before = db_size(s, url), stored_bytes(s)
+        warm = []
+        for t in range(0, n, max(1, n // 50)):
+            s.blob_codec.cache = None
+            start = time.perf_counter()
+            s.get_tuple({"configurable": {"thread_id": f"idle-{t}"}})
+            warm.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        report = tier(s, 0, limit=n)
+        tier_s = time.perf_counter() - start
+        after, rows_after = db_size(s, url), stored_bytes(s)
+    first = []
+    same = 0
+    with open_saver(url, codec=BlobCodec(offload=Offload(off.objects, min_bytes=off.min_bytes))) as s:
+        s.blob_codec.cache = None
+        for t in range(n):
+            start = time.perf_counter()
+            got = s.get_tuple({"configurable": {"thread_id": f"idle-{t}"}})
+            first.append(time.perf_counter() - start)
+            same += got is not None and got.checkpoint["channel_values"] == expected[f"idle-{t}"]
+        restored = db_size(s, url)
+    first.sort()
+    return {"n": n, "moved": len(report.threads), "rows_before": rows_before, "rows_after": rows_after, "before": before, "after": after, "restored": restored, "archive": report.archive_bytes,
+            "tier_s": tier_s, "warm": statistics.median(warm), "first": statistics.median(first), "first_p95": first[int(len(first) * 0.95)],
+            "same": same}
+
+
+def reset(url: str, idle: int = 0) -> None:
     if url.startswith("postgres"):
         with open_saver(url, codec=BlobCodec()) as s:
             for t in range(64):
                 s.delete_thread(f"agent-{t}")
+            for t in range(idle):
+                s.delete_thread(f"idle-{t}")
+            s.conn.execute("DELETE FROM threadline_cold")
     elif os.path.exists(url):
         for suffix in ("", "-wal", "-shm"):
             if os.path.exists(url + suffix):
@@ -92,6 +146,7 @@ def main() -> None:
     ap.add_argument("--size-mb", type=float, default=3.0)
     ap.add_argument("--postgres", default=None)
     ap.add_argument("--s3", action="store_true")
+    ap.add_argument("--cold", type=int, default=0, metavar="N", help="Instead: tier N idle threads out and read each back.")
     a = ap.parse_args()
     size = int(a.size_mb * (1 << 20))
     tmp = Path(tempfile.mkdtemp(prefix="offload-bench-"))
@@ -102,6 +157,21 @@ def main() -> None:
         server = S3Server()
         stores.append(("S3 (moto_server)", server.bucket_url))
     backends = [("SQLite", str(tmp / "bench.db"))] + ([("Postgres", a.postgres)] if a.postgres else [])
+    if a.cold:
+        print(f"{a.cold} idle threads of 3 checkpoints (a message list, a 4 KB note) tiered to a local directory, then read back\n")
+        print("| backend | database bytes before | after tiering | after reading all back | bytes in rows before / after tiering | archives | tier (all) | head read, warm thread, nothing cached | first read of a cold thread (p50 / p95) | states equal |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+        try:
+            for name, url in backends:
+                reset(url, a.cold)
+                shutil.rmtree(tmp / "objects", ignore_errors=True)
+                r = cold_run(url, f"file://{tmp / 'objects'}", a.cold)
+                print(f"| {name} | {r['before']:,} | {r['after']:,} | {r['restored']:,} | {r['rows_before']:,} / {r['rows_after']:,} | {r['archive']:,} | {r['tier_s']:.1f} s "
+                      f"| {r['warm'] * 1e3:.2f} ms | {r['first'] * 1e3:.2f} / {r['first_p95'] * 1e3:.2f} ms | {r['same']}/{r['n']} |")
+                reset(url, a.cold)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        return
     print(f"{a.threads} threads × {a.steps} steps, a {a.size_mb:g} MB file rewritten every 3 steps (two files alive)\n")
     print("| backend | store | database bytes | value+checkpoint bytes in rows | object store bytes | put a step | head read, writer's cache | head read, nothing cached |")
     print("|---|---|---:|---:|---:|---:|---:|---:|")

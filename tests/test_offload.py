@@ -243,6 +243,27 @@ def test_fsck_finds_and_repairs_orphans_and_missing(tmp_path):
         assert "orphan_object" not in {f.kind for f in fsck(s).findings}
 
 
+KILLED_TIERING = textwrap.dedent("""
+    import os, sys
+    sys.path.insert(0, {tests!r})
+    from test_offload import _put_chain
+    from threadline.backends import open_saver
+    from threadline.codec import BlobCodec
+    from threadline.lifecycle import objects as O
+    from threadline.objectstore import Offload
+    from threadline.transfer.cold import tier
+    with open_saver({url!r}, codec=BlobCodec(offload=Offload({store!r}, min_bytes=4096, grace_seconds=0))) as s:
+        i = 0
+        while True:
+            _put_chain(s, f"k{{i % 4}}", n=2, size=20000)
+            tier(s, 0)
+            for t in range(4):
+                s.get_tuple({{"configurable": {{"thread_id": f"k{{t}}"}}}})
+            O.collect(s)
+            print(i, flush=True)
+            i += 1
+""")
+
 KILLED = textwrap.dedent("""
     import os, sys
     sys.path.insert(0, {tests!r})
@@ -262,12 +283,12 @@ KILLED = textwrap.dedent("""
 """)
 
 
-@pytest.mark.parametrize("when", [0.8, 1.6])
-def test_kill_9_during_puts_prune_and_sweep(tmp_path, when):
-    """kill -9 a process putting, pruning and sweeping: no row names a missing object, and the
-    next sweep clears every orphan."""
+@pytest.mark.parametrize("script,when", [("puts", 0.8), ("puts", 1.6), ("tiering", 0.7), ("tiering", 1.3)])
+def test_kill_9_during_puts_prune_and_sweep(tmp_path, script, when):
+    """kill -9 a process putting, pruning and sweeping (or tiering threads out and back): no row
+    or stub names a missing object, every thread reads back, and the next sweep clears every orphan."""
     url, store = str(tmp_path / "db.sqlite"), f"file://{tmp_path / 'objects'}"
-    code = KILLED.format(tests=str(Path(__file__).parent), url=url, store=store)
+    code = (KILLED if script == "puts" else KILLED_TIERING).format(tests=str(Path(__file__).parent), url=url, store=store)
     p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 30
     assert p.stdout.readline()  # one round done: the process is in its loop
@@ -282,6 +303,9 @@ def test_kill_9_during_puts_prune_and_sweep(tmp_path, when):
         for tid in ("k0", "k1", "k2"):
             for t in s.list({"configurable": {"thread_id": tid}}):
                 assert t.checkpoint["channel_values"]["files"]
+        report = O.collect(s)  # the archives of the threads just restored go
+        assert not report.missing and report.deleted == len(report.orphans)
+        assert not O.collect(s, delete=False).orphans
 
 
 def test_backup_bundle_restore_carry_offloaded_values(db_url, tmp_path):
