@@ -243,7 +243,8 @@ def test_fsck_finds_and_repairs_orphans_and_missing(tmp_path):
         assert "orphan_object" not in {f.kind for f in fsck(s).findings}
 
 
-KILLED_TIERING = textwrap.dedent("""
+# A process that loops until killed: puts, then ``{step}``, then the object sweep.
+KILLED = textwrap.dedent("""
     import os, sys
     sys.path.insert(0, {tests!r})
     from test_offload import _put_chain
@@ -255,32 +256,17 @@ KILLED_TIERING = textwrap.dedent("""
     with open_saver({url!r}, codec=BlobCodec(offload=Offload({store!r}, min_bytes=4096, grace_seconds=0))) as s:
         i = 0
         while True:
-            _put_chain(s, f"k{{i % 4}}", n=2, size=20000)
-            tier(s, 0)
-            for t in range(4):
-                s.get_tuple({{"configurable": {{"thread_id": f"k{{t}}"}}}})
-            O.collect(s)
-            print(i, flush=True)
-            i += 1
-""")
-
-KILLED = textwrap.dedent("""
-    import os, sys
-    sys.path.insert(0, {tests!r})
-    from test_offload import _put_chain
-    from threadline.backends import open_saver
-    from threadline.codec import BlobCodec
-    from threadline.lifecycle import objects as O
-    from threadline.objectstore import Offload
-    with open_saver({url!r}, codec=BlobCodec(offload=Offload({store!r}, min_bytes=4096, grace_seconds=0))) as s:
-        i = 0
-        while True:
             _put_chain(s, f"k{{i % 3}}", n=3, size=30000)
-            s.prune([f"k{{(i + 1) % 3}}"], strategy="keep_latest")
+            {step}
             O.collect(s)
             print(i, flush=True)
             i += 1
 """)
+STEPS = {
+    "puts": 's.prune([f"k{{(i + 1) % 3}}"], strategy="keep_latest")',
+    # every thread tiered out, then read back (restored)
+    "tiering": 'tier(s, 0); [s.get_tuple({{"configurable": {{"thread_id": f"k{{t}}"}}}}) for t in range(3)]',
+}
 
 
 @pytest.mark.parametrize("script,when", [("puts", 0.8), ("puts", 1.6), ("tiering", 0.7), ("tiering", 1.3)])
@@ -288,7 +274,7 @@ def test_kill_9_during_puts_prune_and_sweep(tmp_path, script, when):
     """kill -9 a process putting, pruning and sweeping (or tiering threads out and back): no row
     or stub names a missing object, every thread reads back, and the next sweep clears every orphan."""
     url, store = str(tmp_path / "db.sqlite"), f"file://{tmp_path / 'objects'}"
-    code = (KILLED if script == "puts" else KILLED_TIERING).format(tests=str(Path(__file__).parent), url=url, store=store)
+    code = KILLED.replace("{step}", STEPS[script]).format(tests=str(Path(__file__).parent), url=url, store=store)
     p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 30
     assert p.stdout.readline()  # one round done: the process is in its loop
