@@ -363,12 +363,12 @@ def test_cold_tier_moves_idle_threads_and_restores_them_on_first_touch(db_url, t
         assert not report.missing and report.deleted == 6  # the archives, once restored
 
 
-def test_cold_thread_resumes_in_a_graph_and_concurrent_first_reads_restore_once(tmp_path):
+def test_cold_thread_resumes_in_a_graph_and_concurrent_first_reads_restore_once(db_url, tmp_path):
     import threading
 
     from threadline.transfer.cold import tier
 
-    url = str(tmp_path / "db.sqlite")
+    url = db_url
     off = Offload(f"file://{tmp_path / 'objects'}", min_bytes=SMALL)
     cfg = {"configurable": {"thread_id": "agent"}, "recursion_limit": 100}
     with open_saver(url, codec=BlobCodec(offload=off)) as s:
@@ -436,3 +436,20 @@ def test_sweeper_tiers_idle_threads(tmp_path):
         report = s.sweep()
         assert report.threads_tiered == 1 and stored_bytes(s) == 0
         assert _values(s, {"configurable": {"thread_id": "sleepy"}}) == expected
+
+
+def test_encrypted_cold_archive(tmp_path):
+    from threadline.transfer.cold import tier
+
+    keys = Keyring([os.urandom(32)])
+    url, store, last, _ = _offloaded(tmp_path, keys)
+    with open_saver(url, codec=BlobCodec(keys=keys, offload=Offload(store, min_bytes=SMALL))) as s:
+        expected = _values(s, {"configurable": {"thread_id": "t1"}})
+        assert tier(s, 0).threads == ["t1"]
+    archive = next((tmp_path / "objects" / "v1" / "cold").glob("*"))
+    assert archive.read_bytes()[:2] == b"\xc1\x02" and b"thread_id" not in archive.read_bytes()
+    with open_saver(url, codec=BlobCodec(offload=Offload(store, min_bytes=SMALL))) as s:  # no keys
+        with pytest.raises(CorruptRowError):
+            s.get_tuple(last)
+    with open_saver(url, codec=BlobCodec(keys=keys, offload=Offload(store, min_bytes=SMALL))) as s:
+        assert _values(s, {"configurable": {"thread_id": "t1"}}) == expected

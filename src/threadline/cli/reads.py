@@ -160,5 +160,6 @@ def stats(saver: Any, top: int = typer.Option(10, "--top", min=0, metavar="N", h
         found = objects.collect(saver, delete=False)
         in_row = result.tables["blobs"]["bytes"] + result.tables["writes"]["bytes"]
         result.offloaded = {"store": saver.blob_codec.offload.objects.url, "rows": found.offloaded_rows, "objects": len(found.named),
-                            "payload_bytes": found.payload_bytes, "in_row_bytes": in_row}
+                            "payload_bytes": found.payload_bytes, "in_row_bytes": in_row,
+                            "cold_threads": sum(1 for rows in found.named.values() for r in rows if r.startswith("cold thread"))}
     return result
