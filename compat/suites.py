@@ -80,6 +80,15 @@ SUITES = {
         needs=("pytest_mock", "syrupy", "redis", "Crypto"),
         redis=True,
     ),
+    # The in-memory saver: the langgraph tests of the in-memory checkpointer variants and the
+    # tests that build an InMemorySaver themselves, with threadline's InMemorySaver in the
+    # threadline run (langgraph.checkpoint.memory.InMemorySaver / MemorySaver replaced).
+    "langgraph-memory": Suite(
+        "langgraph-memory",
+        "langgraph",
+        ANYIO_ONLY,
+        needs=("pytest_mock", "syrupy", "redis", "Crypto"),
+    ),
 }
 
 # Row order and labels of the langgraph suite's saver variants (fixture params).
@@ -104,9 +113,17 @@ REDIS_SAVER_VARIANTS = {
     "redis_aio": "Redis async (official: SQLite async)",
 }
 
+# The langgraph-memory suite's variants: the in-memory checkpointer fixtures, and the tests that
+# make an InMemorySaver (or none) of their own.
+MEMORY_SAVER_VARIANTS = {
+    "memory": "in-memory (fixture)",
+    "memory_migrate_sends": "in-memory, pending-sends migration (fixture)",
+    "direct": "tests building their own InMemorySaver, or none",
+}
+
 # The variants each suite with saver variants knows (--variants picks among them), and their labels.
-SUITE_VARIANTS = {"langgraph": LANGGRAPH_VARIANTS, "langgraph-redis": REDIS_SAVER_VARIANTS}
-ALL_VARIANTS = {**LANGGRAPH_VARIANTS, **REDIS_SAVER_VARIANTS}
+SUITE_VARIANTS = {"langgraph": LANGGRAPH_VARIANTS, "langgraph-redis": REDIS_SAVER_VARIANTS, "langgraph-memory": MEMORY_SAVER_VARIANTS}
+ALL_VARIANTS = {**LANGGRAPH_VARIANTS, **REDIS_SAVER_VARIANTS, **MEMORY_SAVER_VARIANTS}
 
 QUICK_VARIANTS = ("sqlite", "sqlite_aio", "postgres", "postgres_aio", "redis", "redis_aio")
 

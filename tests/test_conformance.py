@@ -56,6 +56,23 @@ async def test_official_conformance_suite(kind: str, fresh_backend) -> None:
     assert report.conformance_level() == "FULL"
 
 
+async def test_official_conformance_suite_in_memory() -> None:
+    """``threadline.InMemorySaver``: a fresh private database for every capability suite, as the
+    official ``InMemorySaver`` is run."""
+    from threadline import InMemorySaver
+
+    async def factory():
+        async with InMemorySaver() as saver:
+            yield saver
+
+    report = await validate(checkpointer_test(name="threadline-memory")(factory), progress=ProgressCallbacks.verbose())
+    report.print_report()
+    assert sorted(report.results) == EXPECTED
+    problems = {name: r.failures for name, r in report.results.items() if not r.detected or r.passed is not True}
+    assert not problems, problems
+    assert report.conformance_level() == "FULL"
+
+
 async def test_saver_fixture_is_fresh_and_usable(saver, backend: Backend) -> None:
     """The ``saver`` fixture: an open saver of the backend's class on an empty database."""
     assert type(saver) is backend.saver_class()

@@ -3,7 +3,8 @@ their API, by introspection.
 
 Each official class (``langgraph.checkpoint.sqlite.SqliteSaver``,
 ``...sqlite.aio.AsyncSqliteSaver``, ``...postgres.PostgresSaver``,
-``...postgres.aio.AsyncPostgresSaver``) is compared with threadline's class of
+``...postgres.aio.AsyncPostgresSaver``, ``langgraph.checkpoint.memory.InMemorySaver``
+and its alias ``MemorySaver``) is compared with threadline's class of
 the same name. Every public callable of the official class (its own, inherited
 ones such as ``aget`` / ``with_allowlist``, classmethods such as
 ``from_conn_string``, and ``__init__``) must exist on threadline's class; every
@@ -31,6 +32,10 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 
 
 def _official(name: str) -> type:
+    if name in ("InMemorySaver", "MemorySaver"):
+        from langgraph.checkpoint import memory
+
+        return getattr(memory, name)
     if name == "SqliteSaver":
         from langgraph.checkpoint.sqlite import SqliteSaver
 
@@ -67,6 +72,7 @@ def _threadline(name: str) -> type:
 CLASS_NAMES = (
     "SqliteSaver", "AsyncSqliteSaver", "PostgresSaver", "AsyncPostgresSaver",
     "RedisSaver", "AsyncRedisSaver", "ShallowRedisSaver", "AsyncShallowRedisSaver",
+    "InMemorySaver", "MemorySaver",
 )
 
 # Public, NON-callable class attributes of the official savers that are internals
@@ -260,3 +266,17 @@ def test_static_and_class_methods_stay_so(name: str) -> None:
         raw = inspect.getattr_static(official, n)
         if isinstance(raw, (classmethod, staticmethod)) and hasattr(mine, n):
             assert isinstance(inspect.getattr_static(mine, n), type(raw)), f"{name}.{n} is a {type(raw).__name__} officially"
+
+
+def test_memory_alias_and_context_manager_bases() -> None:
+    """``MemorySaver`` is ``InMemorySaver`` in both modules, and threadline's is a (async) context
+    manager as the official one is (``with InMemorySaver() as saver``)."""
+    from contextlib import AbstractAsyncContextManager, AbstractContextManager
+
+    from langgraph.checkpoint import memory
+
+    import threadline
+
+    assert memory.MemorySaver is memory.InMemorySaver and threadline.MemorySaver is threadline.InMemorySaver
+    for base in (AbstractContextManager, AbstractAsyncContextManager):
+        assert issubclass(memory.InMemorySaver, base) and issubclass(threadline.InMemorySaver, base)

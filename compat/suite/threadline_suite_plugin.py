@@ -26,6 +26,12 @@ downloaded files are never edited; everything happens here, at run time:
   prefix of each test's own. So a threadline-only failure is a test the official SQLite
   saver passes and threadline's Redis saver does not. Variants are reported as ``redis``,
   ``redis_aes``, ``redis_aio`` in both runs.
+* In-memory saver run (``THREADLINE_SUITE=langgraph-memory``): the langgraph tests of the
+  in-memory checkpointer variants (``memory``, ``memory_migrate_sends``) and every test that
+  takes no checkpointer fixture (variant ``direct``: many build an ``InMemorySaver`` of their
+  own; a result's ``built`` tells whether one was). The threadline run replaces
+  ``langgraph.checkpoint.memory.InMemorySaver`` and ``MemorySaver`` by threadline's before the
+  suite's modules import them (its ``MemorySaverAssertImmutable`` then subclasses threadline's).
 * Substitution (``THREADLINE_SUITE_IMPL=threadline``): when this module is
   imported (before pytest imports any conftest or test module) the attributes
   ``langgraph.checkpoint.sqlite.SqliteSaver``,
@@ -77,11 +83,12 @@ DSN = os.environ.get("THREADLINE_TEST_POSTGRES", "postgresql://postgres@127.0.0.
 assert IMPL in ("official", "threadline"), IMPL
 assert SUITE in (
     "langgraph", "sqlite", "postgres", "langgraph-store", "sqlite-store", "postgres-store", "redis-store", "redis-sqlite-store",
-    "langgraph-redis",
+    "langgraph-redis", "langgraph-memory",
 ), SUITE
 STORE_SUITE = SUITE.endswith("-store")  # the store/cache runs: substitute stores and caches, not savers
 REDIS_SUITE = SUITE.startswith("redis-")  # the SQL stores' tests, threadline's run on its Redis store
 REDIS_SAVER_SUITE = SUITE == "langgraph-redis"  # the SQLite saver variants, threadline's run on its Redis savers
+MEMORY_SUITE = SUITE == "langgraph-memory"  # the in-memory saver's tests, threadline's InMemorySaver substituted
 
 # (module, attribute, threadline attribute): the four savers threadline replaces.
 SAVERS = (
@@ -89,6 +96,12 @@ SAVERS = (
     ("langgraph.checkpoint.sqlite.aio", "AsyncSqliteSaver", "AsyncSqliteSaver"),
     ("langgraph.checkpoint.postgres", "PostgresSaver", "PostgresSaver"),
     ("langgraph.checkpoint.postgres.aio", "AsyncPostgresSaver", "AsyncPostgresSaver"),
+)
+
+# langgraph-memory: the official in-memory saver and its alias (one class), replaced by threadline's.
+MEMORY_SAVERS = (
+    ("langgraph.checkpoint.memory", "InMemorySaver", "InMemorySaver"),
+    ("langgraph.checkpoint.memory", "MemorySaver", "MemorySaver"),
 )
 
 # (module, attribute, threadline attribute): the stores and the cache threadline replaces in the *-store runs.
@@ -167,7 +180,7 @@ def _substitute() -> dict[str, type]:
             classes[f"{module_name}.{attr}"] = cls
         return classes
     threadline = importlib.import_module("threadline") if IMPL == "threadline" else None
-    for module_name, attr, tl_attr in STORES if STORE_SUITE else SAVERS:
+    for module_name, attr, tl_attr in STORES if STORE_SUITE else MEMORY_SAVERS if MEMORY_SUITE else SAVERS:
         module = importlib.import_module(module_name)
         official = getattr(module, attr)
         cls = getattr(threadline, tl_attr) if threadline is not None else official
@@ -210,7 +223,7 @@ def _admin_execute(sql: str) -> None:
 def _point_suite_at_local_postgres() -> None:
     """Rebind the suites' hard-coded Postgres URIs (module constants) to THREADLINE_TEST_POSTGRES's server."""
     global _scratch_db
-    if SUITE in ("langgraph", "langgraph-store", "redis-store", "langgraph-redis"):
+    if SUITE in ("langgraph", "langgraph-store", "redis-store", "langgraph-redis", "langgraph-memory"):
         for name in ("tests.conftest_checkpointer", "tests.conftest_store"):
             module = sys.modules.get(name)
             if module is not None:
@@ -288,6 +301,11 @@ def variant_of(item: pytest.Item) -> str:
     if SUITE == "redis-store":
         store = params.get("sync_store", params.get("async_store"))
         return REDIS_STORE_VARIANTS.get(str(store), "cache=redis" if params.get("cache") == "redis" else "none")
+    if SUITE == "langgraph-memory":
+        for fixture in LANGGRAPH_FIXTURES:
+            if fixture in params:
+                return str(params[fixture])
+        return "direct"
     if SUITE == "langgraph-redis":
         for fixture in LANGGRAPH_FIXTURES:
             if fixture in params:
@@ -311,6 +329,19 @@ def _is_postgres_variant(variant: str) -> bool:
     return variant.startswith("postgres")
 
 
+def _saver_run_reason(params: dict[str, Any], variant: str) -> str | None:
+    """Why a run of one saver in the langgraph tests (langgraph-redis, langgraph-memory) leaves out
+    a test of a variant it covers: another run's cache or store, or a variant not selected."""
+    if params.get("cache") == "redis":
+        return "cache=redis (LangGraph's RedisCache: the redis-store run's)"
+    for store in ("sync_store", "async_store"):
+        if store in params and params[store] != "in_memory":
+            return "Postgres store variant (a store, not a checkpoint saver; in_memory store kept)"
+    if VARIANTS and variant not in VARIANTS:
+        return "saver variant not selected (--variants / --quick)"
+    return None
+
+
 def _deselect_reason(item: pytest.Item) -> str | None:
     params = _params(item)
     file = Path(str(item.fspath)).name
@@ -329,14 +360,12 @@ def _deselect_reason(item: pytest.Item) -> str | None:
         variant = variant_of(item)
         if variant not in REDIS_SAVER_VARIANTS.values():
             return "checkpointer variant other than the SQLite ones (the langgraph run's; the Redis savers take their place)"
-        if params.get("cache") == "redis":
-            return "cache=redis (LangGraph's RedisCache: the redis-store run's)"
-        for store in ("sync_store", "async_store"):
-            if store in params and params[store] != "in_memory":
-                return "Postgres store variant (a store, not a checkpoint saver; in_memory store kept)"
-        if VARIANTS and variant not in VARIANTS:
-            return "saver variant not selected (--variants / --quick)"
-        return None
+        return _saver_run_reason(params, variant)
+    if SUITE == "langgraph-memory":
+        variant = variant_of(item)
+        if variant not in ("direct", *MEMORY_PARAMS):
+            return "checkpointer variant other than the in-memory ones (the langgraph run's)"
+        return _saver_run_reason(params, variant)
     if SUITE == "redis-sqlite-store":
         return None if file in SQLITE_STORE_FILES else "checkpoint saver tests (the saver runs cover them)"
     if SUITE == "langgraph-store":

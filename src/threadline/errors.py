@@ -78,7 +78,47 @@ class ValueTooLargeError(ThreadlineError, ValueError):
     than ``max_json_depth``; nothing was written."""
 
 
+class SerializationError(ThreadlineError, TypeError):
+    """A channel value or pending write the serializer cannot store. The message names the channel
+    (and the task, for a pending write), the path to the refused part inside the value
+    (``messages[3].additional_kwargs.lock``) and its type; the same are attributes: ``channel``,
+    ``task_id`` (None for a channel value), ``path``, ``type_name``. Nothing was written. A
+    ``TypeError``, as the serializer's own error is."""
+
+    def __init__(
+        self, *args: object, channel: str | None = None, task_id: str | None = None, path: str = "", type_name: str = ""
+    ) -> None:
+        super().__init__(*args)
+        self.channel, self.task_id, self.path, self.type_name = channel, task_id, path, type_name
+
+
 class FilterTooLargeError(FilterError):
     """A ``list`` metadata filter or Store ``search`` filter has more keys (Store: conditions) than
     ``max_filter_keys``, more JSON than ``max_filter_bytes``, nests deeper than ``max_json_depth``,
     or (Store) a key path longer than ``max_filter_path_depth`` (``threadline.limits``)."""
+
+
+class MigrationError(ThreadlineError):
+    """A state migration step (``threadline.evolve``) failed on a stored checkpoint: names the
+    thread, checkpoint, step and the error it raised (``thread_id``, ``checkpoint_id``, ``step``,
+    ``__cause__``). Nothing of that thread is written when it is raised."""
+
+    def __init__(self, thread_id: str, checkpoint_id: str, step: str, cause: BaseException) -> None:
+        super().__init__(
+            f"migration step {step!r} failed on thread {thread_id!r}, checkpoint {checkpoint_id!r}: "
+            f"{type(cause).__name__}: {cause}"
+        )
+        self.thread_id, self.checkpoint_id, self.step = thread_id, checkpoint_id, step
+
+
+class ThreadBusyError(ThreadlineError):
+    """A run asked for a thread another run holds (``threadline.guard``): rejected at once
+    (``multitask_strategy="reject"``) or still busy when ``timeout`` ran out (``"enqueue"``).
+
+    ``thread_id``, ``holder`` (the other run's holder string: host, pid, run id), ``expires_at``
+    (seconds since the epoch, the database's clock; None when unknown) and ``remaining`` (seconds
+    until that lease expires unless its run renews it)."""
+
+    def __init__(self, message: str, *, thread_id: str, holder: str | None, expires_at: float | None, remaining: float | None) -> None:
+        super().__init__(message)
+        self.thread_id, self.holder, self.expires_at, self.remaining = thread_id, holder, expires_at, remaining

@@ -17,6 +17,16 @@ from threadline import limits
 from threadline.errors import ConfigError, KeyTooLongError
 
 
+# Thread ids threadline uses for its own short-lived work (``threadline health``'s round trip):
+# never listed by ``threads`` or the browser's search, deleted when the work ends.
+RESERVED_THREAD_PREFIX = "__threadline__:"
+
+
+def is_reserved(thread_id: str) -> bool:
+    """Whether ``thread_id`` is one of threadline's own (``RESERVED_THREAD_PREFIX``)."""
+    return thread_id.startswith(RESERVED_THREAD_PREFIX)
+
+
 class Key(NamedTuple):
     thread_id: str
     checkpoint_ns: str

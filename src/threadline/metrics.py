@@ -37,7 +37,9 @@ instrument                                  kind       unit          what (attri
 from __future__ import annotations
 
 import sys
+import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
@@ -109,18 +111,42 @@ def _get() -> dict[str, Any] | None:
     return _meters
 
 
+# Saver calls that raised in this process, by "operation:ErrorType", kept whether or not
+# OpenTelemetry records (``error_counts``; ``threadline.lifecycle.health`` reports them).
+_errors: Counter[str] = Counter()
+_errors_lock = threading.Lock()
+
+
+def _tally(operation: str, exc: BaseException) -> None:
+    with _errors_lock:
+        _errors[f"{operation}:{type(exc).__name__}"] += 1
+
+
+def error_counts() -> dict[str, int]:
+    """Saver calls (``put``, ``put_writes``, ``get_tuple``, ``list``) that raised in this process
+    since it started, by ``"operation:ErrorType"`` (e.g. ``"put:SerializationError"``)."""
+    with _errors_lock:
+        return dict(_errors)
+
+
 @contextmanager
 def observe(operation: str, backend: str) -> Iterator[None]:
-    """Time one saver call; count its error by kind when it raises."""
+    """Time one saver call; count its error by kind when it raises (``error_counts``, and the
+    ``threadline.errors`` instrument when OpenTelemetry records)."""
     m = _get()
     if m is None:
-        yield
+        try:
+            yield
+        except Exception as exc:  # the error path only: a call that returns pays nothing here
+            _tally(operation, exc)
+            raise
         return
     attrs = {"threadline.operation": operation, "db.system": _SYSTEMS.get(backend, backend)}
     start = time.perf_counter()
     try:
         yield
     except BaseException as exc:
+        _tally(operation, exc)
         kind = {**attrs, "error.type": type(exc).__name__}
         m["threadline.errors"].add(1, kind)
         m["threadline.operation.duration"].record(time.perf_counter() - start, kind)

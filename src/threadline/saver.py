@@ -120,6 +120,9 @@ class EngineSaver(Sweeping, BaseCheckpointSaver[str]):
     """
 
     dialect: Dialect
+    # Lazy state migration (``threadline.evolve.with_migrations``): None, or an ``evolve.lens.Lens``
+    # that presents what is read migrated and stamps what is written; None costs one check a call.
+    migrations: Any = None
 
     def __init__(
         self,
@@ -242,6 +245,8 @@ class EngineSaver(Sweeping, BaseCheckpointSaver[str]):
             found = self._run(ops.get_tuple(self.dialect, self.serde, key_of(config), self.blob_codec), write=False)
         if found is not None and (touch := self._touch_op(_thread_of(config))) is not None:
             self._run(touch, write=True)
+        if self.migrations is not None:
+            found = self.migrations.read(found)
         return self._as_official(config, found)
 
     def list(
@@ -264,11 +269,13 @@ class EngineSaver(Sweeping, BaseCheckpointSaver[str]):
             with metrics.observe("list", self.dialect.name):
                 page = listing.take(self._run(op, write=False))
             for make in page:
-                yield make()
+                yield make() if self.migrations is None else self.migrations.read(make())
 
     def put(self, config: dict, checkpoint: Checkpoint, metadata: CheckpointMetadata, new_versions: ChannelVersions) -> dict:
         if (warm := self._cold_op(_thread_of(config), config)) is not None:
             self._run(warm, write=True)
+        if self.migrations is not None:
+            metadata, new_versions = self.migrations.before_put(config, checkpoint, metadata, new_versions)
         with metrics.observe("put", self.dialect.name):
             stored = self._run(self._put_op(config, checkpoint, metadata, new_versions), write=True)
         metrics.put_done(self.blob_codec, stored, new_versions, R.version_key)
@@ -310,6 +317,8 @@ class EngineSaver(Sweeping, BaseCheckpointSaver[str]):
             found = await self._arun(ops.get_tuple(self.dialect, self.serde, key_of(config), self.blob_codec), write=False)
         if found is not None and (touch := self._touch_op(_thread_of(config))) is not None:
             await self._arun(touch, write=True)
+        if self.migrations is not None:
+            found = self.migrations.read(found)
         return self._as_official(config, found)
 
     async def alist(
@@ -332,11 +341,13 @@ class EngineSaver(Sweeping, BaseCheckpointSaver[str]):
             with metrics.observe("list", self.dialect.name):
                 page = listing.take(await self._arun(op, write=False))
             for make in page:
-                yield make()
+                yield make() if self.migrations is None else self.migrations.read(make())
 
     async def aput(self, config: dict, checkpoint: Checkpoint, metadata: CheckpointMetadata, new_versions: ChannelVersions) -> dict:
         if (warm := self._cold_op(_thread_of(config), config)) is not None:
             await self._arun(warm, write=True)
+        if self.migrations is not None:
+            metadata, new_versions = await self.migrations.abefore_put(config, checkpoint, metadata, new_versions)
         with metrics.observe("put", self.dialect.name):
             stored = await self._arun(self._put_op(config, checkpoint, metadata, new_versions), write=True)
         metrics.put_done(self.blob_codec, stored, new_versions, R.version_key)

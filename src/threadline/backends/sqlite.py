@@ -248,46 +248,11 @@ class _SqliteSaverParts:
         self.conn, self.lock = conn, self._driver.lock
 
 
-class SqliteSaver(_SqliteSaverParts, SyncShell):
-    """Checkpoint saver on a SQLite file through the standard ``sqlite3`` module.
-
-    Same constructor and ``from_conn_string`` as LangGraph's official
-    ``langgraph.checkpoint.sqlite.SqliteSaver``. Safe to share between threads
-    (LangGraph's ``durability="async"`` puts run in a background thread): one lock
-    serializes use of the connection. Several processes may share one file.
-
-    ``adopt``: whether to adopt threads of an official ``SqliteSaver`` in the same file
-    (see ``EngineSaver`` and ``threadline.storage.adopt``).
-
-    Usage::
-
-        with SqliteSaver.from_conn_string("checkpoints.db") as saver:
-            graph = builder.compile(checkpointer=saver)
-
-    Raises BackendError (at open/setup) for a file that is not a SQLite database, a
-    read-only or unopenable path; SchemaError for a schema of a newer release.
-    """
+class SqliteConnectionSaver(_SqliteSaverParts, SyncShell):
+    """A sync saver on one ``sqlite3`` connection: ``setup``, ``cursor`` and the transaction
+    shell ``SqliteSaver`` (a file) and ``InMemorySaver`` (a private in-memory database) share."""
 
     _driver_class = SqliteDriver
-
-    @classmethod
-    @contextmanager
-    def from_conn_string(
-        cls, conn_string: str, *, serde: SerializerProtocol | None = None, adopt: bool | None = None, ttl: Any = None,
-        retention: Any = None, cache_max_bytes: int | None = None,
-    ) -> Iterator[SqliteSaver]:
-        """Open (creating if needed) a SQLite database — a path, ``":memory:"`` or
-        ``sqlite:///path`` — and set up threadline's tables. With a ``ttl`` naming
-        ``sweep_interval_minutes``, the background sweeper runs until the block ends.
-        ``cache_max_bytes``: the bound of the saver's value cache (default 64 MiB; ``EngineSaver``)."""
-        conn = connect(conn_string)
-        try:
-            saver = cls(conn, serde=serde, adopt=adopt, ttl=ttl, retention=retention, cache_max_bytes=cache_max_bytes)
-            saver.setup()
-            with saver._sweeping():
-                yield saver
-        finally:
-            conn.close()
 
     def setup(self) -> None:
         with self.lock:
@@ -323,6 +288,46 @@ class SqliteSaver(_SqliteSaverParts, SyncShell):
 
     def _transaction(self, op: ops.Op, write: bool) -> Any:
         return self._driver.run(op, write=write)
+
+
+class SqliteSaver(SqliteConnectionSaver):
+    """Checkpoint saver on a SQLite file through the standard ``sqlite3`` module.
+
+    Same constructor and ``from_conn_string`` as LangGraph's official
+    ``langgraph.checkpoint.sqlite.SqliteSaver``. Safe to share between threads
+    (LangGraph's ``durability="async"`` puts run in a background thread): one lock
+    serializes use of the connection. Several processes may share one file.
+
+    ``adopt``: whether to adopt threads of an official ``SqliteSaver`` in the same file
+    (see ``EngineSaver`` and ``threadline.storage.adopt``).
+
+    Usage::
+
+        with SqliteSaver.from_conn_string("checkpoints.db") as saver:
+            graph = builder.compile(checkpointer=saver)
+
+    Raises BackendError (at open/setup) for a file that is not a SQLite database, a
+    read-only or unopenable path; SchemaError for a schema of a newer release.
+    """
+
+    @classmethod
+    @contextmanager
+    def from_conn_string(
+        cls, conn_string: str, *, serde: SerializerProtocol | None = None, adopt: bool | None = None, ttl: Any = None,
+        retention: Any = None, cache_max_bytes: int | None = None,
+    ) -> Iterator[SqliteSaver]:
+        """Open (creating if needed) a SQLite database — a path, ``":memory:"`` or
+        ``sqlite:///path`` — and set up threadline's tables. With a ``ttl`` naming
+        ``sweep_interval_minutes``, the background sweeper runs until the block ends.
+        ``cache_max_bytes``: the bound of the saver's value cache (default 64 MiB; ``EngineSaver``)."""
+        conn = connect(conn_string)
+        try:
+            saver = cls(conn, serde=serde, adopt=adopt, ttl=ttl, retention=retention, cache_max_bytes=cache_max_bytes)
+            saver.setup()
+            with saver._sweeping():
+                yield saver
+        finally:
+            conn.close()
 
 
 def _sqlite_connect(path: str, immutable: bool) -> sqlite3.Connection:

@@ -3,7 +3,7 @@
 Command modules register themselves on ``app`` through ``shared.command``, which gives
 every command the shared options (``--db``, ``--json``, ``--debug``) and error handling:
 ``reads`` (threads, history, show, diff, audit, latest, stats), ``changes`` (rollback,
-fork, delete, prune), ``repairs`` (fsck, rebuild, setup), ``transfers`` (export, import)
+fork, delete, prune), ``repairs`` (fsck, rebuild, setup), ``evolve`` (check, migrate), ``transfers`` (export, import)
 and ``demo``. Renderers for people live in ``render``.
 """
 
@@ -100,7 +100,7 @@ def default_db() -> str:
 
 
 # Command modules (each adds its commands to ``app``).
-from threadline.cli import reads, changes, repairs, transfers, operations, keys, store, demo, ui  # noqa: E402,F401,I001  (help lists them in this order)
+from threadline.cli import reads, changes, tags, edits, repairs, evolve, transfers, operations, keys, store, demo, ui  # noqa: E402,F401,I001  (help lists them in this order)
 from threadline.cli.shared import err, explain  # noqa: E402
 
 

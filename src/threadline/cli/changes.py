@@ -1,20 +1,26 @@
-"""Commands that change history: rollback, fork, delete, prune — each one call into
+"""Commands that change history: rollback, fork, delete, prune, erase — each one call into
 ``threadline.lifecycle`` on the database named by --db or $THREADLINE_DB."""
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from typing import Any
 
 import typer
+from rich.markup import escape
 
 from threadline import lifecycle
 from threadline.lifecycle import objects
 from threadline.cli import options as O
 from threadline.cli.render import changes as R
 from threadline.cli.render.format import size
-from threadline.cli.shared import command
+from threadline.backends import entry_of
+from threadline.cli.shared import Db, command, named_db, opened, out
 from threadline.errors import ConfigError
+from threadline.lifecycle import erase as E
 from threadline.read import names
+from threadline.store import open_store
+from threadline.store.reader import namespace
 
 
 @command("rollback", render=R.rollback, opens="write")
@@ -45,6 +51,7 @@ def delete(
     ns: str = O.Ns,
     with_descendants: bool = typer.Option(False, "--with-descendants", help="Also delete every checkpoint below it."),
     reparent: bool = typer.Option(False, "--reparent", help="Attach its children to its parent instead."),
+    force: bool = O.Force,
     dry_run: bool = O.DryRun,
     yes: bool = O.Yes,
     confirm: Any = None,
@@ -55,9 +62,9 @@ def delete(
     mode = "with_descendants" if with_descendants else "reparent" if reparent else "refuse"
     cid = names.resolve_checkpoint(saver, thread, checkpoint, checkpoint_ns=ns)
     if not dry_run:
-        plan = lifecycle.delete_checkpoint(saver, thread, cid, checkpoint_ns=ns, mode=mode, dry_run=True)
+        plan = lifecycle.delete_checkpoint(saver, thread, cid, checkpoint_ns=ns, mode=mode, dry_run=True, force=force)
         confirm(plan, f"Delete {len(plan.checkpoints)} checkpoint(s) of {thread}, freeing {size(plan.bytes_freed)}?")
-    return _collected(saver, dry_run, lifecycle.delete_checkpoint(saver, thread, cid, checkpoint_ns=ns, mode=mode, dry_run=dry_run))
+    return _collected(saver, dry_run, lifecycle.delete_checkpoint(saver, thread, cid, checkpoint_ns=ns, mode=mode, dry_run=dry_run, force=force))
 
 
 @command("prune", render=R.prune, opens="write")
@@ -69,6 +76,7 @@ def prune(
     older_than: str = O.duration("--older-than", "Delete checkpoints older than this (e.g. 30d); heads stay."),
     idle: str = O.duration("--idle", "Delete whole threads idle longer than this (e.g. 90d)."),
     thread: list[str] = O.Threads,
+    force: bool = O.Force,
     dry_run: bool = O.DryRun,
     yes: bool = O.Yes,
     verbose: bool = typer.Option(False, "--verbose", "-v", help="List every checkpoint, not only the per-thread summary."),
@@ -77,16 +85,18 @@ def prune(
     progress: Any = None,
     confirm: Any = None,
 ) -> lifecycle.PruneReport:
-    """Apply a retention policy; blobs no kept checkpoint uses are deleted; kept state stays readable."""
+    """Apply a retention policy; blobs no kept checkpoint uses are deleted; kept state stays readable.
+
+    Tagged checkpoints and pinned threads stay unless --force."""
     if keep_last is None and older_than is None and idle is None:
         raise ConfigError("prune needs a policy: --keep-last N, --older-than DURATION and/or --idle DURATION")
     policy = lifecycle.RetentionPolicy(keep_last=keep_last, older_than=older_than, idle_longer_than=idle, keep_last_per=per)
     ids = names.expand_threads(saver, thread) if thread else None
     if not dry_run:
-        plan = lifecycle.prune(saver, policy, thread_ids=ids, dry_run=True, progress=progress)
+        plan = lifecycle.prune(saver, policy, thread_ids=ids, dry_run=True, progress=progress, force=force)
         if plan.checkpoints:
             confirm(plan, f"Delete {plan.checkpoints} checkpoint(s) from {len(plan.plans)} thread(s), freeing {size(plan.bytes_freed)}?")
-    return _collected(saver, dry_run, lifecycle.prune(saver, policy, thread_ids=ids, dry_run=dry_run, progress=progress))
+    return _collected(saver, dry_run, lifecycle.prune(saver, policy, thread_ids=ids, dry_run=dry_run, progress=progress, force=force))
 
 
 def _collected(saver: Any, dry_run: bool, result: Any) -> Any:
@@ -95,3 +105,46 @@ def _collected(saver: Any, dry_run: bool, result: Any) -> Any:
     if not dry_run and objects.store_of(saver, saver.dialect) is not None:
         objects.collect(saver)
     return result
+
+
+def _erased(r: E.ErasureReceipt, **_: Any) -> None:
+    c = r.to_json()["counts"]
+    what = (f"{c['threads']} thread(s) ({c['checkpoints']} checkpoints, {c['blobs']} values, {c['writes']} pending writes; "
+            f"{size(sum(r.bytes.values()))} stored)")
+    items = "".join(f", {n} Store item(s) under {escape(ns)}" for ns, n in r.store_items.items())
+    verb = "[yellow]would erase[/yellow]" if r.dry_run else "[green]erased[/green]"
+    out.print(f"{verb} {what}{items}")
+    if r.threads:
+        out.print("threads: " + escape(", ".join(r.threads[:10])) + (f" … and {len(r.threads) - 10} more" if len(r.threads) > 10 else ""))
+    if r.space is not None and r.space.bytes_before is not None:
+        out.print(f"on disk: {size(r.space.bytes_before)} → {size(r.space.bytes_after)} ({size(r.space.bytes_freed)} freed)")
+    if r.verified is not None and not r.problems:
+        out.print("verified: the selection and the Store search find nothing of it")
+    for p in r.problems:
+        out.print(f"[red]problem[/red] {escape(p)}")
+
+
+@command("erase", opens="none", render=_erased, problems=lambda r: bool(r.problems))
+def erase(
+    url: str = Db,  # --db (named apart: ``command`` takes ``db`` for the databases it opens itself)
+    thread_pattern: str = typer.Option(None, "--thread-pattern", metavar="GLOB",
+                                       help="Threads whose id matches ('user-42-*'; * and ? wildcards; no wildcard: that id exactly)."),
+    where: list[str] = O.Where,
+    store_namespace: list[str] = typer.Option(None, "--store-namespace", metavar="NAMESPACE",
+                                              help="Also erase the Store items under this namespace (labels joined with dots; repeatable)."),
+    receipt: str = typer.Option(None, "--receipt", metavar="FILE",
+                                help="Write the receipt (JSON) here; a receipt of an interrupted run of the same selection is continued."),
+    dry_run: bool = O.DryRun,
+    yes: bool = O.Yes,
+    confirm: Any = None,
+) -> E.ErasureReceipt:
+    """Erase a user's or tenant's data: threads by id pattern and/or metadata, Store items by namespace; then reclaim the space and verify."""
+    db = named_db(url, "erase")
+    selection = E.Selection(thread_pattern, O.metadata(where) or None, tuple(namespace(n) for n in store_namespace or ()))
+    name = entry_of(db).get("describe")(db)
+    with opened(db, "write", "erase") as saver, (open_store(db) if selection.store_namespaces else nullcontext()) as store:
+        if not dry_run:
+            plan = E.erase(saver, selection, store=store, dry_run=True, database=name)
+            if plan.threads or any(plan.store_items.values()):  # nothing to erase: verified and receipted without asking
+                confirm(plan, f"Erase {len(plan.threads)} thread(s) and {sum(plan.store_items.values())} Store item(s)? This cannot be undone.")
+        return E.erase(saver, selection, store=store, dry_run=dry_run, receipt=receipt, database=name)

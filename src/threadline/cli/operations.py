@@ -3,17 +3,21 @@ one call into ``threadline.lifecycle`` (sweeper, vacuum, partition) or ``threadl
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import typer
 from rich.markup import escape
 from rich.table import Table
 
+from threadline.backends import backend_of, open_saver
 from threadline.backends.readonly import open_readonly, require_threadline
 from threadline.cli import options as O
 from threadline.cli.render.format import size
-from threadline.cli.shared import command, out
+from threadline.cli.shared import Db, command, explain, named_db, out
+from threadline.errors import ThreadlineError
 from threadline.lifecycle import RetentionPolicy
+from threadline.lifecycle import health as H
 from threadline.lifecycle import partition as P
 from threadline.lifecycle import vacuum as V
 from threadline.transfer import backup as B
@@ -157,6 +161,63 @@ def bundle_import(
 ) -> B.RestoreReport:
     """Load a thread bundle into the database named by --db (or $THREADLINE_DB), verifying each thread."""
     return _restore(saver, source, None, replace, verify, progress)
+
+
+def _health_lines(h: H.Health, **_: Any) -> None:
+    color = {"healthy": "green", "degraded": "yellow", "unhealthy": "red"}[h.status]
+    out.print(f"[{color}]{h.status}[/{color}] ({h.backend})")
+    if h.round_trip is not None:
+        rt = h.round_trip
+        out.print(f"round trip: put {rt['put_ms']:.1f} ms, get {rt['get_ms']:.1f} ms ({rt['total_ms']:.1f} ms)")
+    if h.schema:
+        out.print(f"schema: version {h.schema['version']} (this release: {h.schema['latest']})"
+                  + (f", pending {h.schema['pending']}" if h.schema["pending"] else ""))
+    sw = h.sweeper
+    if sw is not None:
+        when = f"finished {sw['lag_seconds']:.0f} s ago" if sw["lag_seconds"] is not None else "never finished"
+        out.print(f"sweeper: last run {when}" + (", running now" if sw["running"] else "")
+                  + (f", {len(sw['errors'])} error(s)" if sw["errors"] else ""))
+    elif h.schema and not h.schema["pending"] and not any(s == "unhealthy" for s, _ in h.problems):
+        out.print("sweeper: never run on this database")
+    if h.growth:
+        g = h.growth
+        out.print(f"last hour: {g['checkpoints']} checkpoint(s) ({size(g['checkpoint_bytes'])}), "
+                  f"{g['writes']} pending write(s) ({size(g['write_bytes'])})")
+    if h.errors:
+        out.print("errors in this process: " + ", ".join(f"{k} ×{n}" for k, n in sorted(h.errors.items())))
+    for status, line in h.problems:
+        out.print(f"[{'red' if status == 'unhealthy' else 'yellow'}]{status}[/]: {escape(line)}")
+
+
+def _probe(url: str, max_round_trip_ms: float, max_sweep_lag: float | None) -> H.Health:
+    """The health of the database at ``url``, opened here: never migrated (a probe with
+    migrations pending reports them, degraded); one that cannot be opened is unhealthy."""
+    try:
+        name = backend_of(url)
+    except ThreadlineError as exc:
+        return H.unreachable("unknown", explain(exc)[0])
+    try:
+        with open_readonly(url) as (checked, state):
+            require_threadline(url, state, type(checked).__name__, current=False)
+        if not state.current:
+            h = H.Health(name, time.time(), schema=H.schema_of(state))
+            H.pending_problem(h)
+            return h
+        with open_saver(url) as saver:
+            return H.check(saver, max_round_trip_ms=max_round_trip_ms, max_sweep_lag=max_sweep_lag)
+    except Exception as exc:  # any reason the database cannot be used is the probe's answer
+        return H.unreachable(name, explain(exc)[0])
+
+
+@command("health", opens="none", render=_health_lines, problems=lambda h: h.exit_code)
+def health(
+    url: str = Db,  # --db (named apart: ``command`` takes ``db`` for the databases it opens itself)
+    max_round_trip_ms: float = typer.Option(H.DEFAULT_MAX_ROUND_TRIP_MS, "--max-round-trip-ms", min=0, metavar="MS",
+                                            help="Degraded when the put/get round trip takes longer."),
+    max_sweep_lag: str = O.duration("--max-sweep-lag", "Degraded when no sweep finished within this long (e.g. 15m)."),
+) -> H.Health:
+    """Readiness probe: a timed put/get round trip, schema, sweeper, errors and growth. Exit 0 healthy, 1 degraded, 2 unhealthy or unreachable."""
+    return _probe(named_db(url, "health"), max_round_trip_ms, max_sweep_lag)
 
 
 def _tiered(report: Any, **_: Any) -> None:

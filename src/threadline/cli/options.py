@@ -14,7 +14,7 @@ import typer
 from threadline.errors import ThreadlineError
 from threadline.read import load_graph, parse_duration
 
-CHECKPOINT_HELP = ("Checkpoint: its full id, 6 or more of its hex digits (as tables show them), HEAD, HEAD~N or step:N; "
+CHECKPOINT_HELP = ("Checkpoint: its full id, 6 or more of its hex digits (as tables show them), a tag, HEAD, HEAD~N or step:N; "
                    "any of them followed by ~N or ^ goes up that many parents (HEAD^, 7fd56a87~2).")
 
 
@@ -109,3 +109,4 @@ KeepLastPer = typer.Option("branch", "--per", metavar="branch|thread", callback=
 Full = typer.Option(False, "--full", help="Show long values whole instead of folded.")
 Yes = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation (for scripts).")
 DryRun = typer.Option(False, "--dry-run", help="Only show what would be deleted; change nothing.")
+Force = typer.Option(False, "--force", help="Also remove tagged checkpoints and pinned threads (with their tags).")

@@ -13,7 +13,7 @@ from threadline.lifecycle import objects
 from threadline.cli import options as O
 from threadline.cli.render import reads as R
 from threadline.cli.shared import command
-from threadline.errors import NotFoundError
+from threadline.errors import ConfigError, NotFoundError
 from threadline.read import names
 from threadline.read.official import scope_of, unadopted_threads_op
 from threadline.transfer.official import thread_view
@@ -52,9 +52,20 @@ def history(
     subgraphs: bool = typer.Option(False, "--subgraphs", help="Also show subgraph runs under the checkpoint they started from."),
     limit: int = O.limit(100, "checkpoints, newest first"),
     offset: int = O.Offset,
-) -> read.ThreadHistory:
-    """The thread's checkpoints as a tree: branches, step, source, the nodes that wrote each, time."""
-    return read.thread_history(saver, names.resolve_thread(saver, thread), checkpoint_ns=ns, include_subgraphs=subgraphs)
+    channel: str = typer.Option(None, "--channel", metavar="NAME", help="One channel through time: each version it took, "
+                                "when, by which node, its size and what changed."),
+    all_branches: bool = typer.Option(False, "--all-branches", help="With --channel: every branch, not only the head's."),
+    full: bool = O.Full,
+) -> Any:
+    """The thread's checkpoints as a tree: branches, step, source, the nodes that wrote each, time, tags.
+
+    With --channel NAME: the versions that channel took along the head branch (or every branch)."""
+    tid = names.resolve_thread(saver, thread)
+    if channel is not None:
+        return read.channel_history(saver, tid, channel, checkpoint_ns=ns, all_branches=all_branches)
+    if all_branches:
+        raise ConfigError("--all-branches goes with --channel NAME (the tree always shows every branch)")
+    return read.thread_history(saver, tid, checkpoint_ns=ns, include_subgraphs=subgraphs)
 
 
 @command("show", render=R.state, official=True, thread="thread")

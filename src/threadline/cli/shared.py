@@ -91,7 +91,8 @@ def emit(data: Any) -> None:
     typer.echo(json.dumps(data, ensure_ascii=False, default=str, indent=None))
 
 
-def _named(db: str | None, name: str) -> str:
+def named_db(db: str | None, name: str) -> str:
+    """The database a command that writes names: ``--db`` or ``$THREADLINE_DB``; exit 2 without one."""
     url = db or os.environ.get("THREADLINE_DB")
     if not url:
         fail(f"{name} writes to the database you name: pass --db URL (or set $THREADLINE_DB)", 2)
@@ -114,7 +115,7 @@ def opened(db: str | None, mode: str, name: str, official: bool = False) -> Iter
                 raise
             raise NotADatabaseError(f"{exc} (pass --db, set $THREADLINE_DB, or run `threadline demo`)") from None
         return
-    url = _named(db, name)
+    url = named_db(db, name)
     if mode == "write":
         with open_readonly(url) as (checked, state):
             require_threadline(url, state, type(checked).__name__, current=False)  # setup below migrates an older one
@@ -200,7 +201,8 @@ def command(
     ``"target"``), ``"none"`` for a command without a database, or a function of the
     options choosing one (``fsck --repair`` writes, ``fsck`` reads). ``fn(saver,
     **options)`` gets the saver first. ``render(result, **options)`` prints the result
-    for people; ``problems(result)`` true makes the command exit 1 after printing.
+    for people; ``problems(result)`` true makes the command exit 1 after printing (an int
+    other than 0: that exit code).
     ``prepare(options)`` checks (and may normalize) the options before the database is
     opened.
     """
@@ -225,7 +227,7 @@ def command(
             try:
                 mode = opens(options) if callable(opens) else opens
                 if mode in ("write", "target"):
-                    db = _named(db, name)
+                    db = named_db(db, name)
                 if prepare is not None:
                     prepare(options)
                 bar = _Bar(name, "progress" in injected and not as_json)
@@ -256,8 +258,8 @@ def command(
                 if debug:
                     traceback.print_exc()
                 fail(*explain(exc))
-            if problems is not None and problems(result):
-                raise typer.Exit(1)
+            if problems is not None and (code := problems(result)):
+                raise typer.Exit(code if type(code) is int else 1)
 
         run.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
         run.__annotations__ = {p.name: p.annotation for p in params}

@@ -176,7 +176,10 @@ class BlobCodec:
         if new_fps is None or not new_fps.extends(fps):
             return None  # an item changed, was replaced or removed, or cannot be fingerprinted
         tail_items = value[n:]
-        tag, tail = serde.dumps_typed(tail_items)
+        try:
+            tag, tail = serde.dumps_typed(tail_items)
+        except TypeError:
+            return None  # serialized whole, whose error names the place (``tags.encode``)
         found = split(tail) if tag == "msgpack" else None
         if found is None or found[0] != LIST or found[1] != len(tail_items):
             return None

@@ -98,7 +98,9 @@ class ThreadlineSerializer(JsonPlusSerializer):
         self._use_policy(data_classes and not allowed)
 
     def _use_policy(self, data_classes: bool) -> None:
-        self._unpack_ext_hook = _create_msgpack_ext_hook(_LoadPolicy(self._allowed_msgpack_modules or (), data_classes))
+        # kept so a preflight can ask what this serializer would construct (``codec.probe.loads``)
+        self.load_policy = _LoadPolicy(self._allowed_msgpack_modules or (), data_classes)
+        self._unpack_ext_hook = _create_msgpack_ext_hook(self.load_policy)
 
     def with_msgpack_allowlist(self, extra_allowlist: Iterable[tuple[str, ...] | type]) -> JsonPlusSerializer:
         clone = super().with_msgpack_allowlist(extra_allowlist)

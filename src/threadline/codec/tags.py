@@ -20,6 +20,7 @@ from langgraph.checkpoint.serde.jsonplus import EXT_DELTA_SNAPSHOT, JsonPlusSeri
 
 from threadline import limits
 from threadline.codec import dictionary
+from threadline.codec.where import unserializable
 from threadline.errors import CorruptRowError, ValueTooLargeError
 
 EMPTY = "empty"
@@ -47,11 +48,17 @@ def check_size(size: int, what: str = "value") -> None:
         raise ValueTooLargeError(f"{what} serializes to {size} bytes, more than max_value_bytes={top} (threadline.limits)")
 
 
-def encode(serde: SerializerProtocol, value: Any) -> tuple[str, bytes]:
-    """Serialize one value to the serializer's ``(type, bytes)``; refuses to produce a pickle.
+def encode(serde: SerializerProtocol, value: Any, channel: str | None = None, task_id: str | None = None) -> tuple[str, bytes]:
+    """Serialize one value (of ``channel``; a pending write of ``task_id``) to the serializer's
+    ``(type, bytes)``; refuses to produce a pickle.
 
-    Raises ValueTooLargeError beyond ``threadline.limits`` ``max_value_bytes``."""
-    tag, data = serde.dumps_typed(value)
+    Raises SerializationError (a TypeError) naming the channel, the path in the value and the
+    type the serializer refused (found only then: ``codec.where``); ValueTooLargeError beyond
+    ``threadline.limits`` ``max_value_bytes``."""
+    try:
+        tag, data = serde.dumps_typed(value)
+    except TypeError as exc:  # the serializer's "cannot serialize"; other errors (a faulty serializer's) stay as raised
+        raise unserializable(serde, value, exc, channel, task_id) from exc
     if tag in _REFUSED:
         raise TypeError(f"threadline does not store {tag!r} payloads; value of type {type(value).__name__} is not serializable")
     check_size(len(data), f"a value of type {type(value).__name__}")

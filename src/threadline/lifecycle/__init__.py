@@ -28,8 +28,12 @@ The code is split by operation family, each module depending only on ``thread``
 the plans read, asking ``storage.liveness``) ← ``branch`` (rollback,
 fork), ``delete`` (delete one checkpoint; plans) ← ``retention`` (policies,
 prune), ``fsck`` (checks, repairs); ``rebuild`` (recovery from writes) stands
-alone. This package re-exports the public names, so ``lifecycle.X`` works as
-before.
+alone. ``tags`` (tags and pins, what they protect; ``delete`` and ``retention``
+ask it) stands below ``delete``. Three modules write through the application's
+compiled graph (``graph.update_state``) rather than rows: ``merge`` (a branch into
+another, through the reducers), ``bulk`` (one state edit to many threads, a thread
+from a JSON state), both marking their checkpoints with ``annotate``. This package
+re-exports the public names, so ``lifecycle.X`` works as before.
 """
 
 from __future__ import annotations

@@ -20,6 +20,7 @@ from threadline.storage.ops import Op
 from threadline.errors import ConfigError, UnsafeOperationError
 from threadline.read import checkpoint_row_op
 from threadline.keys import checkpoint_id_of, checkpoint_ns_of, thread_id_of
+from threadline.lifecycle.tags import drop_tags_op, protection_op
 from threadline.lifecycle.thread import _load_thread_op, _Thread
 
 # --- deleting ---------------------------------------------------------------------------
@@ -121,6 +122,7 @@ def delete_checkpoint_op(
     mode: str = "refuse",
     dry_run: bool = False,
     bc: codec.BlobCodec | None = None,
+    force: bool = False,
 ) -> Op[DeletePlan]:
     """Delete one checkpoint (with its pending writes and the subgraph runs started from it).
 
@@ -134,7 +136,9 @@ def delete_checkpoint_op(
 
     Blobs only the deleted checkpoints referenced are garbage-collected. Raises
     UnsafeOperationError when a kept checkpoint rebuilds DeltaChannel state from
-    a deleted one's writes. ``dry_run`` returns the plan without changing anything.
+    a deleted one's writes, and, unless ``force``, when the thread is pinned or a deleted
+    checkpoint is tagged (``lifecycle.tags``; forced, their tags go too). ``dry_run`` returns
+    the plan without changing anything.
     ``bc``: the saver's codec (its keys check and re-seal the re-parented rows).
     """
     if mode not in DELETE_MODES:
@@ -164,9 +168,23 @@ def delete_checkpoint_op(
             parent = t.rows[(ns, checkpoint_id)][0]
             reparent = {(ns, c): parent for c in kids}
     plan = _plan(t, doomed, reparent)
+    kept = yield from protection_op(d, tid)
+    if not force:
+        _refuse_protected(tid, kept, plan.checkpoints)
     if not dry_run:
+        yield from drop_tags_op(d, tid, [k for k in plan.checkpoints if k in kept.tags])
         yield from _execute_plan(d, t, plan, reparent, bc)
     return plan
+
+
+def _refuse_protected(tid: str, kept: Any, checkpoints: list[tuple[str, str]]) -> None:
+    if kept.pinned is not None:
+        raise UnsafeOperationError(f"thread {tid!r} is pinned; unpin it or pass force=True to delete from it",
+                                   flags={"force=True": "--force"})
+    tagged = [f"{cid} ({', '.join(kept.tags[(ns, cid)])})" for ns, cid in checkpoints if (ns, cid) in kept.tags]
+    if tagged:
+        raise UnsafeOperationError(f"checkpoint(s) {', '.join(tagged)} of thread {tid!r} are tagged; untag them or pass "
+                                   "force=True to delete them with their tags", flags={"force=True": "--force"})
 
 
 def delete_checkpoint(saver: Any, thread_id: Any, checkpoint_id: str, **kwargs: Any) -> DeletePlan:

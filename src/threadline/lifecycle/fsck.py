@@ -32,6 +32,8 @@ from threadline.errors import CorruptRowError
 from threadline.keys import thread_id_of
 from threadline.lifecycle import objects
 from threadline.lifecycle.thread import _load_thread_op
+from threadline.read.forks import Step, concurrent_forks, line_of
+from threadline.read.tags import thread_tags_op
 
 
 
@@ -47,7 +49,10 @@ class Finding:
     references), ``broken_parent`` (parent_checkpoint_id names a missing
     checkpoint), ``parent_cycle``, ``unreadable_checkpoint``, ``unreadable_value``
     (a blob or write that does not decode; ``deep`` only), ``thread_index`` (the
-    ``threads`` row is missing or its counts are stale), ``orphan_object`` (an offloaded
+    ``threads`` row is missing or its counts are stale), ``concurrent_fork`` (a fork made
+    by two overlapping runs, ``read.forks``: a notice, see ``NOTICES``), ``dangling_tag`` (a
+    tag names a checkpoint that does not exist: deleted by LangGraph's own ``prune`` or
+    ``delete_for_runs``, which do not know tags), ``orphan_object`` (an offloaded
     value's object no row names; repaired once older than ``Offload.grace_seconds``) and
     ``missing_object`` (rows name an object the store lacks). ``repairable`` says whether
     ``repair`` fixes it safely; ``repaired`` whether it did.
@@ -62,15 +67,27 @@ class Finding:
     repaired: bool = False
     count: int = 1
 
-    def to_json(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+    @property
+    def notice(self) -> bool:
+        """Whether this finding is a notice (``NOTICES``): the data is sound and the check passes."""
+        return self.kind in NOTICES
 
+    def to_json(self) -> dict[str, Any]:
+        return {**dataclasses.asdict(self), "notice": self.notice}
+
+
+# Findings about what happened to a thread, not damage to its rows: reported, never repaired,
+# and they do not fail the check (``FsckReport.ok``).
+NOTICES = {
+    "concurrent_fork": "two runs overlapped on the thread and forked it; serialize runs with threadline.guard",
+}
 
 REPAIRS = {
     "orphan_writes": "deleted (their checkpoint does not exist), once the items a stored delta reads from them are copied into it",
     "orphan_blobs": "garbage-collected (no checkpoint references them)",
     "broken_parent": "parent link cleared (the checkpoint becomes a root; its own state is complete)",
     "thread_index": "threads row recomputed from the tables",
+    "dangling_tag": "tag removed (its checkpoint does not exist)",
 }
 
 
@@ -155,7 +172,12 @@ def fsck_thread_op(
         findings.append(Finding("thread_index", tid, None, None, f"threads row counts {idx[0][0]} checkpoints, table has {count}", True))
     elif idx and not count:
         findings.append(Finding("thread_index", tid, None, None, "threads row for a thread without checkpoints", True))
+    dangling_tags = [tg for tg in (yield from thread_tags_op(d, tid)) if (tg.checkpoint_ns, tg.checkpoint_id) not in t.rows]
+    for tg in dangling_tags:
+        findings.append(Finding("dangling_tag", tid, tg.checkpoint_ns, tg.checkpoint_id,
+                                f"tag {tg.name!r} names a checkpoint that does not exist", True))
     findings += yield from _mistyped_values(d, tid)
+    findings += _concurrent_forks(t)
     # deep: decode every value
     if deep:
         for ns, cid in sorted(k for k in t.rows if k not in bad):
@@ -173,6 +195,8 @@ def fsck_thread_op(
             yield from ops.set_parents(d, tid, t.reparenting({k: None for k in broken}), bc)
         if orphan_blobs:
             yield from ops.gc_blobs(d, tid)
+        for tg in dangling_tags:
+            yield Q(d.DELETE_TAG, (tid, tg.name))
         if any(f.kind == "thread_index" for f in findings) or orphan_writes or orphan_blobs:
             if count:
                 now = time.time()
@@ -186,6 +210,17 @@ def fsck_thread_op(
             if f.repairable:
                 f.repaired = True
     return findings
+
+
+def _concurrent_forks(t: Any) -> list[Finding]:
+    """Forks of the thread made by two overlapping runs (``read.forks``), as notices."""
+    forks = concurrent_forks(Step(ns, cid, r[0], r[2], r[3], r[5].get("run_id")) for (ns, cid), r in t.rows.items())
+    if not forks:
+        return []
+    parents = {cid: r[0] for (ns, cid), r in t.rows.items() if ns == ""}
+    head_path = line_of(parents, max(parents, default=None))
+    return [Finding("concurrent_fork", t.thread_id, f.checkpoint_ns, f.checkpoint_id, f.describe(head_path if not f.checkpoint_ns else ()), False)
+            for f in forks]
 
 
 def _free_orphan_writes(
@@ -269,7 +304,8 @@ class FsckReport:
 
     @property
     def ok(self) -> bool:
-        return not [f for f in self.findings if not f.repaired]
+        """No finding is left unrepaired (notices, ``NOTICES``, aside)."""
+        return not [f for f in self.findings if not f.repaired and not f.notice]
 
     def to_json(self) -> dict[str, Any]:
         by_kind: dict[str, int] = defaultdict(int)

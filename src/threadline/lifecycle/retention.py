@@ -25,6 +25,7 @@ from threadline.read import all_thread_ids_op
 from threadline.keys import thread_id_of
 from threadline.lifecycle.delete import DeletePlan, _execute_plan, _plan
 from threadline.lifecycle.jobs import run_job
+from threadline.lifecycle.tags import Protection, drop_tags_op, protection_op
 from threadline.lifecycle.vacuum import LARGE_DELETE, SpaceReport, disk_bytes_op, reclaim
 from threadline.lifecycle.thread import _load_thread_op, _Thread
 
@@ -119,10 +120,13 @@ def _doomed(t: _Thread, policy: RetentionPolicy, now: float) -> set[tuple[str, s
 
 
 def prune_thread_op(
-    d: Dialect, thread_id: Any, policy: RetentionPolicy, *, dry_run: bool = False, now: float | None = None, bc: Any = None
+    d: Dialect, thread_id: Any, policy: RetentionPolicy, *, dry_run: bool = False, now: float | None = None, bc: Any = None,
+    force: bool = False,
 ) -> Op[DeletePlan]:
     """Apply a retention policy to one thread (one transaction): plan, check, delete, GC, restat.
-    ``bc``: the saver's codec (its keys check and re-seal re-parented rows)."""
+    ``bc``: the saver's codec (its keys check and re-seal re-parented rows). A pinned thread is
+    left whole and a tagged checkpoint kept, with what it needs (``lifecycle.tags``), unless
+    ``force``: then they go like any other, with their tags."""
     tid = thread_id_of(thread_id)
     now = time.time() if now is None else now
     if not dry_run:
@@ -130,16 +134,23 @@ def prune_thread_op(
     t = yield from _load_thread_op(d, tid)
     if not t.rows:
         return DeletePlan(tid, [], {}, 0, 0, 0, executed=not dry_run)
+    kept = Protection() if force else (yield from protection_op(d, tid))
+    if kept.pinned is not None:
+        return DeletePlan(tid, [], {}, 0, 0, 0, executed=not dry_run)
+    idle = False
     if policy.idle_longer_than is not None:
         index = yield Q(d.THREAD, (tid,))
         last = float(index[0][1]) if index else max(r[3] for r in t.rows.values())
-        if last <= now - policy.idle_longer_than:
+        idle = last <= now - policy.idle_longer_than
+        if idle and not kept.tags:
             plan = _plan(t, set(t.rows), {})
             if not dry_run:
                 yield from ops.delete_thread(d, tid)
                 plan.executed = True
             return plan
-    doomed = _doomed(t, policy, now)
+    # an idle thread holding tagged checkpoints keeps them (and what they need) only
+    doomed = set(t.rows) if idle else _doomed(t, policy, now)
+    doomed -= kept.tagged
     children = t.children()
     changed = True
     while changed:
@@ -169,6 +180,8 @@ def prune_thread_op(
             reparent[(ns, cid)] = None
             plan.reparented[cid] = None
     if not dry_run:
+        if force:
+            yield from drop_tags_op(d, tid, plan.checkpoints)
         yield from _execute_plan(d, t, plan, reparent, bc)
     return plan
 
@@ -216,10 +229,12 @@ def prune(
     dry_run: bool = False,
     now: float | None = None,
     progress: Callable[[int, int, str], None] | None = None,
+    force: bool = False,
 ) -> PruneReport:
     """Apply ``policy`` to ``thread_ids`` (default: every thread), one transaction per thread.
 
-    ``progress(done, total, thread_id)`` is called after each thread. Returns a
+    ``progress(done, total, thread_id)`` is called after each thread. Pinned threads and tagged
+    checkpoints stay unless ``force`` (``prune_thread_op``). Returns a
     ``PruneReport`` (with ``dry_run``: what would go, nothing changed). ``bytes_freed`` counts
     the stored bytes of what was deleted; the space deleting frees is then given back to the
     file system (``vacuum.reclaim``) and ``space`` gives the bytes on disk before and after.
@@ -229,7 +244,7 @@ def prune(
     before = None if dry_run else saver.run(disk_bytes_op(saver.dialect))
     plans = []
     for i, tid in enumerate(ids):
-        plan = saver.run(prune_thread_op(saver.dialect, tid, policy, dry_run=dry_run, now=now, bc=saver.blob_codec), write=not dry_run)
+        plan = saver.run(prune_thread_op(saver.dialect, tid, policy, dry_run=dry_run, now=now, bc=saver.blob_codec, force=force), write=not dry_run)
         if plan.checkpoints:
             plans.append(plan)
         if progress:

@@ -33,7 +33,8 @@ a malformed id, ``CorruptRowError`` for a stored row that cannot be decoded.
 The read models live one per module, each importing only ``common`` (the shared
 helpers) and, for ``stats``, ``threads``, for ``threads``, ``official`` (the official
 savers' threads not adopted yet, which the listings show too): ``threads`` (the threads listing),
-``tree`` (the checkpoint tree), ``state`` (the state at a checkpoint), ``diff``,
+``tree`` (the checkpoint tree), ``channel`` (one channel through time), ``tags`` (tags
+and pins as stored), ``state`` (the state at a checkpoint), ``diff``,
 ``audit`` (the audit trail and task statistics), ``latest`` (the latest value of a
 channel) and ``stats``. This package re-exports their names, so ``history.X`` and
 ``from threadline.read import X`` work as before.
@@ -60,7 +61,9 @@ from threadline.read.common import (
     node_of_task_path,
     parse_duration,
 )
+from threadline.read.channel import ChannelHistory, ChannelVersion, channel_history, channel_history_op
 from threadline.read.diff import StateDiff, diff, diff_op, diff_values
+from threadline.read.forks import ConcurrentFork, concurrent_forks
 from threadline.read.latest import LatestValue, latest_op, latest_values
 from threadline.read.state import PendingWriteView, StateView, next_nodes, state_at, stored_state_op
 from threadline.read.stats import Stats, stats, stats_op
@@ -68,7 +71,11 @@ from threadline.read.threads import ThreadInfo, ThreadPage, all_thread_ids_op, l
 from threadline.read.tree import CheckpointNode, ThreadHistory, history_op, thread_history
 
 __all__ = [
+    "ChannelHistory",
+    "ChannelVersion",
     "CheckpointNode",
+    "ConcurrentFork",
+    "concurrent_forks",
     "LatestValue",
     "PendingWriteView",
     "StateDiff",
@@ -82,6 +89,8 @@ __all__ = [
     "WriteInfo",
     "audit",
     "audit_op",
+    "channel_history",
+    "channel_history_op",
     "diff",
     "diff_op",
     "diff_values",

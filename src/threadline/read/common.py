@@ -204,26 +204,41 @@ def bind_graph(graph: Any, saver: Any) -> Any:
     return copy({"checkpointer": saver})
 
 
-def load_graph(spec: str) -> Any:
-    """Import ``module:attr`` (``attr`` may be dotted). A callable attr that is not a graph is called with no arguments.
+def import_spec(spec: Any, what: str, done: Any = lambda obj: False) -> Any:
+    """The object ``module:attr`` names (``attr`` may be dotted); a callable that is not yet
+    ``done(obj)`` is called with no arguments and its result returned.
 
-    Raises ConfigError naming the spec when the module or attribute cannot be found.
+    Raises ConfigError naming the spec and ``what`` it should be when the module or attribute
+    cannot be found or calling it fails.
     """
     import importlib
 
     if not isinstance(spec, str) or ":" not in spec:
-        raise ConfigError(f"graph must be given as module:attr, got {spec!r}")
+        raise ConfigError(f"{what} must be given as module:attr, got {spec!r}")
     module_name, attr = spec.split(":", 1)
     try:
         obj: Any = importlib.import_module(module_name)
     except ImportError as exc:
-        raise ConfigError(f"cannot import module {module_name!r} for graph {spec!r}: {exc}") from exc
+        raise ConfigError(f"cannot import module {module_name!r} for {what} {spec!r}: {exc}") from exc
     for part in attr.split("."):
         if not hasattr(obj, part):
-            raise ConfigError(f"module {module_name!r} has no attribute {attr!r} (graph {spec!r})")
+            raise ConfigError(f"module {module_name!r} has no attribute {attr!r} ({what} {spec!r})")
         obj = getattr(obj, part)
-    if not hasattr(obj, "get_state") and callable(obj):
-        obj = obj()
+    if not done(obj) and callable(obj):
+        try:
+            obj = obj()
+        except Exception as exc:
+            raise ConfigError(f"{spec!r}: calling it with no arguments failed: {type(exc).__name__}: {exc}") from exc
+    return obj
+
+
+def load_graph(spec: str) -> Any:
+    """Import ``module:attr`` (``attr`` may be dotted). A callable attr that is not a graph is called with no arguments.
+
+    Raises ConfigError naming the spec when the module or attribute cannot be found, calling it
+    fails, or it is not a graph.
+    """
+    obj = import_spec(spec, "graph", lambda o: hasattr(o, "get_state"))
     if hasattr(obj, "compile") and not hasattr(obj, "get_state"):
         obj = obj.compile()
     if not hasattr(obj, "get_state"):

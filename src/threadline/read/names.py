@@ -14,6 +14,7 @@ A checkpoint may be named, within one thread and ``checkpoint_ns``, by:
 * ``step:N``: the checkpoint whose metadata step is N on the head's branch (the head
   and its ancestors); when several share the step (a rollback repeats its target's
   step), the one nearest the head;
+* a tag (``threadline tag THREAD CHECKPOINT golden``, ``read.tags``): the checkpoint it names;
 
 each optionally followed, as in git, by ``~N`` (N parents up; ``~`` is ``~1``) and ``^``
 (one parent up; ``^^`` two) in any sequence: ``HEAD~2``, ``HEAD^``, ``7fd56a87^``,
@@ -37,6 +38,7 @@ from typing import Any
 
 from threadline.errors import NotFoundError, ThreadlineError
 from threadline.keys import thread_id_of
+from threadline.read.tags import check_tag_name, tag_named_op
 from threadline.storage.dialect import Dialect
 from threadline.storage.ops import Op, Q
 
@@ -47,7 +49,7 @@ _MOVES = re.compile(r"(?:[~^]\d*)+$")
 _MOVE = re.compile(r"([~^])(\d*)")
 _STEP = re.compile(r"^step:(-?\d+)$", re.IGNORECASE)
 _GLOB = re.compile(r"[*?\[]")
-_HELP = "give a full checkpoint_id, 6 or more of its hex digits, HEAD, HEAD~N or step:N (any of them followed by ~N or ^, as in git: HEAD^)"
+_HELP = "give a full checkpoint_id, 6 or more of its hex digits, a tag, HEAD, HEAD~N or step:N (any of them followed by ~N or ^, as in git: HEAD^)"
 
 
 class AmbiguousNameError(ThreadlineError, LookupError):
@@ -142,7 +144,27 @@ def resolve_checkpoint_op(d: Dialect, thread_id: Any, name: str, checkpoint_ns: 
     if not rows:
         yield from resolve_thread_op(d, tid)
         raise NotFoundError(f"{where} has no checkpoint")
-    return _resolve(text, rows, where)
+    base, _ = _split_moves(text)
+    tagged = None
+    if _may_be_tag(base):
+        found = yield from tag_named_op(d, tid, base)
+        if found is not None and found[0] == checkpoint_ns:
+            tagged = found[1]
+    return _resolve(text, rows, where, tagged)
+
+
+def _may_be_tag(base: str) -> bool:
+    try:
+        check_tag_name(base)
+    except ThreadlineError:
+        return False
+    return True
+
+
+def _split_moves(text: str) -> tuple[str, str]:
+    """A name's base and its ``~N``/``^`` moves."""
+    found = _MOVES.search(text)
+    return (text[:found.start()], found.group()) if found and found.start() else (text, "")
 
 
 def _parents_up(text: str, moves: str) -> int:
@@ -159,13 +181,12 @@ def _parents_up(text: str, moves: str) -> int:
     return n
 
 
-def _resolve(text: str, rows: list, where: str) -> str:
+def _resolve(text: str, rows: list, where: str, tagged: str | None = None) -> str:
     parent = {r[0]: r[1] for r in rows}
     step = {r[0]: r[2] for r in rows}
-    found = _MOVES.search(text)
-    base, moves = (text[:found.start()], found.group()) if found and found.start() else (text, "")
+    base, moves = _split_moves(text)
     up = _parents_up(text, moves)
-    cur: str | None = _base(base, text, parent, step, rows[-1][0], where)
+    cur: str | None = tagged if tagged in parent else _base(base, text, parent, step, rows[-1][0], where)
     for _ in range(up):
         cur = parent.get(cur) if cur else None
     if cur is None or cur not in parent:

@@ -16,6 +16,8 @@ from threadline.storage.dialect import Dialect
 from threadline.storage.ops import Op, Q
 from threadline.errors import NotFoundError
 from threadline.read.common import INTERRUPT, iso
+from threadline.read.forks import ConcurrentFork, Step, concurrent_forks, line_of
+from threadline.read.tags import thread_pin_op, thread_tags_op
 from threadline.read.tasks import push_nodes_by_checkpoint_op
 from threadline.keys import checkpoint_ns_of, thread_id_of
 
@@ -29,6 +31,9 @@ class CheckpointNode:
     child makes this checkpoint a fork point. ``pending_writes`` counts the writes
     stored against it (``interrupted``: one of them is an ``__interrupt__``).
     ``subgraphs`` lists the namespaces whose runs started from this checkpoint.
+    ``concurrent_with``: the earlier sibling whose run was still writing when this checkpoint
+    was started from the same parent (a fork by two overlapping runs, ``read.forks``), or None.
+    ``tags`` are the names given to it (``lifecycle.tags``).
     """
 
     checkpoint_id: str
@@ -45,6 +50,14 @@ class CheckpointNode:
     is_head: bool = False
     subgraphs: list[str] = field(default_factory=list)
     metadata: dict[str, Any] = field(default_factory=dict)
+    concurrent_with: str | None = None
+    tags: list[str] = field(default_factory=list)
+
+    @property
+    def merged(self) -> dict[str, str] | None:
+        """A merge checkpoint's parents (metadata ``merge``: ``source`` and ``target`` checkpoint_ids), else None."""
+        m = self.metadata.get("merge")
+        return m if isinstance(m, dict) and m.get("source") and m.get("target") else None
 
     @property
     def is_fork_point(self) -> bool:
@@ -54,6 +67,7 @@ class CheckpointNode:
         d = dataclasses.asdict(self)
         d["created"] = iso(self.created_at)
         d["fork_point"] = self.is_fork_point
+        d["merge"] = self.merged
         return d
 
 
@@ -65,16 +79,24 @@ class ThreadHistory:
     creation order). ``roots`` are the parentless checkpoints (or whose parent is
     missing) per namespace. ``head`` is the head of the root namespace.
     ``branches`` lists, for each fork point of the root namespace, its children.
+    ``concurrent_forks``: the forks made by two overlapping runs (``read.forks``), each
+    described in one line (``describe``) by ``to_json``.
     """
 
     thread_id: str
     head: str | None
     nodes: dict[str, dict[str, CheckpointNode]]
     roots: dict[str, list[str]]
+    concurrent_forks: list[ConcurrentFork] = field(default_factory=list)
+    pinned: float | None = None  # when the thread was pinned (``lifecycle.tags``), else None
 
     @property
     def fork_points(self) -> list[str]:
         return [cid for cid, n in self.nodes.get("", {}).items() if n.is_fork_point]
+
+    def head_path(self, checkpoint_ns: str = "") -> list[str]:
+        """The checkpoints from the head back to its root (empty outside the head's namespace)."""
+        return [cid for cid, n in self.nodes.get(checkpoint_ns, {}).items() if n.on_head_path]
 
     def ordered(self, checkpoint_ns: str = "") -> list[CheckpointNode]:
         return list(self.nodes.get(checkpoint_ns, {}).values())
@@ -85,6 +107,8 @@ class ThreadHistory:
             "head": self.head,
             "fork_points": self.fork_points,
             "roots": self.roots,
+            "concurrent_forks": [{**dataclasses.asdict(f), "detail": f.describe(self.head_path(f.checkpoint_ns))} for f in self.concurrent_forks],
+            "pinned": self.pinned,
             "namespaces": {ns: [n.to_json() for n in nodes.values()] for ns, nodes in self.nodes.items()},
         }
 
@@ -154,10 +178,8 @@ def history_op(d: Dialect, thread_id: Any, *, checkpoint_ns: str | None = "", in
     head = max(nodes[root_ns]) if nodes.get(root_ns) else None
     if head:
         nodes[root_ns][head].is_head = True
-        cur: str | None = head
-        while cur and cur in nodes[root_ns] and not nodes[root_ns][cur].on_head_path:  # a parent cycle stops it
-            nodes[root_ns][cur].on_head_path = True
-            cur = nodes[root_ns][cur].parent_checkpoint_id
+        for cid in line_of({c: n.parent_checkpoint_id for c, n in nodes[root_ns].items()}, head):
+            nodes[root_ns][cid].on_head_path = True
     if include_subgraphs:
         for space, by_id in nodes.items():
             if not space:
@@ -169,7 +191,16 @@ def history_op(d: Dialect, thread_id: Any, *, checkpoint_ns: str | None = "", in
             anchor = parents.get(enclosing)
             if anchor and anchor in nodes.get(enclosing, {}):
                 nodes[enclosing][anchor].subgraphs.append(space)
-    return ThreadHistory(tid, head, dict(nodes), roots)
+    forks = concurrent_forks(
+        Step(n.checkpoint_ns, n.checkpoint_id, n.parent_checkpoint_id, n.source, n.created_at, n.metadata.get("run_id"))
+        for by_id in nodes.values() for n in by_id.values()
+    )
+    for f in forks:
+        nodes[f.checkpoint_ns][f.checkpoint_id].concurrent_with = f.overlaps
+    for t in (yield from thread_tags_op(d, tid)):
+        if t.checkpoint_id in nodes.get(t.checkpoint_ns, {}):
+            nodes[t.checkpoint_ns][t.checkpoint_id].tags.append(t.name)
+    return ThreadHistory(tid, head, dict(nodes), roots, forks, (yield from thread_pin_op(d, tid)))
 
 
 def thread_history(saver: Any, thread_id: Any, **kwargs: Any) -> ThreadHistory:

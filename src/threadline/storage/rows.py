@@ -105,7 +105,7 @@ def checkpoint_doc(serde: SerializerProtocol, checkpoint: Checkpoint, key: Key |
         if sends:
             assert key is not None
             row = sends_ref(key.thread_id, key.checkpoint_ns, checkpoint["id"])
-            tag, data = bc.store(row, *codec.encode(serde, list(sends)))
+            tag, data = bc.store(row, *codec.encode(serde, list(sends), "pending_sends"))
             doc[SENDS] = [tag, base64.b64encode(data).decode()]
         else:
             doc[SENDS] = []
@@ -226,7 +226,7 @@ def serialize_values(
             codec.check_size(len(fast[0]), f"channel {channel!r}")
             out.append(Value(channel, version_key(version), "msgpack", fast[0], fast[1]))
         else:
-            tag, data = encoded[channel] if encoded and channel in encoded else codec.encode(serde, value)
+            tag, data = encoded[channel] if encoded and channel in encoded else codec.encode(serde, value, channel)
             out.append(Value(channel, version_key(version), tag, data, bc.candidate(tag, data, value)))
     return out
 
@@ -325,7 +325,7 @@ def write_rows(
     """
     text_key("task_id", task_id)
     text_key("task_path", task_path)
-    encoded = [codec.encode(serde, value) for _, value in writes]
+    encoded = [codec.encode(serde, value, channel, task_id) for channel, value in writes]
     rows = [write_row(serde, key, channel, None, task_id, WRITES_IDX_MAP.get(channel, i), task_path, now, bc, enc)
             for i, ((channel, _), enc) in enumerate(zip(writes, encoded))]
     replace = bool(writes) and all(w[0] in WRITES_IDX_MAP for w in writes)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 PREFIX = "threadline_"
 # The logical tables, each stored as PREFIX + name.
-LOGICAL_TABLES = ("checkpoints", "blobs", "writes", "threads", "migrations", "adopted", "sweeps")
+LOGICAL_TABLES = ("checkpoints", "blobs", "writes", "threads", "migrations", "adopted", "sweeps", "leases", "tags", "pins", "cold")
 
 
 def table(name: str) -> str:
@@ -136,6 +136,40 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
         ],
     ),
     (
+        8,
+        [
+            # The thread guard (``threadline.guard``): one row a thread while a run holds it — who
+            # (``holder``), since when and until when (seconds since the epoch, the database's clock).
+            # Not a thread's data: backups leave it out; deleting the thread deletes it.
+            """CREATE TABLE IF NOT EXISTS threadline_leases (
+                thread_id {text} NOT NULL PRIMARY KEY,
+                holder {text} NOT NULL,
+                acquired_at {real} NOT NULL,
+                expires_at {real} NOT NULL
+            )""",
+        ],
+    ),
+    (
+        10,
+        [
+            # Tags and pins (``threadline.lifecycle.tags``): a name for a checkpoint, unique in its
+            # thread, and threads pinned. Retention, TTL expiry, the sweeper and ``delete`` keep
+            # both (unless forced). Versions 7 to 9 may be absent: setup applies every missing one.
+            """CREATE TABLE IF NOT EXISTS threadline_tags (
+                thread_id {text} NOT NULL,
+                name {text} NOT NULL,
+                checkpoint_ns {text} NOT NULL DEFAULT '',
+                checkpoint_id {text} NOT NULL,
+                created_at {real} NOT NULL,
+                PRIMARY KEY (thread_id, name)
+            )""",
+            """CREATE TABLE IF NOT EXISTS threadline_pins (
+                thread_id {text} NOT NULL PRIMARY KEY,
+                pinned_at {real} NOT NULL
+            )""",
+        ],
+    ),
+    (
         12,
         [
             # The cold tier (``threadline.transfer.cold``, docs/offload.md): a thread moved whole to
@@ -155,7 +189,7 @@ LATEST_VERSION = max(v for v, _ in MIGRATIONS)
 
 # Databases written before the table prefix (threadline 0.1) used the bare names; setup()
 # renames them in place, tables and indexes, before applying the migrations above.
-LEGACY_RENAMES = {name: table(name) for name in LOGICAL_TABLES if name not in ("adopted", "sweeps")}
+LEGACY_RENAMES = {name: table(name) for name in LOGICAL_TABLES if name not in ("adopted", "sweeps", "leases", "tags", "pins", "cold")}
 LEGACY_INDEXES = {
     "checkpoints_run_id": ("threadline_checkpoints_run_id", "threadline_checkpoints (run_id)"),
     "checkpoints_source_step": ("threadline_checkpoints_source_step", "threadline_checkpoints (source, step)"),

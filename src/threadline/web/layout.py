@@ -18,6 +18,7 @@ from __future__ import annotations
 import heapq
 from typing import Any
 
+from threadline.read.forks import Step, concurrent_forks
 from threadline.web.queries import TreeRow
 
 HIDDEN_WRITERS = ("__input__", "__interrupt__")
@@ -38,7 +39,10 @@ def lay_out(rows: list[TreeRow]) -> dict[str, Any]:
     first (a node's index is its row), each ``{"id", "lane", "step"}`` plus, when not
     false / empty / zero, ``"parent"`` (the parent's row), ``"source"``, ``"writers"``,
     ``"head"``, ``"on_head_path"``, ``"fork"``, ``"interrupted"``, ``"error"`` (an
-    ``__error__`` write) and ``"subgraphs"`` (namespaces started there).
+    ``__error__`` write), ``"subgraphs"`` (namespaces started there), ``"concurrent"``
+    (the row of the earlier sibling whose run overlapped this one's, ``read.forks``), ``"tags"`` (its tag names) and ``"merge"`` (a merge
+    checkpoint: the row of the branch merged in); and
+    ``"concurrent_forks"``, one line each (``ConcurrentFork.describe``).
     """
     by_id = {r.checkpoint_id: r for r in rows}
     row_of = {cid: i for i, cid in enumerate(by_id)}
@@ -82,6 +86,8 @@ def lay_out(rows: list[TreeRow]) -> dict[str, Any]:
         heapq.heappush(busy, (end, lane))
         for cid in chain:
             lane_of[cid] = lane
+    forks = concurrent_forks(Step("", r.checkpoint_id, r.parent, r.source, r.created_at, r.run_id) for r in rows)
+    overlaps = {f.checkpoint_id: row_of[f.overlaps] for f in forks}
     out = []
     for r in rows:
         cid = r.checkpoint_id
@@ -94,7 +100,12 @@ def lay_out(rows: list[TreeRow]) -> dict[str, Any]:
         if names := writers(r, by_id.get(r.parent or "")):
             node["writers"] = names
         flags = {"head": cid == head, "on_head_path": cid in on_path, "fork": len(children[cid]) > 1,
-                 "interrupted": r.interrupted, "error": r.error, "subgraphs": r.subgraphs}
+                 "interrupted": r.interrupted, "error": r.error, "subgraphs": r.subgraphs, "tags": r.tags}
         node.update((k, v) for k, v in flags.items() if v)
+        if cid in overlaps:
+            node["concurrent"] = overlaps[cid]
+        if (r.merge or {}).get("source") in row_of:
+            node["merge"] = row_of[r.merge["source"]]
         out.append(node)
-    return {"nodes": out, "lanes": lanes, "head": head}
+    head_path = [cid for cid in by_id if cid in on_path]
+    return {"nodes": out, "lanes": lanes, "head": head, "concurrent_forks": [f.describe(head_path) for f in forks]}

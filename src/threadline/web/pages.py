@@ -3,6 +3,7 @@ a diff, statistics, the Store, and the change markers pages poll for live update
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections import OrderedDict
 from typing import Any
@@ -12,9 +13,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
+from threadline.read.tags import thread_pin_op, thread_tags_op
 from threadline import read
 from threadline.errors import NotADatabaseError
-from threadline.read import checkpoint_row_op, head_op
+from threadline.read import checkpoint_row_op, head_op, jsonable
 from threadline.store.reader import dotted, namespace, open_store_reader, unadopted
 from threadline.web import queries
 from threadline.web.layout import lay_out
@@ -125,7 +127,20 @@ def thread_page(request: Request) -> Response:
     with thread_saver(request, tid) as saver:
         namespaces = saver.run(queries.namespaces_op(saver.dialect, tid))
         status = saver.run(queries.thread_status_op(saver.dialect, saver.serde, tid, _head(saver, tid), saver.blob_codec))
-    return render(request, "thread.html", {"info": info, "ns": ns, "namespaces": namespaces, "status": status})
+        marks = _marks(saver, tid)
+    return render(request, "thread.html", {"info": info, "ns": ns, "namespaces": namespaces, "status": status, **marks})
+
+
+def _marks(saver: Any, thread_id: str) -> dict[str, Any]:
+    """The thread's tags and pin (``read.tags``) and its state's channels (for one channel
+    through time) for its page's header."""
+    head = saver.run(head_op(saver.dialect, thread_id))
+    versions = {}
+    if head:
+        row = saver.run(checkpoint_row_op(saver.dialect, thread_id, "", head))
+        versions = saver.dialect.load_object(row[4], f"checkpoint ({thread_id!r}, '', {head!r})").get("channel_versions") or {}
+    return {"tags": saver.run(thread_tags_op(saver.dialect, thread_id)), "pinned": saver.run(thread_pin_op(saver.dialect, thread_id)),
+            "channels": sorted(ch for ch in versions if not read.is_internal_channel(ch))}
 
 
 def _head(saver: Any, thread_id: str) -> str | None:
@@ -138,7 +153,8 @@ def thread_header(request: Request) -> Response:
     info = _thread_info(saver_of(request), tid)
     with thread_saver(request, tid) as saver:
         status = saver.run(queries.thread_status_op(saver.dialect, saver.serde, tid, _head(saver, tid), saver.blob_codec))
-    return render(request, "_thread_header.html", {"info": info, "status": status})
+        marks = _marks(saver, tid)
+    return render(request, "_thread_header.html", {"info": info, "status": status, **marks})
 
 
 def api_graph(request: Request) -> Response:
@@ -218,6 +234,17 @@ def panel(request: Request) -> Response:
     return render(request, "_panel.html", {"view": view, "chats": chats, "other": other})
 
 
+def channel_page(request: Request) -> Response:
+    """One channel through time (``read.channel_history``): its versions along the head branch, or every branch (``all``)."""
+    tid = param(request, "thread_id", required=True)
+    ns = param(request, "ns", "") or ""
+    channel = param(request, "channel", required=True)
+    with thread_saver(request, tid) as saver:
+        history = read.channel_history(saver, tid, channel, checkpoint_ns=ns, all_branches=bool(param(request, "all", "")))
+    history = dataclasses.replace(history, versions=[dataclasses.replace(v, value=jsonable(v.value)) for v in history.versions])
+    return render(request, "channel.html", {"history": history})
+
+
 def diff_page(request: Request) -> Response:
     tid = param(request, "thread_id", required=True)
     ns = param(request, "ns", "") or ""
@@ -287,6 +314,7 @@ ROUTES = [
     Route("/checkpoint", checkpoint_page),
     Route("/panel", panel),
     Route("/diff", diff_page),
+    Route("/channel", channel_page),
     Route("/stats", stats_page),
     Route("/store", store_page),
     Route("/api/graph", api_graph),

@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from threadline.read.tags import thread_tags_op
 from threadline.errors import NotFoundError
 from threadline.read import (
     ERROR,
@@ -171,9 +172,13 @@ class TreeRow:
     step: int | None
     source: str | None
     versions_seen: dict[str, Any]
+    created_at: float = 0.0
+    run_id: str | None = None
     interrupted: bool = False
     error: bool = False
     subgraphs: list[str] = field(default_factory=list)
+    tags: list[str] = field(default_factory=list)
+    merge: dict[str, Any] | None = None  # a merge's parents (metadata ``merge``: source, target, fork_point)
 
 
 def tree_op(d: Any, thread_id: str, checkpoint_ns: str = "") -> Op[list[TreeRow]]:
@@ -190,7 +195,12 @@ def tree_op(d: Any, thread_id: str, checkpoint_ns: str = "") -> Op[list[TreeRow]
     found = yield Q(*d.tree_checkpoints(thread_id, checkpoint_ns))
     if not found:
         raise NotFoundError(f"thread {thread_id!r} has no checkpoint" + (f" in checkpoint_ns {checkpoint_ns!r}" if checkpoint_ns else ""))
-    rows = {r[0]: TreeRow(r[0], r[1], r[2], r[3], d.load_json(r[4], f"checkpoint ({thread_id!r}, {checkpoint_ns!r}, {r[0]!r})") if r[4] is not None else {}) for r in found}
+    rows = {}
+    for r in found:
+        where = f"checkpoint ({thread_id!r}, {checkpoint_ns!r}, {r[0]!r})"
+        merged = d.load_json(r[7], where) if r[7] is not None else None
+        rows[r[0]] = TreeRow(r[0], r[1], r[2], r[3], d.load_json(r[4], where) if r[4] is not None else {},
+                             float(r[5]), r[6], merge=merged if isinstance(merged, dict) else None)
     stops = yield Q(d.STOP_WRITES, (thread_id, checkpoint_ns, INTERRUPT, ERROR))
     for cid, channel in stops:
         if cid in rows:
@@ -202,6 +212,9 @@ def tree_op(d: Any, thread_id: str, checkpoint_ns: str = "") -> Op[list[TreeRow]
         anchor = parents.get(enclosing) if isinstance(parents, dict) else None
         if anchor in rows:
             rows[anchor].subgraphs.append(ns)
+    for t in (yield from thread_tags_op(d, thread_id)):
+        if t.checkpoint_ns == checkpoint_ns and t.checkpoint_id in rows:
+            rows[t.checkpoint_id].tags.append(t.name)
     return list(rows.values())
 
 

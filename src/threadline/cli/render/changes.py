@@ -75,10 +75,12 @@ def fsck(report: Any, limit: int = 50, offset: int = 0, **_: Any) -> None:
     t = table(f"fsck: {len(report.findings)} finding(s) in {report.threads_checked} thread(s)",
               "kind", "thread_id", *(["ns"] if with_ns else []), "checkpoint", "~detail", "repair")
     for f in page:
-        fix = "repaired" if f.repaired else ("safe: --repair" if f.repairable else "manual")
+        fix = "repaired" if f.repaired else "notice" if f.notice else ("safe: --repair" if f.repairable else "manual")
         t.add_row(f.kind, escape(f.thread_id), *([escape(f.checkpoint_ns or "")] if with_ns else []),
                   short(f.checkpoint_id) if f.checkpoint_id else "", escape(f.detail), fix)
     out.print(t)
+    if all(f.notice for f in report.findings):
+        out.print(f"[green]ok[/green]: only notices, no damage ({report.threads_checked} thread(s) checked)")
     if footer := page_footer(len(page), offset, len(report.findings), "findings"):
         out.print(footer)
 

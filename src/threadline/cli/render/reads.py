@@ -54,6 +54,12 @@ def _label(n: Any, ids: dict[str, str], clock: Any) -> Text:
         marks.append(f"[yellow]fork: {len(n.children)} branches[/yellow]")
     if n.interrupted:
         marks.append("[magenta]interrupted[/magenta]")
+    if n.concurrent_with:
+        marks.append(f"[red]concurrent run: overlaps {ids.get(n.concurrent_with) or short(n.concurrent_with)}[/red]")
+    marks += [f"[bold cyan]tag: {escape(t)}[/bold cyan]" for t in n.tags]
+    if merged := n.merged:
+        marks.append(f"[cyan]merge of {ids.get(merged['source']) or short(merged['source'])} into "
+                     f"{ids.get(merged['target']) or short(merged['target'])}[/cyan]")
     op = n.metadata.get("threadline_op")
     if op:
         src = (n.metadata.get("forked_from") or {}).get("checkpoint_id")
@@ -76,14 +82,39 @@ def _clock(created: list[float | None]) -> tuple[str, Any]:
     return "", lambda ts: when(ts)[5:16]
 
 
+def channel_history(h: Any, full: bool = False, **_: Any) -> None:
+    """One channel through time (``history --channel``): a row per version, oldest first."""
+    branch = "every branch" if h.all_branches else "the head branch"
+    t = table(f"{h.channel} in {h.thread_id} ({len(h.versions)} versions along {branch})",
+              "checkpoint", ">step", "when", "by", ">size", "~change", "~value")
+    ids = abbreviate([v.checkpoint_id for v in h.versions])
+    width = None if full else 60
+    for v in h.versions:
+        mark = "" if v.on_head_branch else " (off head)"
+        t.add_row(ids[v.checkpoint_id] + mark, str(v.step), when(v.created_at), escape(",".join(v.writers)), size(v.bytes),
+                  escape(v.summary), escape(_version_text(jsonable(v.value), width)) if v.present else "-")
+    out.print(t)
+
+
+def _version_text(value: Any, width: int | None) -> str:
+    """A channel's value in one cell: a list as its length and last item (a message as ``role: content``)."""
+    if isinstance(value, list) and value:
+        last = message_line(value[-1], width=width) if is_message(value[-1]) else value_text(value[-1], width)
+        return f"[{len(value)}] … {last}" if len(value) > 1 else f"[1] {last}"
+    return value_text(value, width)
+
+
 def history(h: Any, subgraphs: bool = False, ns: str = "", limit: int = 100, offset: int = 0, **_: Any) -> None:
+    if hasattr(h, "channel"):
+        return channel_history(h, **_)
     root_ns = "" if subgraphs else ns
     ids = abbreviate([cid for space in h.nodes.values() for cid in space])
     newest = sorted(h.nodes.get(root_ns, {}), reverse=True)
     kept = set(newest[offset:offset + limit])
     day, clock = _clock([n.created_at for space in h.nodes.values() for n in space.values()])
     forks = len(h.fork_points)
-    tree = Tree(f"[bold]{escape(h.thread_id)}[/bold]  head {ids.get(h.head, '-')}  ({len(newest)} checkpoints, "
+    pinned = "  [bold cyan]pinned[/bold cyan]" if h.pinned is not None else ""
+    tree = Tree(f"[bold]{escape(h.thread_id)}[/bold]{pinned}  head {ids.get(h.head, '-')}  ({len(newest)} checkpoints, "
                 f"{forks} fork point{'' if forks == 1 else 's'}{day})")
 
     def shown(space: str, cid: str) -> bool:
@@ -112,6 +143,9 @@ def history(h: Any, subgraphs: bool = False, ns: str = "", limit: int = 100, off
         if nodes[cid].parent_checkpoint_id not in kept:  # a root, or the oldest shown of its branch
             add(tree, root_ns, cid)
     out.print(tree)
+    for f in h.concurrent_forks:
+        out.print(f"[red]concurrent fork at {ids.get(f.fork_point) or short(f.fork_point)}:[/red] "
+                  f"{escape(f.describe(h.head_path(f.checkpoint_ns)))}")
     if footer := page_footer(len(kept), offset, len(newest), "checkpoints (newest first)"):
         out.print(footer)
 

@@ -17,10 +17,12 @@ from typing import Any
 
 from threadline import limits
 from threadline.errors import CorruptRowError, FilterError, FilterTooLargeError
+from threadline.storage.dialect.leases import LeaseStatements
 from threadline.storage.dialect.lifecycle import LifecycleStatements
 from threadline.storage.dialect.objects import ObjectStatements
 from threadline.storage.dialect.reads import ReadsStatements
 from threadline.storage.dialect.statements import Statements
+from threadline.storage.dialect.tags import TagStatements
 from threadline.storage.dialect.transfer import TransferStatements
 from threadline.storage.dialect.web import WebStatements
 from threadline.storage.schema import MIGRATIONS
@@ -91,7 +93,7 @@ def check_filter(filter: Any) -> None:
             raise FilterError(f"metadata filter value for {key!r} cannot be matched: {exc}") from exc
 
 
-class Dialect(Statements, ReadsStatements, LifecycleStatements, TransferStatements, WebStatements, ObjectStatements):
+class Dialect(Statements, ReadsStatements, LifecycleStatements, LeaseStatements, TransferStatements, WebStatements, TagStatements, ObjectStatements):
     """One backend's SQL. Subclasses set the attributes and implement the methods that
     raise NotImplementedError here (see ``sqlite.SqliteDialect``, ``postgres.PostgresDialect``)."""
 

@@ -5,13 +5,18 @@ columns of the rows it returns; ``storage/redis/lifecycle.py`` implements the sa
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 # A thread has expired (``threadline.ttl``) when its last activity — the last put
 # (``updated_at``) or the last read that restarted its clock (``accessed_at``) — is older
-# than its own TTL (``ttl_minutes``; negative: never) or else the default one.
+# than its own TTL (``ttl_minutes``; negative: never) or else the default one, unless it is
+# pinned or holds a tagged checkpoint.
 # Parameters: default TTL in minutes (or NULL), the same again, now.
 _EXPIRED = (
     "COALESCE(ttl_minutes, ?) > 0 AND (CASE WHEN accessed_at > updated_at THEN accessed_at ELSE updated_at END) "
-    "+ COALESCE(ttl_minutes, ?) * 60 <= ?"
+    "+ COALESCE(ttl_minutes, ?) * 60 <= ? "
+    # a pinned thread, or one holding a tagged checkpoint, never expires (``lifecycle.tags``)
+    "AND thread_id NOT IN (SELECT thread_id FROM threadline_pins) AND thread_id NOT IN (SELECT thread_id FROM threadline_tags)"
 )
 
 
@@ -19,6 +24,8 @@ class LifecycleStatements:
     """Mixed into ``Dialect``."""
 
     lock_rows: str
+    checkpoint_size: Callable[[], str]
+    bytes_of: Callable[[str, str], str]
     # Whether deleting rows leaves space a maintenance pass gives back (``lifecycle.vacuum``);
     # False where the store frees memory as it deletes (Redis): ``vacuum`` does not apply.
     reclaims_space = True
@@ -39,6 +46,21 @@ class LifecycleStatements:
     FINISH_SWEEP = "UPDATE threadline_sweeps SET lease_until = 0, finished_at = ?, result = ? WHERE name = ? AND owner = ?"
     # (name) → owner, lease_until, started_at, finished_at, result (JSON text) of the job's row
     SWEEP_RUN = "SELECT owner, lease_until, started_at, finished_at, result FROM threadline_sweeps WHERE name = ?"
+
+    # --- health (``lifecycle.health``): what was written lately -----------------------------
+
+    def checkpoints_since(self) -> str:
+        """(since) → one row: how many checkpoints were created at or after ``since`` (unix
+        seconds) and their stored bytes (checkpoint and metadata JSON; 0 for none)."""
+        return f"SELECT COUNT(*), COALESCE(SUM({self.checkpoint_size()}), 0) FROM threadline_checkpoints WHERE created_at >= ?"
+
+    def writes_since(self) -> str:
+        """(since, since) → one row: how many pending writes were created at or after ``since`` in
+        the threads updated since then (the ``threads`` index narrows the scan), and their stored bytes."""
+        return (
+            f"SELECT COUNT(*), COALESCE(SUM({self.bytes_of('blob', 'blob')}), 0) FROM threadline_writes "
+            "WHERE created_at >= ? AND thread_id IN (SELECT thread_id FROM threadline_threads WHERE updated_at >= ?)"
+        )
 
     # --- expiry and retention --------------------------------------------------------------
 

@@ -137,6 +137,7 @@ class PostgresDialect(Dialect):
     name = "postgres"
     types = {"text": 'TEXT COLLATE "C"', "json": "JSONB", "blob": "BYTEA", "real": "DOUBLE PRECISION", "int": "BIGINT"}
     max_params = 20000
+    now_sql = "EXTRACT(EPOCH FROM statement_timestamp())::float8"
     setup_lock = ("SELECT pg_advisory_xact_lock(?)", (0x7468726C,))
     tables_sql = "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()"
     columns_sql = (

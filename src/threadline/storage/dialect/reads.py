@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from threadline.keys import RESERVED_THREAD_PREFIX
 from threadline.storage.dialect.statements import placeholders, prefixed
 from threadline.storage.rows import CHECKPOINT_ROW
 
@@ -38,7 +39,8 @@ _INDEXED_TABLES = ("threadline_threads", "threadline_checkpoints", "threadline_w
 
 @dataclass(frozen=True)
 class ThreadFilter:
-    """Which threads of the ``threads`` index the listing keeps: updated at or before
+    """Which threads of the ``threads`` index the listing keeps (never threadline's own,
+    ``keys.RESERVED_THREAD_PREFIX``): updated at or before
     ``updated_until`` (idle), at or after ``updated_since`` (active), among ``thread_ids``
     (None: any; never empty), having at least one checkpoint whose metadata matches
     ``metadata`` as ``list(filter=…)`` matches it on the backend (None: any)."""
@@ -115,8 +117,9 @@ class ReadsStatements:
     ALL_THREAD_IDS = "SELECT thread_id FROM threadline_threads ORDER BY thread_id"
 
     def _threads_where(self, f: ThreadFilter) -> tuple[str, list[Any]]:
-        clauses: list[str] = []
-        params: list[Any] = []
+        # threadline's own short-lived threads (``keys.RESERVED_THREAD_PREFIX``) are never listed
+        clauses: list[str] = ["t.thread_id NOT LIKE ? ESCAPE '\\'"]
+        params: list[Any] = [like_prefix(RESERVED_THREAD_PREFIX)]
         if f.updated_until is not None:
             clauses.append("t.updated_at <= ?")
             params.append(f.updated_until)
@@ -130,7 +133,7 @@ class ReadsStatements:
             cond, p = self.metadata_filter(f.metadata)
             clauses.append(f"EXISTS (SELECT 1 FROM threadline_checkpoints c WHERE c.thread_id = t.thread_id AND {cond})")
             params += p
-        return ("WHERE " + " AND ".join(clauses)) if clauses else "", params
+        return "WHERE " + " AND ".join(clauses), params
 
     def count_threads(self, f: ThreadFilter) -> tuple[str, list[Any]]:
         """→ one row: how many threads ``f`` keeps. FilterError for an unusable metadata filter."""

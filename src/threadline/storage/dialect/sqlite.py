@@ -73,6 +73,7 @@ class SqliteDialect(Dialect):
     name = "sqlite"
     types = {"text": "TEXT", "json": "TEXT", "blob": "BLOB", "real": "REAL", "int": "INTEGER"}
     max_params = 900
+    now_sql = "((julianday('now') - 2440587.5) * 86400.0)"  # the Unix epoch is Julian day 2440587.5
     tables_sql = "SELECT name FROM sqlite_master WHERE type = 'table'"
     columns_sql = "SELECT name FROM pragma_table_info(?)"
     # langgraph.checkpoint.sqlite.SqliteSaver

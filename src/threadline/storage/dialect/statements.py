@@ -140,6 +140,9 @@ class Statements:
     SET_CHECKSUM = f"UPDATE threadline_checkpoints SET checksum = ? {WHERE_CHECKPOINT}"
     # (checkpoint, checksum, thread_id, checkpoint_ns, checkpoint_id)
     SET_CHECKPOINT_DOC = f"UPDATE threadline_checkpoints SET checkpoint = ?, checksum = ? {WHERE_CHECKPOINT}"
+    # (metadata JSON, checksum, thread_id, checkpoint_ns, checkpoint_id): a checkpoint's metadata annotated
+    # (``lifecycle.annotate``: a merge's parents, a bulk edit's mark), re-sealed
+    SET_METADATA = f"UPDATE threadline_checkpoints SET metadata = ?, checksum = ? {WHERE_CHECKPOINT}"
     # (created_at, thread_id, checkpoint_ns, checkpoint_id)
     SET_CREATED_AT = f"UPDATE threadline_checkpoints SET created_at = ? {WHERE_CHECKPOINT}"
     # (thread_id, checkpoint_ns, checkpoint_id)
@@ -418,9 +421,9 @@ class Statements:
     TOUCH_READ = "UPDATE threadline_threads SET accessed_at = ? WHERE thread_id = ?"
     # (thread_id)
     DROP_EMPTY_THREAD = "DELETE FROM threadline_threads WHERE thread_id = ? AND checkpoint_count = 0"
-    # (thread_id) each, in this order: what deleting a thread deletes
+    # (thread_id) each, in this order: what deleting a thread deletes (its guard's lease too)
     DELETE_THREAD = tuple(
-        f"DELETE FROM threadline_{name} WHERE thread_id = ?" for name in ("writes", "blobs", "checkpoints", "threads")
+        f"DELETE FROM threadline_{name} WHERE thread_id = ?" for name in ("writes", "blobs", "checkpoints", "threads", "leases")
     )
 
     def restat_thread(self) -> str:

@@ -46,10 +46,11 @@ class ThreadSearch:
     metadata: Mapping[str, Any] | None = None
 
 
-def glob_matcher(pattern: str) -> re.Pattern[str]:
+def glob_matcher(pattern: str, *, prefix: bool = True) -> re.Pattern[str]:
     """The thread_ids ``ThreadSearch.pattern`` matches: ``*`` and ``?`` are the only wildcards,
-    a pattern without one matches as a prefix, case-sensitive (for matching in Python)."""
-    if "*" not in pattern and "?" not in pattern:
+    a pattern without one matches as a prefix (unless ``prefix`` is False: then exactly),
+    case-sensitive (for matching in Python)."""
+    if prefix and "*" not in pattern and "?" not in pattern:
         pattern += "*"
     return re.compile(fnmatch.translate(pattern.replace("[", "[[]")))
 
@@ -120,11 +121,13 @@ class WebStatements:
     # --- the branch graph --------------------------------------------------------------
 
     def tree_checkpoints(self, thread_id: str, checkpoint_ns: str) -> tuple[str, list[Any]]:
-        """→ checkpoint_id, parent_checkpoint_id, step, source, and the checkpoint's ``versions_seen``
-        (JSON as the backend returns it, read with ``load_json``; NULL without one) of the
-        namespace's checkpoints, by checkpoint_id."""
+        """→ checkpoint_id, parent_checkpoint_id, step, source, the checkpoint's ``versions_seen``
+        (JSON as the backend returns it, read with ``load_json``; NULL without one), created_at,
+        run_id and the metadata's ``merge`` (a merge's parents, ``lifecycle.merge``; JSON or NULL)
+        of the namespace's checkpoints, by checkpoint_id."""
         return (
-            f"SELECT checkpoint_id, parent_checkpoint_id, step, source, {self.json_field('checkpoint', 'versions_seen')} "
+            f"SELECT checkpoint_id, parent_checkpoint_id, step, source, {self.json_field('checkpoint', 'versions_seen')}, created_at, run_id, "
+            f"{self.json_field('metadata', 'merge')} "
             "FROM threadline_checkpoints WHERE thread_id = ? AND checkpoint_ns = ? ORDER BY checkpoint_id",
             [thread_id, checkpoint_ns],
         )

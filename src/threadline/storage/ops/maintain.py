@@ -33,10 +33,10 @@ def thread_ids_of(values: Any, what: str = "thread_ids") -> list[str]:
 
 
 def delete_thread(d: Dialect, thread_id: Any, bc: codec.BlobCodec | None = None) -> Op[None]:
-    """Delete every checkpoint, blob and write of a thread, in every checkpoint_ns."""
+    """Delete every checkpoint, blob and write of a thread, in every checkpoint_ns, with its tags and pin."""
     tid = thread_id_of(thread_id)
     _forget(bc, [tid])
-    for statement in d.DELETE_THREAD:
+    for statement in (*d.DELETE_THREAD, *d.DELETE_THREAD_TAGS):
         yield Q(statement, (tid,))
 
 

@@ -201,7 +201,7 @@ def put(
     encoded: dict[str, tuple[str, bytes]] = {}
 
     def worth_reading(channel: str) -> bool:  # no cached base: serialized whole in any case
-        encoded[channel] = codec.encode(serde, checkpoint["channel_values"][channel])
+        encoded[channel] = codec.encode(serde, checkpoint["channel_values"][channel], channel)
         return len(encoded[channel][1]) >= bc.delta_min_bytes
 
     bases = (yield from _delta_bases(d, bc, key, candidates, worth_reading, parent)) if candidates and parent is not None else {}

@@ -26,8 +26,10 @@ from threadline.errors import FilterError
 from threadline.storage.dialect.base import Dialect, check_filter
 from threadline.storage import rows as R
 from threadline.storage.redis import layout as L
+from threadline.storage.redis.leases import RedisLeaseStatements
 from threadline.storage.redis.lifecycle import RedisLifecycleStatements
 from threadline.storage.redis.reads import RedisReadsStatements
+from threadline.storage.redis.tags import RedisTagStatements
 from threadline.storage.redis.transfer import RedisTransferStatements
 from threadline.storage.redis.web import RedisWebStatements
 from threadline.storage.redis.base import (
@@ -146,6 +148,13 @@ def set_checksum(d: RedisDialect, params: Sequence[Any], many: bool) -> Generato
 def set_checkpoint_doc(d: RedisDialect, params: Sequence[Any], many: bool) -> Generator:
     def change(row: list, p: Sequence[Any]) -> None:
         row[1], row[7] = p[0], p[1]
+
+    return (yield from _update_checkpoints(d, rows_of(params, many), change))
+
+
+def set_metadata(d: RedisDialect, params: Sequence[Any], many: bool) -> Generator:
+    def change(row: list, p: Sequence[Any]) -> None:
+        row[2], row[7] = p[0], p[1]
 
     return (yield from _update_checkpoints(d, rows_of(params, many), change))
 
@@ -347,7 +356,7 @@ def drop_empty_thread(d: RedisDialect, params: Sequence[Any], many: bool) -> Gen
 
 
 def delete_thread(d: RedisDialect, params: Sequence[Any], many: bool) -> Generator:
-    yield [("DEL", *d.keys(params[0])), ("ZREM", d.index, params[0])]
+    yield [("DEL", *d.keys(params[0]), L.lease_key(d.prefix, params[0])), ("ZREM", d.index, params[0])]
     return []
 
 
@@ -493,7 +502,10 @@ def nothing(d: RedisDialect, params: Sequence[Any], many: bool) -> Generator:
     yield  # a generator
 
 
-class RedisDialect(RedisReadsStatements, RedisLifecycleStatements, RedisTransferStatements, RedisWebStatements, Dialect):
+class RedisDialect(
+    RedisReadsStatements, RedisLifecycleStatements, RedisLeaseStatements, RedisTransferStatements, RedisWebStatements,
+    RedisTagStatements, Dialect,
+):
     """The named statements on Redis under a key ``prefix``, for one saver (its default TTL
     in minutes goes into every script that writes a thread)."""
 
@@ -615,6 +627,7 @@ for _name, _fn in {
     "SET_CHECKSUM": set_checksum,
     "SET_CHECKPOINT_DOC": set_checkpoint_doc,
     "SET_CREATED_AT": set_created_at,
+    "SET_METADATA": set_metadata,
     "DELETE_CHECKPOINT": delete_checkpoint,
     "INSERT_CHECKPOINT_ROW": insert_checkpoint_rows,
     "INSERT_BLOB": insert_blobs,

@@ -15,7 +15,9 @@ key         type    field / member                                  value
 ``th``      HASH    created, updated, count, bytes, ttl, accessed    the thread index row
 ==========  ======  ==============================================  ====================================
 
-Beside them, two keys for the whole database: ``<prefix>:threads`` (ZSET of thread_ids by
+Beside them, ``<prefix>:{<thread_id>}:lease`` (STRING, the same hash tag) while a run holds
+the thread's guard lease (``storage/redis/leases.py``): not the thread's data, it expires by
+itself. And two keys for the whole database: ``<prefix>:threads`` (ZSET of thread_ids by
 last update, for listings across threads) and ``<prefix>:migrations`` (HASH version →
 applied_at). uuid6 checkpoint ids sort lexically by time, so ``ids`` gives the latest
 checkpoint and ``before`` with one ``ZRANGE … BYLEX REV``.
@@ -52,6 +54,11 @@ class ThreadKeys(NamedTuple):
 def thread_keys(prefix: str, thread_id: str) -> ThreadKeys:
     base = f"{prefix}:{{{thread_id}}}:"
     return ThreadKeys(*(base + k for k in THREAD_KEYS))
+
+
+def lease_key(prefix: str, thread_id: str) -> str:
+    """The key of ``thread_id``'s guard lease, in the thread's cluster slot."""
+    return f"{prefix}:{{{thread_id}}}:lease"
 
 
 def field(*parts: Any) -> str:

@@ -16,8 +16,9 @@ import time
 from collections.abc import Generator, Sequence
 from typing import Any
 
-from threadline.storage.redis.base import Call, Cmd, all_threads, statement, text, thread_checkpoint_rows
-from threadline.storage.redis.reads import lockstep
+from threadline.storage.dialect.reads import ThreadFilter
+from threadline.storage.redis.base import Call, Cmd, all_threads, statement, text, thread_checkpoint_rows, thread_writes_of
+from threadline.storage.redis.reads import checkpoints_of, kept_threads, lockstep, value_size
 
 THREADS_A_ROUND = 256  # threads whose index rows one round of ``retention_candidates`` reads
 
@@ -101,6 +102,25 @@ def thread_checkpoint_sizes(d: Any, params: Sequence[Any], many: bool) -> Genera
     ]
 
 
+def _updated_since(d: Any, since: float) -> Generator:
+    """The threads of the ``<prefix>:threads`` index updated at or after ``since``."""
+    return [r[0] for r in (yield from kept_threads(d, ThreadFilter(updated_since=since)))]
+
+
+def checkpoints_since(d: Any, params: Sequence[Any], many: bool) -> Generator:
+    since = float(params[0])
+    found = yield from checkpoints_of(d, (yield from _updated_since(d, since)))
+    sizes = [value_size(c[4]) + value_size(c[5]) for c in found if c[9] >= since]
+    return [(len(sizes), sum(sizes))]
+
+
+def writes_since(d: Any, params: Sequence[Any], many: bool) -> Generator:
+    since = float(params[0])
+    found = yield from lockstep([thread_writes_of(d, t) for t in (yield from _updated_since(d, float(params[1])))])
+    sizes = [value_size(w[8]) for part in found for w in part if w[9] >= since]
+    return [(len(sizes), sum(sizes))]
+
+
 def nothing(d: Any, params: Sequence[Any], many: bool) -> Generator:
     return []
     yield  # a generator
@@ -108,6 +128,8 @@ def nothing(d: Any, params: Sequence[Any], many: bool) -> Generator:
 
 NOTHING = statement(nothing)
 THREAD_CHECKPOINT_SIZES = statement(thread_checkpoint_sizes)
+CHECKPOINTS_SINCE = statement(checkpoints_since)
+WRITES_SINCE = statement(writes_since)
 
 
 class RedisLifecycleStatements:
@@ -127,6 +149,12 @@ class RedisLifecycleStatements:
 
     def lock_thread(self) -> None:
         return None
+
+    def checkpoints_since(self) -> Cmd:  # type: ignore[override]
+        return CHECKPOINTS_SINCE
+
+    def writes_since(self) -> Cmd:  # type: ignore[override]
+        return WRITES_SINCE
 
     def retention_candidates(self, keep_last: bool, older_than: bool, idle: bool) -> Cmd:  # type: ignore[override]
         return Cmd(retention_candidates, (keep_last, older_than, idle), "retention_candidates")

@@ -16,6 +16,7 @@ from collections.abc import Generator, Sequence
 from typing import Any
 
 from threadline.storage import rows as R
+from threadline.keys import is_reserved
 from threadline.storage.dialect.reads import ThreadFilter, WriteSelection, counted
 from threadline.storage.ops.read import Selection
 from threadline.storage.redis import layout as L
@@ -114,7 +115,7 @@ def kept_threads(d: Any, f: ThreadFilter) -> Generator:
     """The index rows (``_index_rows``) of the threads ``f`` keeps."""
     rows = [
         r for r in (yield from _index_rows(d, (yield from _threads(d, f.thread_ids))))
-        if (f.updated_until is None or r[2] <= f.updated_until) and (f.updated_since is None or r[2] >= f.updated_since)
+        if not is_reserved(r[0]) and (f.updated_until is None or r[2] <= f.updated_until) and (f.updated_since is None or r[2] >= f.updated_since)
     ]
     if f.metadata:
         # ``list(filter=…)``'s own matching: one checkpoint that matches is enough

@@ -193,4 +193,32 @@ redis.call('HSET', KEYS[1], 'lease_until', 0, 'finished_at', ARGV[3], 'result', 
 return 1
 """
 
-SCRIPTS = {"sweep": SWEEP, "put": PUT, "writes": WRITES, "chains": CHAINS, "latest": LATEST, "writes_of": WRITES_OF, "expire": EXPIRE}
+# A thread's guard lease (``storage/redis/leases.py``). KEYS[1]: the lease (STRING: holder, NUL,
+# acquired_at in ms of the server's clock; its expiry is the lease's end). ARGV: 'take', holder, lease
+# ms → {1 won / 0 busy, value, ms left, now ms}: won when no lease is set (SET NX PX) or holder's own
+# (its expiry moved, acquired_at kept); busy: the other holder's value and ms left.
+# 'read' → {0, value or false, ms left, now ms}; 'release', holder → deleted when holder's.
+LEASE = r"""
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local op, cur = ARGV[1], redis.call('GET', KEYS[1])
+local mine = cur and string.sub(cur, 1, #ARGV[2] + 1) == ARGV[2] .. '\0'
+if op == 'release' then
+  if mine then redis.call('DEL', KEYS[1]) end
+  return 1
+end
+if op == 'take' then
+  if not cur then
+    cur = ARGV[2] .. '\0' .. now
+    redis.call('SET', KEYS[1], cur, 'NX', 'PX', ARGV[3])
+    return {1, cur, tonumber(ARGV[3]), now}
+  end
+  if mine then
+    redis.call('PEXPIRE', KEYS[1], ARGV[3])
+    return {1, cur, tonumber(ARGV[3]), now}
+  end
+end
+return {0, cur, redis.call('PTTL', KEYS[1]), now}
+"""
+
+SCRIPTS = {"sweep": SWEEP, "lease": LEASE, "put": PUT, "writes": WRITES, "chains": CHAINS, "latest": LATEST, "writes_of": WRITES_OF, "expire": EXPIRE}

@@ -79,8 +79,9 @@ def tree_checkpoints(d: Any, params: Sequence[Any], many: bool) -> Generator:
     tid, ns = params
     out = []
     for r in sorted(r for r in (yield from thread_checkpoint_rows(d, (tid,), False)) if r[0] == ns):
-        doc = d.load_object(r[3], f"checkpoint ({tid!r}, {ns!r}, {r[1]!r})")
-        out.append((r[1], r[2], r[5], r[6], doc.get("versions_seen")))
+        where = f"checkpoint ({tid!r}, {ns!r}, {r[1]!r})"
+        doc, meta = d.load_object(r[3], where), d.load_json(r[4], where)
+        out.append((r[1], r[2], r[5], r[6], doc.get("versions_seen"), r[8], r[7], meta.get("merge") if isinstance(meta, dict) else None))
     return out
 
 

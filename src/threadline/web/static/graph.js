@@ -26,17 +26,21 @@
     { selector: "node.interrupted", style: { "background-color": "#e58a00", width: 14, height: 14 } },
     { selector: "node.error", style: { "background-color": "#d23c3c", width: 14, height: 14 } },
     { selector: "node.head", style: { width: 18, height: 18, "border-width": 4, "border-color": "#111827", "border-style": "solid", "font-weight": 700 } },
+    { selector: "node.concurrent", style: { "border-width": 4, "border-style": "double", "border-color": "#d23c3c" } },
     { selector: "node.pick-a", style: { "overlay-color": "#2f6fde", "overlay-opacity": 0.25, "overlay-padding": 6 } },
     { selector: "node.pick-b", style: { "overlay-color": "#e58a00", "overlay-opacity": 0.3, "overlay-padding": 6 } },
     { selector: "edge", style: { width: 2, "line-color": "#9db5e6", "curve-style": "haystack", "haystack-radius": 0 } },
     { selector: "edge.branch", style: { "curve-style": "taxi", "taxi-direction": "vertical", "taxi-turn": "100%", "taxi-turn-min-distance": 4 } },
     { selector: "edge.head-path", style: { "line-color": "#2f6fde", width: 2.5 } },
+    { selector: "edge.merge", style: { "line-style": "dashed", "line-color": "#8b5cf6", "curve-style": "bezier" } },
   ];
 
   function label(n) {
     const who = n.writers.length ? n.writers.join(", ") : (n.source || "");
     const marks = [n.head ? "HEAD" : "", n.interrupted ? "· interrupt" : "", n.error ? "· error" : "", n.fork ? "· fork" : "",
-                   n.subgraphs.length ? `· ${n.subgraphs.length} subgraph run${n.subgraphs.length > 1 ? "s" : ""}` : ""].filter(Boolean);
+                   n.concurrent !== undefined ? "· concurrent run" : "",
+                   n.subgraphs.length ? `· ${n.subgraphs.length} subgraph run${n.subgraphs.length > 1 ? "s" : ""}` : "",
+                   n.merge !== undefined ? "· merge" : "", ...(n.tags || []).map((t) => `· tag: ${t}`)].filter(Boolean);
     return `${n.step === null ? "" : n.step} ${who}${marks.length ? "  " + marks.join(" ") : ""}`;
   }
 
@@ -50,6 +54,7 @@
     if (n.subgraphs.length) c.push("sub");
     if (n.interrupted) c.push("interrupted");
     if (n.error) c.push("error");
+    if (n.concurrent !== undefined) c.push("concurrent");
     if (n.head) c.push("head");
     if (picks.a === n.id) c.push("pick-a");
     if (picks.b === n.id) c.push("pick-b");
@@ -77,6 +82,12 @@
         classes: [p.lane !== n.lane ? "branch" : "", n.on_head_path ? "head-path" : ""].filter(Boolean).join(" "),
         lo: n.parent, hi: n.row,
       };
+    });
+    // a merge checkpoint's second parent: the branch merged in, dashed
+    layout.nodes.filter((n) => n.merge !== undefined).forEach((n) => {
+      const p = layout.nodes[n.merge];
+      edges.push({ group: "edges", data: { id: `m${n.id}`, source: p.id, target: n.id }, classes: "merge",
+                   lo: Math.min(n.merge, n.row), hi: Math.max(n.merge, n.row) });
     });
   }
 
@@ -168,7 +179,10 @@
   }
 
   function summary(layout) {
-    return `${layout.nodes.length.toLocaleString()} checkpoints · ${layout.lanes} lane${layout.lanes === 1 ? "" : "s"}`;
+    const forks = (layout.concurrent_forks || []).length;
+    status.title = (layout.concurrent_forks || []).join("\n");
+    return `${layout.nodes.length.toLocaleString()} checkpoints · ${layout.lanes} lane${layout.lanes === 1 ? "" : "s"}` +
+      (forks ? ` · ${forks} concurrent fork${forks === 1 ? "" : "s"} (two runs overlapped; hover for details)` : "");
   }
 
   function update(layout) {

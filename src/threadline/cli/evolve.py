@@ -1,0 +1,57 @@
+"""Deploy commands: ``check`` (the preflight) and ``migrate`` (batch state migration), over
+``threadline.evolve``. Exit codes: 0 — nothing wrong; 1 — ``check`` found problems, or
+``migrate`` leaves problems the graph still finds (or a migration step failed: nothing was
+written); 2 — bad input (a --graph or --migrations that does not import or is the wrong kind)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import typer
+
+from threadline import evolve
+from threadline.cli import options as O
+from threadline.cli.render import evolve as R
+from threadline.cli.shared import command
+from threadline.errors import ConfigError
+
+Migrations = typer.Option(None, "--migrations", metavar="MODULE:ATTR",
+                          help="The app's threadline.evolve.Migrations registry (or a function returning it).")
+
+
+def _graph_of(graph: Any) -> Any:
+    if graph is None:
+        raise ConfigError("needs the compiled graph the app will deploy: --graph MODULE:ATTR (or $THREADLINE_GRAPH)")
+    return graph
+
+
+@command("check", render=R.check, problems=lambda r: not r.ok)
+def check(
+    saver: Any,
+    graph: str = O.Graph,
+    all_checkpoints: bool = typer.Option(False, "--all", help="Check every checkpoint, not only each thread's head."),
+    migrations: str = Migrations,
+    progress: Any = None,
+) -> evolve.Report:
+    """Preflight a deploy: which stored threads no longer fit the graph (removed channels and nodes,
+    invalid values, interrupts in removed nodes, types that no longer load).
+
+    With --migrations, check the threads as those migrations present them. Exit 1 when a problem is found."""
+    registry = evolve.load_migrations(migrations) if migrations else None
+    return evolve.check(saver, _graph_of(graph), all_checkpoints=all_checkpoints, migrations=registry, progress=progress)
+
+
+@command("migrate", render=R.migrate, problems=lambda r: not r.ok, opens=lambda o: "write" if o["apply"] else "read")
+def migrate(
+    saver: Any,
+    graph: str = O.Graph,
+    migrations: str = Migrations,
+    apply: bool = typer.Option(False, "--apply", help="Write: one new checkpoint per thread on its head (default: a dry run)."),
+    progress: Any = None,
+) -> evolve.MigrateResult:
+    """Migrate every thread's head with the app's migrations (dry run unless --apply; resumable).
+
+    Exit 1 when the graph still finds problems on the migrated heads or a step fails (then nothing is written)."""
+    if not migrations:
+        raise ConfigError("migrate needs the app's migrations: --migrations MODULE:ATTR")
+    return evolve.migrate(saver, _graph_of(graph), evolve.load_migrations(migrations), apply=apply, progress=progress)

@@ -1,0 +1,276 @@
+"""Erasure: everything of one user or tenant deleted, with a receipt (``threadline erase``).
+
+``erase(saver, selection, store=…)`` deletes
+
+* the threads ``selection`` names — by thread_id glob (``thread_pattern``: ``*`` any run, ``?``
+  one character; a pattern without a wildcard names one thread exactly, never a prefix: ``user-42``
+  is not ``user-420``) over every thread with a row in any table,
+  and/or by metadata (``where``: threads with at least one checkpoint whose metadata matches,
+  as ``list(filter=…)`` matches it; both given: threads matching both) — each thread whole
+  (checkpoints, values, pending writes, its index row) in one transaction (``erase_job``);
+* the Store items under each of ``selection.store_namespaces`` (a namespace prefix), then the
+  Store's expired items (``sweep_ttl``: an expired item is deleted data still stored);
+
+then gives the freed space back (``vacuum.reclaim``: SQLite pages to the file system,
+Postgres ``VACUUM``; Redis frees memory as it deletes) and verifies: the selection is made
+again and the Store searched again, and anything still found is a problem of the receipt.
+
+The job is resumable: the selection is made from the database, so running the same erasure
+again after an interruption deletes what is left; with a receipt file (``receipt=``) of an
+interrupted run of the same selection, the new run continues that receipt (its threads and
+counts), so the final receipt covers the whole erasure. The receipt (``ErasureReceipt``)
+says what was deleted — thread ids, rows and stored bytes per table, Store items per
+namespace — when, the space before and after, and what verification found. Rows of
+LangGraph's official saver or store tables in the same database are not threadline's and are
+not touched.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from threadline.errors import ConfigError
+from threadline.keys import is_reserved
+from threadline.lifecycle.jobs import Job, run_job
+from threadline.lifecycle.vacuum import SpaceReport, reclaim
+from threadline.storage import ops
+from threadline.storage.dialect.reads import ThreadFilter
+from threadline.storage.dialect.web import glob_matcher
+from threadline.storage.ops import Op, Q
+
+TABLES = ("checkpoints", "blobs", "writes")
+PAGE = 500  # threads (or Store items) read per query
+SAVE_EVERY = 50  # threads erased between two saves of the receipt file
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What to erase: threads by id glob (``thread_pattern``) and/or checkpoint metadata
+    (``where``), and Store items under namespace prefixes (``store_namespaces``). ConfigError
+    when it names nothing, or a pattern that would match every thread."""
+
+    thread_pattern: str | None = None
+    where: Mapping[str, Any] | None = None
+    store_namespaces: tuple[tuple[str, ...], ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.thread_pattern is None and not self.where and not self.store_namespaces:
+            raise ConfigError("erase needs a selection: a thread pattern, a metadata filter and/or Store namespaces")
+        if self.thread_pattern is not None and self.thread_pattern.strip("*?") == "":
+            raise ConfigError(f"thread pattern {self.thread_pattern!r} would match every thread: name the user's or tenant's part of the id")
+        if any(not ns for ns in self.store_namespaces):
+            raise ConfigError("a Store namespace to erase must have at least one label (the root would be the whole Store)")
+
+    @property
+    def names_threads(self) -> bool:
+        return self.thread_pattern is not None or bool(self.where)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "thread_pattern": self.thread_pattern,
+            "where": dict(self.where) if self.where else None,
+            "store_namespaces": [".".join(ns) for ns in self.store_namespaces],
+        }
+
+
+@dataclass
+class ErasureReceipt:
+    """What an erasure deleted (or, ``dry_run``, would delete). ``status``: ``complete``,
+    ``incomplete`` (interrupted: run it again to finish) or ``dry-run``; times in unix seconds;
+    ``rows``/``bytes``: per table (checkpoints, blobs, writes), stored bytes as ``stats`` counts
+    them; ``store_items``: per namespace prefix (dotted); ``space``: bytes on disk before and
+    after (None on Redis, or in a dry run); ``verified``: what the selection and the Store search
+    found afterwards (``threads``: ids, ``store_items``: count; empty when nothing is left);
+    ``problems``: one line each (an erasure with problems exits 1)."""
+
+    selection: Selection
+    database: str
+    dry_run: bool = False
+    status: str = "incomplete"
+    started_at: float = 0.0
+    finished_at: float | None = None
+    threads: list[str] = field(default_factory=list)
+    rows: dict[str, int] = field(default_factory=lambda: dict.fromkeys(TABLES, 0))
+    bytes: dict[str, int] = field(default_factory=lambda: dict.fromkeys(TABLES, 0))
+    store_items: dict[str, int] = field(default_factory=dict)
+    space: SpaceReport | None = None
+    verified: dict[str, Any] | None = None
+    problems: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "receipt": "threadline erasure",
+            "status": self.status,
+            "dry_run": self.dry_run,
+            "database": self.database,
+            "selection": self.selection.to_json(),
+            "started_at": self.started_at,
+            "finished_at": self.finished_at,
+            "threads": list(self.threads),
+            "counts": {"threads": len(self.threads), **self.rows, "store_items": sum(self.store_items.values())},
+            "bytes": dict(self.bytes),
+            "store_items": dict(self.store_items),
+            "space": self.space.to_json() if self.space is not None else None,
+            "verified": self.verified,
+            "problems": list(self.problems),
+        }
+
+    def save(self, path: str) -> None:
+        """Write the receipt as JSON to ``path`` (through a temporary file: a reader never sees half of it)."""
+        tmp = f"{path}.tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(self.to_json(), f, indent=1, sort_keys=True)
+            f.write("\n")
+        os.replace(tmp, path)
+
+    def resume(self, path: str) -> None:
+        """Continue the receipt at ``path`` of an interrupted erasure of the same selection (its
+        threads, counts and start). ConfigError when the file is another erasure's or a finished one."""
+        try:
+            with open(path, encoding="utf-8") as f:
+                old = json.load(f)
+        except (OSError, ValueError) as exc:
+            raise ConfigError(f"receipt {path!r} exists and cannot be read as a receipt ({exc}); name a new file") from None
+        if not isinstance(old, dict) or old.get("receipt") != "threadline erasure":
+            raise ConfigError(f"{path!r} is not a threadline erasure receipt: name a new file")
+        if old.get("status") != "incomplete" or old.get("selection") != self.selection.to_json():
+            raise ConfigError(f"receipt {path!r} is of a finished erasure or of another selection: name a new file")
+        self.started_at = float(old["started_at"])
+        self.threads = [str(t) for t in old["threads"]]
+        for table in TABLES:
+            self.rows[table] += int(old["counts"][table])
+            self.bytes[table] += int(old["bytes"][table])
+        self.store_items = {str(k): int(v) for k, v in old["store_items"].items()}
+
+
+def select_threads_op(d: Any, selection: Selection) -> Op[list[str]]:
+    """The thread_ids ``selection`` names, sorted (never threadline's own reserved threads)."""
+    found: set[str] | None = None
+    if selection.thread_pattern is not None:
+        match = glob_matcher(selection.thread_pattern, prefix=False).match
+        found = {r[0] for r in (yield Q(d.EVERY_THREAD_ID)) if match(r[0])}
+    if selection.where:
+        matched: set[str] = set()
+        f = ThreadFilter(metadata=dict(selection.where))
+        while len(page := (yield Q(*d.threads_page(f, "thread_id", PAGE, len(matched))))) > 0:
+            matched.update(r[0] for r in page)
+            if len(page) < PAGE:
+                break
+        found = matched if found is None else found & matched
+    return sorted(t for t in (found or ()) if not is_reserved(t))
+
+
+def thread_totals_op(d: Any, thread_id: str) -> Op[dict[str, tuple[int, int]]]:
+    """table → (rows, stored bytes) of one thread."""
+    out = {}
+    for table in TABLES:
+        (n, size), = yield Q(*d.table_totals(table, [thread_id]))
+        out[table] = (int(n), int(size or 0))
+    return out
+
+
+def erase_thread_op(d: Any, thread_id: str, bc: Any) -> Op[dict[str, tuple[int, int]]]:
+    """Count then delete one thread whole, in one transaction: what it held."""
+    totals = yield from thread_totals_op(d, thread_id)
+    yield from ops.delete_thread(d, thread_id, bc)
+    return totals
+
+
+def erase_job(
+    saver: Any, receipt: ErasureReceipt, progress: Callable[[ErasureReceipt], None] = lambda r: None
+) -> Job[ErasureReceipt]:
+    """The saver's part of an erasure (see the module docstring): select, erase each thread
+    (or, ``receipt.dry_run``, count it), reclaim the space; ``progress(receipt)`` after each thread."""
+    d, bc = saver.dialect, saver.blob_codec
+    tids = (yield select_threads_op(d, receipt.selection), False) if receipt.selection.names_threads else []
+    for tid in tids:
+        totals = yield (thread_totals_op(d, tid) if receipt.dry_run else erase_thread_op(d, tid, bc)), not receipt.dry_run
+        receipt.threads.append(tid)
+        for table, (n, size) in totals.items():
+            receipt.rows[table] += n
+            receipt.bytes[table] += size
+        progress(receipt)
+    if tids and not receipt.dry_run and d.reclaims_space:
+        receipt.space = yield from reclaim(d, large=True)
+    return receipt
+
+
+def _store_erase(store: Any, namespaces: Sequence[tuple[str, ...]], receipt: ErasureReceipt) -> None:
+    """Delete every item under each namespace prefix (or, in a dry run, count them), then the
+    Store's expired items."""
+    from langgraph.store.base import PutOp
+
+    for ns in namespaces:
+        name, count = ".".join(ns), 0
+        while True:
+            items = store.search(ns, limit=PAGE, offset=count if receipt.dry_run else 0, refresh_ttl=False)
+            if not items:
+                break
+            count += len(items)
+            if not receipt.dry_run:
+                store.batch([PutOp(tuple(i.namespace), i.key, None) for i in items])
+            if len(items) < PAGE and receipt.dry_run:
+                break
+        receipt.store_items[name] = receipt.store_items.get(name, 0) + count
+    if not receipt.dry_run and hasattr(store, "sweep_ttl"):
+        store.sweep_ttl()
+
+
+def _verify(saver: Any, store: Any, receipt: ErasureReceipt) -> None:
+    sel = receipt.selection
+    left = saver.run(select_threads_op(saver.dialect, sel)) if sel.names_threads else []
+    items = sum(len(store.search(ns, limit=PAGE, refresh_ttl=False)) for ns in sel.store_namespaces) if store is not None else 0
+    receipt.verified = {"threads": left, "store_items": items}
+    if left:
+        receipt.problems.append(f"{len(left)} selected thread(s) still found after the erasure: {', '.join(left[:5])}")
+    if items:
+        receipt.problems.append(f"{items} Store item(s) still found under the erased namespaces")
+
+
+def erase(
+    saver: Any,
+    selection: Selection,
+    *,
+    store: Any = None,
+    dry_run: bool = False,
+    receipt: str | None = None,
+    database: str = "",
+    clock: Callable[[], float] = time.time,
+) -> ErasureReceipt:
+    """Erase ``selection`` from ``saver``'s database and ``store`` (a threadline Store on the
+    same database, needed when the selection names Store namespaces): see the module docstring.
+    ``receipt``: a JSON file the receipt is written to (saved as the erasure goes, so an
+    interrupted run leaves one saying ``incomplete``; a run of the same selection continues it).
+    ``database``: how the receipt names the database. Returns the ``ErasureReceipt``.
+    ConfigError when Store namespaces are named without a store, or for a receipt file that
+    cannot be continued."""
+    if selection.store_namespaces and store is None:
+        raise ConfigError("the selection names Store namespaces: pass the Store of the same database (store=)")
+    r = ErasureReceipt(selection, database, dry_run=dry_run, started_at=clock())
+    if receipt is not None and os.path.exists(receipt):
+        if dry_run:
+            raise ConfigError(f"receipt {receipt!r} exists: a dry run writes its preview to a new file")
+        r.resume(receipt)
+    done = len(r.threads)
+
+    def saved(current: ErasureReceipt) -> None:
+        if receipt is not None and not dry_run and (len(current.threads) - done) % SAVE_EVERY == 0:
+            current.save(receipt)
+
+    try:
+        run_job(saver, erase_job(saver, r, saved))
+        if selection.store_namespaces:
+            _store_erase(store, selection.store_namespaces, r)
+        if not dry_run:
+            _verify(saver, store, r)
+        r.status = "dry-run" if dry_run else "complete"
+        r.finished_at = clock()
+    finally:
+        if receipt is not None:
+            r.save(receipt)
+    return r
