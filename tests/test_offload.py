@@ -190,10 +190,14 @@ def test_bad_settings_are_one_clear_error(tmp_path, s3):
         assert s.get_tuple({"configurable": {"thread_id": "t1"}}) is None  # nothing written
 
 
-def test_redis_does_not_offload(tmp_path):
+def test_redis_does_not_offload(tmp_path, monkeypatch):
     with pytest.raises(ConfigError, match="not supported on redis"):
         with open_saver("redis://127.0.0.1:6379/0", offload=f"file://{tmp_path}/o"):
             pass
+    from threadline import RedisSaver
+
+    monkeypatch.setenv("THREADLINE_OFFLOAD", f"file://{tmp_path}/o")  # the environment's setting is for SQL savers
+    assert RedisSaver(redis_url="redis://127.0.0.1:6379/0").blob_codec.offload is None
 
 
 def test_env_form(tmp_path, monkeypatch):

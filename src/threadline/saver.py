@@ -116,7 +116,7 @@ class EngineSaver(Sweeping, BaseCheckpointSaver[str]):
 
     ``offload``: an ``Offload`` or its URL (``file:///dir?min_bytes=…``, ``s3://bucket/prefix?endpoint=…``):
     values whose stored bytes exceed ``min_bytes`` go to that object store (docs/offload.md);
-    None: the ``THREADLINE_OFFLOAD`` environment variable's, else none.
+    None: the ``THREADLINE_OFFLOAD`` environment variable's (SQLite and Postgres), else none.
     """
 
     dialect: Dialect
@@ -137,7 +137,9 @@ class EngineSaver(Sweeping, BaseCheckpointSaver[str]):
         super().__init__(serde=serde or default_serde())
         # Compression and delta settings plus the cache of recent values (codec.BlobCodec);
         # replace it to tune them, e.g. ``saver.blob_codec = BlobCodec(max_depth=32)``.
-        self.blob_codec = BlobCodec(cache=BlobCache(max_bytes=_cache_bytes(cache_max_bytes)), offload=Offload.of(offload) or Offload.from_env())
+        # THREADLINE_OFFLOAD applies to the savers whose backend offloads (SQLite, Postgres; not Redis)
+        env = Offload.from_env if getattr(getattr(type(self), "dialect", None), "offloads", False) else lambda: None
+        self.blob_codec = BlobCodec(cache=BlobCache(max_bytes=_cache_bytes(cache_max_bytes)), offload=Offload.of(offload) or env())
         # Adopt threads of the official saver's tables on first touch (see the class docstring);
         # _adopting is set by setup() when such tables exist and adopt is not False.
         self.adopt = adopt
@@ -195,7 +197,7 @@ class EngineSaver(Sweeping, BaseCheckpointSaver[str]):
         not); None when this saver keeps no cold threads (no object store) or no thread is named,
         or, with ``config`` (a put), when its parent checkpoint is cached: the thread is warm."""
         bc = self.blob_codec
-        if thread_id is None or bc.offload is None or bc.offload.objects is None or not self.dialect.offloads:
+        if thread_id is None or bc.offload is None or bc.offload.objects is None or not getattr(self.dialect, "offloads", False):
             return None
         if config is not None:
             key = key_of(config)
