@@ -198,6 +198,8 @@ def test_redis_does_not_offload(tmp_path, monkeypatch):
 
     monkeypatch.setenv("THREADLINE_OFFLOAD", f"file://{tmp_path}/o")  # the environment's setting is for SQL savers
     assert RedisSaver(redis_url="redis://127.0.0.1:6379/0").blob_codec.offload is None
+    with open_saver("redis://127.0.0.1:6379/0") as s:
+        assert s.blob_codec.offload is None
 
 
 def test_env_form(tmp_path, monkeypatch):

@@ -33,14 +33,21 @@ def env_codec(codec: BlobCodec | None = None) -> BlobCodec:
     return codec if codec is not None else BlobCodec(keys=Keyring.from_env(), offload=Offload.from_env())
 
 
-def _with_offload(url: str, bc: BlobCodec, offload: Offload | str | None) -> BlobCodec:
-    """``bc`` with ``offload`` (when given); ConfigError when the backend cannot offload (Redis)."""
+def _with_offload(url: str, codec: BlobCodec | None, offload: Offload | str | None) -> BlobCodec:
+    """``codec`` (or ``env_codec``'s) with ``offload`` when given. ConfigError when an object store
+    is asked for (``offload``, or the given codec's) on a backend that cannot offload (Redis); the
+    environment's setting (``THREADLINE_OFFLOAD``) is left out there."""
+    bc = env_codec(codec)
+    offloads = getattr(getattr(entry_of(url).get("saver"), "dialect", None), "offloads", False)
     if offload is not None:
         bc.offload = Offload.of(offload)
-    if bc.offload is not None and bc.offload.objects is not None and not getattr(getattr(entry_of(url).get("saver"), "dialect", None), "offloads", False):
-        raise ConfigError(f"offload to an object store is not supported on {backend_of(url)} (SQLite and Postgres only; docs/offload.md)")
+    stored = bc.offload is not None and bc.offload.objects is not None
+    if stored and not offloads:
+        if offload is None and codec is None:  # from the environment: meant for the SQL backends
+            bc.offload = None
+        else:
+            raise ConfigError(f"offload to an object store is not supported on {backend_of(url)} (SQLite and Postgres only; docs/offload.md)")
     return bc
-
 
 
 @contextmanager
@@ -51,7 +58,7 @@ def open_saver(url: str, *, codec: BlobCodec | None = None, offload: Offload | s
     any (see the module docstring). ``offload``: an ``Offload`` or its URL (docs/offload.md; by
     default ``THREADLINE_OFFLOAD``'s). ``options`` go to its ``from_conn_string`` (e.g. ``ttl=``,
     ``retention=``). Raises ConfigError for a malformed key or offload setting."""
-    bc = _with_offload(url, env_codec(codec), offload)
+    bc = _with_offload(url, codec, offload)
     with entry_of(url).get("saver").from_conn_string(url, **options) as saver:
         saver.blob_codec = bc
         yield saver
@@ -61,7 +68,7 @@ def open_saver(url: str, *, codec: BlobCodec | None = None, offload: Offload | s
 async def aopen_saver(url: str, *, codec: BlobCodec | None = None, offload: Offload | str | None = None, **options: Any) -> AsyncIterator[EngineSaver]:
     """Open an async saver for ``url`` (tables set up), closing it on exit; ``codec``,
     ``offload`` and ``options`` as ``open_saver``."""
-    bc = _with_offload(url, env_codec(codec), offload)
+    bc = _with_offload(url, codec, offload)
     async with entry_of(url).get("async_saver").from_conn_string(url, **options) as saver:
         saver.blob_codec = bc
         yield saver
