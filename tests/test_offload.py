@@ -306,8 +306,13 @@ def test_backup_bundle_restore_carry_offloaded_values(db_url, tmp_path):
     from threadline.transfer.backup import backup, restore
     from threadline.transfer.bundle import bundle
 
+    from threadline.transfer.cold import tier
+
     off = Offload(f"file://{tmp_path / 'objects'}", min_bytes=SMALL)
     with open_saver(db_url, codec=BlobCodec(offload=off)) as s:
+        _put_chain(s, "cold", n=2)
+        cold = _values(s, {"configurable": {"thread_id": "cold"}})
+        assert tier(s, 0).threads == ["cold"]
         _put_chain(s, "t1", n=3)
         expected = _values(s, {"configurable": {"thread_id": "t1"}})
         backup(s, str(tmp_path / "backup.db"))
@@ -321,6 +326,8 @@ def test_backup_bundle_restore_carry_offloaded_values(db_url, tmp_path):
             report = restore(t, str(tmp_path / archive))
             assert report.ok, report.to_json()
             assert _values(t, {"configurable": {"thread_id": "t1"}}) == expected
+            if archive == "backup.db":  # a cold thread comes along, its rows from its archive
+                assert _values(t, {"configurable": {"thread_id": "cold"}}) == cold
 
 
 def test_cli_stats_and_fsck_repair(tmp_path):
@@ -459,3 +466,15 @@ def test_encrypted_cold_archive(tmp_path):
             s.get_tuple(last)
     with open_saver(url, codec=BlobCodec(keys=keys, offload=Offload(store, min_bytes=SMALL))) as s:
         assert _values(s, {"configurable": {"thread_id": "t1"}}) == expected
+
+
+def test_deleting_a_cold_thread_deletes_it(tmp_path):
+    from threadline.transfer.cold import tier
+
+    url, store, last, _ = _offloaded(tmp_path)
+    with open_saver(url, codec=BlobCodec(offload=Offload(store, min_bytes=SMALL, grace_seconds=0))) as s:
+        assert tier(s, 0).threads == ["t1"]
+        s.delete_thread("t1")
+        assert s.get_tuple(last) is None and not list(s.list({"configurable": {"thread_id": "t1"}}))
+        O.collect(s)
+    assert not [p for p in (tmp_path / "objects").rglob("*") if p.is_file()]

@@ -288,6 +288,9 @@ def backup(saver: Any, to: str, *, overwrite: bool = False) -> BackupReport:
         method = "vacuum-into"
     else:
         write_archive(to, saver, transform=inline)
+        from threadline.transfer.cold import archive_cold
+
+        archive_cold(saver, to)  # threads moved to the object store whole (the cold tier) come along
         method = "rows"
     from threadline.backends.sqlite import open_read_only
 

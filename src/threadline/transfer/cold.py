@@ -176,7 +176,7 @@ def warm_op(d: Dialect, bc: codec.BlobCodec, thread_id: Any) -> Op[bool]:
     rows = unpack(bc, tid, name, data, where)
     columns = yield from columns_op(d)
     yield from store_thread_op(d, tid, rows, columns, replace=True, bc=bc)
-    yield Q(d.RESTORED_NOW, (time.time(), tid))
+    yield Q(d.TOUCH_READ, (time.time(), tid))  # restored: read now (``IDLE_THREADS`` skips it)
     return True
 
 
@@ -187,9 +187,33 @@ def warm(saver: Any, thread_id: Any) -> bool:
     return saver.run(warm_op(saver.dialect, saver.blob_codec, thread_id), write=True)
 
 
-def cold_objects_op(d: Dialect) -> Op[list[str]]:
-    """The archive object of every cold thread (the object sweep keeps them)."""
-    return [r[0] for r in (yield Q(d.COLD_OBJECTS, read=True))]
+def cold_objects_op(d: Dialect) -> Op[list[tuple[str, str]]]:
+    """(thread_id, archive object) of every cold thread."""
+    return [(r[0], r[1]) for r in (yield Q(d.COLD_OBJECTS, read=True))]
 
 
-__all__ = ["TierReport", "cold_objects_op", "tier", "warm", "warm_op"]
+def archive_cold(saver: Any, path: str) -> int:
+    """Write every cold thread of ``saver`` into the threadline SQLite archive at ``path`` (a
+    backup), its rows taken from its archive object, checked; how many. CorruptRowError for a
+    missing or damaged archive (a backup never silently leaves a thread out)."""
+    d, bc = saver.dialect, saver.blob_codec
+    if bc.offload is None or bc.offload.objects is None or not getattr(d, "offloads", False):
+        return 0
+    stubs = saver.run(cold_objects_op(d))
+    if not stubs:
+        return 0
+    from threadline.backends.sqlite import SqliteSaver
+
+    store = bc.offload.objects
+    with SqliteSaver.from_conn_string(path, adopt=False) as archive:
+        target = archive.run(columns_op(archive.dialect))
+        for tid, name in stubs:
+            data = store.get(name)
+            where = f"cold thread {tid!r} (archive {name} in {store.url})"
+            if data is None:
+                raise CorruptRowError(f"{where}: the archive is missing")
+            archive.run(store_thread_op(archive.dialect, tid, unpack(bc, tid, name, data, where), target, replace=True), write=True)
+    return len(stubs)
+
+
+__all__ = ["TierReport", "archive_cold", "cold_objects_op", "tier", "warm", "warm_op"]

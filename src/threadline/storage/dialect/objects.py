@@ -39,8 +39,6 @@ class ObjectStatements:
     )
     # (thread_id) → object of its archive: the stub deleted, so one transaction restores it
     TAKE_COLD = "DELETE FROM threadline_cold WHERE thread_id = ? RETURNING object"
-    # (now, thread_id): a thread just restored counts as read now (``IDLE_THREADS`` skips it)
-    RESTORED_NOW = "UPDATE threadline_threads SET accessed_at = ? WHERE thread_id = ?"
     # () → thread_id, object of every cold thread
     COLD_OBJECTS = "SELECT thread_id, object FROM threadline_cold"
     # (updated before, accessed before or never, limit) → thread_id, checkpoint_count, bytes of the
