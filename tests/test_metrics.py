@@ -15,6 +15,7 @@ from workers import build_chat
 from threadline import metrics, open_saver
 from threadline import read as H
 from threadline.errors import ConfigError
+from threadline.objectstore import Offload
 
 
 @pytest.fixture
@@ -35,8 +36,10 @@ def points(reader) -> dict[str, list]:
     return out
 
 
-def test_every_documented_metric_is_recorded(reader, sync_backend):
+def test_every_documented_metric_is_recorded(reader, sync_backend, tmp_path):
     with sync_backend.open(retention={"keep_last": 1}) as saver:
+        # values above 60 stored bytes are offloaded and warned about (threadline.values.*)
+        saver.blob_codec.offload = Offload(f"file://{tmp_path / 'objects'}", min_bytes=60, warn_bytes=60)
         graph = build_chat().compile(checkpointer=saver)
         config = {"configurable": {"thread_id": "m"}}
         for turn in range(6):  # the messages list grows past the delta threshold: deltas

@@ -27,6 +27,10 @@ instrument                                  kind       unit          what (attri
 ``threadline.sweeper.checkpoints_deleted``  counter    {checkpoint}  checkpoints a sweep deleted (TTL and retention)
 ``threadline.sweeper.bytes_freed``          counter    By            bytes on disk a sweep gave back to the file system
 ``threadline.sweeper.duration``             histogram  s             one sweep that ran
+``threadline.values.large``                 counter    {value}       values stored above ``Offload.warn_bytes``
+                                                                     (``threadline.table``, ``threadline.channel``)
+``threadline.values.offloaded``             counter    By            payload bytes written to the object store
+                                                                     (``threadline.table``: blobs, writes)
 ==========================================  =========  ============  ==========================================================
 """
 
@@ -52,6 +56,8 @@ INSTRUMENTS = (
     "threadline.sweeper.checkpoints_deleted",
     "threadline.sweeper.bytes_freed",
     "threadline.sweeper.duration",
+    "threadline.values.large",
+    "threadline.values.offloaded",
 )
 _SYSTEMS = {"postgres": "postgresql"}
 
@@ -88,6 +94,8 @@ def configure(meter_provider: Any = None) -> bool:
         "threadline.sweeper.checkpoints_deleted": c("threadline.sweeper.checkpoints_deleted", unit="{checkpoint}", description="Checkpoints deleted by sweeps"),
         "threadline.sweeper.bytes_freed": c("threadline.sweeper.bytes_freed", unit="By", description="Bytes on disk given back by sweeps"),
         "threadline.sweeper.duration": h("threadline.sweeper.duration", unit="s", description="Duration of a sweep"),
+        "threadline.values.large": c("threadline.values.large", unit="{value}", description="Values stored above warn_bytes"),
+        "threadline.values.offloaded": c("threadline.values.offloaded", unit="By", description="Bytes offloaded to the object store"),
     }
     _available = True
     return True
@@ -199,3 +207,17 @@ def sweep_done(report: Any, seconds: float) -> None:
     m["threadline.sweeper.checkpoints_deleted"].add(report.checkpoints_deleted)
     freed = report.space.bytes_freed if report.space is not None else None
     m["threadline.sweeper.bytes_freed"].add(max(0, freed or 0))
+
+
+def large_value(table: str, channel: Any, size: int) -> None:
+    """A value stored above ``Offload.warn_bytes`` (``codec.objects``)."""
+    m = _get()
+    if m is not None:
+        m["threadline.values.large"].add(1, {"threadline.table": table + "s", "threadline.channel": str(channel)})
+
+
+def offloaded(table: str, size: int) -> None:
+    """``size`` payload bytes of a ``table`` value written to the object store (``codec.objects``)."""
+    m = _get()
+    if m is not None:
+        m["threadline.values.offloaded"].add(size, {"threadline.table": table + "s"})

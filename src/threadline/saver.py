@@ -33,6 +33,7 @@ from threadline.storage import rows as R
 from threadline.storage.dialect import Dialect
 from threadline.storage.ops import sweep as sweep_ops
 from threadline.errors import ConfigError
+from threadline.objectstore import Offload
 from threadline.keys import key_of
 from threadline.sweeping import AsyncSweeping, Sweeping, SyncSweeping
 from threadline.ttl import TTL, thread_ttl_of
@@ -112,6 +113,10 @@ class EngineSaver(Sweeping, BaseCheckpointSaver[str]):
     thread with official checkpoints to adopt. None (the default) adopts unless the codec's
     keyring requires encryption, since the official rows carry no seal; True adopts in any
     case, False never. Adoption never touches a thread threadline wrote itself.
+
+    ``offload``: an ``Offload`` or its URL (``file:///dir?min_bytes=…``, ``s3://bucket/prefix?endpoint=…``):
+    values whose stored bytes exceed ``min_bytes`` go to that object store (docs/offload.md);
+    None: the ``THREADLINE_OFFLOAD`` environment variable's (SQLite and Postgres), else none.
     """
 
     dialect: Dialect
@@ -127,11 +132,14 @@ class EngineSaver(Sweeping, BaseCheckpointSaver[str]):
         ttl: Mapping[str, Any] | TTL | None = None,
         retention: Any = None,
         cache_max_bytes: int | None = None,
+        offload: Offload | str | None = None,
     ) -> None:
         super().__init__(serde=serde or default_serde())
         # Compression and delta settings plus the cache of recent values (codec.BlobCodec);
         # replace it to tune them, e.g. ``saver.blob_codec = BlobCodec(max_depth=32)``.
-        self.blob_codec = BlobCodec(cache=BlobCache(max_bytes=_cache_bytes(cache_max_bytes)))
+        # THREADLINE_OFFLOAD applies to the savers whose backend offloads (SQLite, Postgres; not Redis)
+        env = Offload.from_env if getattr(getattr(type(self), "dialect", None), "offloads", False) else lambda: None
+        self.blob_codec = BlobCodec(cache=BlobCache(max_bytes=_cache_bytes(cache_max_bytes)), offload=Offload.of(offload) or env())
         # Adopt threads of the official saver's tables on first touch (see the class docstring);
         # _adopting is set by setup() when such tables exist and adopt is not False.
         self.adopt = adopt
@@ -184,6 +192,21 @@ class EngineSaver(Sweeping, BaseCheckpointSaver[str]):
             for tid in await self._arun(adopt.unadopted_op(self.dialect), write=False):
                 await self._arun(adopt.adopt_thread(self.dialect, tid, self.blob_codec), write=True)
 
+    def _cold_op(self, thread_id: Any, config: dict | None = None) -> ops.Op[bool] | None:
+        """The restore of ``thread_id`` if it is cold (``transfer.cold.warm_op``: one read when it is
+        not); None when this saver keeps no cold threads (no object store) or no thread is named,
+        or, with ``config`` (a put), when its parent checkpoint is cached: the thread is warm."""
+        bc = self.blob_codec
+        if thread_id is None or bc.offload is None or bc.offload.objects is None or not getattr(self.dialect, "offloads", False):
+            return None
+        if config is not None:
+            key = key_of(config)
+            if not key.checkpoint_id or (bc.cache is not None and bc.cache.versions((key.thread_id, key.checkpoint_ns, key.checkpoint_id))):
+                return None
+        from threadline.transfer.cold import warm_op  # above this module: loaded once a saver offloads
+
+        return warm_op(self.dialect, bc, thread_id)
+
     # Backends implement one or both of these.
     def _run(self, op: ops.Op, *, write: bool) -> Any:
         raise NotImplementedError
@@ -220,6 +243,8 @@ class EngineSaver(Sweeping, BaseCheckpointSaver[str]):
         self._adopt(_thread_of(config))
         with metrics.observe("get_tuple", self.dialect.name):
             found = self._run(ops.get_tuple(self.dialect, self.serde, key_of(config), self.blob_codec), write=False)
+        if found is None and (warm := self._cold_op(_thread_of(config))) is not None and self._run(warm, write=True):
+            found = self._run(ops.get_tuple(self.dialect, self.serde, key_of(config), self.blob_codec), write=False)
         if found is not None and (touch := self._touch_op(_thread_of(config))) is not None:
             self._run(touch, write=True)
         if self.migrations is not None:
@@ -238,6 +263,8 @@ class EngineSaver(Sweeping, BaseCheckpointSaver[str]):
         if config is None:
             self._adopt_all()
         self._adopt(listing.thread_id)
+        if (warm := self._cold_op(listing.thread_id)) is not None:
+            self._run(warm, write=True)
         if (touch := self._touch_op(listing.thread_id)) is not None:
             self._run(touch, write=True)
         while (op := listing.next_op()) is not None:
@@ -247,6 +274,8 @@ class EngineSaver(Sweeping, BaseCheckpointSaver[str]):
                 yield make() if self.migrations is None else self.migrations.read(make())
 
     def put(self, config: dict, checkpoint: Checkpoint, metadata: CheckpointMetadata, new_versions: ChannelVersions) -> dict:
+        if (warm := self._cold_op(_thread_of(config), config)) is not None:
+            self._run(warm, write=True)
         if self.migrations is not None:
             metadata, new_versions = self.migrations.before_put(config, checkpoint, metadata, new_versions)
         with metrics.observe("put", self.dialect.name):
@@ -286,6 +315,8 @@ class EngineSaver(Sweeping, BaseCheckpointSaver[str]):
         await self._aadopt(_thread_of(config))
         with metrics.observe("get_tuple", self.dialect.name):
             found = await self._arun(ops.get_tuple(self.dialect, self.serde, key_of(config), self.blob_codec), write=False)
+        if found is None and (warm := self._cold_op(_thread_of(config))) is not None and await self._arun(warm, write=True):
+            found = await self._arun(ops.get_tuple(self.dialect, self.serde, key_of(config), self.blob_codec), write=False)
         if found is not None and (touch := self._touch_op(_thread_of(config))) is not None:
             await self._arun(touch, write=True)
         if self.migrations is not None:
@@ -304,6 +335,8 @@ class EngineSaver(Sweeping, BaseCheckpointSaver[str]):
         if config is None:
             await self._aadopt_all()
         await self._aadopt(listing.thread_id)
+        if (warm := self._cold_op(listing.thread_id)) is not None:
+            await self._arun(warm, write=True)
         if (touch := self._touch_op(listing.thread_id)) is not None:
             await self._arun(touch, write=True)
         while (op := listing.next_op()) is not None:
@@ -313,6 +346,8 @@ class EngineSaver(Sweeping, BaseCheckpointSaver[str]):
                 yield make() if self.migrations is None else self.migrations.read(make())
 
     async def aput(self, config: dict, checkpoint: Checkpoint, metadata: CheckpointMetadata, new_versions: ChannelVersions) -> dict:
+        if (warm := self._cold_op(_thread_of(config), config)) is not None:
+            await self._arun(warm, write=True)
         if self.migrations is not None:
             metadata, new_versions = await self.migrations.abefore_put(config, checkpoint, metadata, new_versions)
         with metrics.observe("put", self.dialect.name):

@@ -22,33 +22,53 @@ from typing import Any
 
 from threadline.backends.registry import REGISTRY, BackendEntry, backend_of, entry_of
 from threadline.codec import BlobCodec, Keyring
+from threadline.errors import ConfigError
+from threadline.objectstore import Offload
 from threadline.saver import EngineSaver
 
 
 def env_codec(codec: BlobCodec | None = None) -> BlobCodec:
-    """``codec``, or the default one with the environment's keys (``Keyring.from_env``)."""
-    return codec if codec is not None else BlobCodec(keys=Keyring.from_env())
+    """``codec``, or the default one with the environment's keys (``Keyring.from_env``) and
+    offload settings (``Offload.from_env``: ``THREADLINE_OFFLOAD``)."""
+    return codec if codec is not None else BlobCodec(keys=Keyring.from_env(), offload=Offload.from_env())
 
+
+def _with_offload(url: str, codec: BlobCodec | None, offload: Offload | str | None) -> BlobCodec:
+    """``codec`` (or ``env_codec``'s) with ``offload`` when given. ConfigError when an object store
+    is asked for (``offload``, or the given codec's) on a backend that cannot offload (Redis); the
+    environment's setting (``THREADLINE_OFFLOAD``) is left out there."""
+    bc = env_codec(codec)
+    offloads = getattr(getattr(entry_of(url).get("saver"), "dialect", None), "offloads", False)
+    if offload is not None:
+        bc.offload = Offload.of(offload)
+    stored = bc.offload is not None and bc.offload.objects is not None
+    if stored and not offloads:
+        if offload is None and codec is None:  # from the environment: meant for the SQL backends
+            bc.offload = None
+        else:
+            raise ConfigError(f"offload to an object store is not supported on {backend_of(url)} (SQLite and Postgres only; docs/offload.md)")
+    return bc
 
 
 @contextmanager
-def open_saver(url: str, *, codec: BlobCodec | None = None, **options: Any) -> Iterator[EngineSaver]:
+def open_saver(url: str, *, codec: BlobCodec | None = None, offload: Offload | str | None = None, **options: Any) -> Iterator[EngineSaver]:
     """Open a sync saver for ``url`` (tables set up), closing it on exit.
 
     ``codec``: its ``BlobCodec``; by default one with the environment's encryption keys, if
-    any (see the module docstring). ``options`` go to its ``from_conn_string`` (e.g. ``ttl=``,
-    ``retention=``). Raises ConfigError for a malformed key."""
-    bc = env_codec(codec)
+    any (see the module docstring). ``offload``: an ``Offload`` or its URL (docs/offload.md; by
+    default ``THREADLINE_OFFLOAD``'s). ``options`` go to its ``from_conn_string`` (e.g. ``ttl=``,
+    ``retention=``). Raises ConfigError for a malformed key or offload setting."""
+    bc = _with_offload(url, codec, offload)
     with entry_of(url).get("saver").from_conn_string(url, **options) as saver:
         saver.blob_codec = bc
         yield saver
 
 
 @asynccontextmanager
-async def aopen_saver(url: str, *, codec: BlobCodec | None = None, **options: Any) -> AsyncIterator[EngineSaver]:
-    """Open an async saver for ``url`` (tables set up), closing it on exit; ``codec`` and
-    ``options`` as ``open_saver``."""
-    bc = env_codec(codec)
+async def aopen_saver(url: str, *, codec: BlobCodec | None = None, offload: Offload | str | None = None, **options: Any) -> AsyncIterator[EngineSaver]:
+    """Open an async saver for ``url`` (tables set up), closing it on exit; ``codec``,
+    ``offload`` and ``options`` as ``open_saver``."""
+    bc = _with_offload(url, codec, offload)
     async with entry_of(url).get("async_saver").from_conn_string(url, **options) as saver:
         saver.blob_codec = bc
         yield saver

@@ -10,6 +10,7 @@ import typer
 from rich.markup import escape
 
 from threadline import lifecycle
+from threadline.lifecycle import objects
 from threadline.cli import options as O
 from threadline.cli.render import changes as R
 from threadline.cli.render.format import size
@@ -63,7 +64,7 @@ def delete(
     if not dry_run:
         plan = lifecycle.delete_checkpoint(saver, thread, cid, checkpoint_ns=ns, mode=mode, dry_run=True, force=force)
         confirm(plan, f"Delete {len(plan.checkpoints)} checkpoint(s) of {thread}, freeing {size(plan.bytes_freed)}?")
-    return lifecycle.delete_checkpoint(saver, thread, cid, checkpoint_ns=ns, mode=mode, dry_run=dry_run, force=force)
+    return _collected(saver, dry_run, lifecycle.delete_checkpoint(saver, thread, cid, checkpoint_ns=ns, mode=mode, dry_run=dry_run, force=force))
 
 
 @command("prune", render=R.prune, opens="write")
@@ -95,7 +96,15 @@ def prune(
         plan = lifecycle.prune(saver, policy, thread_ids=ids, dry_run=True, progress=progress, force=force)
         if plan.checkpoints:
             confirm(plan, f"Delete {plan.checkpoints} checkpoint(s) from {len(plan.plans)} thread(s), freeing {size(plan.bytes_freed)}?")
-    return lifecycle.prune(saver, policy, thread_ids=ids, dry_run=dry_run, progress=progress, force=force)
+    return _collected(saver, dry_run, lifecycle.prune(saver, policy, thread_ids=ids, dry_run=dry_run, progress=progress, force=force))
+
+
+def _collected(saver: Any, dry_run: bool, result: Any) -> Any:
+    """``result``, once the objects of offloaded values no row names any more (older than the
+    grace period) are deleted from the saver's object store, if it has one (``lifecycle.objects``)."""
+    if not dry_run and objects.store_of(saver, saver.dialect) is not None:
+        objects.collect(saver)
+    return result
 
 
 def _erased(r: E.ErasureReceipt, **_: Any) -> None:

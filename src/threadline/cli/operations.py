@@ -218,3 +218,35 @@ def health(
 ) -> H.Health:
     """Readiness probe: a timed put/get round trip, schema, sweeper, errors and growth. Exit 0 healthy, 1 degraded, 2 unhealthy or unreachable."""
     return _probe(named_db(url, "health"), max_round_trip_ms, max_sweep_lag)
+
+
+def _tiered(report: Any, **_: Any) -> None:
+    if report.restored:
+        out.print(f"restored {len(report.restored)} cold thread(s): {', '.join(map(escape, report.restored))}")
+        return
+    verb = "would move" if report.dry_run else "moved"
+    out.print(f"{verb} {len(report.threads)} idle thread(s), {report.checkpoints} checkpoint(s), to the object store: "
+              f"{size(report.row_bytes)} of rows → {size(report.archive_bytes)} of archives")
+    for tid in report.skipped:
+        out.print(f"[yellow]skipped[/yellow] {escape(tid)}: it changed while being moved")
+
+
+@command("tier", render=_tiered, opens=lambda o: "read" if o["dry_run"] else "write")
+def tier(
+    saver: Any,
+    idle: str = O.duration("--idle", "Move threads neither written nor read for this long (e.g. 30d)."),
+    restore: list[str] = typer.Option(None, "--restore", metavar="THREAD", help="Bring these cold threads back now (repeatable)."),
+    limit: int = typer.Option(1000, "--limit", min=1, metavar="N", help="Move at most N threads (least recently used first)."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Only show what would move and the bytes saved; change nothing."),
+) -> Any:
+    """Cold tier: move idle threads whole to the object store (THREADLINE_OFFLOAD); they come back on first use."""
+    from threadline.errors import ConfigError
+    from threadline.transfer.cold import TierReport, warm
+    from threadline.transfer.cold import tier as tier_out
+
+    if restore:
+        back = TierReport(dry_run, restored=[t for t in restore if dry_run or warm(saver, t)])
+        return back
+    if idle is None:
+        raise ConfigError("tier needs --idle DURATION (e.g. --idle 30d) or --restore THREAD")
+    return tier_out(saver, idle, dry_run=dry_run, limit=limit)

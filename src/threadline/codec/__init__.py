@@ -74,7 +74,7 @@ The code is split by concept, each module depending only on those before it:
 ``fingerprinting`` (list item fingerprints, standalone); ``copies`` (standalone: decoded values
 the cache keeps, handed out as fresh copies: safe against mutation); ``cache`` (the blob
 cache, on containers and deltas); ``keyring`` (encryption keys) ← ``seal`` (row seals,
-checkpoint checksums) ← ``policy`` (``BlobCodec``, ``PLAIN``). This package re-exports
+checkpoint checksums) ← ``objects`` (offloaded values) ← ``policy`` (``BlobCodec``, ``PLAIN``). This package re-exports
 the names the rest of threadline uses, so ``codec.X`` works as before.
 """
 

@@ -20,6 +20,7 @@ from threadline.codec.copies import private
 from threadline.codec.deltas import chain_limit, make_delta
 from threadline.codec.fingerprinting import fingerprints
 from threadline.codec.keyring import Keyring
+from threadline.codec.objects import OBJ, fetch, spill
 from threadline.codec.refs import Candidate, make_ref
 from threadline.codec.seal import UNSEALED_HELP, Row, check_checkpoint, checkpoint_checksum, open_sealed, seal, sealed_as
 from threadline.codec.tags import (
@@ -58,7 +59,10 @@ class BlobCodec:
     * ``fast_lists`` — serialize only the items appended to a list since the
       parent's value, when item fingerprints show the rest unchanged (``encode_list``);
     * ``keys`` — a ``Keyring``: encrypt every stored value with AES-256-GCM and key
-      checkpoint checksums (None: values carry a checksum; see ``codec.seal``).
+      checkpoint checksums (None: values carry a checksum; see ``codec.seal``);
+    * ``offload`` — a ``threadline.objectstore.Offload``: values whose stored bytes exceed
+      its ``min_bytes`` go to its object store, the row keeping a reference (``codec.objects``);
+      None (the default): every value in its row.
     """
 
     compress_min_bytes: int = COMPRESS_MIN_BYTES
@@ -70,7 +74,16 @@ class BlobCodec:
     cache: BlobCache | None = field(default_factory=BlobCache)
     fast_lists: bool = True
     keys: Keyring | None = None
+    offload: Any = None
     _checks_left: int = field(default=3, repr=False)
+    # the stored size above which ``seal`` hands a value to ``codec.objects`` (offload or warn)
+    # (not a field: set with ``offload``)
+    _big = 1 << 62
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        object.__setattr__(self, name, value)
+        if name == "offload":
+            object.__setattr__(self, "_big", value.threshold if value is not None else 1 << 62)
 
     @property
     def deltas(self) -> bool:
@@ -85,6 +98,8 @@ class BlobCodec:
         ``EMPTY`` row keeps its type and holds the seal of no payload."""
         if tag == EMPTY:
             return EMPTY, seal(self.keys, row, EMPTY, b"")[1]
+        if len(data) > self._big:  # type: ignore[arg-type]
+            tag, data = spill(self.offload, self.keys, row, tag, data)  # type: ignore[arg-type]
         return seal(self.keys, row, tag, data)  # type: ignore[arg-type]
 
     def store(self, row: Row, tag: str, data: bytes) -> tuple[str, bytes]:
@@ -100,7 +115,10 @@ class BlobCodec:
         if not isinstance(tag, str):
             raise CorruptRowError(f"{row}: its type is not text ({type(tag).__name__})")
         if tag != EMPTY:
-            return open_sealed(self.keys, row, tag, data)
+            inner, payload = open_sealed(self.keys, row, tag, data)
+            if inner.endswith(OBJ):  # offloaded: the payload is in the object store (``codec.objects``)
+                return fetch(self.offload, self.keys, row, inner, payload)
+            return inner, payload
         if data is None:
             if self.keys is not None and self.keys.require:
                 raise EncryptionError(f"{row}: an unsealed {EMPTY!r} row but this keyring requires encryption; {UNSEALED_HELP}")

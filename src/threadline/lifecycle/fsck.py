@@ -30,6 +30,7 @@ from threadline.storage.dialect.statements import CHECKPOINT_KEY
 from threadline.storage.ops import Op, Q
 from threadline.errors import CorruptRowError
 from threadline.keys import thread_id_of
+from threadline.lifecycle import objects
 from threadline.lifecycle.thread import _load_thread_op
 from threadline.read.forks import Step, concurrent_forks, line_of
 from threadline.read.tags import thread_tags_op
@@ -51,7 +52,9 @@ class Finding:
     ``threads`` row is missing or its counts are stale), ``concurrent_fork`` (a fork made
     by two overlapping runs, ``read.forks``: a notice, see ``NOTICES``), ``dangling_tag`` (a
     tag names a checkpoint that does not exist: deleted by LangGraph's own ``prune`` or
-    ``delete_for_runs``, which do not know tags). ``repairable`` says whether
+    ``delete_for_runs``, which do not know tags), ``orphan_object`` (an offloaded
+    value's object no row names; repaired once older than ``Offload.grace_seconds``) and
+    ``missing_object`` (rows name an object the store lacks). ``repairable`` says whether
     ``repair`` fixes it safely; ``repaired`` whether it did.
     """
 
@@ -340,4 +343,19 @@ def fsck(
         findings += saver.run(fsck_thread_op(saver.dialect, serde, tid, repair=repair, deep=deep, bc=saver.blob_codec), write=repair)
         if progress:
             progress(i + 1, len(ids), tid)
+    if objects.store_of(saver, saver.dialect) is not None:
+        findings += _object_findings(saver, repair)
     return FsckReport(len(ids), findings, repair, deep)
+
+
+def _object_findings(saver: Any, repair: bool) -> list[Finding]:
+    """The object store's orphans (deleted with ``repair``, past the grace period) and the
+    objects rows name that it lacks (``lifecycle.objects``)."""
+    report = objects.collect(saver, delete=repair)
+    store = saver.blob_codec.offload.objects.url
+    out = [Finding("missing_object", "", None, None, f"{store}: object {name} is missing; rows naming it: {rows[:3]}; "
+                   "`threadline restore` brings their threads back from a backup", False) for name, rows in report.missing.items()]
+    out += [Finding("unreadable_value", "", None, None, f"offload reference unreadable, orphans kept: {u}", False) for u in report.unreadable]
+    out += [Finding("orphan_object", "", None, None, f"{store}: object {name} is named by no row", not report.unreadable, repaired=name in report.removed)
+            for name in report.orphans]
+    return out

@@ -38,6 +38,7 @@ from typing import Any
 
 from threadline import codec, metrics
 from threadline.lifecycle import partition
+from threadline.lifecycle import objects
 from threadline.lifecycle.jobs import Job, arun_job, run_job
 from threadline.lifecycle.retention import RetentionPolicy, prune_thread_op
 from threadline.lifecycle.vacuum import LARGE_DELETE, SpaceReport, disk_bytes_op, reclaim
@@ -71,6 +72,8 @@ class SweepReport:
     partitions_dropped: list[str] = field(default_factory=list)
     space: SpaceReport | None = None
     errors: list[str] = field(default_factory=list)
+    objects_deleted: int = 0  # offloaded values' objects no row names any more (lifecycle.objects)
+    threads_tiered: int = 0  # idle threads moved to the object store (Offload.cold_after, transfer.cold)
     started_at: float = 0.0
     finished_at: float = 0.0
 
@@ -84,6 +87,8 @@ class SweepReport:
             "partitions_dropped": self.partitions_dropped,
             "space": self.space.to_json() if self.space else None,
             "errors": self.errors,
+            "objects_deleted": self.objects_deleted,
+            "threads_tiered": self.threads_tiered,
             "started_at": self.started_at,
             "finished_at": self.finished_at,
         }
@@ -120,7 +125,8 @@ def sweep_job(
     """One sweep (see the module docstring); ``min_gap``: skip it when the last sweep of this
     database finished less than this many seconds ago. ``stopping()`` true ends it early."""
     report = SweepReport(owner, started_at=clock())
-    if ttl is None and retention is None:
+    tiering = bc is not None and bc.offload is not None and bc.offload.cold_after is not None
+    if ttl is None and retention is None and not tiering:
         return report
     if not (yield sweep_ops.claim(d, JOB, owner, report.started_at, lease_seconds, min_gap), True):
         metrics.sweep_done(report, 0.0)
@@ -135,6 +141,18 @@ def sweep_job(
     if not lease.lost and (yield partition.partitioned_op(d), False):
         yield partition.ensure_op(d, clock()), True
         report.partitions_dropped = yield partition.drop_empty_op(d, clock()), True
+    if bc is not None and bc.offload is not None and bc.offload.objects is not None and bc.offload.cold_after is not None and not lease.lost:
+        from threadline.transfer.cold import tier_job  # above this module
+
+        try:
+            report.threads_tiered = len((yield from tier_job(d, bc, bc.offload.cold_after)).threads)
+        except Exception as exc:
+            report.errors.append(f"moving idle threads to the object store: {type(exc).__name__}: {exc}")
+    if bc is not None and bc.offload is not None and bc.offload.objects is not None and not lease.lost:
+        try:
+            report.objects_deleted = (yield from objects.collect_job(d, bc)).deleted
+        except Exception as exc:  # the store unreachable: the rows are swept, the objects wait
+            report.errors.append(f"collecting offloaded objects: {type(exc).__name__}: {exc}")
     if (report.checkpoints_deleted or report.partitions_dropped) and not lease.lost:
         report.space = yield from reclaim(d, large=report.checkpoints_deleted >= LARGE_DELETE, before=before)
     else:

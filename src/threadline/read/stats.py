@@ -52,6 +52,9 @@ class Stats:
     avg_checkpoint_bytes: float | None = None
     state_size_histogram: list[dict[str, Any]] = field(default_factory=list)
     others: dict[str, int] = field(default_factory=dict)
+    # offloaded values (docs/offload.md), filled in by the caller where the saver offloads:
+    # store, rows, objects, payload_bytes (in the store) and in_row_bytes (values in their rows)
+    offloaded: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -68,6 +71,7 @@ class Stats:
             "state_size_histogram": self.state_size_histogram,
             "top_threads": [t.to_json() for t in self.top_threads],
             **self.others,
+            **({"offloaded": self.offloaded} if self.offloaded else {}),
         }
 
 

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 PREFIX = "threadline_"
 # The logical tables, each stored as PREFIX + name.
-LOGICAL_TABLES = ("checkpoints", "blobs", "writes", "threads", "migrations", "adopted", "sweeps", "thread_records", "leases", "tags", "pins")
+LOGICAL_TABLES = (
+    "checkpoints", "blobs", "writes", "threads", "migrations", "adopted", "sweeps", "thread_records", "leases", "tags", "pins", "cold",
+)
 
 
 def table(name: str) -> str:
@@ -192,13 +194,27 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
             )""",
         ],
     ),
+    (
+        12,
+        [
+            # The cold tier (``threadline.transfer.cold``, docs/offload.md): a thread moved whole to
+            # the object store keeps this stub, naming its archive, until its first read or write.
+            """CREATE TABLE IF NOT EXISTS threadline_cold (
+                thread_id {text} NOT NULL PRIMARY KEY,
+                object {text} NOT NULL,
+                checkpoints {int} NOT NULL DEFAULT 0,
+                bytes {int} NOT NULL DEFAULT 0,
+                tiered_at {real} NOT NULL
+            )""",
+        ],
+    ),
 ]
 
 LATEST_VERSION = max(v for v, _ in MIGRATIONS)
 
 # Databases written before the table prefix (threadline 0.1) used the bare names; setup()
 # renames them in place, tables and indexes, before applying the migrations above.
-LEGACY_RENAMES = {name: table(name) for name in LOGICAL_TABLES if name not in ("adopted", "sweeps", "thread_records", "leases", "tags", "pins")}
+LEGACY_RENAMES = {name: table(name) for name in LOGICAL_TABLES if name not in ("adopted", "sweeps", "thread_records", "leases", "tags", "pins", "cold")}
 LEGACY_INDEXES = {
     "checkpoints_run_id": ("threadline_checkpoints_run_id", "threadline_checkpoints (run_id)"),
     "checkpoints_source_step": ("threadline_checkpoints_source_step", "threadline_checkpoints (source, step)"),

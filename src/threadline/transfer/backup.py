@@ -282,11 +282,17 @@ def backup(saver: Any, to: str, *, overwrite: bool = False) -> BackupReport:
     rows as stored, read in one snapshot. Raises ConfigError when ``to`` exists (unless
     ``overwrite``) or is a directory."""
     _fresh_path(to, overwrite)
-    if saver.dialect.file_sql:
+    from threadline.transfer.inline import inliner
+
+    inline = inliner(saver.blob_codec)  # offloaded values go into the archive's rows (docs/offload.md)
+    if saver.dialect.file_sql and inline is None:
         saver.run(_vacuum_into(saver.dialect, to))
         method = "vacuum-into"
     else:
-        write_archive(to, saver)
+        write_archive(to, saver, transform=inline)
+        from threadline.transfer.cold import archive_cold
+
+        archive_cold(saver, to)  # threads moved to the object store whole (the cold tier) come along
         method = "rows"
     from threadline.backends.sqlite import open_read_only
 

@@ -192,7 +192,10 @@ def bundle(saver: Any, thread_ids: Sequence[Any], to: str, *, redact: Sequence[s
         raise ConfigError(f"no such thread(s): {', '.join(map(repr, missing))}")
     _fresh_path(to, overwrite)
     channels = frozenset(redact) | ({START} if redact else set())
-    write_archive(to, saver, thread_ids=ids, transform=_redactor(saver, channels) if channels else None)
+    from threadline.transfer.inline import chained, inliner
+
+    redactor = _redactor(saver, channels) if channels else None
+    write_archive(to, saver, thread_ids=ids, transform=chained(inliner(saver.blob_codec), redactor))
     from threadline.backends.sqlite import SqliteSaver
 
     with SqliteSaver.from_conn_string(to, adopt=False) as archive:

@@ -301,6 +301,10 @@ def stats(s: Any, **_: Any) -> None:
     for name, rows in s.others.items():
         t.add_row(name.replace("_", " "), str(rows), "")
     out.print(t)
+    if s.offloaded:
+        o = s.offloaded
+        out.print(f"values: {size(o['in_row_bytes'])} in rows; {size(o['payload_bytes'])} offloaded to {o['store']} "
+                  f"({o['rows']} rows name {o['objects']} objects); {o['cold_threads']} cold thread(s)")
     out.print(f"checkpoints reference {s.references} (channel, version) pairs stored as {s.tables['blobs']['rows']} blob rows: "
               f"dedup ratio {s.dedup_ratio}×; a full copy per checkpoint would store {size(s.logical_blob_bytes)} "
               f"({s.bytes_dedup_ratio}× the stored blob bytes)")

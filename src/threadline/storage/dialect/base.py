@@ -20,6 +20,7 @@ from threadline.storage.jsonfilter import Term, filter_terms, is_operators
 from threadline.errors import CorruptRowError, FilterError, FilterTooLargeError
 from threadline.storage.dialect.leases import LeaseStatements
 from threadline.storage.dialect.lifecycle import LifecycleStatements
+from threadline.storage.dialect.objects import ObjectStatements
 from threadline.storage.dialect.reads import ReadsStatements
 from threadline.storage.dialect.records import RecordsStatements
 from threadline.storage.dialect.statements import Statements
@@ -106,7 +107,7 @@ def split_filter(filter: Mapping[str, Any]) -> tuple[dict[str, Any], list[Term]]
 
 class Dialect(
     Statements, RecordsStatements, ReadsStatements, LifecycleStatements, LeaseStatements, TransferStatements, WebStatements,
-    TagStatements,
+    TagStatements, ObjectStatements,
 ):
     """One backend's SQL. Subclasses set the attributes and implement the methods that
     raise NotImplementedError here (see ``sqlite.SqliteDialect``, ``postgres.PostgresDialect``)."""

@@ -423,7 +423,8 @@ class Statements:
     DROP_EMPTY_THREAD = "DELETE FROM threadline_threads WHERE thread_id = ? AND checkpoint_count = 0"
     # (thread_id) each, in this order: what deleting a thread deletes (its guard's lease too)
     DELETE_THREAD = tuple(
-        f"DELETE FROM threadline_{name} WHERE thread_id = ?" for name in ("writes", "blobs", "checkpoints", "threads", "leases", "thread_records")
+        f"DELETE FROM threadline_{name} WHERE thread_id = ?"
+        for name in ("writes", "blobs", "checkpoints", "threads", "leases", "thread_records", "cold")
     )
 
     def restat_thread(self) -> str:

@@ -516,6 +516,8 @@ class RedisDialect(
     """The named statements on Redis under a key ``prefix``, for one saver (its default TTL
     in minutes goes into every script that writes a thread)."""
 
+    offloads = False  # no object sweep statements (storage/dialect/objects.py): offload is SQL only
+
     name = "redis"
     types: dict[str, str] = {}
     max_params = 1 << 20

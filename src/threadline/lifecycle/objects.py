@@ -1,0 +1,127 @@
+"""Objects of offloaded values (docs/offload.md): which ones rows name, orphans, missing ones,
+and the sweep that deletes orphans, crash-safe.
+
+Rows are deleted in transactions (delete, prune, TTL, retention); the objects they named stay
+until ``collect`` (run by the sweeper, ``threadline fsck --repair``, and after ``threadline
+delete``/``prune``) finds them unnamed. It lists the store *first*, then reads the names every
+committed row holds, and deletes an object only when no row names it and it is older than
+``Offload.grace_seconds`` (a put writes — or rewrites, renewing the age of — its objects before
+its rows commit). So an object is deleted only after no committed row names it, and a put in
+flight keeps its objects: a kill -9 anywhere leaves at worst orphans, which the next run clears.
+When a reference cannot be read (a row damaged, or encrypted under a key not held) nothing is
+deleted: that row may name any object.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from threadline import codec
+from threadline.codec.objects import OBJ, parse_ref
+from threadline.codec.seal import open_sealed
+from threadline.errors import ConfigError, CorruptRowError
+from threadline.lifecycle.jobs import Job, run_job
+from threadline.storage import rows as R
+from threadline.storage.dialect import Dialect
+from threadline.storage.dialect.objects import OFFLOADED_TYPE
+from threadline.storage.ops import Op, Q
+
+
+@dataclass
+class ObjectReport:
+    """One look at the object store. ``named``: object name → the rows naming it (their
+    description); ``stored``: objects listed and their bytes; ``orphans``: objects no row
+    names (``deleted`` of them were deleted, the rest younger than the grace period or kept
+    because ``unreadable`` rows exist; ``removed``: those deleted); ``missing``: names rows hold whose object is absent."""
+
+    named: dict[str, list[str]] = field(default_factory=dict)
+    stored: int = 0
+    stored_bytes: int = 0
+    offloaded_rows: int = 0
+    orphans: list[str] = field(default_factory=list)
+    missing: dict[str, list[str]] = field(default_factory=dict)
+    unreadable: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    deleted_bytes: int = 0
+    payload_bytes: int = 0  # the bytes of the payloads rows name, each object once (before its seal)
+
+    @property
+    def deleted(self) -> int:
+        return len(self.removed)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "stored": self.stored, "stored_bytes": self.stored_bytes, "offloaded_rows": self.offloaded_rows,
+            "named": len(self.named), "orphans": len(self.orphans), "missing": {k: v[:5] for k, v in self.missing.items()},
+            "unreadable": self.unreadable[:20], "deleted": self.deleted, "deleted_bytes": self.deleted_bytes,
+            "payload_bytes": self.payload_bytes,
+        }
+
+
+def store_of(saver_or_codec: Any, d: Dialect) -> Any:
+    """The object store of a saver's codec, or None when it offloads nothing; ConfigError on a
+    backend that cannot offload (Redis)."""
+    bc = getattr(saver_or_codec, "blob_codec", saver_or_codec)
+    off = getattr(bc, "offload", None)
+    store = off.objects if off is not None else None
+    if store is not None and not getattr(d, "offloads", False):
+        raise ConfigError(f"offload to an object store is not supported on {d.name} (SQLite and Postgres only; docs/offload.md)")
+    return store
+
+
+def named_op(d: Dialect, bc: codec.BlobCodec) -> Op[tuple[dict[str, list[str]], list[str], int, int]]:
+    """(object name → rows naming it, rows whose reference cannot be read, offloaded rows, bytes
+    of the payloads named, each once) over every committed blob and write row (read-only)."""
+    named: dict[str, list[str]] = defaultdict(list)
+    sizes: dict[str, int] = {}
+    unreadable: list[str] = []
+    count = 0
+    found = [(R.blob_row_ref(*r[:5]), r[5], r[6]) for r in (yield Q(d.OFFLOADED_BLOBS, (OFFLOADED_TYPE,), read=True))]
+    found += [(R.write_row_ref(*r[:6]), r[6], r[7]) for r in (yield Q(d.OFFLOADED_WRITES, (OFFLOADED_TYPE,), read=True))]
+    for tid, name in (yield Q(d.COLD_OBJECTS, read=True)):  # cold threads' archives (``transfer.cold``)
+        named[name].append(f"cold thread {tid!r}")
+    for row, tag, data in found:
+        count += 1
+        try:
+            inner, ref = open_sealed(bc.keys, row, tag, data)
+            if not inner.endswith(OBJ):
+                continue
+            name, sizes[name] = parse_ref(ref, row)
+        except CorruptRowError as exc:  # EncryptionError included
+            unreadable.append(f"{row}: {exc}")
+            continue
+        named[name].append(str(row))
+    return dict(named), unreadable, count, sum(sizes.values())
+
+
+def collect_job(d: Dialect, bc: codec.BlobCodec, *, delete: bool = True, grace: float | None = None, now: float | None = None) -> Job[ObjectReport]:
+    """List the store, read the names rows hold, and (``delete``) delete the orphans older than
+    ``grace`` seconds (default ``Offload.grace_seconds``). A job (``lifecycle.jobs``)."""
+    store = store_of(bc, d)
+    report = ObjectReport()
+    if store is None:
+        return report
+    listed = {name: (when, size) for name, when, size in store.list()}  # first: see the module docstring
+    report.named, report.unreadable, report.offloaded_rows, report.payload_bytes = yield named_op(d, bc), False
+    report.stored, report.stored_bytes = len(listed), sum(s for _, s in listed.values())
+    report.orphans = sorted(n for n in listed if n not in report.named)
+    report.missing = {n: rows for n, rows in report.named.items() if n not in listed}
+    if not delete or report.unreadable:
+        return report
+    cutoff = (time.time() if now is None else now) - (bc.offload.grace_seconds if grace is None else grace)
+    for name in report.orphans:
+        when, size = listed[name]
+        if when <= cutoff:
+            store.delete(name)
+            report.removed.append(name)
+            report.deleted_bytes += size
+    return report
+
+
+def collect(saver: Any, *, delete: bool = True, grace: float | None = None) -> ObjectReport:
+    """``collect_job`` on a sync saver: the orphan objects older than ``grace`` deleted (module
+    docstring). An empty report when the saver offloads nothing."""
+    return run_job(saver, collect_job(saver.dialect, saver.blob_codec, delete=delete, grace=grace))
