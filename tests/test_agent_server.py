@@ -5,8 +5,8 @@ The test writes a ``langgraph.json`` naming ``threadline.server.checkpointer`` a
 ``langgraph dev`` on a free loopback port, and drives it through the LangGraph SDK: a thread, a
 run that stops at the interrupt, a resume with ``Command(resume=…)``, the history and a Store
 item. It then reads the same database with threadline: ``threadline threads`` (while the thread
-waits and after), the checkpoint tree, a fresh saver's final state and the Store item. On SQLite
-and on Postgres (a fresh schema).
+waits and after), the checkpoint tree, a fresh saver's final state and the Store item. On SQLite,
+Postgres (a fresh schema) and Redis (a key prefix of its own).
 
 The server package (``langgraph-cli[inmem]``) is in the ``[test]`` extra: without it the tests
 skip, except under ``CI=true``, where that is a failure. They are marked ``agent_server``
@@ -31,6 +31,7 @@ import pytest
 from typer.testing import CliRunner
 
 from backends import fresh_postgres_url, in_ci
+from redis_support import plain_target
 from threadline import aopen_saver, open_saver, read
 from threadline.cli import app
 from threadline.errors import ConfigError
@@ -106,9 +107,9 @@ def _stop(proc: subprocess.Popen) -> None:
         proc.wait(timeout=10)
 
 
-def _start(app_dir: Path, db_url: str) -> tuple[subprocess.Popen, str, Path]:
+def _start(app_dir: Path, db_url: str | None) -> tuple[subprocess.Popen, str, Path]:
     """``langgraph dev`` on ``app_dir``'s langgraph.json (``THREADLINE_DB`` = ``db_url`` in its
-    "env"), bound to 127.0.0.1 on a free port, in its own process group; returns the process,
+    "env", none when None), bound to 127.0.0.1 on a free port, in its own process group; returns the process,
     its URL and its log."""
     exe = _langgraph_cli()
     (app_dir / "agent.py").write_text(GRAPH)
@@ -117,7 +118,7 @@ def _start(app_dir: Path, db_url: str) -> tuple[subprocess.Popen, str, Path]:
         "graphs": {"approval": "./agent.py:graph"},
         "checkpointer": {"path": "threadline.server.checkpointer"},
         "store": {"path": "threadline.server.store"},
-        "env": {"THREADLINE_DB": db_url},
+        "env": {} if db_url is None else {"THREADLINE_DB": db_url},
     }))
     port = _free_port()
     log = app_dir.parent / f"server-{port}.log"  # outside the app's directory
@@ -145,12 +146,16 @@ def _wait_ready(proc: subprocess.Popen, url: str, log: Path) -> None:
     pytest.fail(f"langgraph dev did not answer within {STARTUP_SECONDS} s:\n{_log_tail(log)}", pytrace=False)
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=["sqlite", "postgres", "redis"])
 def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """A fresh database: a SQLite file, or a new Postgres schema (dropped after the test)."""
+    """A fresh database: a SQLite file, a new Postgres schema, or a key prefix of its own on
+    the plain Redis (the schema and the keys are dropped after the test)."""
     if request.param == "sqlite":
         return str(tmp_path / "threads.db")
-    return fresh_postgres_url(request)
+    if request.param == "postgres":
+        return fresh_postgres_url(request)
+    target = plain_target(request)
+    return f"{target.url}{'&' if '?' in target.url else '?'}prefix={target.prefix}"
 
 
 @pytest.fixture
@@ -224,6 +229,22 @@ async def test_run_interrupt_resume_through_the_sdk_seen_by_threadline(server: s
     with open_store(db_url) as store:
         stored = store.get(("decisions",), "order-7")
         assert stored is not None and stored.value == {"answer": "approved"}
+
+
+@pytest.mark.agent_server
+def test_server_without_threadline_db_stops_at_startup_naming_it(tmp_path: Path) -> None:
+    app_dir = tmp_path / "app"
+    app_dir.mkdir()
+    proc, _, log = _start(app_dir, None)
+    try:
+        proc.wait(timeout=STARTUP_SECONDS)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"langgraph dev kept running without $THREADLINE_DB:\n{_log_tail(log)}", pytrace=False)
+    finally:
+        _stop(proc)
+    assert proc.returncode != 0
+    text = log.read_text(errors="replace")
+    assert "ConfigError: threadline.server: set $THREADLINE_DB to the database" in text, _log_tail(log)
 
 
 async def test_factories_without_threadline_db_say_what_to_set(monkeypatch: pytest.MonkeyPatch) -> None:
