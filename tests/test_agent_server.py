@@ -5,7 +5,8 @@ The test writes a ``langgraph.json`` naming ``threadline.server.checkpointer`` a
 ``langgraph dev`` on a free loopback port, and drives it through the LangGraph SDK: a thread, a
 run that stops at the interrupt, a resume with ``Command(resume=…)``, the history and a Store
 item. It then reads the same database with threadline: ``threadline threads`` (while the thread
-waits and after), the checkpoint tree, a fresh saver's final state and the Store item. On SQLite,
+waits and after), the checkpoint tree, a fresh saver's final state and the Store item; and rolls
+the thread back with ``threadline rollback``, which the server then reads and resumes from. On SQLite,
 Postgres (a fresh schema) and Redis (a key prefix of its own).
 
 The server package (``langgraph-cli[inmem]``) is in the ``[test]`` extra: without it the tests
@@ -229,6 +230,19 @@ async def test_run_interrupt_resume_through_the_sdk_seen_by_threadline(server: s
     with open_store(db_url) as store:
         stored = store.get(("decisions",), "order-7")
         assert stored is not None and stored.value == {"answer": "approved"}
+
+    # a rollback made with threadline is the state the server reads and runs on next
+    rolled = CliRunner().invoke(app, ["rollback", "--db", db_url, tid, "HEAD~1"])
+    assert rolled.exit_code == 0, rolled.output
+    back = await client.threads.get_state(tid)
+    assert back["next"] == ["approve"] and "decision" not in back["values"]
+    again = await client.runs.wait(tid, "approval", command={"resume": "rejected"})
+    assert again["decision"] == "rejected"
+    with open_saver(db_url) as saver:
+        tree = read.thread_history(saver, tid)
+        assert len(tree.nodes[""]) == len(history) + 2  # the rollback checkpoint and the new run's
+        assert history[0]["checkpoint"]["checkpoint_id"] in tree.nodes[""]  # the first answer stays on its branch
+        assert tree.head == (await client.threads.get_state(tid))["checkpoint"]["checkpoint_id"]
 
 
 @pytest.mark.agent_server
