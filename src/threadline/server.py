@@ -1,7 +1,7 @@
-"""threadline under LangGraph's Agent Server (``langgraph dev``, ``langgraph up``, a deployment).
+"""threadline under LangGraph's Agent Server (``langgraph dev``; docs/agent-server.md).
 
 The server takes a custom checkpointer and store from ``langgraph.json``; these two factories
-are what it names (docs/agent-server.md)::
+are what it names::
 
     "checkpointer": {"path": "threadline.server.checkpointer"},
     "store": {"path": "threadline.server.store"}
