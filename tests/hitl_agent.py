@@ -30,6 +30,8 @@ def agent(state: State) -> dict[str, Any]:
 def tools(state: State) -> dict[str, Any]:
     call = state["messages"][-1].tool_calls[0]
     answer = interrupt({"tool": call["name"], "args": call["args"], "question": "approve this refund?"})
+    if isinstance(answer, dict) and answer.get("fail"):
+        raise RuntimeError("the payment service is down")
     ok = isinstance(answer, dict) and answer.get("approved")
     text = f"refunded {call['args']['amount']} on order {call['args']['order']}" if ok else "refund rejected by a person"
     return {"messages": [ToolMessage(text, tool_call_id=call["id"])]}

@@ -61,6 +61,8 @@ def test_inbox_resume_replay_edit_and_shape(tmp_path: Path) -> None:
         assert 'id="agent"' in c.get("/thread", params={"thread_id": "r-1"}).text
         bad = _events(c.post("/run/resume", data={"csrf": csrf, "thread_id": "r-1", "value": "true", "interrupt_id": "nope"}).text)
         assert bad[-1][0] == "error" and "does not wait on interrupt" in bad[-1][1]
+        failed = _events(c.post("/run/resume", data={"csrf": csrf, "thread_id": "r-1", "value": '{"fail": true}'}).text)
+        assert failed[-1][0] == "error" and "RuntimeError: the payment service is down" in failed[-1][1]  # shown where it happened
         r = c.post("/run/resume", data={"csrf": csrf, "thread_id": "r-1", "value": "{oops"})
         assert r.status_code == 400 and "not valid JSON" in r.text
         assert c.post("/run/resume", data={"thread_id": "r-1", "value": "true"}).status_code == 403  # no CSRF token

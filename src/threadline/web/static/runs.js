@@ -93,7 +93,11 @@
     form.querySelectorAll("button").forEach((b) => { b.disabled = true; });
     start(action, body, log)
       .catch((e) => line(log, "error", `error: ${e.message}`))
-      .finally(() => form.querySelectorAll("button").forEach((b) => { b.disabled = false; }));
+      .finally(() => {
+        form.querySelectorAll("button").forEach((b) => { b.disabled = false; });
+        // an answered interrupt is not answered twice: its buttons go once the run is done
+        if (action === "/run/resume" && log.querySelector(".ev.done")) form.querySelectorAll(".answer-buttons, .answer-json").forEach((e) => e.remove());
+      });
   });
 
   // "Replay from here" in the thread page's side panel: streams into the page's run card.
