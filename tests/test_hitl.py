@@ -14,7 +14,8 @@ import hitl_agent as A
 from cli_support import cli, one_line_error
 from threadline import lifecycle, open_saver, read, runs
 from threadline.cli import app
-from threadline.errors import ConfigError
+from threadline.errors import ConfigError, ThreadBusyError
+from threadline.guard import thread_lease
 
 GRAPH = "hitl_agent:build_graph"
 
@@ -81,6 +82,9 @@ def test_library_runs_stream_and_refuse(tmp_path: Path) -> None:
     with open_saver(url) as saver:
         with pytest.raises(ConfigError, match="does not wait on interrupt 'nope'"):
             runs.resume(A.build_graph(), saver, "t", True, interrupt_id="nope")
+        with thread_lease(saver, {"configurable": {"thread_id": "t"}}):  # another run holds the thread
+            with pytest.raises(ThreadBusyError, match="'t'"):
+                runs.resume(A.build_graph(), saver, "t", True)
         wanted = read.inbox(saver)[0].interrupt_id
         result = runs.resume(A.builder(), saver, "t", {"approved": False}, interrupt_id=wanted, on_event=lambda e: seen.append(e.node))
         assert seen == ["tools", "agent"] and result.status.kind == "done"

@@ -117,7 +117,7 @@ def resume(graph: Any, saver: Any, thread_id: str, value: Any, *, interrupt_id: 
 
     if graph is None:
         raise needs_graph("resume")
-    status = thread_status(saver, thread_id)
+    status = thread_status(saver, thread_id, busy=lambda _: False)  # a run holding it: the guard refuses, naming it
     if status.kind != "interrupted":
         raise ConfigError(f"thread {thread_id!r} is not waiting on an interrupt (its status is {status.kind}): nothing to answer")
     ids = [i.get("id") for i in status.interrupts]
