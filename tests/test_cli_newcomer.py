@@ -174,15 +174,16 @@ def test_show_at_an_interrupt_does_not_import_langsmith(demo):
         f"    app(['show', {result.thread_id!r}, {paused!r}, '--db', {str(path)!r}, '--json'], standalone_mode=False)\n"
         "view = json.loads(out.getvalue())\n"
         "print(json.dumps({'langsmith': 'langsmith' in sys.modules, 'types': 'langgraph.types' in sys.modules,\n"
-        "                  'interrupts': view['interrupts'], 'writes': view['pending_writes']}))\n"
+        "                  'answered': view['answered'], 'writes': view['pending_writes']}))\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     seen = json.loads(proc.stdout.strip().splitlines()[-1])
     assert seen["langsmith"] is False and seen["types"] is False
-    # the interrupt is still read whole: its value, its id, the node that raised it
-    (interrupt,) = seen["interrupts"]
+    # the interrupt is still read whole: its value, its id, the node that raised it (answered: with its answer)
+    (interrupt,) = seen["answered"]
     assert interrupt["value"]["tool"] == "get_quote" and interrupt["id"] and interrupt["node"] == "call_tool"
+    assert "answer" in interrupt
     stored = next(w for w in seen["writes"] if w["channel"] == "__interrupt__")
     assert stored["value"][0]["_type"] == "Interrupt" and stored["value"][0]["value"]["tool"] == "get_quote"
     # and people see it

@@ -212,7 +212,7 @@ def test_checkpoint_page_transcript_writes_audit(demo_path: str) -> None:
         assert "call_tool" in at_interrupt and "__interrupt__" in at_interrupt  # the pending write, by task
         assert "~__pregel_pull, call_tool" in at_interrupt  # its task_path
         panel = c.get("/panel", params={"thread_id": THREAD_ID, "checkpoint_id": stopped.checkpoint_id}).text
-        assert "<b>interrupt</b> in call_tool" in panel and "Set as A" in panel
+        assert "<b>answered</b> in call_tool" in panel and "Set as A" in panel  # resumed: shown with its answer (issue 30)
         assert c.get("/checkpoint", params={"thread_id": THREAD_ID, "checkpoint_id": "nope"}).status_code == 404
 
 

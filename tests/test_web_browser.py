@@ -132,7 +132,7 @@ def walk_through(browser: Any, config: UIConfig, name: str, write: Any) -> None:
         # click: the side panel shows the checkpoint; shift-click a second one: compare
         tab.click_node(interrupted)
         page.wait_for_selector("#panel h2")
-        assert "interrupt in call_tool" in page.locator("#panel").inner_text()
+        assert "answered in call_tool" in page.locator("#panel").inner_text()  # resumed: shown with its answer (issue 30)
         tab.click_node(layout["head"], shift=True)
         diff_link = page.locator("#diff-link")
         assert "disabled" not in (diff_link.get_attribute("class") or "")

@@ -100,7 +100,7 @@ def default_db() -> str:
 
 
 # Command modules (each adds its commands to ``app``).
-from threadline.cli import reads, changes, tags, edits, repairs, evolve, transfers, operations, keys, store, demo, ui  # noqa: E402,F401,I001  (help lists them in this order)
+from threadline.cli import reads, changes, tags, edits, repairs, evolve, runs, transfers, operations, keys, store, demo, ui  # noqa: E402,F401,I001  (help lists them in this order)
 from threadline.cli.shared import err, explain  # noqa: E402
 
 

@@ -12,7 +12,8 @@ database (read-only for reads), turns any error into one line on stderr with an 
 code, and prints the result: its ``to_json()`` with ``--json``, else
 ``render(result, **options)``. A function that declares a ``progress`` parameter gets a
 callback driving a progress bar on stderr; one that declares ``confirm`` gets
-``confirm(preview, question)``, which asks on a terminal before a destructive step.
+``confirm(preview, question)``, which asks on a terminal before a destructive step; one that
+declares ``stream`` gets ``render.stream`` to print results as they come (None with ``--json``).
 
 Exit codes: 0 done; 1 problems found (fsck, import verification) or the operation was
 refused or failed; 2 usage or input error (bad option, unknown thread or checkpoint,
@@ -212,7 +213,7 @@ def command(
         params = list(sig.parameters.values())
         if opens != "none":
             params = params[1:]  # the saver
-        injected = {p.name for p in params} & {"progress", "confirm"}
+        injected = {p.name for p in params} & {"progress", "confirm", "stream"}
         params = [p for p in params if p.name not in injected]
         kw = inspect.Parameter.KEYWORD_ONLY
         if opens != "none":
@@ -234,6 +235,8 @@ def command(
                 extra: dict[str, Any] = {}
                 if "progress" in injected:
                     extra["progress"] = bar
+                if "stream" in injected:
+                    extra["stream"] = None if as_json else getattr(render, "stream", None)
                 if "confirm" in injected:
                     extra["confirm"] = _confirmer(bar, render, options, as_json, name)
                 try:

@@ -20,7 +20,7 @@ def ui(
     no_browser: bool = typer.Option(False, "--no-browser", help="Do not open a browser; just print the URL."),
     read_only: bool = typer.Option(False, "--read-only", help="Browse only: actions off, database opened read-only."),
     graph: str | None = typer.Option(
-        None, "--graph", metavar="MODULE:FACTORY", help="The agent's graph as module:factory (default $THREADLINE_GRAPH): enables edit-and-branch."
+        None, "--graph", metavar="MODULE:FACTORY", help="The agent's graph as module:factory (default $THREADLINE_GRAPH): enables edit-and-branch, answering interrupts, replays and runs."
     ),
 ) -> None:
     """Browse threads, checkpoints and branches in a local web app, and act on them.

@@ -70,6 +70,7 @@ from threadline.read.state import PendingWriteView, StateView, next_nodes, state
 from threadline.read.stats import Stats, stats, stats_op
 from threadline.read.threads import ThreadInfo, ThreadPage, all_thread_ids_op, list_threads, threads_op
 from threadline.read.records import ThreadRecord, thread_record, thread_record_op
+from threadline.read.inbox import InboxItem, inbox, inbox_count, inbox_op
 from threadline.read.search import acount_threads, asearch_threads, count_threads, search_op, search_threads
 from threadline.read.status import STATUSES, ThreadStatus, current_status_op, thread_status, thread_status_op
 from threadline.read.tree import CheckpointNode, ThreadHistory, history_op, thread_history
@@ -82,6 +83,10 @@ __all__ = [
     "ThreadStatus",
     "acount_threads",
     "asearch_threads",
+    "InboxItem",
+    "inbox",
+    "inbox_count",
+    "inbox_op",
     "count_threads",
     "current_status_op",
     "search_op",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from langgraph.checkpoint.base import CheckpointTuple
@@ -67,7 +67,8 @@ class StateView:
     ``values``: the state channels (bookkeeping channels are in ``internal``).
     ``next``: nodes that run next. ``pending_writes``: the writes stored against
     the checkpoint. ``interrupts``: ``{"id", "value", "node"}`` of interrupts
-    still waiting (at the head) or raised in this step (elsewhere).
+    raised in this step and still waiting for their answer; ``answered``: those
+    answered (a ``__resume__`` write stored beside them), each with its ``answer``.
     ``pending_applied``: whether the finished tasks' pending writes are folded
     into ``values`` — LangGraph does so only when reading the latest state
     (no checkpoint_id given; seed 003), and threadline can only do it with the
@@ -94,6 +95,7 @@ class StateView:
     pending_applied: bool
     computed_by: str
     channel_versions: dict[str, Any]
+    answered: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -113,6 +115,7 @@ class StateView:
             "next": list(self.next),
             "pending_writes": [w.to_json() for w in self.pending_writes],
             "interrupts": [jsonable(i) for i in self.interrupts],
+            "answered": [jsonable(i) for i in self.answered],
             "pending_applied": self.pending_applied,
             "computed_by": self.computed_by,
             "channel_versions": self.channel_versions,
@@ -166,6 +169,35 @@ def _writes_meta_op(d: Dialect, tid: str, ns: str, cid: str) -> Op[dict[tuple[st
     return {(r[0], int(r[1])): (r[2] or "", float(r[3])) for r in found}
 
 
+def split_interrupts(pending: list[PendingWriteView]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The interrupts of a checkpoint's pending writes, split into those still waiting and those
+    answered, each ``{"id", "value", "node", "task_id"}`` (answered ones with ``answer``).
+
+    An interrupt is answered when a ``__resume__`` write is stored beside it: its task's own
+    (the list of answers to the task's interrupts, in order, written as the task resumed) or,
+    failing that, the run's (``Command(resume=…)``, written under the null task)."""
+    by_task = {w.task_id: w.value for w in pending if w.channel == RESUME and w.task_id != NULL_TASK_ID}
+    run_answer = [w.value for w in pending if w.channel == RESUME and w.task_id == NULL_TASK_ID]
+    waiting: list[dict[str, Any]] = []
+    answered: list[dict[str, Any]] = []
+    for w in pending:
+        if w.channel != INTERRUPT:
+            continue
+        for k, item in enumerate(w.value if isinstance(w.value, (list, tuple)) else [w.value]):
+            entry = {"id": getattr(item, "id", None), "value": getattr(item, "value", item), "node": w.node, "task_id": w.task_id}
+            answers = by_task.get(w.task_id)
+            if isinstance(answers, (list, tuple)) and k < len(answers):
+                answered.append({**entry, "answer": answers[k]})
+            elif answers is None and run_answer:
+                answer = run_answer[0]
+                if isinstance(answer, dict) and entry["id"] in answer:  # a resume map {interrupt_id: answer}
+                    answer = answer[entry["id"]]
+                answered.append({**entry, "answer": answer})
+            else:
+                waiting.append(entry)
+    return waiting, answered
+
+
 def stored_state_op(
     d: Dialect,
     serde: SerializerProtocol,
@@ -214,13 +246,7 @@ def stored_state_op(
     interrupted_nodes = {node_of_task_path(w.task_path, w.task_id) for w in pending if w.channel in (INTERRUPT, ERROR)}
     if live:
         nxt = [n for n in nxt if n not in finished or n in interrupted_nodes]
-    resumed = {w.task_id for w in pending if w.channel == RESUME}
-    interrupts: list[dict[str, Any]] = []
-    for w in pending:
-        if w.channel != INTERRUPT or (live and w.task_id in resumed):
-            continue
-        for item in w.value if isinstance(w.value, (list, tuple)) else [w.value]:
-            interrupts.append({"id": getattr(item, "id", None), "value": getattr(item, "value", item), "node": w.node, "task_id": w.task_id})
+    interrupts, answered = split_interrupts(pending)
     view = StateView(
         thread_id=tid,
         checkpoint_ns=ns,
@@ -237,6 +263,7 @@ def stored_state_op(
         next=nxt,
         pending_writes=pending,
         interrupts=interrupts,
+        answered=answered,
         pending_applied=False,
         computed_by="stored",
         channel_versions=dict(cp.get("channel_versions") or {}),
@@ -272,7 +299,8 @@ def state_at(
     snap = g.get_state({"configurable": conf})
     view.values = dict(snap.values) if isinstance(snap.values, Mapping) else {"__root__": snap.values}
     view.next = list(snap.next)
-    view.interrupts = [{"id": getattr(i, "id", None), "value": getattr(i, "value", i)} for i in snap.interrupts]
+    done = {i["id"] for i in view.answered}
+    view.interrupts = [{"id": getattr(i, "id", None), "value": getattr(i, "value", i)} for i in snap.interrupts if getattr(i, "id", None) not in done]
     null_writes = any(w.task_id == NULL_TASK_ID for w in view.pending_writes)
     finished = any(w.task_id != NULL_TASK_ID and w.channel not in SPECIAL_WRITE_CHANNELS for w in view.pending_writes)
     view.pending_applied = null_writes or (checkpoint_id is None and finished)

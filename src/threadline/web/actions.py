@@ -51,16 +51,17 @@ def fingerprint(plan: Any) -> str:
     return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:32]
 
 
-def _allowed(request: Request) -> None:
+def allowed(request: Request) -> None:
+    """HTTP 403 in one line when the database is open read-only (every action and run checks it)."""
     if request.app.state.db.read_only:
         raise HTTPException(403, f"this database is open read-only ({request.app.state.db.reason}); actions are off")
 
 
-def _writer(request: Request, thread_ids: list[str]) -> Any:
+def writer(request: Request, thread_ids: list[str]) -> Any:
     """The saver a confirmed action writes with (opened for writing now, if not yet), with the
     threads it acts on adopted first when the official saver's tables hold checkpoints of them
     (as any program's first use of a thread adopts it)."""
-    _allowed(request)
+    allowed(request)
     saver = request.app.state.db.writer()
     adopt_now(saver, thread_ids)
     return saver
@@ -189,7 +190,7 @@ async def confirm(request: Request) -> Response:
 
 def _preview(request: Request, q: Any) -> Response:
     """The preview, read (writing nothing: a thread not adopted yet is previewed as adopted)."""
-    _allowed(request)
+    allowed(request)
     action = request.path_params["action"]
     if action not in ACTIONS:
         raise HTTPException(404, f"no action {action!r}")
@@ -246,7 +247,7 @@ def _previewed(request: Request, q: Any, saver: Any, action: str) -> Response:
 async def do(request: Request) -> Response:
     """Run a confirmed action (POST, CSRF-checked) and redirect to what it made."""
     form = await csrf_form(request)
-    _allowed(request)
+    allowed(request)
     action = request.path_params["action"]
     if action not in ACTIONS:
         raise HTTPException(404, f"no action {action!r}")
@@ -259,7 +260,7 @@ def _execute(request: Request, action: str, form: FormData) -> str:
     targets = list(json.loads(form.get("guards") or "{}")) if action == "prune" else []
     if form.get("thread_id"):
         targets.append(thread_id_of(form.get("thread_id")))
-    saver = _writer(request, targets)  # the first write: the database is opened for writing here
+    saver = writer(request, targets)  # the first write: the database is opened for writing here
     d, serde = saver.dialect, saver.serde
     if action == "prune":
         policy = _policy(form)

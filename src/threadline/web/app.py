@@ -26,9 +26,10 @@ from starlette.templating import Jinja2Templates
 from threadline.backends.registry import masked
 from threadline.errors import ConfigError, FilterError, NotFoundError, ThreadlineError, UnsafeOperationError
 from threadline.read import load_graph
-from threadline.web import actions, pages
+from threadline.web import actions, pages, runs
 from threadline.web.db import Opened, open_for_ui
 from threadline.web.render import template_globals
+from threadline.web.respond import inbox_count
 from threadline.web.security import CsrfError, Guard, GuardMiddleware
 
 HERE = Path(__file__).parent
@@ -43,7 +44,8 @@ class UIConfig:
     ``read_only``: no actions, and the database is opened read-only (also chosen
     automatically when the database cannot be written). ``graph``: ``module:attr``
     of the agent's graph (a compiled graph, a ``StateGraph`` or a factory of one),
-    which enables edit-and-branch and computes state with its reducers.
+    which enables edit-and-branch, runs (answer an interrupt, replay, edit and run) and the
+    agent's shape, and computes state with its reducers.
     ``poll_seconds``: how often pages check for new checkpoints.
     """
 
@@ -86,7 +88,7 @@ def create_app(config: UIConfig, opened: Opened | None = None) -> Starlette:
         return templates.TemplateResponse(request, "error.html", {"message": message, "status": status}, status_code=status)
 
     app = Starlette(
-        routes=[*pages.ROUTES, *actions.ROUTES, Mount("/static", StaticFiles(directory=str(HERE / "static")), name="static")],
+        routes=[*pages.ROUTES, *actions.ROUTES, *runs.ROUTES, Mount("/static", StaticFiles(directory=str(HERE / "static")), name="static")],
         middleware=[Middleware(GuardMiddleware)],
         exception_handlers={
             HTTPException: on_error,
@@ -103,4 +105,5 @@ def create_app(config: UIConfig, opened: Opened | None = None) -> Starlette:
     app.state.graph = graph
     app.state.templates = templates
     app.state.db_label = masked(config.db)
+    templates.env.globals["inbox_count"] = lambda: inbox_count(app.state.db.saver) if hasattr(app.state, "db") else None
     return app

@@ -176,11 +176,25 @@ def isolated(text: Any) -> str:
     return f"\u2068{text}\u2069"
 
 
+def waited(seconds: float | None) -> str:
+    """A wait as people say it: ``45 s``, ``12 min``, ``3.5 h``, ``2.0 d``."""
+    if seconds is None:
+        return "?"
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    if seconds < 3600:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 86400:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.1f} d"
+
+
 def template_globals() -> dict[str, Any]:
     """Everything the templates call."""
     return {
         "size": size,
         "when": when,
+        "waited": waited,
         "isolated": isolated,
         "url": url,
         "brief": brief,

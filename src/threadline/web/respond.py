@@ -47,6 +47,16 @@ def int_param(request: Request, name: str, default: int, *, lo: int = 0, hi: int
     return value
 
 
+def inbox_count(saver: Any) -> int | None:
+    """The header's inbox count (threads waiting on an interrupt); None where it cannot be read."""
+    from threadline.read.inbox import inbox_count as count
+
+    try:
+        return count(saver)
+    except Exception:  # a database without threadline's tables yet, a backend without the statement …
+        return None
+
+
 def render(request: Request, name: str, context: dict[str, Any], status_code: int = 200) -> Response:
     """A template with the context every page has (database, read-only state, CSRF token, poll interval)."""
     state = request.app.state
@@ -57,6 +67,7 @@ def render(request: Request, name: str, context: dict[str, Any], status_code: in
         "read_only_reason": state.db.reason,
         "csrf": state.guard.csrf,
         "graph_spec": state.config.graph,
+        "graph_ready": state.graph is not None,
         "poll_ms": int(state.config.poll_seconds * 1000),
         "done": request.query_params.get("done"),
     }

@@ -195,6 +195,10 @@ def state(view: Any, internal: bool = False, full: bool = False, **_: Any) -> No
     for i in view.interrupts:
         by = f" in {i['node']}" if i.get("node") else ""
         out.print(f"[magenta]interrupt{escape(by)}[/magenta]: {escape(value_text(i.get('value'), width))}")
+    for i in view.answered:
+        by = f" in {i['node']}" if i.get("node") else ""
+        out.print(f"[green]answered interrupt{escape(by)}[/green]: {escape(value_text(i.get('value'), width))} "
+                  f"→ answer {escape(value_text(i.get('answer'), width))}")
 
 
 def _message_changes(node: Tree, m: dict[str, Any], width: int | None) -> None:
