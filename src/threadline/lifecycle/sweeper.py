@@ -167,24 +167,30 @@ def sweep_job(
 def _expire(
     d: Dialect, ttl: TTL, report: SweepReport, lease: _Lease, bc: Any, clock: Callable[[], float], stopping: Callable[[], bool]
 ) -> Job[None]:
-    tried: set[str] = set()
-    while True:
-        listed = yield sweep_ops.expired_threads(d, ttl.default_ttl, clock(), PAGE), False
-        todo = [t for t in listed if t not in tried]
-        for tid in todo:
-            if stopping() or not (yield from lease.keep()):
-                return
-            tried.add(tid)
-            try:
-                deleted = yield sweep_ops.expire_thread(d, tid, ttl.default_ttl, clock(), bc), True
-            except Exception as exc:  # one bad thread does not stop the sweep
-                report.errors.append(f"expiring thread {tid!r}: {type(exc).__name__}: {exc}")
-                continue
-            if deleted is not None:
-                report.threads_expired += 1
-                report.checkpoints_deleted += deleted
-        if len(listed) < PAGE or not todo:
-            return
+    """Expire the threads past their TTL, then the cold ones (``transfer.cold``: their stubs; the
+    object sweep below deletes their archives once no row names them)."""
+    kinds = [(sweep_ops.expired_threads, lambda tid: sweep_ops.expire_thread(d, tid, ttl.default_ttl, clock(), bc))]
+    if getattr(d, "offloads", False):
+        kinds.append((sweep_ops.expired_cold_threads, lambda tid: sweep_ops.expire_cold_thread(d, tid, ttl.default_ttl, clock())))
+    for listing, expire in kinds:
+        tried: set[str] = set()
+        while True:
+            listed = yield listing(d, ttl.default_ttl, clock(), PAGE), False
+            todo = [t for t in listed if t not in tried]
+            for tid in todo:
+                if stopping() or not (yield from lease.keep()):
+                    return
+                tried.add(tid)
+                try:
+                    deleted = yield expire(tid), True
+                except Exception as exc:  # one bad thread does not stop the sweep
+                    report.errors.append(f"expiring thread {tid!r}: {type(exc).__name__}: {exc}")
+                    continue
+                if deleted is not None:
+                    report.threads_expired += 1
+                    report.checkpoints_deleted += deleted
+            if len(listed) < PAGE or not todo:
+                break
 
 
 def _retain(
