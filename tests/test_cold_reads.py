@@ -69,6 +69,7 @@ def test_cold_threads_are_listed_read_bundled_and_restored_offloaded(db_url, tmp
         assert read.list_threads(s, order_by="thread_id_desc").threads[0].thread_id == "sleepy"
         assert [t.thread_id for t in read.list_threads(s, idle_for=0, active_within=3600).threads] == ["busy", "sleepy"]
         assert [t.thread_id for t in read.list_threads(s, status="idle").threads] == ["busy"]  # its head is in its archive
+        assert [(t.thread_id, t.cold) for t in read.search_threads(s, limit=10)] == [("busy", False), ("sleepy", True)]
         web = s.run(search_threads_op(s.dialect, pattern="sl"))
         assert [(t.thread_id, t.cold) for t in web.threads] == [("sleepy", True)] and web.total == 1
         assert json.loads(json.dumps(page.to_json()))["threads"][1]["cold"] is True

@@ -6,7 +6,9 @@ One sweep (``sweep_job``, a job of ``lifecycle.jobs``):
    or workers sweeping one database only one sweeps at a time, and a background sweeper
    skips a run when another finished one within its interval;
 2. expires threads whose TTL has passed, each as a whole in one transaction that first
-   re-checks it under a lock (a put in between keeps the thread);
+   re-checks it under a lock (a put in between keeps the thread), then the cold ones
+   (``transfer.cold``: their stub deleted only if still expired; their archive goes with the
+   object sweep, which runs later in the same sweep when the saver has the store);
 3. applies the retention policy to the threads it may change, one transaction each,
    through ``retention.prune_thread_op`` (so heads, fork points that kept branches meet
    at, DeltaChannel ancestors and delta bases are never removed); on monthly partitioned
