@@ -151,22 +151,32 @@ def test_cli_and_browser_show_cold_threads(tmp_path, monkeypatch):
         assert s.run(cold_archives_op(s.dialect, ["sleepy"]))  # browsing restored nothing
 
 
-def test_migration_13_keeps_the_stubs_of_a_version_12_database(tmp_path):
+def _sql(d, statement):
+    from threadline.storage.ops import Q
+
+    yield Q(statement)
+
+
+def test_migration_13_keeps_the_stubs_of_a_version_12_database_and_applies_again(db_url, tmp_path):
     import sqlite3
 
-    url = str(tmp_path / "db.sqlite")
-    with open_saver(url, codec=_codec(tmp_path)) as s:
+    with open_saver(db_url, codec=_codec(tmp_path)) as s:
         _chain(s, "sleepy")
         expected = _values(s, "sleepy")
         assert tier(s, 0).threads == ["sleepy"]
-    conn = sqlite3.connect(url)  # back to migration 12's stub table
-    conn.executescript(
-        "CREATE TABLE old AS SELECT thread_id, object, checkpoints, bytes, tiered_at FROM threadline_cold; DROP TABLE threadline_cold; "
-        "CREATE TABLE threadline_cold (thread_id TEXT NOT NULL PRIMARY KEY, object TEXT NOT NULL, checkpoints INTEGER NOT NULL DEFAULT 0, "
-        "bytes INTEGER NOT NULL DEFAULT 0, tiered_at REAL NOT NULL); INSERT INTO threadline_cold SELECT * FROM old; DROP TABLE old; "
-        "DELETE FROM threadline_migrations WHERE v = 13;")
-    conn.close()
-    with open_saver(url, codec=_codec(tmp_path)) as s:
-        (cold,) = read.list_threads(s).threads
-        assert cold.cold and cold.checkpoint_count == 2
+        s.run(_sql(s.dialect, "DELETE FROM threadline_migrations WHERE v = 13"), write=True)  # applied again below
+    if not db_url.startswith("postgres"):
+        conn = sqlite3.connect(db_url)  # back to migration 12's stub table
+        conn.executescript(
+            "CREATE TABLE old AS SELECT thread_id, object, checkpoints, bytes, tiered_at FROM threadline_cold; DROP TABLE threadline_cold; "
+            "CREATE TABLE threadline_cold (thread_id TEXT NOT NULL PRIMARY KEY, object TEXT NOT NULL, checkpoints INTEGER NOT NULL "
+            "DEFAULT 0, bytes INTEGER NOT NULL DEFAULT 0, tiered_at REAL NOT NULL); INSERT INTO threadline_cold SELECT * FROM old; "
+            "DROP TABLE old;")
+        conn.close()
+    for _ in range(2):
+        with open_saver(db_url, codec=_codec(tmp_path)) as s:
+            (cold,) = read.list_threads(s).threads
+            assert cold.cold and cold.checkpoint_count == 2
+            s.run(_sql(s.dialect, "DELETE FROM threadline_migrations WHERE v = 13"), write=True)
+    with open_saver(db_url, codec=_codec(tmp_path)) as s:
         assert _values(s, "sleepy") == expected
