@@ -180,10 +180,5 @@ def stats(saver: Any, top: int = typer.Option(10, "--top", min=0, metavar="N", h
     """Rows and bytes per table, store items and cache entries, the dedup ratio, the largest threads."""
     result = read.stats(saver, top=top)
     result.others = saver.run(counts_op(saver.dialect))
-    if objects.store_of(saver, saver.dialect) is not None:
-        found = objects.collect(saver, delete=False)
-        in_row = result.tables["blobs"]["bytes"] + result.tables["writes"]["bytes"]
-        result.offloaded = {"store": saver.blob_codec.offload.objects.url, "rows": found.offloaded_rows, "objects": len(found.named),
-                            "payload_bytes": found.payload_bytes, "in_row_bytes": in_row,
-                            "cold_threads": sum(1 for rows in found.named.values() for r in rows if r.startswith("cold thread"))}
+    result.offloaded = objects.offload_summary(saver, result)
     return result

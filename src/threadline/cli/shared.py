@@ -137,7 +137,10 @@ def _whole(saver: Any, db: str | None, thread: str | None, names_thread: bool) -
     with thread_view(saver, [thread] if thread else [], official=True) as view:
         if view is saver and thread is not None and not state.is_threadline:
             raise NotFoundError(f"unknown thread {thread!r}")  # in an official saver's database that has none of that id
-        if view is not saver:
+        if thread is not None and thread in getattr(view, "cold", ()):
+            err.print(f"note: thread {escape(repr(thread))} is cold (moved whole to the object store): shown from its archive "
+                      f"(reading restores nothing; `threadline tier --restore {escape(thread)}` brings it back)", soft_wrap=True)
+        elif view is not saver:
             err.print(f"note: thread {escape(repr(thread))} has checkpoints in the official LangGraph saver's tables that "
                       "threadline has not adopted yet: shown as adoption would store them (reading adopts nothing)", soft_wrap=True)
         yield view

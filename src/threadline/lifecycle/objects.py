@@ -125,3 +125,28 @@ def collect(saver: Any, *, delete: bool = True, grace: float | None = None) -> O
     """``collect_job`` on a sync saver: the orphan objects older than ``grace`` deleted (module
     docstring). An empty report when the saver offloads nothing."""
     return run_job(saver, collect_job(saver.dialect, saver.blob_codec, delete=delete, grace=grace))
+
+
+def _cold_totals_op(d: Dialect) -> Op[tuple[int, int]]:
+    row = (yield Q(d.COLD_TOTALS, read=True))[0]
+    return int(row[0]), int(row[1])
+
+
+def offload_summary(saver: Any, stats: Any) -> dict[str, Any]:
+    """Where the values of the database's ``stats`` (``read.Stats``, of the whole database) live:
+    the one summary ``threadline stats`` and the browser's statistics page show. {} when the saver
+    offloads nothing; else ``store`` (its URL), ``in_row_bytes`` (the bytes of the blob and write
+    rows: values kept in their rows, and the references of the others), ``payload_bytes`` (the
+    offloaded values' bytes in the store, each object once), ``rows`` (rows naming an object),
+    ``objects`` (objects named by rows or archives), ``stored_bytes`` (everything the store lists,
+    orphans included), ``cold_threads`` and ``cold_bytes`` (threads moved whole to the store,
+    ``transfer.cold``, and the bytes their rows held). Lists the store and reads every reference
+    (``collect`` without deleting)."""
+    store = store_of(saver, saver.dialect)
+    if store is None:
+        return {}
+    found = collect(saver, delete=False)
+    cold, cold_bytes = saver.run(_cold_totals_op(saver.dialect))
+    return {"store": store.url, "in_row_bytes": stats.tables["blobs"]["bytes"] + stats.tables["writes"]["bytes"],
+            "payload_bytes": found.payload_bytes, "rows": found.offloaded_rows, "objects": len(found.named),
+            "stored_bytes": found.stored_bytes, "cold_threads": cold, "cold_bytes": cold_bytes}

@@ -6,7 +6,9 @@ One sweep (``sweep_job``, a job of ``lifecycle.jobs``):
    or workers sweeping one database only one sweeps at a time, and a background sweeper
    skips a run when another finished one within its interval;
 2. expires threads whose TTL has passed, each as a whole in one transaction that first
-   re-checks it under a lock (a put in between keeps the thread);
+   re-checks it under a lock (a put in between keeps the thread), then the cold ones
+   (``transfer.cold``: their stub deleted only if still expired; their archive goes with the
+   object sweep, which runs later in the same sweep when the saver has the store);
 3. applies the retention policy to the threads it may change, one transaction each,
    through ``retention.prune_thread_op`` (so heads, fork points that kept branches meet
    at, DeltaChannel ancestors and delta bases are never removed); on monthly partitioned
@@ -167,24 +169,30 @@ def sweep_job(
 def _expire(
     d: Dialect, ttl: TTL, report: SweepReport, lease: _Lease, bc: Any, clock: Callable[[], float], stopping: Callable[[], bool]
 ) -> Job[None]:
-    tried: set[str] = set()
-    while True:
-        listed = yield sweep_ops.expired_threads(d, ttl.default_ttl, clock(), PAGE), False
-        todo = [t for t in listed if t not in tried]
-        for tid in todo:
-            if stopping() or not (yield from lease.keep()):
-                return
-            tried.add(tid)
-            try:
-                deleted = yield sweep_ops.expire_thread(d, tid, ttl.default_ttl, clock(), bc), True
-            except Exception as exc:  # one bad thread does not stop the sweep
-                report.errors.append(f"expiring thread {tid!r}: {type(exc).__name__}: {exc}")
-                continue
-            if deleted is not None:
-                report.threads_expired += 1
-                report.checkpoints_deleted += deleted
-        if len(listed) < PAGE or not todo:
-            return
+    """Expire the threads past their TTL, then the cold ones (``transfer.cold``: their stubs; the
+    object sweep below deletes their archives once no row names them)."""
+    kinds = [(sweep_ops.expired_threads, lambda tid: sweep_ops.expire_thread(d, tid, ttl.default_ttl, clock(), bc))]
+    if getattr(d, "offloads", False):
+        kinds.append((sweep_ops.expired_cold_threads, lambda tid: sweep_ops.expire_cold_thread(d, tid, ttl.default_ttl, clock())))
+    for listing, expire in kinds:
+        tried: set[str] = set()
+        while True:
+            listed = yield listing(d, ttl.default_ttl, clock(), PAGE), False
+            todo = [t for t in listed if t not in tried]
+            for tid in todo:
+                if stopping() or not (yield from lease.keep()):
+                    return
+                tried.add(tid)
+                try:
+                    deleted = yield expire(tid), True
+                except Exception as exc:  # one bad thread does not stop the sweep
+                    report.errors.append(f"expiring thread {tid!r}: {type(exc).__name__}: {exc}")
+                    continue
+                if deleted is not None:
+                    report.threads_expired += 1
+                    report.checkpoints_deleted += deleted
+            if len(listed) < PAGE or not todo:
+                break
 
 
 def _retain(

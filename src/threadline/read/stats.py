@@ -52,8 +52,8 @@ class Stats:
     avg_checkpoint_bytes: float | None = None
     state_size_histogram: list[dict[str, Any]] = field(default_factory=list)
     others: dict[str, int] = field(default_factory=dict)
-    # offloaded values (docs/offload.md), filled in by the caller where the saver offloads:
-    # store, rows, objects, payload_bytes (in the store) and in_row_bytes (values in their rows)
+    # offloaded values and cold threads (docs/offload.md), filled in by the caller where the saver
+    # offloads: ``lifecycle.objects.offload_summary``
     offloaded: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:

@@ -41,7 +41,9 @@ class ThreadInfo:
     ``unadopted``: checkpoints of the thread in the official saver's tables that threadline has
     not adopted yet (``read.official``; a threadline saver adopts them on the thread's first
     use); ``official_only``: only the official tables hold the thread (its counts, times, size
-    and head are those of its official checkpoints)."""
+    and head are those of its official checkpoints). ``cold``: the thread was moved to the object
+    store whole (``transfer.cold``): counts, times and size are its stub's, it has no head, record
+    or status here; its first read restores it."""
 
     thread_id: str
     created_at: float
@@ -56,6 +58,7 @@ class ThreadInfo:
     metadata: dict[str, Any] = dataclasses.field(default_factory=dict)
     archived: bool = False
     status: ThreadStatus | None = None
+    cold: bool = False
 
     @property
     def adopted(self) -> bool:
@@ -156,6 +159,9 @@ def threads_op(
     decoded, so ``total`` decodes them all.
     Threads of the official saver's tables not adopted yet are left out when ``thread_metadata``,
     ``status``, ``values`` or ``archived=True`` is given (they have no record or decoded head).
+    Cold threads (``transfer.cold``: moved whole to the object store) are listed, marked ``cold``,
+    with their stub's counts and times, unless ``thread_metadata``, ``status``, ``values``,
+    ``metadata`` or ``archived=True`` is given (their checkpoints and record are in their archive).
 
     Returns a ``ThreadPage``; each thread carries its head checkpoint's id, step and source.
     Raises ValueError for a bad ``limit``/``offset``/``order_by``/``status``, FilterError for an
@@ -189,6 +195,8 @@ def threads_op(
         archived=archived,
         records=(yield from records_table_op(d)),
         head_stop=_HEAD_STOP.get(STATUS_NAMES[status]) if status is not None else None,
+        # a cold thread's head and record are in its archive: filters on them leave it out
+        cold=not (status is not None or values or thread_metadata) and (yield from cold_listed_op(d)),
     )
     if busy is None and (status is not None or with_status):
         # the threads a run holds now (the guard's running leases, few): the status check of the rest
@@ -232,7 +240,7 @@ def threads_op(
         total = int(total) + len(extra)
     if with_status or status is not None:
         for t in threads:
-            if not t.official_only:
+            if not t.official_only and not t.cold:
                 t.status = yield from thread_status_op(d, serde, t.thread_id, t.head_checkpoint_id, bc, busy=bool(busy and busy(t.thread_id)))
     nxt = offset + len(threads)
     return ThreadPage(threads, int(total), offset, nxt if nxt < total else None)
@@ -256,7 +264,15 @@ def _info(d: Dialect, r: tuple, partly: Mapping[str, int]) -> ThreadInfo:
     meta = d.load_object(r[8], f"record of thread {r[0]!r}") if len(r) > 8 and r[8] is not None else {}
     archived = bool(r[9]) if len(r) > 9 and r[9] is not None else False
     return ThreadInfo(r[0], float(r[1]), float(r[2]), int(r[3]), int(r[4]), r[5], r[6], r[7], partly.get(r[0], 0),
-                      metadata=meta, archived=archived)
+                      metadata=meta, archived=archived, cold=bool(r[11]) if len(r) > 11 else False)
+
+
+def cold_listed_op(d: Dialect) -> Op[bool]:
+    """Whether the listings take cold threads in (``ThreadFilter.cold``): the backend keeps them
+    (not Redis), the database has their table (schema migration 12) and holds at least one."""
+    if not getattr(d, "offloads", False) or not (yield Q(d.columns_sql, (table("cold"),))):
+        return False
+    return bool((yield Q(d.ANY_COLD)))
 
 
 def records_table_op(d: Dialect) -> Op[bool]:

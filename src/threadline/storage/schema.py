@@ -208,6 +208,30 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
             )""",
         ],
     ),
+    (
+        13,
+        [
+            # A cold thread's times and TTL, copied from its ``threads`` row when it is moved (stubs
+            # written before take the time they were moved): the listings show them, TTL expiry
+            # reads them. The table is rebuilt rather than altered, so that applying this again
+            # (its record lost) still works, every stub kept (its times then those it was moved at).
+            """CREATE TABLE IF NOT EXISTS threadline_cold_v13 (
+                thread_id {text} NOT NULL PRIMARY KEY,
+                object {text} NOT NULL,
+                checkpoints {int} NOT NULL DEFAULT 0,
+                bytes {int} NOT NULL DEFAULT 0,
+                tiered_at {real} NOT NULL,
+                created_at {real},
+                updated_at {real},
+                accessed_at {real},
+                ttl_minutes {real}
+            )""",
+            "INSERT INTO threadline_cold_v13 (thread_id, object, checkpoints, bytes, tiered_at, created_at, updated_at) "
+            "SELECT thread_id, object, checkpoints, bytes, tiered_at, tiered_at, tiered_at FROM threadline_cold",
+            "DROP TABLE threadline_cold",
+            "ALTER TABLE threadline_cold_v13 RENAME TO threadline_cold",
+        ],
+    ),
 ]
 
 LATEST_VERSION = max(v for v, _ in MIGRATIONS)

@@ -127,18 +127,19 @@ class Expected:
 
 def store_thread_op(
     d: Dialect, thread_id: str, rows: Rows, columns: Mapping[str, Sequence[str]], *, replace: bool, bc: Any = None,
-    expected: Expected | None = None,
+    expected: Expected | None = None, tags: bool = True,
 ) -> Op[None]:
     """Insert one thread's rows (the columns both sides have) in one transaction and read them
     back; with ``expected``, also load every checkpoint and compare. Raises ``_Differs``
     (rolling it all back; where the backend has no transaction, ``rolls_back``, deleting the
     thread's rows) unless they read back and load exactly. Raises ConfigError when
-    the thread exists and not ``replace``."""
+    the thread exists and not ``replace``. ``tags`` False keeps the thread's tags and pin in
+    the target (a cold thread restored: ``transfer.cold``)."""
     exists = yield Q(d.HAS_CHECKPOINTS, (thread_id,))
     if exists and not replace:
         raise ConfigError(f"thread {thread_id!r} already exists in the target; pass replace=True to overwrite it",
                           flags={"replace=True": "--replace"})
-    yield from ops.delete_thread(d, thread_id, bc)
+    yield from ops.delete_thread(d, thread_id, bc, tags=tags)
     yield Q(d.DELETE_ADOPTED, (thread_id,))
     wanted: Rows = {}
     for t in THREAD_TABLES:
@@ -155,7 +156,7 @@ def store_thread_op(
         yield from _check_stored_op(d, thread_id, wanted, expected)
     except _Differs:
         if not d.rolls_back:  # no transaction to undo the rows written: they go again
-            yield from ops.delete_thread(d, thread_id, bc)
+            yield from ops.delete_thread(d, thread_id, bc, tags=tags)
         raise
 
 
@@ -381,6 +382,8 @@ def restore(
     report = RestoreReport(path, [], verify)
     # values load as inspection does, and never through the saver's cache: a thread rolled
     # back must leave nothing behind
+    from threadline.transfer.inline import offloaded
+
     serde, reader = inspecting(saver.serde), dataclasses.replace(saver.blob_codec, cache=None)
     with open_archive(path) as archive:
         a = archive.dialect
@@ -400,6 +403,7 @@ def restore(
             item = ThreadRestore(tid, {t: len(r) for t, (_, r) in rows.items() if r})
             try:
                 expected = Expected(serde, reader, _archived(archive, serde, reader, tid)) if verify else None
+                rows = offloaded(saver.blob_codec, rows)  # large values to the target's object store, as a put
                 saver.run(store_thread_op(saver.dialect, tid, rows, target, replace=True, bc=saver.blob_codec, expected=expected),
                           write=True)
             except _Differs as exc:

@@ -179,7 +179,8 @@ def _mark_op(d: Dialect, ids: list[str], channels: list[str]) -> Op[dict[str, in
 
 def bundle(saver: Any, thread_ids: Sequence[Any], to: str, *, redact: Sequence[str] = (), overwrite: bool = False) -> BundleReport:
     """Write ``thread_ids`` of ``saver`` with their values to the file ``to``, ``redact``
-    channels replaced (see the module docstring). Raises ConfigError for no thread, a
+    channels replaced (see the module docstring); a cold thread is read from its archive (nothing
+    restored). Raises ConfigError for no thread, a
     thread without checkpoints, or an existing ``to`` (unless ``overwrite``)."""
     ids = [thread_id_of(t) for t in thread_ids]
     if not ids:
@@ -194,8 +195,17 @@ def bundle(saver: Any, thread_ids: Sequence[Any], to: str, *, redact: Sequence[s
     channels = frozenset(redact) | ({START} if redact else set())
     from threadline.transfer.inline import chained, inliner
 
-    redactor = _redactor(saver, channels) if channels else None
-    write_archive(to, saver, thread_ids=ids, transform=chained(inliner(saver.blob_codec), redactor))
+    from threadline.transfer.cold import cold_archives_op
+    from threadline.transfer.official import thread_view
+
+    cold = saver.run(cold_archives_op(saver.dialect, ids))
+    hot = [t for t in ids if t not in cold]
+    if hot:
+        redactor = _redactor(saver, channels) if channels else None
+        write_archive(to, saver, thread_ids=hot, transform=chained(inliner(saver.blob_codec), redactor))
+    if cold:  # cold threads (``transfer.cold``): from their archives, read into a view (nothing restored)
+        with thread_view(saver, list(cold), official=False) as view:
+            write_archive(to, view, thread_ids=list(cold), transform=_redactor(view, channels) if channels else None)
     from threadline.backends.sqlite import SqliteSaver
 
     with SqliteSaver.from_conn_string(to, adopt=False) as archive:

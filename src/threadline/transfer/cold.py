@@ -35,8 +35,9 @@ from threadline.keys import thread_id_of
 from threadline.lifecycle.jobs import Job, run_job
 from threadline.storage.dialect import Dialect
 from threadline.storage.ops import Op, Q
+from threadline.storage.schema import table
 from threadline.transfer.backup import Rows, columns_op, store_thread_op, thread_rows_op
-from threadline.transfer.inline import inliner
+from threadline.transfer.inline import inliner, offloaded
 
 COLD = PREFIX + "cold/"
 _TAG = "cold-archive"
@@ -114,9 +115,13 @@ def _freeze_op(d: Dialect, bc: codec.BlobCodec, tid: str, columns: dict, raw: Ro
         return False
     from threadline.storage import ops
 
-    yield from ops.delete_thread(d, tid, bc)
+    yield from ops.delete_thread(d, tid, bc, tags=False)  # its tags and pin stay: they are not in the archive
     yield Q(d.DELETE_ADOPTED, (tid,))
-    yield Q(d.INSERT_COLD, (tid, name, count, size, time.time()))
+    names, found = raw.get("threads", ((), ()))
+    row = dict(zip(names, found[0])) if found else {}
+    now = time.time()
+    yield Q(d.INSERT_COLD, (tid, name, count, size, now, row.get("created_at", now), row.get("updated_at", now),
+                            row.get("accessed_at"), row.get("ttl_minutes")))
     return True
 
 
@@ -167,15 +172,9 @@ def warm_op(d: Dialect, bc: codec.BlobCodec, thread_id: Any) -> Op[bool]:
     taken = yield Q(d.TAKE_COLD, (tid,))
     if not taken:
         return True  # another transaction restored it first
-    name = taken[0][0]
-    store = _store(bc, d)
-    data = store.get(name)
-    where = f"cold thread {tid!r} (archive {name} in {store.url})"
-    if data is None:
-        raise CorruptRowError(f"{where}: the archive is missing")
-    rows = unpack(bc, tid, name, data, where)
+    rows = offloaded(bc, fetch(bc, _store(bc, d), tid, taken[0][0]))  # large values offloaded again, as a put
     columns = yield from columns_op(d)
-    yield from store_thread_op(d, tid, rows, columns, replace=True, bc=bc)
+    yield from store_thread_op(d, tid, rows, columns, replace=True, bc=bc, tags=False)
     yield Q(d.TOUCH_READ, (time.time(), tid))  # restored: read now (``IDLE_THREADS`` skips it)
     return True
 
@@ -185,6 +184,43 @@ def warm(saver: Any, thread_id: Any) -> bool:
     has checkpoints."""
     _store(saver.blob_codec, saver.dialect)
     return saver.run(warm_op(saver.dialect, saver.blob_codec, thread_id), write=True)
+
+
+def fetch(bc: codec.BlobCodec, store: Any, thread_id: str, name: str) -> Rows:
+    """The rows of the cold thread ``thread_id`` from its archive ``name`` in ``store``, checked;
+    CorruptRowError when the archive is missing or damaged."""
+    data = store.get(name)
+    where = f"cold thread {thread_id!r} (archive {name} in {store.url})"
+    if data is None:
+        raise CorruptRowError(f"{where}: the archive is missing")
+    return unpack(bc, thread_id, name, data, where)
+
+
+def cold_archives_op(d: Dialect, thread_ids: Any) -> Op[dict[str, str]]:
+    """thread_id → its archive object, for those of ``thread_ids`` that are cold (read-only; {} on a
+    backend without a cold tier or a database opened read-only before it, schema migration 12)."""
+    ids = list(dict.fromkeys(thread_id_of(t) for t in thread_ids))
+    if not ids or not getattr(d, "offloads", False) or not (yield Q(d.columns_sql, (table("cold"),))):
+        return {}
+    found = {}
+    for tid in ids:
+        rows = yield Q(d.COLD_OBJECT, (tid,), read=True)
+        if rows:
+            found[tid] = rows[0][0]
+    return found
+
+
+def cold_rows(saver: Any, archives: dict[str, str]) -> Any:
+    """(thread_id, its rows) of each cold thread of ``archives`` (``cold_archives_op``), read from its
+    archive, nothing written (``transfer.official.thread_view``, bundles); ConfigError naming
+    ``threadline tier --restore`` when ``saver`` has no object store to read them from."""
+    store = saver.blob_codec.offload.objects if saver.blob_codec.offload is not None else None
+    if store is None and archives:
+        tid = next(iter(archives))
+        raise ConfigError(f"thread {tid!r} is cold (moved whole to an object store): reading it needs that store "
+                          f"(THREADLINE_OFFLOAD, docs/offload.md), or bring it back first: threadline tier --restore {tid}")
+    for tid, name in archives.items():
+        yield tid, fetch(saver.blob_codec, store, tid, name)
 
 
 def cold_objects_op(d: Dialect) -> Op[list[tuple[str, str]]]:
@@ -204,16 +240,11 @@ def archive_cold(saver: Any, path: str) -> int:
         return 0
     from threadline.backends.sqlite import SqliteSaver
 
-    store = bc.offload.objects
     with SqliteSaver.from_conn_string(path, adopt=False) as archive:
         target = archive.run(columns_op(archive.dialect))
-        for tid, name in stubs:
-            data = store.get(name)
-            where = f"cold thread {tid!r} (archive {name} in {store.url})"
-            if data is None:
-                raise CorruptRowError(f"{where}: the archive is missing")
-            archive.run(store_thread_op(archive.dialect, tid, unpack(bc, tid, name, data, where), target, replace=True), write=True)
+        for tid, rows in cold_rows(saver, dict(stubs)):
+            archive.run(store_thread_op(archive.dialect, tid, rows, target, replace=True), write=True)
     return len(stubs)
 
 
-__all__ = ["TierReport", "archive_cold", "cold_objects_op", "tier", "warm", "warm_op"]
+__all__ = ["TierReport", "archive_cold", "cold_archives_op", "cold_objects_op", "cold_rows", "fetch", "tier", "warm", "warm_op"]

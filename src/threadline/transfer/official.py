@@ -200,9 +200,14 @@ def thread_view(saver: Any, thread_ids: Sequence[Any], *, official: bool | None 
     with checkpoints to adopt; the others are ``saver``'s); it is closed on exit.
     ``saver`` may be read-only, and its database may hold no threadline tables yet.
 
+    A cold thread (``transfer.cold``) is served the same way, its rows read from its archive
+    (its ``cold``: those threads), so reading it restores nothing and writes nothing.
+
     Raises AdoptionError when a thread would not adopt (as the saver's first touch would),
     CorruptRowError for an official row that cannot be decoded."""
     from threadline.read.official import scope_of
+
+    from threadline.transfer.cold import cold_archives_op, cold_rows
 
     scope = scope_of(saver, official)
     d = saver.dialect
@@ -212,11 +217,14 @@ def thread_view(saver: Any, thread_ids: Sequence[Any], *, official: bool | None 
             found = saver.run(adopt.view_progress_op(d, tid, scope.threadline))
             if found is not None:
                 waiting[tid] = found
-    if not waiting:
+    cold = saver.run(cold_archives_op(d, thread_ids)) if scope.threadline else {}
+    if not waiting and not cold:
         yield saver
         return
     with _scratch(saver) as view:
         mine = view.run(columns_op(view.dialect))
+        for tid, rows in cold_rows(saver, cold):  # a cold thread: its rows from its archive
+            view.run(store_thread_op(view.dialect, tid, rows, mine, replace=True, bc=view.blob_codec), write=True)
         theirs = saver.run(columns_op(d)) if scope.threadline else {}
         serde = transfer_serde()
         for tid, (latest, adopted) in waiting.items():
@@ -225,7 +233,8 @@ def thread_view(saver: Any, thread_ids: Sequence[Any], *, official: bool | None 
                 view.run(store_thread_op(view.dialect, tid, rows, mine, replace=True, bc=view.blob_codec), write=True)
             records = saver.run(adopt.read_thread_op(d, serde, tid, adopted or ""))
             view.run(adopt.adopt_records_op(view.dialect, tid, records, latest, view.blob_codec), write=True)
-        view.viewed = frozenset(waiting)  # the threads it serves
+        view.viewed = frozenset(waiting) | frozenset(cold)  # the threads it serves
+        view.cold = frozenset(cold)  # of them, the cold ones
         yield view
 
 

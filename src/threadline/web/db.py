@@ -29,6 +29,7 @@ from threadline.backends.readonly import open_reader, open_readonly, require_thr
 from threadline.errors import NotADatabaseError
 from threadline.read.official import scope_of
 from threadline.storage import adopt, ops
+from threadline.transfer.cold import cold_archives_op
 from threadline.transfer.official import thread_view
 
 VIEWS_KEPT = 64  # thread views kept between requests (a page lists up to 50 threads)
@@ -68,16 +69,18 @@ class Opened:
     def view(self, thread_id: str) -> Iterator[Any]:
         """The saver serving ``thread_id``: ``saver``, or, when the official saver's tables hold
         checkpoints of it threadline has not adopted, a view of it as adopted (nothing written),
-        kept until the thread changes (``VIEWS_KEPT`` of them)."""
+        or, when it is cold, of its archive (``transfer.cold``), kept until the thread changes
+        (``VIEWS_KEPT`` of them)."""
         scope = scope_of(self.saver, True)
-        if not scope.official or not thread_id:
+        if not thread_id:
             yield self.saver
             return
-        progress = self.saver.run(adopt.view_progress_op(self.saver.dialect, thread_id, scope.threadline))
-        if progress is None:
+        progress = self.saver.run(adopt.view_progress_op(self.saver.dialect, thread_id, scope.threadline)) if scope.official else None
+        cold = self.saver.run(cold_archives_op(self.saver.dialect, [thread_id])) if scope.threadline else {}
+        if progress is None and not cold:
             yield self.saver
             return
-        key = (thread_id, *progress)
+        key = (thread_id, *(progress or ()), *cold.values())
         with self._lock:
             kept = self._views.get(key)
             if kept is None:

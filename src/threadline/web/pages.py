@@ -21,6 +21,7 @@ from threadline.store.reader import dotted, namespace, open_store_reader, unadop
 from threadline.web import queries
 from threadline.web.layout import lay_out
 from threadline.web.render import split_channels, to_json_text, url
+from threadline.lifecycle import objects
 from threadline.read.official import scope_of
 from threadline.web.respond import int_param, param, render, saver_of, thread_saver
 
@@ -83,7 +84,7 @@ def _listing(request: Request) -> dict[str, Any]:
                                                     scope=scope, archived=None if archived else False)
         statuses = {}
         for t in page.threads:
-            if t.adopted:
+            if t.adopted and not t.cold:  # a cold thread has no head here: marked cold instead
                 statuses[t.thread_id] = yield from queries.thread_status_op(saver.dialect, saver.serde, t.thread_id, t.head_checkpoint_id, saver.blob_codec)
         return page, statuses
 
@@ -104,10 +105,13 @@ def threads_rows(request: Request) -> Response:
     return render(request, "_thread_rows.html", _listing(request))
 
 
-def _thread_info(saver: Any, thread_id: str) -> read.ThreadInfo:
+def _thread_info(saver: Any, thread_id: str, view: Any = None) -> read.ThreadInfo:
+    """The thread's row of the listing; a cold one's as ``view`` (``thread_saver``: its archive) holds it."""
     found = read.list_threads(saver, thread_ids=[thread_id], limit=1, official=True).threads
     if not found:
         raise no_thread(thread_id)
+    if found[0].cold and view is not None and view is not saver:
+        return dataclasses.replace(_thread_info(view, thread_id), cold=True)
     return found[0]
 
 
@@ -125,8 +129,8 @@ def no_thread(thread_id: str) -> HTTPException:
 def thread_page(request: Request) -> Response:
     tid = param(request, "thread_id", required=True)
     ns = param(request, "ns", "") or ""
-    info = _thread_info(saver_of(request), tid)
     with thread_saver(request, tid) as saver:
+        info = _thread_info(saver_of(request), tid, saver)
         namespaces = saver.run(queries.namespaces_op(saver.dialect, tid))
         status = saver.run(queries.thread_status_op(saver.dialect, saver.serde, tid, _head(saver, tid), saver.blob_codec))
         marks = _marks(saver, tid)
@@ -152,8 +156,8 @@ def _head(saver: Any, thread_id: str) -> str | None:
 def thread_header(request: Request) -> Response:
     """The thread page's header alone (status, head, sizes), for live refresh."""
     tid = param(request, "thread_id", required=True)
-    info = _thread_info(saver_of(request), tid)
     with thread_saver(request, tid) as saver:
+        info = _thread_info(saver_of(request), tid, saver)
         status = saver.run(queries.thread_status_op(saver.dialect, saver.serde, tid, _head(saver, tid), saver.blob_codec))
         marks = _marks(saver, tid)
     return render(request, "_thread_header.html", {"info": info, "status": status, **marks})
@@ -274,6 +278,8 @@ def stats_page(request: Request) -> Response:
     with thread_saver(request, tid) as saver:
         d = saver.dialect
         st = read.stats(saver, thread_ids=[tid] if tid else None, top=10)
+        if not tid:
+            st.offloaded = objects.offload_summary(saver, st)  # in-row vs offloaded bytes, cold threads
         tasks = read.task_stats(saver, tid, checkpoint_ns=None)
         charts = {
             "tables": st.tables,

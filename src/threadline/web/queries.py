@@ -25,7 +25,7 @@ from threadline.read.tags import thread_tags_op
 from threadline.errors import NotFoundError
 from threadline.read import ERROR, INTERRUPT, NULL_TASK_ID, ThreadInfo, node_of_task_path
 from threadline.read.status import ThreadStatus
-from threadline.read.threads import records_table_op
+from threadline.read.threads import cold_listed_op, records_table_op
 from threadline.read.status import thread_status_op as status_op
 from threadline.read.official import Scope, heads_op, matching_op, merge, unadopted_threads_op
 from threadline.read.tasks import push_index, push_nodes_op
@@ -77,7 +77,7 @@ def search_threads_op(
     if limit < 1 or offset < 0:
         raise ValueError(f"paging needs limit >= 1 and offset >= 0, got limit={limit}, offset={offset}")
     scope = scope or Scope()
-    search = ThreadSearch(pattern, metadata or None, archived, (yield from records_table_op(d)))
+    search = ThreadSearch(pattern, metadata or None, archived, (yield from records_table_op(d)), (yield from cold_listed_op(d)))
     waiting = yield from unadopted_threads_op(d, scope)
     partly = {t.thread_id: t.checkpoints for t in waiting if t.in_threadline}
     match = glob_matcher(pattern).match if pattern else None
@@ -89,7 +89,8 @@ def search_threads_op(
     if scope.threadline:
         total = int((yield Q(*d.count_thread_search(search)))[0][0])
         rows = yield Q(*d.thread_search_page(search, order, offset + limit if only else limit, 0 if only else offset))
-    threads = [ThreadInfo(r[0], float(r[1]), float(r[2]), int(r[3]), int(r[4]), None, None, None, partly.get(r[0], 0)) for r in rows]
+    threads = [ThreadInfo(r[0], float(r[1]), float(r[2]), int(r[3]), int(r[4]), None, None, None, partly.get(r[0], 0),
+                          cold=bool(r[5]) if len(r) > 5 else False) for r in rows]
     if only:
         extra = [ThreadInfo(t.thread_id, t.created_at, t.updated_at, t.checkpoints, t.bytes, None, None, None, t.checkpoints, True) for t in only]
         threads = merge(threads, extra, SEARCH_KEYS[order], offset, limit)

@@ -27,7 +27,7 @@ def threads(page: Any, **_: Any) -> None:
     t = table(f"threads {first}–{page.offset + len(page.threads)} of {page.total}",
               "thread_id", "updated", ">checkpoints", ">size", "head", "…status", "…metadata")
     for th in page.threads:
-        status = th.status.kind if th.status is not None else ""
+        status = th.status.kind if th.status is not None else "[cyan]cold[/cyan]" if th.cold else ""
         meta = escape(json.dumps(th.metadata, ensure_ascii=False, default=str)[:60]) if th.metadata else ""
         t.add_row(escape(th.thread_id) + _official(th) + (" [dim](archived)[/dim]" if th.archived else ""),
                   ago(th.updated_at), str(th.checkpoint_count), size(th.bytes), short(th.head_checkpoint_id), status, meta)
@@ -36,6 +36,9 @@ def threads(page: Any, **_: Any) -> None:
         out.print("[yellow](official)[/yellow] in the official LangGraph saver's tables, not adopted yet: shown as they "
                   "are there; threadline's saver adopts a thread when a program first uses it (`threadline import` "
                   "copies them to another database). Reading never adopts.", soft_wrap=True)
+    if any(th.cold for th in page.threads):
+        out.print("[cyan]cold[/cyan]: moved whole to the object store (counts as they were then); read from its archive, nothing "
+                  "restored; a program's first use restores it, or `threadline tier --restore THREAD`.", soft_wrap=True)
     if page.next_offset is not None:
         out.print(f"[dim]more: --offset {page.next_offset}[/dim]")
 
@@ -308,7 +311,8 @@ def stats(s: Any, **_: Any) -> None:
     if s.offloaded:
         o = s.offloaded
         out.print(f"values: {size(o['in_row_bytes'])} in rows; {size(o['payload_bytes'])} offloaded to {o['store']} "
-                  f"({o['rows']} rows name {o['objects']} objects); {o['cold_threads']} cold thread(s)")
+                  f"({o['rows']} rows name {o['objects']} objects); {o['cold_threads']} cold thread(s) "
+                  f"({size(o['cold_bytes'])} of rows) in archives there")
     out.print(f"checkpoints reference {s.references} (channel, version) pairs stored as {s.tables['blobs']['rows']} blob rows: "
               f"dedup ratio {s.dedup_ratio}×; a full copy per checkpoint would store {size(s.logical_blob_bytes)} "
               f"({s.bytes_dedup_ratio}× the stored blob bytes)")

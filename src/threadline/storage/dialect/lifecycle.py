@@ -12,7 +12,7 @@ from collections.abc import Callable
 # than its own TTL (``ttl_minutes``; negative: never) or else the default one, unless it is
 # pinned or holds a tagged checkpoint.
 # Parameters: default TTL in minutes (or NULL), the same again, now.
-_EXPIRED = (
+EXPIRED = (
     "COALESCE(ttl_minutes, ?) > 0 AND (CASE WHEN accessed_at > updated_at THEN accessed_at ELSE updated_at END) "
     "+ COALESCE(ttl_minutes, ?) * 60 <= ? "
     # a pinned thread, or one holding a tagged checkpoint, never expires (``lifecycle.tags``)
@@ -65,7 +65,7 @@ class LifecycleStatements:
     # --- expiry and retention --------------------------------------------------------------
 
     # (default TTL minutes or NULL, the same, now, limit) → thread_id of expired threads, least recently updated first
-    EXPIRED_THREADS = f"SELECT thread_id FROM threadline_threads WHERE {_EXPIRED} ORDER BY updated_at, thread_id LIMIT ?"
+    EXPIRED_THREADS = f"SELECT thread_id FROM threadline_threads WHERE {EXPIRED} ORDER BY updated_at, thread_id LIMIT ?"
     # () → thread_id of every thread with a row in any table (fsck also checks rows whose thread has no checkpoint)
     EVERY_THREAD_ID = (
         "SELECT thread_id FROM threadline_checkpoints UNION SELECT thread_id FROM threadline_blobs UNION SELECT thread_id FROM threadline_writes "
@@ -75,7 +75,7 @@ class LifecycleStatements:
     def expiring_thread(self) -> str:
         """(thread_id, default TTL minutes or NULL, the same, now) → checkpoint_count of the thread when
         it is still expired, its index row locked until the transaction ends (``lock_rows``)."""
-        return f"SELECT checkpoint_count FROM threadline_threads WHERE thread_id = ? AND {_EXPIRED}{self.lock_rows}"
+        return f"SELECT checkpoint_count FROM threadline_threads WHERE thread_id = ? AND {EXPIRED}{self.lock_rows}"
 
     def lock_thread(self) -> str | None:
         """(thread_id): lock the thread's index row until the transaction ends; None where rows do

@@ -6,6 +6,8 @@ store is for SQLite and Postgres.
 
 from __future__ import annotations
 
+from threadline.storage.dialect.lifecycle import EXPIRED
+
 # The LIKE pattern of an offloaded value's stored type: ``<tag>+obj+sum`` / ``<tag>+obj+gcm``.
 OFFLOADED_TYPE = "%+obj+%"
 
@@ -30,8 +32,14 @@ class ObjectStatements:
 
     # --- the cold tier (``transfer.cold``; table threadline_cold, migration 12) ---------------
 
-    # (thread_id, object, checkpoints, bytes, tiered_at): a cold thread's stub
-    INSERT_COLD = "INSERT INTO threadline_cold (thread_id, object, checkpoints, bytes, tiered_at) VALUES (?, ?, ?, ?, ?)"
+    # (thread_id, object, checkpoints, bytes, tiered_at, created_at, updated_at, accessed_at, ttl_minutes):
+    # a cold thread's stub (the last four copied from its ``threads`` row, migration 13)
+    INSERT_COLD = (
+        "INSERT INTO threadline_cold (thread_id, object, checkpoints, bytes, tiered_at, created_at, updated_at, accessed_at, ttl_minutes) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    )
+    # () → one row when any thread is cold (the listings then take the stubs in, ``read.threads``)
+    ANY_COLD = "SELECT 1 FROM threadline_cold LIMIT 1"
     # (thread_id, thread_id) → (1 when the thread is cold, 1 when it has a checkpoint), NULL for no
     COLD_STATE = (
         "SELECT (SELECT 1 FROM threadline_cold WHERE thread_id = ?), "
@@ -41,6 +49,16 @@ class ObjectStatements:
     TAKE_COLD = "DELETE FROM threadline_cold WHERE thread_id = ? RETURNING object"
     # () → thread_id, object of every cold thread
     COLD_OBJECTS = "SELECT thread_id, object FROM threadline_cold"
+    # (thread_id) → object of the thread's archive, when it is cold
+    COLD_OBJECT = "SELECT object FROM threadline_cold WHERE thread_id = ?"
+    # () → how many threads are cold, the bytes their rows held
+    COLD_TOTALS = "SELECT COUNT(*), COALESCE(SUM(bytes), 0) FROM threadline_cold"
+    # TTL of cold threads (``threadline.ttl`` on the stub's copy of its ``threads`` row; the sweeper):
+    # (default TTL minutes or NULL, the same, now, limit) → thread_id of expired cold threads, least recently updated first
+    EXPIRED_COLD = f"SELECT thread_id FROM threadline_cold WHERE {EXPIRED} ORDER BY updated_at, thread_id LIMIT ?"
+    # (thread_id, default TTL minutes or NULL, the same, now) → checkpoints of the cold thread when it
+    # was still expired: its stub deleted (its archive, no longer named, goes with the object sweep)
+    EXPIRE_COLD = f"DELETE FROM threadline_cold WHERE thread_id = ? AND {EXPIRED} RETURNING checkpoints"
     # (updated before, accessed before or never, limit) → thread_id, checkpoint_count, bytes of the
     # threads idle since then, least recently updated first
     IDLE_THREADS = (

@@ -216,6 +216,8 @@ class PostgresDialect(Dialect):
             3: STORAGE_SETTINGS,
             # the threads search by record metadata (``record_prefilter``): containment through GIN
             7: ["CREATE INDEX IF NOT EXISTS threadline_thread_records_metadata ON threadline_thread_records USING GIN (metadata jsonb_path_ops)"],
+            # the rebuilt stub table's key named after the table again (as migration 12 named it)
+            13: ["ALTER INDEX IF EXISTS threadline_cold_v13_pkey RENAME TO threadline_cold_pkey"],
         }
 
     @staticmethod

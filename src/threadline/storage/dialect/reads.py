@@ -55,6 +55,15 @@ COUNTED_TABLES = ("checkpoints", "blobs", "writes")
 _INDEXED_TABLES = ("threadline_threads", "threadline_checkpoints", "threadline_writes", "threadline_blobs")
 
 
+# The threads index with each cold thread's stub (``transfer.cold``, table threadline_cold) as a
+# row of it, marked ``cold`` (its times copied from its ``threads`` row, migration 13). A stub whose id has rows again (a new tree started on it) is left out.
+WITH_COLD = (
+    "(SELECT thread_id, created_at, updated_at, checkpoint_count, bytes, 0 AS cold FROM threadline_threads UNION ALL "
+    "SELECT c.thread_id, c.created_at, c.updated_at, c.checkpoints, c.bytes, 1 "
+    "FROM threadline_cold c WHERE NOT EXISTS (SELECT 1 FROM threadline_threads x WHERE x.thread_id = c.thread_id))"
+)
+
+
 @dataclass(frozen=True)
 class ThreadFilter:
     """Which threads of the ``threads`` index the listing keeps (never threadline's own,
@@ -78,6 +87,9 @@ class ThreadFilter:
     # write), "interrupted" (an interrupt write not answered by a resume write of its task, and
     # no error write), "none" (neither)
     head_stop: str | None = None
+    # take the cold threads' stubs in as rows of the index (``transfer.cold``; ``threads_page``
+    # marks them), when the database has any (``read.threads.cold_listed_op``)
+    cold: bool = False
 
     @property
     def uses_records(self) -> bool:
@@ -201,10 +213,12 @@ class ReadsStatements:
 
     @staticmethod
     def _threads_from(f: ThreadFilter) -> str:
-        """The listing's FROM: the threads index, with each thread's record when ``f`` needs it."""
+        """The listing's FROM: the threads index (with the cold threads' stubs when ``f.cold``),
+        with each thread's record when ``f`` needs it."""
+        base = f"{WITH_COLD} t" if f.cold else "threadline_threads t"
         if f.uses_records:
-            return "threadline_threads t LEFT JOIN threadline_thread_records r ON r.thread_id = t.thread_id"
-        return "threadline_threads t"
+            return f"{base} LEFT JOIN threadline_thread_records r ON r.thread_id = t.thread_id"
+        return base
 
     def count_threads(self, f: ThreadFilter) -> tuple[str, list[Any]]:
         """→ one row: how many threads ``f`` keeps. FilterError for an unusable metadata filter."""
@@ -214,9 +228,10 @@ class ReadsStatements:
     def threads_page(self, f: ThreadFilter, order_by: str, limit: int, offset: int) -> tuple[str, list[Any]]:
         """→ thread_id, created_at, updated_at, checkpoint_count, bytes, the checkpoint_id, step and
         source of the thread's head in the root namespace (NULLs without one), the thread's
-        record's metadata (JSON text) and archived flag (NULLs without one), and whether the head
-        has a pending interrupt or error write (1/0; Redis: NULL, unknown) of the threads ``f``
-        keeps in ``THREAD_ORDERS[order_by]`` order, ``limit`` of them from ``offset``."""
+        record's metadata (JSON text) and archived flag (NULLs without one), whether the head
+        has a pending interrupt or error write (1/0; Redis: NULL, unknown) and whether the thread
+        is cold (1/0; Redis: absent) of the threads ``f`` keeps in ``THREAD_ORDERS[order_by]``
+        order, ``limit`` of them from ``offset``."""
         where, params = self._threads_where(f)
         order = THREAD_ORDERS[order_by]
         if f.records:
@@ -227,7 +242,7 @@ class ReadsStatements:
         return (
             f"SELECT t.thread_id, t.created_at, t.updated_at, t.checkpoint_count, t.bytes, h.checkpoint_id, h.step, h.source{record}, "
             f"CASE WHEN EXISTS (SELECT 1 FROM threadline_writes w WHERE w.thread_id = t.thread_id AND w.checkpoint_id = h.checkpoint_id "
-            f"AND {_STOPS}) THEN 1 ELSE 0 END "
+            f"AND {_STOPS}) THEN 1 ELSE 0 END{', t.cold' if f.cold else ', 0'} "
             f"FROM (SELECT t.* FROM {self._threads_from(f)} {where} ORDER BY {order} LIMIT ? OFFSET ?) t{rjoin} "
             "LEFT JOIN threadline_checkpoints h ON h.thread_id = t.thread_id AND h.checkpoint_ns = '' "
             "AND h.checkpoint_id = (SELECT MAX(c2.checkpoint_id) FROM threadline_checkpoints c2 WHERE c2.thread_id = t.thread_id AND c2.checkpoint_ns = '') "

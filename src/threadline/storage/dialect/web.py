@@ -48,6 +48,8 @@ class ThreadSearch:
     # whether the database has the records table (``ThreadFilter.records``)
     archived: bool | None = None
     records: bool = True
+    # the cold threads' stubs listed too, marked (``ThreadFilter.cold``)
+    cold: bool = False
 
 
 def glob_matcher(pattern: str, *, prefix: bool = True) -> re.Pattern[str]:
@@ -79,7 +81,7 @@ def _of_thread(thread_id: str | None, column: str = "thread_id", joiner: str = "
 
 class WebStatements:
     """Mixed into ``Dialect``, whose hooks (``thread_glob``, ``json_field``, ``floor_div``,
-    ``bytes_of``, ``checkpoint_size``) and reads' ``_threads_where`` these statements use."""
+    ``bytes_of``, ``checkpoint_size``) and reads' ``_threads_where`` / ``_threads_from`` these statements use."""
 
     thread_glob: Callable[[str], tuple[str, str]]
     json_field: Callable[[str, str], str]
@@ -87,6 +89,7 @@ class WebStatements:
     bytes_of: Callable[[str, str], str]
     checkpoint_size: Callable[[], str]
     _threads_where: Callable[[ThreadFilter], tuple[str, list[Any]]]
+    _threads_from: Callable[[ThreadFilter], str]
 
     # --- the threads search ------------------------------------------------------------
 
@@ -100,14 +103,15 @@ class WebStatements:
     def count_thread_search(self, s: ThreadSearch) -> tuple[str, list[Any]]:
         """→ one row: how many threads ``s`` keeps. FilterError for an unusable metadata filter."""
         where, params = self._search_where(s)
-        return f"SELECT COUNT(*) FROM threadline_threads t {where}", params
+        return f"SELECT COUNT(*) FROM {self._threads_from(ThreadFilter(cold=s.cold))} {where}", params
 
     def thread_search_page(self, s: ThreadSearch, order: str, limit: int, offset: int) -> tuple[str, list[Any]]:
-        """→ thread_id, created_at, updated_at, checkpoint_count, bytes of the threads ``s`` keeps,
-        in ``SEARCH_ORDERS[order]`` order, ``limit`` of them from ``offset``."""
+        """→ thread_id, created_at, updated_at, checkpoint_count, bytes, cold (1/0) of the threads ``s``
+        keeps, in ``SEARCH_ORDERS[order]`` order, ``limit`` of them from ``offset``."""
         where, params = self._search_where(s)
         return (
-            f"SELECT thread_id, created_at, updated_at, checkpoint_count, bytes FROM threadline_threads t {where} "
+            f"SELECT thread_id, created_at, updated_at, checkpoint_count, bytes, {'cold' if s.cold else '0'} "
+            f"FROM {self._threads_from(ThreadFilter(cold=s.cold))} {where} "
             f"ORDER BY {SEARCH_ORDERS[search_order(order)]} LIMIT ? OFFSET ?",
             [*params, int(limit), int(offset)],
         )

@@ -32,11 +32,12 @@ def thread_ids_of(values: Any, what: str = "thread_ids") -> list[str]:
     return [thread_id_of(v) for v in values]
 
 
-def delete_thread(d: Dialect, thread_id: Any, bc: codec.BlobCodec | None = None) -> Op[None]:
-    """Delete every checkpoint, blob and write of a thread, in every checkpoint_ns, with its tags and pin."""
+def delete_thread(d: Dialect, thread_id: Any, bc: codec.BlobCodec | None = None, *, tags: bool = True) -> Op[None]:
+    """Delete every checkpoint, blob and write of a thread, in every checkpoint_ns, with its tags
+    and pin (unless not ``tags``: the cold tier keeps them while the thread is in its archive)."""
     tid = thread_id_of(thread_id)
     _forget(bc, [tid])
-    for statement in (*d.DELETE_THREAD, *d.DELETE_THREAD_TAGS):
+    for statement in (*d.DELETE_THREAD, *(d.DELETE_THREAD_TAGS if tags else ())):
         yield Q(statement, (tid,))
 
 

@@ -86,6 +86,20 @@ def expire_thread(d: Dialect, thread_id: str, default_ttl: float | None, now: fl
     return int(found[0][0])
 
 
+def expired_cold_threads(d: Dialect, default_ttl: float | None, now: float, limit: int) -> Op[list[str]]:
+    """Up to ``limit`` expired cold threads (``transfer.cold``), least recently updated first."""
+    found = yield Q(d.EXPIRED_COLD, (default_ttl, default_ttl, now, limit))
+    return [r[0] for r in found]
+
+
+def expire_cold_thread(d: Dialect, thread_id: str, default_ttl: float | None, now: float) -> Op[int | None]:
+    """Delete the stub of the cold thread ``thread_id`` if it is still expired (a restore since it
+    was listed keeps it: one of the two deletes the stub); its checkpoints, or None when kept. Its
+    archive, no longer named, is deleted by the next object sweep (``lifecycle.objects``)."""
+    found = yield Q(d.EXPIRE_COLD, (thread_id, default_ttl, default_ttl, now))
+    return int(found[0][0]) if found else None
+
+
 def retention_candidates(
     d: Dialect, after: str, limit: int, *, keep_last: int | None, older_than: float | None, idle_since: float | None
 ) -> Op[list[str]]:
