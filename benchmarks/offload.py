@@ -82,7 +82,7 @@ def cold_run(url: str, store: str, n: int) -> dict:
     each read back with a new saver: the first read restores it."""
     from langgraph.checkpoint.base import create_checkpoint, empty_checkpoint
 
-    from threadline.transfer.cold import tier
+    from threadline.lifecycle.cold import tier
 
     off = Offload(store, min_bytes=256 << 10)
     expected = {}

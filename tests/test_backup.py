@@ -16,6 +16,7 @@ from threadline import lifecycle as L
 from threadline import read as H
 from threadline.cli import app
 from threadline.errors import ConfigError
+from threadline.lifecycle.thread_rows import comparable_rows
 from threadline.transfer import backup as B
 from threadline.transfer.bundle import REDACTED, bundle
 
@@ -53,7 +54,7 @@ def test_backup_then_restore_every_thread_identical(db, fresh_backend, tmp_path,
         assert L.fsck(saver, deep=True).ok
         # every stored row is there too (JSON compared as data)
         for table in ("checkpoints", "blobs", "writes"):
-            assert B._normal(target.sql(f"SELECT * FROM threadline_{table}")) == B._normal(source.sql(f"SELECT * FROM threadline_{table}")), table
+            assert comparable_rows(target.sql(f"SELECT * FROM threadline_{table}")) == comparable_rows(source.sql(f"SELECT * FROM threadline_{table}")), table
         # a second restore refuses before writing anything, unless told to replace
         rows = target.snapshot()
         with pytest.raises(ConfigError, match="already exist"):

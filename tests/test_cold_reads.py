@@ -22,7 +22,7 @@ from threadline.lifecycle.sweeper import sweep_job
 from threadline.objectstore import Offload
 from threadline.transfer.backup import restore
 from threadline.transfer.bundle import bundle
-from threadline.transfer.cold import cold_archives_op, tier, warm
+from threadline.lifecycle.cold import cold_archives_op, tier, warm
 from threadline.transfer.official import thread_view
 from threadline.ttl import TTL
 from threadline.web import UIConfig

@@ -253,7 +253,7 @@ def test_import_of_an_official_database_into_redis(any_redis_target, tmp_path: P
 def test_a_thread_failing_verification_leaves_nothing_on_redis(pair, tmp_path: Path, request: pytest.FixtureRequest):
     """Redis has no transaction to roll back: a restored thread that does not verify is deleted
     again, so the target is left as a rolled-back SQL transaction leaves it."""
-    from threadline.transfer import backup as B
+    from threadline.lifecycle import thread_rows as B
 
     fresh = make_backend(pair.redis.kind, tmp_path, request)
     (tmp_path / "s").mkdir()
@@ -264,8 +264,8 @@ def test_a_thread_failing_verification_leaves_nothing_on_redis(pair, tmp_path: P
             columns = target.run(B.columns_op(d))
             rows = pair.b.run(B.thread_rows_op(pair.b.dialect, "t-answer", pair.b.run(B.columns_op(pair.b.dialect))))
             expected = B.Expected(target.serde, target.blob_codec, {})  # no checkpoint expected: every one stored differs
-            with pytest.raises(B._Differs, match="checkpoints differ"):
+            with pytest.raises(B.Differs, match="checkpoints differ"):
                 target.run(B.store_thread_op(d, "t-answer", rows, columns, replace=False, expected=expected), write=True)
-            assert target.run(read.all_thread_ids_op(d)) == [] and not target.run(B._exists_op(d, "t-answer"))
+            assert target.run(read.all_thread_ids_op(d)) == [] and not target.run(B.thread_rows_op(d, "t-answer", {"checkpoints": ["checkpoint_id"]}))["checkpoints"][1]
         with raw(fresh) as server:
             assert not [k for k in server.keys() if b"{t-answer}" in k]

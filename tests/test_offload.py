@@ -258,7 +258,7 @@ KILLED = textwrap.dedent("""
     from threadline.codec import BlobCodec
     from threadline.lifecycle import objects as O
     from threadline.objectstore import Offload
-    from threadline.transfer.cold import tier
+    from threadline.lifecycle.cold import tier
     with open_saver({url!r}, codec=BlobCodec(offload=Offload({store!r}, min_bytes=4096, grace_seconds=0))) as s:
         i = 0
         while True:
@@ -306,7 +306,7 @@ def test_backup_bundle_restore_carry_offloaded_values(db_url, tmp_path):
     from threadline.transfer.backup import backup, restore
     from threadline.transfer.bundle import bundle
 
-    from threadline.transfer.cold import tier
+    from threadline.lifecycle.cold import tier
 
     off = Offload(f"file://{tmp_path / 'objects'}", min_bytes=SMALL)
     with open_saver(db_url, codec=BlobCodec(offload=off)) as s:
@@ -351,7 +351,7 @@ def test_cli_stats_and_fsck_repair(tmp_path):
 def test_cold_tier_moves_idle_threads_and_restores_them_on_first_touch(db_url, tmp_path):
     """Idle threads move whole to the store (rows replaced by a stub) and come back on the
     first get_tuple, list or graph run, exactly; offloaded values inside travel in the archive."""
-    from threadline.transfer.cold import tier
+    from threadline.lifecycle.cold import tier
 
     off = Offload(f"file://{tmp_path / 'objects'}", min_bytes=SMALL, grace_seconds=0)
     ids = [f"idle-{i}" for i in range(6)]
@@ -379,7 +379,7 @@ def test_cold_tier_moves_idle_threads_and_restores_them_on_first_touch(db_url, t
 def test_cold_thread_resumes_in_a_graph_and_concurrent_first_reads_restore_once(db_url, tmp_path):
     import threading
 
-    from threadline.transfer.cold import tier
+    from threadline.lifecycle.cold import tier
 
     url = db_url
     off = Offload(f"file://{tmp_path / 'objects'}", min_bytes=SMALL)
@@ -413,7 +413,7 @@ def test_cold_thread_resumes_in_a_graph_and_concurrent_first_reads_restore_once(
 
 
 def test_missing_archive_is_corrupt_and_keeps_the_stub(tmp_path):
-    from threadline.transfer.cold import tier
+    from threadline.lifecycle.cold import tier
 
     url, store, last, _ = _offloaded(tmp_path)
     with open_saver(url, codec=BlobCodec(offload=Offload(store, min_bytes=SMALL))) as s:
@@ -452,7 +452,7 @@ def test_sweeper_tiers_idle_threads(tmp_path):
 
 
 def test_encrypted_cold_archive(tmp_path):
-    from threadline.transfer.cold import tier
+    from threadline.lifecycle.cold import tier
 
     keys = Keyring([os.urandom(32)])
     url, store, last, _ = _offloaded(tmp_path, keys)
@@ -469,7 +469,7 @@ def test_encrypted_cold_archive(tmp_path):
 
 
 def test_deleting_a_cold_thread_deletes_it(tmp_path):
-    from threadline.transfer.cold import tier
+    from threadline.lifecycle.cold import tier
 
     url, store, last, _ = _offloaded(tmp_path)
     with open_saver(url, codec=BlobCodec(offload=Offload(store, min_bytes=SMALL, grace_seconds=0))) as s:

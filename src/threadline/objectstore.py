@@ -158,7 +158,7 @@ class Offload:
     * ``grace_seconds`` — an object no row names is deleted (``lifecycle.objects``) only once
       it is older than this: a put writes its objects before its rows commit;
     * ``cold_after`` — seconds: the sweeper moves threads neither written nor read for this
-      long to the store whole (the cold tier, ``transfer.cold``); None: only ``threadline tier``.
+      long to the store whole (the cold tier, ``lifecycle.cold``); None: only ``threadline tier``.
 
     ConfigError for a negative size or an unusable store URL."""
 

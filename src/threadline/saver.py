@@ -193,7 +193,7 @@ class EngineSaver(Sweeping, BaseCheckpointSaver[str]):
                 await self._arun(adopt.adopt_thread(self.dialect, tid, self.blob_codec), write=True)
 
     def _cold_op(self, thread_id: Any, config: dict | None = None) -> ops.Op[bool] | None:
-        """The restore of ``thread_id`` if it is cold (``transfer.cold.warm_op``: one read when it is
+        """The restore of ``thread_id`` if it is cold (``lifecycle.cold.warm_op``: one read when it is
         not); None when this saver keeps no cold threads (no object store) or no thread is named,
         or, with ``config`` (a put), when its parent checkpoint is cached: the thread is warm."""
         bc = self.blob_codec
@@ -203,7 +203,7 @@ class EngineSaver(Sweeping, BaseCheckpointSaver[str]):
             key = key_of(config)
             if not key.checkpoint_id or (bc.cache is not None and bc.cache.versions((key.thread_id, key.checkpoint_ns, key.checkpoint_id))):
                 return None
-        from threadline.transfer.cold import warm_op  # above this module: loaded once a saver offloads
+        from threadline.lifecycle.cold import warm_op  # loaded once a saver offloads
 
         return warm_op(self.dialect, bc, thread_id)
 

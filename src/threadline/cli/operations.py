@@ -241,8 +241,8 @@ def tier(
 ) -> Any:
     """Cold tier: move idle threads whole to the object store (THREADLINE_OFFLOAD); they come back on first use."""
     from threadline.errors import ConfigError
-    from threadline.transfer.cold import TierReport, warm
-    from threadline.transfer.cold import tier as tier_out
+    from threadline.lifecycle.cold import TierReport, warm
+    from threadline.lifecycle.cold import tier as tier_out
 
     if restore:
         back = TierReport(dry_run, restored=[t for t in restore if dry_run or warm(saver, t)])

@@ -26,7 +26,7 @@ from threadline.evolve.shape import Shape
 from threadline.keys import key_of
 from threadline.read.common import import_spec, load_graph
 from threadline.storage import ops
-from threadline.storage.ops import Op, Q
+from threadline.storage.ops import Op
 
 SHOWN = 50  # threads a result lists
 

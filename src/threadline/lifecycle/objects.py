@@ -81,7 +81,7 @@ def named_op(d: Dialect, bc: codec.BlobCodec) -> Op[tuple[dict[str, list[str]], 
     count = 0
     found = [(R.blob_row_ref(*r[:5]), r[5], r[6]) for r in (yield Q(d.OFFLOADED_BLOBS, (OFFLOADED_TYPE,), read=True))]
     found += [(R.write_row_ref(*r[:6]), r[6], r[7]) for r in (yield Q(d.OFFLOADED_WRITES, (OFFLOADED_TYPE,), read=True))]
-    for tid, name in (yield Q(d.COLD_OBJECTS, read=True)):  # cold threads' archives (``transfer.cold``)
+    for tid, name in (yield Q(d.COLD_OBJECTS, read=True)):  # cold threads' archives (``lifecycle.cold``)
         named[name].append(f"cold thread {tid!r}")
     for row, tag, data in found:
         count += 1
@@ -140,7 +140,7 @@ def offload_summary(saver: Any, stats: Any) -> dict[str, Any]:
     offloaded values' bytes in the store, each object once), ``rows`` (rows naming an object),
     ``objects`` (objects named by rows or archives), ``stored_bytes`` (everything the store lists,
     orphans included), ``cold_threads`` and ``cold_bytes`` (threads moved whole to the store,
-    ``transfer.cold``, and the bytes their rows held). Lists the store and reads every reference
+    ``lifecycle.cold``, and the bytes their rows held). Lists the store and reads every reference
     (``collect`` without deleting)."""
     store = store_of(saver, saver.dialect)
     if store is None:

@@ -7,7 +7,7 @@ One sweep (``sweep_job``, a job of ``lifecycle.jobs``):
    skips a run when another finished one within its interval;
 2. expires threads whose TTL has passed, each as a whole in one transaction that first
    re-checks it under a lock (a put in between keeps the thread), then the cold ones
-   (``transfer.cold``: their stub deleted only if still expired; their archive goes with the
+   (``lifecycle.cold``: their stub deleted only if still expired; their archive goes with the
    object sweep, which runs later in the same sweep when the saver has the store);
 3. applies the retention policy to the threads it may change, one transaction each,
    through ``retention.prune_thread_op`` (so heads, fork points that kept branches meet
@@ -41,6 +41,7 @@ from typing import Any
 from threadline import codec, metrics
 from threadline.lifecycle import partition
 from threadline.lifecycle import objects
+from threadline.lifecycle.cold import tier_job
 from threadline.lifecycle.jobs import Job, arun_job, run_job
 from threadline.lifecycle.retention import RetentionPolicy, prune_thread_op
 from threadline.lifecycle.vacuum import LARGE_DELETE, SpaceReport, disk_bytes_op, reclaim
@@ -75,7 +76,7 @@ class SweepReport:
     space: SpaceReport | None = None
     errors: list[str] = field(default_factory=list)
     objects_deleted: int = 0  # offloaded values' objects no row names any more (lifecycle.objects)
-    threads_tiered: int = 0  # idle threads moved to the object store (Offload.cold_after, transfer.cold)
+    threads_tiered: int = 0  # idle threads moved to the object store (Offload.cold_after, lifecycle.cold)
     started_at: float = 0.0
     finished_at: float = 0.0
 
@@ -144,8 +145,6 @@ def sweep_job(
         yield partition.ensure_op(d, clock()), True
         report.partitions_dropped = yield partition.drop_empty_op(d, clock()), True
     if bc is not None and bc.offload is not None and bc.offload.objects is not None and bc.offload.cold_after is not None and not lease.lost:
-        from threadline.transfer.cold import tier_job  # above this module
-
         try:
             report.threads_tiered = len((yield from tier_job(d, bc, bc.offload.cold_after)).threads)
         except Exception as exc:
@@ -169,7 +168,7 @@ def sweep_job(
 def _expire(
     d: Dialect, ttl: TTL, report: SweepReport, lease: _Lease, bc: Any, clock: Callable[[], float], stopping: Callable[[], bool]
 ) -> Job[None]:
-    """Expire the threads past their TTL, then the cold ones (``transfer.cold``: their stubs; the
+    """Expire the threads past their TTL, then the cold ones (``lifecycle.cold``: their stubs; the
     object sweep below deletes their archives once no row names them)."""
     kinds = [(sweep_ops.expired_threads, lambda tid: sweep_ops.expire_thread(d, tid, ttl.default_ttl, clock(), bc))]
     if getattr(d, "offloads", False):

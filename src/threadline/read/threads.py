@@ -42,7 +42,7 @@ class ThreadInfo:
     not adopted yet (``read.official``; a threadline saver adopts them on the thread's first
     use); ``official_only``: only the official tables hold the thread (its counts, times, size
     and head are those of its official checkpoints). ``cold``: the thread was moved to the object
-    store whole (``transfer.cold``): counts, times and size are its stub's, it has no head, record
+    store whole (``lifecycle.cold``): counts, times and size are its stub's, it has no head, record
     or status here; its first read restores it."""
 
     thread_id: str
@@ -159,7 +159,7 @@ def threads_op(
     decoded, so ``total`` decodes them all.
     Threads of the official saver's tables not adopted yet are left out when ``thread_metadata``,
     ``status``, ``values`` or ``archived=True`` is given (they have no record or decoded head).
-    Cold threads (``transfer.cold``: moved whole to the object store) are listed, marked ``cold``,
+    Cold threads (``lifecycle.cold``: moved whole to the object store) are listed, marked ``cold``,
     with their stub's counts and times, unless ``thread_metadata``, ``status``, ``values``,
     ``metadata`` or ``archived=True`` is given (their checkpoints and record are in their archive).
 

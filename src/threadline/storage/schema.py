@@ -197,7 +197,7 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
     (
         12,
         [
-            # The cold tier (``threadline.transfer.cold``, docs/offload.md): a thread moved whole to
+            # The cold tier (``threadline.lifecycle.cold``, docs/offload.md): a thread moved whole to
             # the object store keeps this stub, naming its archive, until its first read or write.
             """CREATE TABLE IF NOT EXISTS threadline_cold (
                 thread_id {text} NOT NULL PRIMARY KEY,

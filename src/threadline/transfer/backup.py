@@ -29,7 +29,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,147 +38,18 @@ from threadline import limits
 from threadline.codec.serde import inspecting
 from threadline.errors import ConfigError
 from threadline.keys import thread_id_of
-from threadline.storage import ops
-from threadline.storage.dialect import Dialect, dumps_json
+from threadline.storage.dialect import Dialect
 from threadline.storage.ops import Op, Q
+from threadline.lifecycle.cold import cold_objects_op, cold_rows
+from threadline.lifecycle.inline import inliner, offloaded
+from threadline.lifecycle.thread_rows import (
+    THREAD_TABLES, Differs, Expected, Rows, Transform, columns_op, loaded_op, read_op, store_thread_op, thread_ids_op, thread_rows_op,
+)
 
-# The tables a thread's rows live in, in the order they are inserted.
-THREAD_TABLES = ("threads", "checkpoints", "blobs", "writes", "adopted", "thread_records")
-Rows = dict[str, tuple[list[str], list[tuple]]]  # table → (columns, rows)
-Sink = Callable[[str, Rows], None]  # (thread_id, its rows)
-Transform = Callable[[Dialect, str, Rows], Op[Rows]]  # (source dialect, thread_id, its rows) → rows to write
 # Files SQLite writes beside a database: a link planted at one of them is a way out too.
 SIDE_FILES = ("-wal", "-shm", "-journal")
 # The columns of an archive holding stored values, each bounded by ``limits.max_value_bytes``.
 VALUE_COLUMNS = {"checkpoints": ("checkpoint", "metadata"), "blobs": ("blob",), "writes": ("blob",)}
-
-
-def _plain(value: Any) -> Any:
-    """A value as any backend's driver takes it back: JSON documents as text, bytes as bytes."""
-    if isinstance(value, (dict, list)):
-        return dumps_json(value, sort_keys=False)
-    if isinstance(value, memoryview):
-        return bytes(value)
-    return value
-
-
-def columns_op(d: Dialect) -> Op[dict[str, list[str]]]:
-    """table → its column names, for the ``THREAD_TABLES`` the database has."""
-    out: dict[str, list[str]] = {}
-    for t in THREAD_TABLES:
-        cols = [r[0] for r in (yield Q(d.columns_sql, (f"threadline_{t}",)))]
-        if cols:
-            out[t] = sorted(cols)
-    return out
-
-
-def thread_ids_op(d: Dialect, tables: Iterable[str]) -> Op[list[str]]:
-    """Every thread_id with a row in any of ``tables``, in order."""
-    return [r[0] for r in (yield Q(d.thread_ids_in(tuple(tables))))]
-
-
-def thread_rows_op(d: Dialect, thread_id: str, columns: Mapping[str, Sequence[str]]) -> Op[Rows]:
-    """Every row of ``thread_id`` in each table of ``columns``, values as stored."""
-    out: Rows = {}
-    for t, cols in columns.items():
-        found = yield Q(d.thread_table_rows(t, tuple(cols)), (thread_id,))
-        out[t] = (list(cols), [tuple(_plain(v) for v in r) for r in found])
-    return out
-
-
-def read_op(d: Dialect, thread_ids: Sequence[str] | None, sink: Sink, transform: Transform | None = None) -> Op[int]:
-    """Hand every (or each named) thread's rows to ``sink``, all read in this one transaction
-    (``d.snapshot_sql`` makes it one snapshot where statements see commits otherwise), each
-    rewritten by ``transform`` first when given (in the same transaction). Threads read."""
-    if d.snapshot_sql:
-        yield Q(d.snapshot_sql)
-    columns = yield from columns_op(d)
-    ids = list(thread_ids) if thread_ids is not None else (yield from thread_ids_op(d, columns))
-    for tid in ids:
-        rows = yield from thread_rows_op(d, tid, columns)
-        sink(tid, (yield from transform(d, tid, rows)) if transform else rows)
-    return len(ids)
-
-
-def _normal(rows: list[tuple]) -> list[tuple]:
-    """Rows as compared across backends, sorted: a JSON document in its canonical text (Postgres
-    JSONB keeps no key order), a float and an equal int alike."""
-
-    def norm(v: Any) -> Any:
-        if isinstance(v, (str, dict, list)) and (not isinstance(v, str) or v[:1] in "{["):
-            try:
-                return dumps_json(json.loads(v) if isinstance(v, str) else v)
-            except ValueError:
-                return v
-        return float(v) if isinstance(v, int) and not isinstance(v, bool) else v
-
-    return sorted((tuple(norm(v) for v in r) for r in rows), key=repr)
-
-
-@dataclass
-class Expected:
-    """What a restored thread must load as: its checkpoints loaded from the archive
-    (``_loaded_op``) with ``serde`` and ``bc``, which load the restored rows too."""
-
-    serde: Any
-    bc: Any
-    loaded: dict[tuple[str, str], Any]
-
-
-def store_thread_op(
-    d: Dialect, thread_id: str, rows: Rows, columns: Mapping[str, Sequence[str]], *, replace: bool, bc: Any = None,
-    expected: Expected | None = None, tags: bool = True,
-) -> Op[None]:
-    """Insert one thread's rows (the columns both sides have) in one transaction and read them
-    back; with ``expected``, also load every checkpoint and compare. Raises ``_Differs``
-    (rolling it all back; where the backend has no transaction, ``rolls_back``, deleting the
-    thread's rows) unless they read back and load exactly. Raises ConfigError when
-    the thread exists and not ``replace``. ``tags`` False keeps the thread's tags and pin in
-    the target (a cold thread restored: ``transfer.cold``)."""
-    exists = yield Q(d.HAS_CHECKPOINTS, (thread_id,))
-    if exists and not replace:
-        raise ConfigError(f"thread {thread_id!r} already exists in the target; pass replace=True to overwrite it",
-                          flags={"replace=True": "--replace"})
-    yield from ops.delete_thread(d, thread_id, bc, tags=tags)
-    yield Q(d.DELETE_ADOPTED, (thread_id,))
-    wanted: Rows = {}
-    for t in THREAD_TABLES:
-        if t not in rows or t not in columns:
-            continue
-        cols, values = rows[t]
-        keep = [i for i, c in enumerate(cols) if c in columns[t]]
-        shared = [cols[i] for i in keep]
-        data = [tuple(r[i] for i in keep) for r in values]
-        wanted[t] = (shared, data)
-        if data:
-            yield Q(d.insert_table_rows(t, tuple(shared)), data, many=True)
-    try:
-        yield from _check_stored_op(d, thread_id, wanted, expected)
-    except _Differs:
-        if not d.rolls_back:  # no transaction to undo the rows written: they go again
-            yield from ops.delete_thread(d, thread_id, bc, tags=tags)
-        raise
-
-
-def _check_stored_op(d: Dialect, thread_id: str, wanted: Rows, expected: Expected | None) -> Op[None]:
-    """``_Differs`` unless the thread's rows read back as ``wanted`` and, with ``expected``, load so."""
-    got = yield from thread_rows_op(d, thread_id, {t: c for t, (c, _) in wanted.items()})
-    differs = [t for t, (_, data) in wanted.items() if _normal(data) != _normal(got[t][1])]
-    if differs:
-        raise _Differs([f"rows of {', '.join(differs)} did not read back identical"])
-    if expected is not None:
-        try:
-            loaded = yield from _loaded_op(d, expected.serde, thread_id, expected.bc)
-        except Exception as exc:  # an unreadable checkpoint is a finding of the verification
-            raise _Differs([f"loading failed: {type(exc).__name__}: {exc}"]) from None
-        problems = _differences(expected.loaded, loaded)
-        if problems:
-            raise _Differs(problems)
-
-
-class _Differs(Exception):
-    def __init__(self, problems: list[str]) -> None:
-        self.problems = problems
 
 
 @dataclass
@@ -283,7 +154,6 @@ def backup(saver: Any, to: str, *, overwrite: bool = False) -> BackupReport:
     rows as stored, read in one snapshot. Raises ConfigError when ``to`` exists (unless
     ``overwrite``) or is a directory."""
     _fresh_path(to, overwrite)
-    from threadline.transfer.inline import inliner
 
     inline = inliner(saver.blob_codec)  # offloaded values go into the archive's rows (docs/offload.md)
     if saver.dialect.file_sql and inline is None:
@@ -291,7 +161,6 @@ def backup(saver: Any, to: str, *, overwrite: bool = False) -> BackupReport:
         method = "vacuum-into"
     else:
         write_archive(to, saver, transform=inline)
-        from threadline.transfer.cold import archive_cold
 
         archive_cold(saver, to)  # threads moved to the object store whole (the cold tier) come along
         method = "rows"
@@ -382,7 +251,6 @@ def restore(
     report = RestoreReport(path, [], verify)
     # values load as inspection does, and never through the saver's cache: a thread rolled
     # back must leave nothing behind
-    from threadline.transfer.inline import offloaded
 
     serde, reader = inspecting(saver.serde), dataclasses.replace(saver.blob_codec, cache=None)
     with open_archive(path) as archive:
@@ -406,7 +274,7 @@ def restore(
                 rows = offloaded(saver.blob_codec, rows)  # large values to the target's object store, as a put
                 saver.run(store_thread_op(saver.dialect, tid, rows, target, replace=True, bc=saver.blob_codec, expected=expected),
                           write=True)
-            except _Differs as exc:
+            except Differs as exc:
                 item.problems += [_not_stored(saver.dialect), *exc.problems]
             report.threads.append(item)
             if progress:
@@ -421,39 +289,34 @@ def _not_stored(d: Dialect) -> str:
 
 
 def _archived(archive: Any, serde: Any, bc: Any, thread_id: str) -> dict[tuple[str, str], Any]:
-    """The archive's checkpoints of a thread loaded; ``_Differs`` when one does not load."""
+    """The archive's checkpoints of a thread loaded; ``Differs`` when one does not load."""
     try:
-        return archive.peek(_loaded_op(archive.dialect, serde, thread_id, bc))
+        return archive.peek(loaded_op(archive.dialect, serde, thread_id, bc))
     except Exception as exc:  # an unreadable checkpoint is a finding of the verification
-        raise _Differs([f"the archive's checkpoints do not load: {type(exc).__name__}: {exc}"]) from None
+        raise Differs([f"the archive's checkpoints do not load: {type(exc).__name__}: {exc}"]) from None
 
 
 def _exists_op(d: Dialect, thread_id: str) -> Op[bool]:
     return bool((yield Q(d.HAS_CHECKPOINTS, (thread_id,))))
 
 
-def _loaded_op(d: Dialect, serde: Any, thread_id: str, bc: Any = None) -> Op[dict[tuple[str, str], Any]]:
-    """Every checkpoint of a thread loaded (values decoded), as comparable data."""
-    from threadline.read import jsonable
+def archive_cold(saver: Any, path: str) -> int:
+    """Write every cold thread of ``saver`` into the threadline SQLite archive at ``path`` (a
+    backup), its rows taken from its archive object, checked; how many. CorruptRowError for a
+    missing or damaged archive (a backup never silently leaves a thread out)."""
+    d, bc = saver.dialect, saver.blob_codec
+    if bc.offload is None or bc.offload.objects is None or not getattr(d, "offloads", False):
+        return 0
+    stubs = saver.run(cold_objects_op(d))
+    if not stubs:
+        return 0
+    from threadline.backends.sqlite import SqliteSaver
 
-    where = ops.list_where(d, {"configurable": {"thread_id": thread_id}}, None, None)
-    out: dict[tuple[str, str], Any] = {}
-    after = None
-    while True:
-        page, after = yield from ops.list_page(d, serde, where, after, ops.PAGE_SIZE, bc)
-        for t in page:
-            c = t.config["configurable"]
-            out[(c["checkpoint_ns"], c["checkpoint_id"])] = jsonable(
-                (t.checkpoint, t.metadata, t.parent_config and t.parent_config["configurable"]["checkpoint_id"], t.pending_writes)
-            )
-        if after is None:
-            return out
-
-
-def _differences(want: dict[tuple[str, str], Any], got: dict[tuple[str, str], Any]) -> list[str]:
-    if set(want) != set(got):
-        return [f"checkpoints differ: {len(want)} in the archive, {len(got)} restored"]
-    return [f"checkpoint {cid!r} (ns {ns!r}) loads differently" for (ns, cid) in sorted(want) if want[(ns, cid)] != got[(ns, cid)]]
+    with SqliteSaver.from_conn_string(path, adopt=False) as archive:
+        target = archive.run(columns_op(archive.dialect))
+        for tid, rows in cold_rows(saver, dict(stubs)):
+            archive.run(store_thread_op(archive.dialect, tid, rows, target, replace=True), write=True)
+    return len(stubs)
 
 
 __all__ = ["BackupReport", "RestoreReport", "ThreadRestore", "backup", "check_archive", "open_archive", "read_op", "refuse_links", "restore", "write_archive"]

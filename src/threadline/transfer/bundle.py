@@ -47,7 +47,10 @@ from threadline.storage import ops
 from threadline.storage import rows as R
 from threadline.storage.dialect import Dialect, dumps_json
 from threadline.storage.ops import Op, Q
-from threadline.transfer.backup import Rows, Transform, _counts_op, _fresh_path, write_archive
+from threadline.lifecycle.cold import cold_archives_op
+from threadline.lifecycle.inline import chained, inliner
+from threadline.lifecycle.thread_rows import Rows, Transform
+from threadline.transfer.backup import _counts_op, _fresh_path, write_archive
 
 REDACTED = "[redacted]"
 START = "__start__"  # LangGraph's input channel
@@ -193,9 +196,7 @@ def bundle(saver: Any, thread_ids: Sequence[Any], to: str, *, redact: Sequence[s
         raise ConfigError(f"no such thread(s): {', '.join(map(repr, missing))}")
     _fresh_path(to, overwrite)
     channels = frozenset(redact) | ({START} if redact else set())
-    from threadline.transfer.inline import chained, inliner
 
-    from threadline.transfer.cold import cold_archives_op
     from threadline.transfer.official import thread_view
 
     cold = saver.run(cold_archives_op(saver.dialect, ids))
@@ -203,7 +204,7 @@ def bundle(saver: Any, thread_ids: Sequence[Any], to: str, *, redact: Sequence[s
     if hot:
         redactor = _redactor(saver, channels) if channels else None
         write_archive(to, saver, thread_ids=hot, transform=chained(inliner(saver.blob_codec), redactor))
-    if cold:  # cold threads (``transfer.cold``): from their archives, read into a view (nothing restored)
+    if cold:  # cold threads (``lifecycle.cold``): from their archives, read into a view (nothing restored)
         with thread_view(saver, list(cold), official=False) as view:
             write_archive(to, view, thread_ids=list(cold), transform=_redactor(view, channels) if channels else None)
     from threadline.backends.sqlite import SqliteSaver

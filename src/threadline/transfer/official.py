@@ -29,7 +29,8 @@ from threadline.keys import thread_id_of
 from threadline.storage import adopt, ops
 from threadline.storage.dialect import Dialect
 from threadline.storage.ops import Op, Q
-from threadline.transfer.backup import columns_op, store_thread_op, thread_rows_op
+from threadline.lifecycle.cold import cold_archives_op, cold_rows
+from threadline.lifecycle.thread_rows import columns_op, store_thread_op, thread_rows_op
 
 
 @dataclass
@@ -200,14 +201,13 @@ def thread_view(saver: Any, thread_ids: Sequence[Any], *, official: bool | None 
     with checkpoints to adopt; the others are ``saver``'s); it is closed on exit.
     ``saver`` may be read-only, and its database may hold no threadline tables yet.
 
-    A cold thread (``transfer.cold``) is served the same way, its rows read from its archive
+    A cold thread (``lifecycle.cold``) is served the same way, its rows read from its archive
     (its ``cold``: those threads), so reading it restores nothing and writes nothing.
 
     Raises AdoptionError when a thread would not adopt (as the saver's first touch would),
     CorruptRowError for an official row that cannot be decoded."""
     from threadline.read.official import scope_of
 
-    from threadline.transfer.cold import cold_archives_op, cold_rows
 
     scope = scope_of(saver, official)
     d = saver.dialect

@@ -29,7 +29,7 @@ from threadline.backends.readonly import open_reader, open_readonly, require_thr
 from threadline.errors import NotADatabaseError
 from threadline.read.official import scope_of
 from threadline.storage import adopt, ops
-from threadline.transfer.cold import cold_archives_op
+from threadline.lifecycle.cold import cold_archives_op
 from threadline.transfer.official import thread_view
 
 VIEWS_KEPT = 64  # thread views kept between requests (a page lists up to 50 threads)
@@ -69,7 +69,7 @@ class Opened:
     def view(self, thread_id: str) -> Iterator[Any]:
         """The saver serving ``thread_id``: ``saver``, or, when the official saver's tables hold
         checkpoints of it threadline has not adopted, a view of it as adopted (nothing written),
-        or, when it is cold, of its archive (``transfer.cold``), kept until the thread changes
+        or, when it is cold, of its archive (``lifecycle.cold``), kept until the thread changes
         (``VIEWS_KEPT`` of them)."""
         scope = scope_of(self.saver, True)
         if not thread_id:

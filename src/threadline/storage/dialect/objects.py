@@ -30,7 +30,7 @@ class ObjectStatements:
         "SELECT thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, type, blob FROM threadline_writes WHERE type LIKE ?"
     )
 
-    # --- the cold tier (``transfer.cold``; table threadline_cold, migration 12) ---------------
+    # --- the cold tier (``lifecycle.cold``; table threadline_cold, migration 12) ---------------
 
     # (thread_id, object, checkpoints, bytes, tiered_at, created_at, updated_at, accessed_at, ttl_minutes):
     # a cold thread's stub (the last four copied from its ``threads`` row, migration 13)

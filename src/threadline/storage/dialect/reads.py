@@ -55,7 +55,7 @@ COUNTED_TABLES = ("checkpoints", "blobs", "writes")
 _INDEXED_TABLES = ("threadline_threads", "threadline_checkpoints", "threadline_writes", "threadline_blobs")
 
 
-# The threads index with each cold thread's stub (``transfer.cold``, table threadline_cold) as a
+# The threads index with each cold thread's stub (``lifecycle.cold``, table threadline_cold) as a
 # row of it, marked ``cold`` (its times copied from its ``threads`` row, migration 13). A stub whose id has rows again (a new tree started on it) is left out.
 WITH_COLD = (
     "(SELECT thread_id, created_at, updated_at, checkpoint_count, bytes, 0 AS cold FROM threadline_threads UNION ALL "
@@ -87,7 +87,7 @@ class ThreadFilter:
     # write), "interrupted" (an interrupt write not answered by a resume write of its task, and
     # no error write), "none" (neither)
     head_stop: str | None = None
-    # take the cold threads' stubs in as rows of the index (``transfer.cold``; ``threads_page``
+    # take the cold threads' stubs in as rows of the index (``lifecycle.cold``; ``threads_page``
     # marks them), when the database has any (``read.threads.cold_listed_op``)
     cold: bool = False
 

@@ -87,7 +87,7 @@ def expire_thread(d: Dialect, thread_id: str, default_ttl: float | None, now: fl
 
 
 def expired_cold_threads(d: Dialect, default_ttl: float | None, now: float, limit: int) -> Op[list[str]]:
-    """Up to ``limit`` expired cold threads (``transfer.cold``), least recently updated first."""
+    """Up to ``limit`` expired cold threads (``lifecycle.cold``), least recently updated first."""
     found = yield Q(d.EXPIRED_COLD, (default_ttl, default_ttl, now, limit))
     return [r[0] for r in found]
 

@@ -2,7 +2,7 @@
 bundles (docs/offload.md). A row whose value is in the object store (``codec.objects``) is
 opened — the object fetched and checked — and sealed again in-row, to the same row, with the
 same keys; every other row is copied as stored. Restoring such an archive (or a cold thread's,
-``transfer.cold``) into a saver that offloads offloads its large values again (``offloaded``).
+``lifecycle.cold``) into a saver that offloads offloads its large values again (``offloaded``).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from threadline.codec.objects import OBJ
 from threadline.storage import rows as R
 from threadline.storage.dialect import Dialect
 from threadline.storage.ops import Op
-from threadline.transfer.backup import Rows, Transform
+from threadline.lifecycle.thread_rows import Rows, Transform
 
 _KEYS = {
     "blobs": (R.blob_row_ref, ("thread_id", "checkpoint_ns", "channel", "version", "base_version")),

@@ -3,7 +3,7 @@ to the object store as one compressed, sealed archive, their rows replaced by a 
 (``threadline_cold``), and brought back on the first read or write.
 
 * ``tier(saver, idle_seconds, dry_run=)`` — for each thread whose last put and last read are
-  older than ``idle_seconds``: its rows are read (offloaded values inlined, ``transfer.inline``),
+  older than ``idle_seconds``: its rows are read (offloaded values inlined, ``lifecycle.inline``),
   packed (msgpack of every table's rows), compressed (zstd) and sealed to the thread
   (``Row("cold", (thread_id,))``: a checksum, or AES-256-GCM with the saver's keys), written to
   ``cold/<thread hash>-<payload hash>``; then, in one transaction that checks the thread did not
@@ -32,12 +32,12 @@ from threadline.codec.objects import PREFIX
 from threadline.codec.seal import GCM, MAGIC, SUM, Row, open_sealed, seal
 from threadline.errors import ConfigError, CorruptRowError
 from threadline.keys import thread_id_of
+from threadline.lifecycle.inline import inliner, offloaded
 from threadline.lifecycle.jobs import Job, run_job
+from threadline.lifecycle.thread_rows import Rows, columns_op, store_thread_op, thread_rows_op
 from threadline.storage.dialect import Dialect
 from threadline.storage.ops import Op, Q
 from threadline.storage.schema import table
-from threadline.transfer.backup import Rows, columns_op, store_thread_op, thread_rows_op
-from threadline.transfer.inline import inliner, offloaded
 
 COLD = PREFIX + "cold/"
 _TAG = "cold-archive"
@@ -228,23 +228,4 @@ def cold_objects_op(d: Dialect) -> Op[list[tuple[str, str]]]:
     return [(r[0], r[1]) for r in (yield Q(d.COLD_OBJECTS, read=True))]
 
 
-def archive_cold(saver: Any, path: str) -> int:
-    """Write every cold thread of ``saver`` into the threadline SQLite archive at ``path`` (a
-    backup), its rows taken from its archive object, checked; how many. CorruptRowError for a
-    missing or damaged archive (a backup never silently leaves a thread out)."""
-    d, bc = saver.dialect, saver.blob_codec
-    if bc.offload is None or bc.offload.objects is None or not getattr(d, "offloads", False):
-        return 0
-    stubs = saver.run(cold_objects_op(d))
-    if not stubs:
-        return 0
-    from threadline.backends.sqlite import SqliteSaver
-
-    with SqliteSaver.from_conn_string(path, adopt=False) as archive:
-        target = archive.run(columns_op(archive.dialect))
-        for tid, rows in cold_rows(saver, dict(stubs)):
-            archive.run(store_thread_op(archive.dialect, tid, rows, target, replace=True), write=True)
-    return len(stubs)
-
-
-__all__ = ["TierReport", "archive_cold", "cold_archives_op", "cold_objects_op", "cold_rows", "fetch", "tier", "warm", "warm_op"]
+__all__ = ["TierReport", "cold_archives_op", "cold_objects_op", "cold_rows", "fetch", "tier", "warm", "warm_op"]
