@@ -296,10 +296,13 @@ def test_a_held_thread_is_busy_in_its_status_the_search_and_the_listing(db: Any)
     """A thread whose lease a run holds is ``busy`` (the Agent Server's status) for every reader:
     ``read.thread_status``, ``search_threads(status=…)``, the listing with statuses, the browser's
     status; an ``idle`` search leaves it out. Released, it is ``idle`` again."""
+    from web_helpers import client
+
     from threadline import read
+    from threadline.web import UIConfig
     from threadline.web.queries import thread_status_op
 
-    _, saver = db
+    backend, saver = db
     tid = CFG["configurable"]["thread_id"]
     assert read.thread_status(saver, tid).status == "idle"
     with thread_lease(saver, CFG, lease_seconds=30):
@@ -311,6 +314,8 @@ def test_a_held_thread_is_busy_in_its_status_the_search_and_the_listing(db: Any)
         page = read.list_threads(saver, with_status=True)
         assert [(t.thread_id, t.status.status) for t in page.threads] == [(tid, "busy")]
         assert read.thread_status(saver, tid, busy=lambda t: False).status == "idle"  # a caller's own check wins
+        with client(UIConfig(db=backend.url)) as c:  # the browser's threads page
+            assert 'data-status="busy"' in c.get("/").text
     assert read.thread_status(saver, tid).status == "idle"
     assert [t.thread_id for t in read.search_threads(saver, status="idle")] == [tid]
     assert read.search_threads(saver, status="busy") == []

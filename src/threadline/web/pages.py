@@ -18,6 +18,7 @@ from threadline import read
 from threadline.errors import NotADatabaseError
 from threadline.read import checkpoint_row_op, head_op, jsonable
 from threadline.store.reader import dotted, namespace, open_store_reader, unadopted
+from threadline.storage.ops import lease
 from threadline.web import queries
 from threadline.web.layout import lay_out
 from threadline.web.render import split_channels, to_json_text, url
@@ -83,9 +84,11 @@ def _listing(request: Request) -> dict[str, Any]:
         page = yield from queries.search_threads_op(saver.dialect, pattern=q, metadata=metadata, order=sort, limit=limit, offset=offset,
                                                     scope=scope, archived=None if archived else False)
         statuses = {}
+        held = yield from lease.held(saver.dialect, [t.thread_id for t in page.threads])  # the page's running leases, read once
         for t in page.threads:
             if t.adopted and not t.cold:  # a cold thread has no head here: marked cold instead
-                statuses[t.thread_id] = yield from queries.thread_status_op(saver.dialect, saver.serde, t.thread_id, t.head_checkpoint_id, saver.blob_codec)
+                statuses[t.thread_id] = yield from queries.thread_status_op(
+                    saver.dialect, saver.serde, t.thread_id, t.head_checkpoint_id, saver.blob_codec, busy=t.thread_id in held)
         return page, statuses
 
     page, statuses = saver.run(op())
