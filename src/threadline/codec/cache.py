@@ -3,7 +3,7 @@
 ``Entry`` (a cached container with its row's type and stored size),
 ``entry_of`` (an entry for a resolved value) and ``BlobCache`` (a thread-safe LRU,
 plus recent checkpoints' channel versions and the list-valued pending writes stored
-against them, bounded by bytes: ``max_bytes``, default ``DEFAULT_MAX_BYTES`` = 64 MiB,
+against them, bounded by bytes: ``max_bytes``, default ``DEFAULT_MAX_BYTES`` = 8 MiB,
 counting values, keys and per-entry overhead).
 """
 
@@ -62,7 +62,7 @@ PAIR_OVERHEAD = 100
 # 3,000 threads of one value and one versions map each), counted once per thread with
 # anything cached; a further key costs ~36 bytes, within the margins of the counts above.
 THREAD_OVERHEAD = 288
-DEFAULT_MAX_BYTES = 64 << 20  # 64 MiB: everything a saver's cache holds
+DEFAULT_MAX_BYTES = 8 << 20  # 8 MiB: everything a saver's cache holds (a larger one saved no CPU on short or long threads; RESULTS round thirteen)
 
 
 def _key_len(key: tuple) -> int:
@@ -97,7 +97,7 @@ class BlobCache:
     Keyed by version, so branches are safe: a version names one value. Thread-safe.
     ``head(thread_id, checkpoint_ns)``: the newest checkpoint_id whose versions it holds.
 
-    ``max_bytes`` (default 64 MiB) bounds everything held, by the bytes ``entry_bytes`` and
+    ``max_bytes`` (default 8 MiB) bounds everything held, by the bytes ``entry_bytes`` and
     ``versions_bytes`` count (values with their item fingerprints, key text and a measured
     per-entry overhead), so the bound holds for a few large values and for many threads'
     small ones alike; least recently used entries go first. The versions maps are held to

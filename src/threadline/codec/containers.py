@@ -17,6 +17,17 @@ SEEN = object()  # ``Container.decoded``: decoded once and not kept (the next re
 DECODED_BYTES = 4  # bytes a decoded value holds per serialized byte (LangChain messages: 3.9, tracemalloc)
 
 
+class Extended:
+    """``Container.decoded`` of a list written as its base's kept list plus new items: the kept
+    list and the new items' msgpack arrays (``tails``), decoded by the first read that wants
+    the value (``deltas.load``), so a put that appends to a list decodes nothing."""
+
+    __slots__ = ("base", "tails")
+
+    def __init__(self, base: list, tails: tuple[bytes, ...]) -> None:
+        self.base, self.tails = base, tails
+
+
 class Container:
     """A serialized list or dict: its kind, item count, and ``data``, the whole msgpack
     value (header then items), whose items start at ``offset``.
@@ -27,8 +38,9 @@ class Container:
     ``depth`` is the number of deltas since the last snapshot of the row it was
     read from or written as (0: a snapshot); ``chain`` the delta bytes
     accumulated since that snapshot; ``decoded`` the value as decoded, kept by the cache
-    (``copies.private``: handed out only as copies; ``kept``), ``KEEP`` (keep the value the
-    next ``deltas.load`` decodes), ``SEEN`` (read once, not kept) or None.
+    (``copies.private``: handed out only as copies; ``kept``), or to be decoded from a kept
+    list (``Extended``), ``KEEP`` (keep the value the next ``deltas.load`` decodes), ``SEEN``
+    (read once, not kept) or None.
     """
 
     __slots__ = ("kind", "count", "data", "offset", "_crc", "depth", "chain", "fps", "decoded")
@@ -61,7 +73,7 @@ class Container:
 
     @property
     def kept(self) -> bool:
-        """Whether ``decoded`` holds a kept decoded value."""
+        """Whether ``decoded`` holds a kept decoded value (or an ``Extended`` one)."""
         return self.decoded is not None and self.decoded is not KEEP and self.decoded is not SEEN
 
     def body(self) -> memoryview:

@@ -15,7 +15,7 @@ from typing import Any
 
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from threadline.codec.containers import DICT, KEEP, LIST, Container, _header, _pairs, container, split
+from threadline.codec.containers import DICT, KEEP, LIST, Container, Extended, _header, _pairs, container, split
 from threadline.codec.copies import fresh, private
 from threadline.codec.tags import DELTA_DICT, DELTA_LIST, DELTA_MAX_RATIO, DELTA_REF, EMPTY, decode, decompress
 from threadline.errors import CorruptRowError
@@ -189,13 +189,32 @@ def resolve(
     return memo[version]
 
 
+def _extended(serde: SerializerProtocol, ext: Extended, where: str) -> list | None:
+    """The kept list of an ``Extended`` value: its base's items and the new items decoded
+    from their bytes as a read would; None (decode the whole value) when they do not decode
+    as a list."""
+    out = list(ext.base)
+    for tail in ext.tails:
+        try:
+            items = private(decode(serde, "msgpack", tail, where))
+        except CorruptRowError:
+            return None
+        if type(items) is not list:
+            return None
+        out += items
+    return out
+
+
 def load(serde: SerializerProtocol, resolved: Resolved, where: str) -> Any:
     """Deserialize a resolved value (``resolve``'s result; ``EMPTY`` is the caller's to skip).
 
     A container with a kept decoded value (``Container.decoded``) gives a fresh copy of it
-    instead (``copies``); one marked ``KEEP`` keeps a private copy of what is decoded."""
+    instead (``copies``), an ``Extended`` one decoding only the new items first; one marked
+    ``KEEP`` keeps a private copy of what is decoded."""
     tag, data, value = resolved
     if value is not None:
+        if type(value.decoded) is Extended:
+            value.decoded = _extended(serde, value.decoded, where)
         if value.kept:
             return fresh(value.decoded)
         data = value.serialized() if data is None else data

@@ -27,10 +27,12 @@ import os
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from typing import TYPE_CHECKING
 
 from threadline.errors import ConfigError
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 KEY_BYTES = 32
 KEY_ID_BYTES = 4
@@ -98,6 +100,9 @@ class Keyring:
             self._load()
 
     def _load(self) -> None:
+        # imported here: OpenSSL's bindings cost ~6.6 MB of memory, paid only by a saver that encrypts
+        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
         found = self._source() if callable(self._source) else self._source
         if isinstance(found, (str, bytes)) or not isinstance(found, Iterable):
             raise ConfigError("a Keyring needs a list of keys (newest first), or a callable returning one")

@@ -15,8 +15,7 @@ from typing import Any
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from threadline.codec.cache import BlobCache, Entry
-from threadline.codec.containers import LIST, Container, _header, container, split
-from threadline.codec.copies import private
+from threadline.codec.containers import LIST, Container, Extended, _header, container, split
 from threadline.codec.deltas import chain_limit, make_delta
 from threadline.codec.fingerprinting import fingerprints
 from threadline.codec.keyring import Keyring
@@ -186,7 +185,7 @@ class BlobCodec:
         head = _header(LIST, len(value))
         data = b"".join((head, base.value.body(), memoryview(tail)[found[2]:]))
         new = Container(LIST, len(value), data, len(head), fps=new_fps)
-        new.decoded = self._extend_decoded(serde, base.value.decoded, tail) if base.value.kept else None
+        new.decoded = self._extend_decoded(base.value.decoded, tail) if base.value.kept else None
         if self._checks_left > 0 or base.value.depth + 1 >= chain_limit(self.max_depth, self.delta_piece_bytes, new.body_len):
             self._checks_left -= 1
             full_tag, full = serde.dumps_typed(value)
@@ -202,16 +201,12 @@ class BlobCodec:
         return data, new
 
     @staticmethod
-    def _extend_decoded(serde: SerializerProtocol, kept: Any, tail: bytes) -> list | None:
-        """The base's kept decoded list (``Container.decoded``) extended by the new items,
-        decoded from their bytes (``tail``, a msgpack array) as a read would (None for a dict)."""
-        if type(kept) is not list:
-            return None
-        try:
-            items = private(decode(serde, "msgpack", tail, "new list items"))
-        except CorruptRowError:
-            return None
-        return kept + items if type(items) is list else None
+    def _extend_decoded(kept: Any, tail: bytes) -> Extended | None:
+        """The base's kept decoded list (``Container.decoded``) extended by the new items'
+        msgpack array ``tail``, to be decoded when first read (``Extended``; None for a dict)."""
+        if type(kept) is Extended:
+            return Extended(kept.base, (*kept.tails, tail))
+        return Extended(kept, (tail,)) if type(kept) is list else None
 
     def encode_blob(
         self,

@@ -38,8 +38,6 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from cryptography.exceptions import InvalidTag
-
 from threadline.codec.keyring import KEY_ID_BYTES, Keyring
 from threadline.codec.tags import EMPTY
 from threadline.errors import CorruptRowError, EncryptionError
@@ -131,6 +129,8 @@ def open_sealed(keys: Keyring | None, row: Row, tag: str, data: Any) -> tuple[st
             )
         nonce = raw[2 + KEY_ID_BYTES : 2 + KEY_ID_BYTES + _NONCE]
         body = raw[2 + KEY_ID_BYTES + _NONCE :]
+        from cryptography.exceptions import InvalidTag  # loaded with the keyring's ciphers
+
         for cipher in ciphers:
             try:
                 return inner, cipher.decrypt(nonce, body, row.ad(inner))

@@ -10,7 +10,6 @@ such a pair is a LangGraph ``_DeltaSnapshot``, read from its first bytes).
 from __future__ import annotations
 
 import os
-import threading
 from typing import Any
 
 import ormsgpack
@@ -20,6 +19,7 @@ from langgraph.checkpoint.serde.jsonplus import EXT_DELTA_SNAPSHOT, JsonPlusSeri
 
 from threadline import limits
 from threadline.codec import dictionary
+from threadline.codec.pool import Pool
 from threadline.codec.where import unserializable
 from threadline.errors import CorruptRowError, ValueTooLargeError
 
@@ -67,32 +67,21 @@ def encode(serde: SerializerProtocol, value: Any, channel: str | None = None, ta
 
 # --- compression -------------------------------------------------------------
 
-_local = threading.local()
+_COMPRESSORS: dict[tuple[int, bool], Pool[zstandard.ZstdCompressor]] = {}  # (level, with the dictionary)
+_DECOMPRESSORS = {
+    0: Pool(zstandard.ZstdDecompressor),
+    dictionary.DICT_ID: Pool(lambda: zstandard.ZstdDecompressor(dict_data=dictionary.load())),
+}  # the dictionary a frame needs (0: none) → decompressors
 
 
-def _compressor(level: int, size: int) -> zstandard.ZstdCompressor:
-    """The thread's compressor at ``level`` for ``size`` bytes: with the dictionary below
-    ``DICTIONARY_MAX_BYTES``."""
-    cache = getattr(_local, "compressors", None)
-    if cache is None:
-        cache = _local.compressors = {}
+def _compressors(level: int, size: int) -> Pool[zstandard.ZstdCompressor]:
+    """The compressors at ``level`` for ``size`` bytes: with the dictionary below ``DICTIONARY_MAX_BYTES``."""
     key = (level, size < DICTIONARY_MAX_BYTES)
-    c = cache.get(key)
-    if c is None:
+    found = _COMPRESSORS.get(key)
+    if found is None:
         d = dictionary.load(level) if key[1] else None
-        c = cache[key] = zstandard.ZstdCompressor(level=level, dict_data=d, write_content_size=True)
-    return c
-
-
-def _decompressor(dict_id: int) -> zstandard.ZstdDecompressor:
-    """The thread's decompressor for frames that need dictionary ``dict_id`` (0: none)."""
-    cache = getattr(_local, "decompressors", None)
-    if cache is None:
-        cache = _local.decompressors = {
-            0: zstandard.ZstdDecompressor(),
-            dictionary.DICT_ID: zstandard.ZstdDecompressor(dict_data=dictionary.load()),
-        }
-    return cache[dict_id]
+        found = _COMPRESSORS.setdefault(key, Pool(lambda: zstandard.ZstdCompressor(level=level, dict_data=d, write_content_size=True)))
+    return found
 
 
 def compress(tag: str, data: bytes, *, min_bytes: int = COMPRESS_MIN_BYTES, level: int = ZSTD_LEVEL) -> tuple[str, bytes]:
@@ -103,7 +92,12 @@ def compress(tag: str, data: bytes, *, min_bytes: int = COMPRESS_MIN_BYTES, leve
     (``codec.dictionary``) and names it."""
     if min_bytes < 0 or len(data) < min_bytes or tag.endswith(ZSTD):
         return tag, data
-    packed = _compressor(level, len(data)).compress(data)
+    pool = _compressors(level, len(data))
+    c = pool.take()
+    try:
+        packed = c.compress(data)
+    finally:
+        pool.give(c)
     if len(packed) > len(data) * COMPRESS_MAX_RATIO:
         return tag, data
     return tag + ZSTD, packed
@@ -132,7 +126,12 @@ def decompress(tag: str, data: bytes | None, where: object) -> tuple[str, bytes]
             )
         if frame.dict_id not in (0, dictionary.DICT_ID):
             raise CorruptRowError(f"{where}: {tag!r} frame needs zstd dictionary {frame.dict_id}, which threadline does not have")
-        return tag[: -len(ZSTD)], _decompressor(frame.dict_id).decompress(raw, allow_extra_data=False)
+        pool = _DECOMPRESSORS[frame.dict_id]
+        d = pool.take()
+        try:
+            return tag[: -len(ZSTD)], d.decompress(raw, allow_extra_data=False)
+        finally:
+            pool.give(d)
     except zstandard.ZstdError as exc:
         raise CorruptRowError(f"{where}: {tag!r} payload is not a readable zstd frame ({exc})") from exc
 

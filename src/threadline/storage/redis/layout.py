@@ -32,13 +32,13 @@ flag byte says whether the row holds bytes (``1``) or none (``0``, an empty chan
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 import ormsgpack
 import zstandard
 
+from threadline.codec.pool import Pool
 from threadline.errors import CorruptRowError
 
 SEP = "\x00"
@@ -125,26 +125,31 @@ def pack(values: Sequence[Any]) -> bytes:
 # A checkpoint row is mostly JSON of version strings: zstd halves it (memory is what Redis costs).
 # First byte: 0 as is, 1 zstd. Only Python reads these rows; the scripts test their presence.
 _ZSTD_FROM = 128
-_local = threading.local()
-
-
-def _zstd() -> tuple[Callable[[bytes], bytes], Callable[..., bytes]]:
-    """The thread's compress and decompress: zstandard's objects must not be used by two threads
-    at once (LangGraph puts from worker threads; a shared compressor crashes the process)."""
-    codecs = getattr(_local, "codecs", None)
-    if codecs is None:
-        codecs = _local.codecs = (zstandard.ZstdCompressor(level=1, write_content_size=True).compress, zstandard.ZstdDecompressor().decompress)
-    return codecs
+_COMPRESSORS = Pool(lambda: zstandard.ZstdCompressor(level=1, write_content_size=True))
+_DECOMPRESSORS = Pool(zstandard.ZstdDecompressor)
 
 
 def pack_checkpoint(values: Sequence[Any]) -> bytes:
     raw = ormsgpack.packb(list(values))
-    return b"\x01" + _zstd()[0](raw) if len(raw) >= _ZSTD_FROM else b"\x00" + raw
+    if len(raw) < _ZSTD_FROM:
+        return b"\x00" + raw
+    c = _COMPRESSORS.take()
+    try:
+        return b"\x01" + c.compress(raw)
+    finally:
+        _COMPRESSORS.give(c)
 
 
 def unpack_checkpoint(raw: bytes, where: str) -> list[Any]:
     try:
-        body = _zstd()[1](raw[1:], max_output_size=MAX_CHECKPOINT_BYTES) if raw[:1] == b"\x01" else raw[1:] if raw[:1] == b"\x00" else None
+        if raw[:1] == b"\x01":
+            d = _DECOMPRESSORS.take()
+            try:
+                body = d.decompress(raw[1:], max_output_size=MAX_CHECKPOINT_BYTES)
+            finally:
+                _DECOMPRESSORS.give(d)
+        else:
+            body = raw[1:] if raw[:1] == b"\x00" else None
     except zstandard.ZstdError:
         body = None
     if body is None:
