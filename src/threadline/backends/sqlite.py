@@ -255,6 +255,8 @@ class SqliteConnectionSaver(_SqliteSaverParts, SyncShell):
     _driver_class = SqliteDriver
 
     def setup(self) -> None:
+        if self.is_setup:  # done on this connection (as the official SqliteSaver's): from_conn_string sets up
+            return
         with self.lock:
             try:
                 if not self.conn.in_transaction:
@@ -443,6 +445,8 @@ class AsyncSqliteSaver(_SqliteSaverParts, AsyncShell):
             await conn.close()
 
     async def setup(self) -> None:
+        if self.is_setup:  # as the sync saver's
+            return
         async with self.lock:
             try:
                 if not self.conn.in_transaction:
