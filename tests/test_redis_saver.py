@@ -89,7 +89,7 @@ def test_a_thread_lives_in_one_slot_and_nothing_scans(tmp_path: Path) -> None:
         assert "EVALSHA" in seen and "HGETALL" in seen
         assert not {"KEYS", "SCAN", "MODULE"} & set(seen), sorted(set(seen))
         thread_keys = [k.decode() for k in client.keys("*") if b"{t-one}" in k]  # the test's own look, after
-    assert sorted(k.rsplit(":", 1)[1] for k in thread_keys) == sorted(THREAD_KEYS[:3] + THREAD_KEYS[5:])
+    assert sorted(k.rsplit(":", 1)[1] for k in thread_keys) == sorted((*THREAD_KEYS[:3], "th"))  # pruned: no writes; no record, no tags
     slots = {redis.cluster.key_slot(k.encode()) for k in thread_keys}
     assert len(slots) == 1
 
@@ -109,6 +109,40 @@ def test_ttl_is_redis_expiry_on_every_key_of_a_thread(redis_target: RedisTarget)
         # a thread's own TTL (configurable ttl_minutes): "never" keeps it
         g.invoke({"messages": [("user", "keep")]}, {"configurable": {"thread_id": "ttl-thread", "ttl_minutes": "never"}})
         assert all(client.pttl(k) == -1 for k in keys)
+
+
+def test_a_thread_expires_with_its_record_and_tags_and_a_tag_or_pin_keeps_it(redis_target: RedisTarget) -> None:
+    """Redis expires whole threads: the record and tags keys get the thread's expiry (never left
+    behind), and a thread with a tag or a pin does not expire until it has neither."""
+    from threadline.lifecycle.records import update_thread
+    from threadline.lifecycle.tags import pin, tag, unpin, untag
+
+    client = redis_target.client()
+    with open_saver(url_of(redis_target), ttl={"default_ttl": 10}) as saver:
+        g = chat().compile(checkpointer=saver)
+        g.invoke({"messages": [("user", "hi")]}, cfg("kept"))
+        update_thread(saver, "kept", {"owner": "ada"})
+
+        def ttls() -> dict[str, int]:
+            return {k.decode().rsplit(":", 1)[1]: client.pttl(k) for k in redis_target.keys() if b"{kept}" in k and not k.endswith(b":lease")}
+
+        found = ttls()
+        assert set(found) == {"ck", "ids", "bl", "wr", "wix", "th", "rec"}, found
+        assert all(9 * 60_000 < t <= 10 * 60_000 for t in found.values()), found  # the record expires with the thread
+        latest = saver.get_tuple(cfg("kept")).config["configurable"]["checkpoint_id"]
+        tag(saver, "kept", latest, "good")
+        assert set(ttls()) == {*found, "tg"} and all(t == -1 for t in ttls().values()), ttls()  # tagged: kept whole
+        pin(saver, "kept")
+        untag(saver, "kept", "good")
+        assert all(t == -1 for t in ttls().values()), ttls()  # still pinned
+        unpin(saver, "kept")
+        after = ttls()
+        assert "tg" not in after and all(9 * 60_000 < t <= 10 * 60_000 for t in after.values()), after
+        for k in redis_target.keys():
+            if b"{kept}" in k:
+                client.pexpire(k, 50)
+        time.sleep(0.2)
+        assert not [k for k in redis_target.keys() if b"{kept}" in k]  # nothing of it left behind
 
 
 def test_an_interrupted_agent_resumes_in_a_fresh_process(any_redis_target: RedisTarget, tmp_path: Path) -> None:

@@ -192,17 +192,21 @@ class EngineSaver(Sweeping, BaseCheckpointSaver[str]):
             for tid in await self._arun(adopt.unadopted_op(self.dialect), write=False):
                 await self._arun(adopt.adopt_thread(self.dialect, tid, self.blob_codec), write=True)
 
-    def _cold_op(self, thread_id: Any, config: dict | None = None) -> ops.Op[bool] | None:
-        """The restore of ``thread_id`` if it is cold (``lifecycle.cold.warm_op``: one read when it is
-        not); None when this saver keeps no cold threads (no object store) or no thread is named,
-        or, with ``config`` (a put), when its parent checkpoint is cached: the thread is warm."""
+    def _cold_op(self, thread_id: Any = None, put: dict | None = None) -> ops.Op[bool] | None:
+        """The restore of ``thread_id`` (or of the thread of ``put``, a put's config) if it is cold
+        (``lifecycle.cold.warm_op``: one read when it is not); None when this saver keeps no cold
+        threads (no object store) or no thread is named, or for a put whose parent checkpoint is
+        cached: the thread is warm."""
         bc = self.blob_codec
-        if thread_id is None or bc.offload is None or bc.offload.objects is None or not getattr(self.dialect, "offloads", False):
+        if bc.offload is None or bc.offload.objects is None or not getattr(self.dialect, "offloads", False):
             return None
-        if config is not None:
-            key = key_of(config)
+        if put is not None:
+            key = key_of(put)
             if not key.checkpoint_id or (bc.cache is not None and bc.cache.versions((key.thread_id, key.checkpoint_ns, key.checkpoint_id))):
                 return None
+            thread_id = key.thread_id
+        if thread_id is None:
+            return None
         from threadline.lifecycle.cold import warm_op  # loaded once a saver offloads
 
         return warm_op(self.dialect, bc, thread_id)
@@ -274,7 +278,7 @@ class EngineSaver(Sweeping, BaseCheckpointSaver[str]):
                 yield make() if self.migrations is None else self.migrations.read(make())
 
     def put(self, config: dict, checkpoint: Checkpoint, metadata: CheckpointMetadata, new_versions: ChannelVersions) -> dict:
-        if (warm := self._cold_op(_thread_of(config), config)) is not None:
+        if (warm := self._cold_op(put=config)) is not None:
             self._run(warm, write=True)
         if self.migrations is not None:
             metadata, new_versions = self.migrations.before_put(config, checkpoint, metadata, new_versions)
@@ -346,7 +350,7 @@ class EngineSaver(Sweeping, BaseCheckpointSaver[str]):
                 yield make() if self.migrations is None else self.migrations.read(make())
 
     async def aput(self, config: dict, checkpoint: Checkpoint, metadata: CheckpointMetadata, new_versions: ChannelVersions) -> dict:
-        if (warm := self._cold_op(_thread_of(config), config)) is not None:
+        if (warm := self._cold_op(put=config)) is not None:
             await self._arun(warm, write=True)
         if self.migrations is not None:
             metadata, new_versions = await self.migrations.abefore_put(config, checkpoint, metadata, new_versions)

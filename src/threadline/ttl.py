@@ -85,6 +85,8 @@ def thread_ttl_of(config: Any, metadata: Any) -> float | None:
         and isinstance(config.get("metadata") or {}, Mapping)
     ):
         return None  # the put itself reports a malformed config
+    if TTL_KEY not in metadata and TTL_KEY not in (config.get("metadata") or {}) and TTL_KEY not in config["configurable"]:
+        return None  # named nowhere (most puts): LangGraph's merge below is not needed
     value = get_checkpoint_metadata(config, dict(metadata)).get(TTL_KEY)
     if value is None:
         return None

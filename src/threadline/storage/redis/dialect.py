@@ -352,13 +352,13 @@ def restat_thread(d: RedisDialect, params: Sequence[Any], many: bool) -> Generat
 
 def drop_empty_thread(d: RedisDialect, params: Sequence[Any], many: bool) -> Generator:
     k = d.keys(params[0])
-    if int((yield [("HGET", k.th, "count")])[0] or 0) == 0:
-        yield [("DEL", *k), ("ZREM", d.index, params[0])]
+    if int((yield [("HGET", k.th, "count")])[0] or 0) == 0:  # its rows: its record and tags stay, as on SQL
+        yield [("DEL", k.ck, k.ids, k.bl, k.wr, k.wix, k.th), ("ZREM", d.index, params[0])]
     return []
 
 
 def delete_thread(d: RedisDialect, params: Sequence[Any], many: bool) -> Generator:
-    yield [("DEL", *d.keys(params[0]), L.lease_key(d.prefix, params[0]), L.record_key(d.prefix, params[0])), ("ZREM", d.index, params[0])]
+    yield [("DEL", *d.keys(params[0]), L.lease_key(d.prefix, params[0])), ("ZREM", d.index, params[0])]
     return []
 
 

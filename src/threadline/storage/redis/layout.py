@@ -2,7 +2,7 @@
 
 Every key of a thread carries the thread_id as its hash tag (``<prefix>:{<thread_id>}:…``),
 so all of them are in one cluster slot: a ``put`` is one server-side script, atomic,
-and never CROSSSLOT. Six keys a thread, whatever its namespaces and history:
+and never CROSSSLOT. Eight keys a thread, whatever its namespaces and history:
 
 ==========  ======  ==============================================  ====================================
 key         type    field / member                                  value
@@ -13,10 +13,12 @@ key         type    field / member                                  value
 ``wr``      HASH    ``ns \\0 checkpoint_id \\0 task_id \\0 idx``        pending write row (msgpack)
 ``wix``     HASH    ``ns \0 checkpoint_id``                         its writes' ``task_id \0 idx``, ``\1``-separated
 ``th``      HASH    created, updated, count, bytes, ttl, accessed    the thread index row
+``rec``     HASH    metadata, archived, created, updated            the thread's record, when one was set
+``tg``      HASH    ``t \0 name`` / ``pin``                          its tags and pin (``tags.py``)
 ==========  ======  ==============================================  ====================================
 
-A seventh, ``rec`` (``record_key``: HASH metadata, archived, created, updated), holds the thread's
-record when one was set; no script touches it, so a put never reads it.
+The scripts that write a thread give all eight the same expiry (``scripts.py``), so a thread
+never half-expires: its record and tags go with it.
 
 Beside them, ``<prefix>:{<thread_id>}:lease`` (STRING, the same hash tag) while a run holds
 the thread's guard lease (``storage/redis/leases.py``): not the thread's data, it expires by
@@ -33,6 +35,7 @@ flag byte says whether the row holds bytes (``1``) or none (``0``, an empty chan
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any, NamedTuple
 
 import ormsgpack
@@ -42,7 +45,7 @@ from threadline.codec.pool import Pool
 from threadline.errors import CorruptRowError
 
 SEP = "\x00"
-THREAD_KEYS = ("ck", "ids", "bl", "wr", "wix", "th")
+THREAD_KEYS = ("ck", "ids", "bl", "wr", "wix", "th", "rec", "tg")
 
 
 class ThreadKeys(NamedTuple):
@@ -52,8 +55,11 @@ class ThreadKeys(NamedTuple):
     wr: str
     wix: str
     th: str
+    rec: str
+    tg: str
 
 
+@lru_cache(maxsize=1024)  # a put, a read and their handlers ask for the same thread's keys several times
 def thread_keys(prefix: str, thread_id: str) -> ThreadKeys:
     base = f"{prefix}:{{{thread_id}}}:"
     return ThreadKeys(*(base + k for k in THREAD_KEYS))
@@ -63,10 +69,6 @@ def lease_key(prefix: str, thread_id: str) -> str:
     """The key of ``thread_id``'s guard lease, in the thread's cluster slot."""
     return f"{prefix}:{{{thread_id}}}:lease"
 
-
-def record_key(prefix: str, thread_id: str) -> str:
-    """The thread's record HASH (``storage/redis/records.py``), beside its six keys under its hash tag."""
-    return f"{prefix}:{{{thread_id}}}:rec"
 
 
 def field(*parts: Any) -> str:

@@ -1,21 +1,21 @@
 """Thread records on Redis (``storage/dialect/records.py`` names them): one HASH a thread,
-``<prefix>:{<thread_id>}:rec`` (``layout.record_key``, the thread's hash tag), fields ``metadata``
-(JSON text), ``archived`` (0/1), ``created`` and ``updated`` (epoch seconds)."""
+``<prefix>:{<thread_id>}:rec`` (``layout.ThreadKeys.rec``, the thread's hash tag), fields ``metadata``
+(JSON text), ``archived`` (0/1), ``created`` and ``updated`` (epoch seconds). It expires with the
+thread: a write restarts the thread's expiry on all its keys."""
 
 from __future__ import annotations
 
 from collections.abc import Generator, Sequence
 from typing import Any
 
-from threadline.storage.redis import layout as L
-from threadline.storage.redis.base import rows_of, statement, text
+from threadline.storage.redis.base import Call, rows_of, statement, text
 
 FIELDS = ("metadata", "archived", "created", "updated")
 
 
 def record_rows(d: Any, tids: Sequence[str]) -> Generator:
     """thread_id → (metadata JSON text, archived, created_at, updated_at) of those threads that have a record."""
-    found = (yield [("HMGET", L.record_key(d.prefix, t), *FIELDS) for t in tids]) if tids else []
+    found = (yield [("HMGET", d.keys(t).rec, *FIELDS) for t in tids]) if tids else []
     return {t: (text(r[0]), int(r[1] or 0), float(r[2]), float(r[3])) for t, r in zip(tids, found) if r[0] is not None}
 
 
@@ -27,8 +27,9 @@ def thread_record(d: Any, params: Sequence[Any], many: bool) -> Generator:
 def put_thread_record(d: Any, params: Sequence[Any], many: bool) -> Generator:
     cmds: list = []
     for tid, metadata, archived, created, updated in rows_of(params, many):
-        key = L.record_key(d.prefix, tid)
-        cmds += [("HSETNX", key, "created", created), ("HSET", key, "metadata", metadata, "archived", int(archived), "updated", updated)]
+        k = d.keys(tid)
+        cmds += [("HSETNX", k.rec, "created", created), ("HSET", k.rec, "metadata", metadata, "archived", int(archived), "updated", updated),
+                 Call("expire", k, [d.ttl_minutes, ""])]
     yield cmds
     return []
 

@@ -1,10 +1,13 @@
 """The server-side scripts (Lua) of the Redis statements that must be atomic or that
-follow a chain without a round trip per step. Each takes a thread's six keys
+follow a chain without a round trip per step. Each takes a thread's eight keys
 (``layout.thread_keys``) as KEYS, in that order, so it runs in one cluster slot.
 
 TTL: a script that writes a thread ends by giving every key of the thread the same
 expiry (``expire``): the thread's own TTL (``th.ttl``, minutes; negative: never) or the
-saver's default (an argument; 0: none) — a thread never half-expires.
+saver's default (an argument; 0: none) — a thread never half-expires, its record and tags
+included. A thread with a tag or a pin (its ``tg`` HASH exists) never expires: TTL expiry
+never removes a tagged checkpoint or a pinned thread (``lifecycle.tags``), and on Redis it
+removes whole threads.
 """
 
 from __future__ import annotations
@@ -33,7 +36,8 @@ end
 local function expire(default)
   local own = redis.call('HGET', KEYS[6], 'ttl')
   local minutes = tonumber(own or default) or 0
-  for i = 1, 6 do
+  if minutes > 0 and redis.call('EXISTS', KEYS[8]) == 1 then minutes = -1 end
+  for i = 1, 8 do
     if minutes > 0 then redis.call('PEXPIRE', KEYS[i], math.floor(minutes * 60000))
     elseif minutes < 0 then redis.call('PERSIST', KEYS[i]) end
   end
@@ -43,7 +47,7 @@ end
 # ARGV[1], framed (``base.frame``): checkpoint field, packed row, parent field ('' none), whether
 # a new row needs its parent ('1'/'0'), checked rows expected, bytes added, now, default TTL
 # minutes, blob count, then per blob: field, packed value, base field ('' snapshot), base type, base size, checked ('1'/'0');
-# then the thread_id. KEYS[7], on a single server only: the thread index, updated here (on a
+# then the thread_id. KEYS[9], on a single server only: the thread index, updated here (on a
 # cluster it lives in another slot, and the caller updates it in the same round trip).
 # → {checked rows stored as written, row written (1/0), existed before (1/0), parent stored (1/0)}
 PUT = _COMMON + r"""
@@ -79,7 +83,7 @@ end
 if existed == 0 then redis.call('HINCRBY', KEYS[6], 'count', 1) end
 redis.call('HINCRBY', KEYS[6], 'bytes', tonumber(A[6]))
 expire(A[8])
-if KEYS[7] then redis.call('ZADD', KEYS[7], 'GT', A[7], A[10 + 6 * tonumber(A[9])]) end
+if KEYS[9] then redis.call('ZADD', KEYS[9], 'GT', A[7], A[10 + 6 * tonumber(A[9])]) end
 return {stored, 1, existed, parent_ok}
 """
 

@@ -87,7 +87,7 @@ def insert_table_rows(d: Any, params: Sequence[Any], many: bool, table: str, giv
     for r in rows:
         k = d.keys(r[0])
         if table == "thread_records":
-            cmds.append(("HSET", L.record_key(d.prefix, r[0]), *[x for f, v in zip(RECORD_FIELDS, r[1:]) if v is not None for x in (f, v)]))
+            cmds.append(("HSET", k.rec, *[x for f, v in zip(RECORD_FIELDS, r[1:]) if v is not None for x in (f, v)]))
         elif table == "threads":
             cmds += [("HSET", k.th, *[x for f, v in zip(TH_FIELDS, r[1:]) if v is not None for x in (f, v)]), ("ZADD", d.index, r[2], r[0])]
         elif table == "checkpoints":
