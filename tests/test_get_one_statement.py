@@ -132,3 +132,66 @@ def test_a_checkpoint_whose_versions_are_no_object_is_a_corrupt_row(pg) -> None:
         saver.blob_codec.cache.clear()
         with pytest.raises(CorruptRowError):
             saver.get_tuple(config)
+
+
+def _chat(saver, encrypted: bool) -> tuple[list[dict], list]:
+    """A list channel whose later versions reference the pending writes that extended them
+    (``delta-ref`` rows): the configs of its checkpoints and the list at the last."""
+    if encrypted:
+        saver.blob_codec = BlobCodec(keys=Keyring([KEY]))
+    configs: list[dict] = []
+    chat = [f"start {i} " * 30 for i in range(4)]
+    for step in range(1, 7):
+        parent = configs[-1]["configurable"]["checkpoint_id"] if configs else None
+        configs.append(_put(saver, "r", "", parent, step, {}, {"chat": chat}, {"chat": str(step)}))
+        added = [f"m{step}.{i} " + "words " * 30 for i in range(2)]
+        saver.put_writes(configs[-1], [("chat", added)], f"task-{step}")
+        chat = chat + added
+    return configs, chat[:-2]
+
+
+@pytest.mark.parametrize("encrypted", [False, True])
+def test_the_writes_references_name_come_in_the_same_statement(pg, encrypted: bool) -> None:
+    """Those of a checksummed reference; an encrypted one's are read after (its bytes are sealed)."""
+    with pg.open() as saver:
+        configs, chat = _chat(saver, encrypted)
+        assert pg.sql("SELECT COUNT(*) FROM threadline_blobs WHERE type LIKE 'delta-ref:%'")[0][0] >= 3
+        counts = []
+        for config in configs:
+            saver.blob_codec.cache.clear()
+            want, _ = _read(saver, config, Separate())
+            saver.blob_codec.cache.clear()
+            got, statements = _read(saver, config, saver.dialect)
+            assert got == want
+            counts.append(statements)
+        assert got.checkpoint["channel_values"]["chat"] == chat
+        assert set(counts) == ({1, 2} if encrypted else {1}), counts
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        "overlay(blob placing '\\xff'::bytea from 37 for 1)",  # the checkpoint_id read in SQL is no text
+        "overlay(blob placing 'x'::bytea from 34 for 1)",  # no JSON array where SQL looks for one
+        "substring(blob from 1 for 35)",  # cut short
+        "overlay(blob placing 'x'::bytea from 60 for 1)",  # another checkpoint_id
+    ],
+)
+def test_a_damaged_reference_is_a_corrupt_row(pg, damage: str) -> None:
+    """What the statement reads in a reference's bytes is never trusted: the row's seal fails."""
+    with pg.open() as saver:
+        configs, _ = _chat(saver, False)
+        pg.sql(f"UPDATE threadline_blobs SET blob = {damage} WHERE type = 'delta-ref:msgpack+sum'")
+        saver.blob_codec.cache.clear()
+        with pytest.raises(CorruptRowError):
+            saver.get_tuple(configs[-2])
+
+
+def test_a_damaged_referenced_write_read_in_the_same_statement_is_a_corrupt_row(pg) -> None:
+    with pg.open() as saver:
+        configs, _ = _chat(saver, False)
+        pg.sql("UPDATE threadline_writes SET blob = overlay(blob placing 'x'::bytea from 20 for 1)")
+        saver.blob_codec.cache.clear()
+        with pytest.raises(CorruptRowError, match="write"):
+            _read(saver, configs[-2], saver.dialect)
+        assert counted.n == 1

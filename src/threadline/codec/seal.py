@@ -51,6 +51,7 @@ _DIGEST = 8
 _NONCE = 12
 _GCM_MIN = 2 + KEY_ID_BYTES + _NONCE + 16
 _encode_str = json.encoder.encode_basestring  # type: ignore[attr-defined]
+_FIELD = struct.Struct("<BI").pack  # an associated-data field: 0x01, its length
 UNSEALED_HELP = (
     "either it was written behind threadline's back, or the database is not encrypted yet: then run "
     "`threadline rekey` with THREADLINE_ENCRYPTION_REQUIRED=false (docs/security.md, \"Encrypt an existing database\")"
@@ -72,14 +73,16 @@ class Row:
         return f"{self.table} ({', '.join(repr(k) for k in self.key)})"
 
     def ad(self, tag: str) -> bytes:
-        out = bytearray(b"threadline/1\x00")
+        out = [b"threadline/1\x00"]  # joined once: every row read and written builds one
+        add = out.append
         for part in (self.table, *self.key, *self.bound, tag):
             if part is None:
-                out += b"\x00"
+                add(b"\x00")
             else:
-                raw = str(part).encode("utf-8", "surrogatepass")
-                out += b"\x01" + struct.pack("<I", len(raw)) + raw
-        return bytes(out)
+                raw = (part if type(part) is str else str(part)).encode("utf-8", "surrogatepass")
+                add(_FIELD(1, len(raw)))
+                add(raw)
+        return b"".join(out)
 
 
 def _digest(ad: bytes, payload: bytes | memoryview) -> bytes:

@@ -117,7 +117,8 @@ def drive(
                 cur.execute(s.sql, s.params)
                 if flush is not None:
                     flush()
-                rows += cur.fetchall() if cur.description else []
+                # a read returns rows: no ``description`` (psycopg builds a Column per column at each ask)
+                rows += cur.fetchall() if q.read or cur.description else []
         return rows
 
     try:
@@ -150,7 +151,7 @@ async def adrive(
                 await cur.execute(s.sql, s.params)
                 if flush is not None:
                     await flush()
-                rows += list(await cur.fetchall()) if cur.description else []
+                rows += list(await cur.fetchall()) if q.read or cur.description else []
         return rows
 
     try:

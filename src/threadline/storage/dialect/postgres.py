@@ -9,6 +9,9 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
+from threadline.codec.deltas import _HEADER
+from threadline.codec.seal import _DIGEST, SUM
+from threadline.codec.tags import DELTA_REF
 from threadline.errors import FilterError
 from threadline.storage.dialect.base import Dialect, check_filter, dumps_json, split_filter
 from threadline.storage.jsonfilter import PostgresJson, Term, where_terms
@@ -92,13 +95,23 @@ def _probe(table: str, on: str, alias: str = "t") -> str:
     return f"CROSS JOIN LATERAL (SELECT * FROM {table} {alias} WHERE {on} OFFSET 0) {alias}"
 
 
+# An uncompressed, checksummed ``delta-ref`` row (``codec.refs``): its JSON, ``["<checkpoint_id>",
+# [[task_id, idx], …]]``, starts after the seal's head and checksum and the delta header (1-based).
+_REF_TYPE = DELTA_REF + "msgpack" + SUM
+_REF_JSON = 2 + _DIGEST + _HEADER.size + 1
+
+
 @lru_cache(maxsize=4)
 def _get_statement(latest: bool) -> str:
     # ck: the checkpoint row; k: the (channel, version) pairs its channel_versions name, but the
     # skipped ones; chain: their blob rows and every version their deltas are built on (as
-    # ``Statements.blob_chains``); then the rows of all three, and the checkpoint's writes.
+    # ``Statements.blob_chains``); cb: those rows; then the rows of ck and cb, the checkpoint's
+    # writes, and the writes of the checkpoint each ``delta-ref`` row of cb names on its channel.
+    # That checkpoint_id is read from the row's bytes unchecked, only to fetch the writes in this
+    # round trip: the reader checks the row's seal and parses it, and reads what is missing after.
     which = "ORDER BY checkpoint_id DESC LIMIT 1" if latest else "AND checkpoint_id = ?"
     blob_key = "b.thread_id = c.thread_id AND b.checkpoint_ns = c.checkpoint_ns AND b.channel = c.channel"
+    cid_at = f"position(CAST('\"' AS BYTEA) IN substring(cb.blob FROM {_REF_JSON + 2}))"
     return (
         f"WITH RECURSIVE ck AS (SELECT {CHECKPOINT_ROW} FROM threadline_checkpoints WHERE thread_id = ? AND checkpoint_ns = ? {which}), "
         "k AS (SELECT j.key AS channel, j.value AS version FROM ck CROSS JOIN LATERAL jsonb_each_text(CASE WHEN "
@@ -109,15 +122,21 @@ def _get_statement(latest: bool) -> str:
         f"{_probe('threadline_blobs', 't.thread_id = ck.thread_id AND t.checkpoint_ns = ck.checkpoint_ns AND t.channel = k.channel AND t.version = k.version')} "
         "UNION SELECT c.thread_id, c.checkpoint_ns, c.channel, c.base_version, "
         f"(SELECT b.base_version FROM threadline_blobs b WHERE {blob_key} AND b.version = c.base_version) "
-        "FROM chain c WHERE c.base_version IS NOT NULL) "
+        "FROM chain c WHERE c.base_version IS NOT NULL), "
+        f"cb AS (SELECT b.* FROM chain c {_probe('threadline_blobs', blob_key + ' AND b.version = c.version', 'b')}), "
+        "r AS (SELECT DISTINCT cb.thread_id, cb.checkpoint_ns, cb.channel, "
+        f"encode(substring(cb.blob FROM {_REF_JSON + 2} FOR greatest({cid_at} - 1, 0)), 'escape') AS checkpoint_id FROM cb "
+        f"WHERE cb.type = '{_REF_TYPE}' AND substring(cb.blob FROM {_REF_JSON} FOR 2) = CAST('[\"' AS BYTEA)) "
         "SELECT * FROM ("
         "SELECT 0 AS kind, thread_id AS c1, checkpoint_ns AS c2, checkpoint_id AS c3, parent_checkpoint_id AS c4, source AS c5, "
         "checksum AS c6, CAST(NULL AS TEXT) AS c7, step AS n, created_at AS r, checkpoint AS j1, metadata AS j2, "
         "CAST(NULL AS BYTEA) AS b FROM ck "
-        "UNION ALL SELECT 1, b.thread_id, b.checkpoint_ns, b.channel, b.version, b.type, b.base_version, NULL, NULL, NULL, NULL, NULL, "
-        f"b.blob FROM chain c {_probe('threadline_blobs', blob_key + ' AND b.version = c.version', 'b')} "
+        "UNION ALL SELECT 1, thread_id, checkpoint_ns, channel, version, type, base_version, NULL, NULL, NULL, NULL, NULL, blob FROM cb "
         "UNION ALL SELECT 2, w.thread_id, w.checkpoint_ns, w.checkpoint_id, w.task_id, w.channel, w.task_path, w.type, w.idx, "
-        f"NULL, NULL, NULL, w.blob FROM ck {_probe('threadline_writes', 'w.thread_id = ck.thread_id AND w.checkpoint_ns = ck.checkpoint_ns AND w.checkpoint_id = ck.checkpoint_id', 'w')}"
+        f"NULL, NULL, NULL, w.blob FROM ck {_probe('threadline_writes', 'w.thread_id = ck.thread_id AND w.checkpoint_ns = ck.checkpoint_ns AND w.checkpoint_id = ck.checkpoint_id', 'w')} "
+        "UNION ALL SELECT 3, w.thread_id, w.checkpoint_ns, w.checkpoint_id, w.task_id, w.channel, w.task_path, w.type, w.idx, "
+        f"NULL, NULL, NULL, w.blob FROM r {_probe('threadline_writes', 'w.thread_id = r.thread_id AND w.checkpoint_ns = r.checkpoint_ns AND w.checkpoint_id = r.checkpoint_id', 'w')} "
+        "WHERE w.channel = r.channel"
         ') u ORDER BY kind, c6 COLLATE "C", c4 COLLATE "C", n'
     )
 
@@ -190,7 +209,8 @@ class PostgresDialect(Dialect):
 
     def get_statement(self, latest: bool) -> str:
         """A whole ``get_tuple`` in one statement: the checkpoint row, the blob rows its
-        ``channel_versions`` name with their delta chains, and its pending writes.
+        ``channel_versions`` name with their delta chains, its pending writes, and the writes
+        the chains' ``delta-ref`` rows reference (those of an uncompressed, checksummed one).
         (thread_id, checkpoint_ns[, checkpoint_id unless ``latest``], the channels and the
         versions, two text arrays, of blobs not to return: cached ones) → rows of 13 columns,
         the first telling the kind: 0, the checkpoint (``rows.CHECKPOINT_ROW`` as thread_id,
@@ -198,7 +218,9 @@ class PostgresDialect(Dialect):
         created_at, checkpoint, metadata, NULL); 1, a blob (thread_id, checkpoint_ns, channel,
         version, type, base_version, NULL × 5, blob); 2, a write (thread_id, checkpoint_ns,
         checkpoint_id, task_id, channel, task_path, type, idx, NULL × 3, blob), the writes in
-        ``writes_sort_key`` order (task_path, task_id, idx). No rows: no such checkpoint."""
+        ``writes_sort_key`` order (task_path, task_id, idx); 3, a write a ``delta-ref`` row may
+        reference (as 2: every write of the checkpoint it names, on its channel). No rows: no
+        such checkpoint."""
         return _get_statement(latest)
 
     def probe(self, table: str, on: str) -> str:

@@ -21,7 +21,7 @@ class Q:
     when it is the operation's first, a runner may run the operation without an explicit
     transaction, and any statement that follows then runs on its own as well (a ``put``
     on Postgres: its rare second statement keeps the data consistent by itself).
-    ``read=True`` marks a plain read (no locks): where the dialect allows
+    ``read=True`` marks a plain read (no locks; it returns rows): where the dialect allows
     (``Dialect.reads_outside_transaction``), reads before an operation's first other
     statement run on their own, and the transaction starts with that statement.
     ``stores``: (table, bytes of values) pairs the statement stores, for metrics

@@ -51,11 +51,14 @@ def open_blob_rows(group: Mapping[str, tuple], key: tuple[str, str, str], bc: co
     return out
 
 
-def splice_refs(d: Dialect, opened: dict[tuple[str, str, str], dict[str, tuple]], bc: codec.BlobCodec) -> Op[list[tuple]]:
+def splice_refs(
+    d: Dialect, opened: dict[tuple[str, str, str], dict[str, tuple]], bc: codec.BlobCodec, read: Mapping[tuple, Sequence] | None = None
+) -> Op[list[tuple]]:
     """Replace, in ``open_blob_rows`` groups ((thread_id, checkpoint_ns, channel) → version →
     opened row), every delta that references pending writes (``codec.refs``) by the
     ``delta-list`` row it stands for: its header and the writes' items, read in one query
-    per chunk and their seals checked. Returns the replaced (thread_id, checkpoint_ns,
+    per chunk (but those in ``read``: write rows (``WRITE_COLUMNS``) by their key, already
+    read) and their seals checked. Returns the replaced (thread_id, checkpoint_ns,
     channel, version) keys; ``codec.resolve`` checks each like any delta.
 
     Raises CorruptRowError for a malformed reference, or a referenced write that is not
@@ -69,8 +72,8 @@ def splice_refs(d: Dialect, opened: dict[tuple[str, str, str], dict[str, tuple]]
     if not found:
         return []
     wanted = sorted({(k[0], k[1], cid, task, idx) for k, (_, cid, refs, _, _) in found.items() for task, idx in refs})
-    writes = {}
-    for part in chunks(wanted, d.max_params // 5):
+    writes = dict(read or ())
+    for part in chunks([k for k in wanted if k not in writes], d.max_params // 5):
         for w in (yield Q(d.writes_by_write_keys(len(part)), flat(part), read=True)):
             writes[tuple(w[:5])] = w
     for k, (header, cid, refs, base, where) in found.items():
@@ -89,14 +92,19 @@ def splice_refs(d: Dialect, opened: dict[tuple[str, str, str], dict[str, tuple]]
 
 
 def fetch_blobs(
-    d: Dialect, keys: Sequence[tuple[str, str, str, str]], *, rows: Mapping | None = None, bc: codec.BlobCodec | None = None
+    d: Dialect,
+    keys: Sequence[tuple[str, str, str, str]],
+    *,
+    rows: Mapping | None = None,
+    bc: codec.BlobCodec | None = None,
+    writes: Mapping[tuple, Sequence] | None = None,
 ) -> Op[dict[tuple[str, str, str, str], codec.Resolved]]:
     """Stored values of blob ``keys`` (thread_id, checkpoint_ns, channel, version),
     their seals checked with ``bc``'s keys, reconstructed through their delta chains (and
     the pending writes a delta references, ``splice_refs``) and decompressed: key →
     ``codec.Resolved`` (decode it with ``codec.load``; its tag is ``codec.EMPTY`` for an
     empty channel). Keys with no row are absent. ``rows``: already fetched
-    ``fetch_blob_rows`` output.
+    ``fetch_blob_rows`` output; ``writes``: pending writes already read (``splice_refs``).
 
     This is how anything outside ``load_tuples`` must read ``blobs``: a row's bytes
     alone are not its value when its type is a delta (``codec.is_delta``).
@@ -110,7 +118,7 @@ def fetch_blobs(
         rows = yield from fetch_blob_rows(d, keys)
     groups = sorted({k[:3] for k in keys if k[3] in rows.get(k[:3], ())})
     opened = {g: open_blob_rows(rows[g], g, bc) for g in groups}
-    yield from splice_refs(d, opened, bc)
+    yield from splice_refs(d, opened, bc, writes)
     out: dict[tuple, codec.Resolved] = {}
     memos: dict[tuple, dict] = defaultdict(dict)
     for key in sorted(set(keys)):  # ascending versions reuse the memo along a chain
@@ -126,12 +134,13 @@ def load_tuples(
     bc: codec.BlobCodec | None = None,
     *,
     lazy: bool = False,
-    fetched: tuple[Mapping, Mapping] | None = None,
+    fetched: tuple[Mapping, Mapping, Mapping] | None = None,
 ) -> Op[list[Any]]:
     """Fetch the blobs and writes of checkpoint rows (``R.CHECKPOINT_COLUMNS`` or ``R.CHECKPOINT_ROW``)
     and build tuples, every row checked against its checksum or seal with ``bc``'s keys.
-    ``fetched``: blob rows (as ``fetch_blob_rows`` returns them) and writes (checkpoint key →
-    write rows) already read with the checkpoint rows; a blob missing from them is read here.
+    ``fetched``: blob rows (as ``fetch_blob_rows`` returns them), writes (checkpoint key →
+    write rows) and writes its deltas may reference (``splice_refs``' ``read``) already read
+    with the checkpoint rows; a blob or referenced write missing from them is read here.
 
     With a saver's ``bc``, values its cache holds are not read again (a blob version
     is immutable, and a cached one was checked against its row when written or read);
@@ -176,11 +185,11 @@ def load_tuples(
                     value.decoded = codec.SEEN
                 blobs[k] = ("msgpack", None, value)
         wanted = [k for k in wanted if k not in blobs]
-    pre_rows, pre_writes = fetched if fetched is not None else ({}, None)
+    pre_rows, pre_writes, referenced = fetched if fetched is not None else ({}, None, None)
     rows = yield from fetch_blob_rows(d, [k for k in wanted if k[3] not in pre_rows.get(k[:3], ())])
     for group, versions in pre_rows.items():
         rows[group].update(versions)
-    blobs.update((yield from fetch_blobs(d, wanted, rows=rows, bc=bc_)))
+    blobs.update((yield from fetch_blobs(d, wanted, rows=rows, bc=bc_, writes=referenced)))
     writes: Mapping[tuple, list] = pre_writes if pre_writes is not None else defaultdict(list)
     for part in chunks(sorted({(r[0], r[1], r[2]) for r in ck_rows}) if pre_writes is None else [], d.max_params // 3):
         found = yield Q(d.writes_by_keys(len(part)), flat(part), read=True)
@@ -243,20 +252,23 @@ def _cached_pairs(bc: codec.BlobCodec | None, key: Key) -> tuple[list[str], list
 
 
 def _get_one(d: Dialect, serde: SerializerProtocol, key: Key, one: str, bc: codec.BlobCodec | None) -> Op[CheckpointTuple | None]:
-    """``get_tuple`` with ``Dialect.get_statement``: one round trip (a blob its rows miss is read after)."""
+    """``get_tuple`` with ``Dialect.get_statement``: one round trip (a blob or referenced write its
+    rows miss is read after)."""
     params = [key.thread_id, key.checkpoint_ns, *([key.checkpoint_id] if key.checkpoint_id else []), *_cached_pairs(bc, key)]
     found = yield Q(one, params, read=True)
-    ck_rows, blobs, writes = [], defaultdict(dict), defaultdict(list)
+    ck_rows, blobs, writes, referenced = [], defaultdict(dict), defaultdict(list), {}
     for r in found:
         if r[0] == 0:
             ck_rows.append((r[1], r[2], r[3], r[4], r[10], r[11], r[8], r[5], r[9], r[6]))
         elif r[0] == 1:
             blobs[(r[1], r[2], r[3])][r[4]] = (r[5], r[12], r[6])
-        else:
+        elif r[0] == 2:
             writes[(r[1], r[2], r[3])].append((r[1], r[2], r[3], r[4], r[8], r[5], r[6], r[7], r[12]))
+        else:
+            referenced[(r[1], r[2], r[3], r[4], r[8])] = (r[1], r[2], r[3], r[4], r[8], r[5], r[6], r[7], r[12])
     if not ck_rows:
         return None
-    return (yield from load_tuples(d, serde, ck_rows, bc, fetched=(blobs, writes)))[0]
+    return (yield from load_tuples(d, serde, ck_rows, bc, fetched=(blobs, writes, referenced)))[0]
 
 
 def get_tuple(d: Dialect, serde: SerializerProtocol, key: Key, bc: codec.BlobCodec | None = None) -> Op[CheckpointTuple | None]:
