@@ -40,13 +40,13 @@ WAL = "PRAGMA journal_mode=WAL"  # readers never block the writer
 # converted by `threadline vacuum --full`.
 AUTO_VACUUM = "PRAGMA auto_vacuum=INCREMENTAL"
 PAGE_COUNT = "PRAGMA page_count"
-PRAGMAS = (
+PRAGMAS = ";".join((
     WAL,
     # A commit is on disk before put returns, as with the official savers (SQLite's default);
     # NORMAL would lose the last commits on power loss (docs/operations.md: choosing it).
     "PRAGMA synchronous=FULL",
     f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}",
-)
+))  # one script: one call into aiosqlite's thread
 
 
 def path_of(conn_string: str) -> str:
@@ -110,8 +110,7 @@ def connect(conn_string: str) -> sqlite3.Connection:
     try:
         if conn.execute(PAGE_COUNT).fetchone()[0] == 0:  # a new file: before WAL writes its header
             conn.execute(AUTO_VACUUM)
-        for pragma in PRAGMAS:
-            conn.execute(pragma)
+        conn.executescript(PRAGMAS)
     except sqlite3.Error as exc:
         conn.close()
         raise door_error(exc, path) from exc
@@ -124,11 +123,9 @@ async def aconnect(conn_string: str) -> aiosqlite.Connection:
     conn = None
     try:
         conn = await aiosqlite.connect(path, isolation_level=None)
-        async with conn.execute(PAGE_COUNT) as cur:
-            if (await cur.fetchone())[0] == 0:
-                await conn.execute(AUTO_VACUUM)
-        for pragma in PRAGMAS:
-            await conn.execute(pragma)
+        if (await conn.execute_fetchall(PAGE_COUNT))[0][0] == 0:
+            await conn.execute(AUTO_VACUUM)
+        await conn.executescript(PRAGMAS)
     except sqlite3.Error as exc:
         if conn is not None:
             await conn.close()
@@ -238,6 +235,9 @@ class _SqliteSaverParts:
 
     _driver_class: type[SqliteDriver] | type[AsyncSqliteDriver]
     dialect = SQLITE
+    # the connection came from ``connect``/``aconnect`` (``from_conn_string``): its file is set up
+    # already (WAL, auto-vacuum); a connection the caller opened gets them in ``setup``
+    _file_ready = False
 
     def __init__(
         self, conn: Any, *, serde: SerializerProtocol | None = None, adopt: bool | None = None, ttl: Any = None, retention: Any = None,
@@ -259,7 +259,7 @@ class SqliteConnectionSaver(_SqliteSaverParts, SyncShell):
             return
         with self.lock:
             try:
-                if not self.conn.in_transaction:
+                if not self._file_ready and not self.conn.in_transaction:
                     # properties of the file (WAL as the official saver sets it); auto-vacuum only
                     # on a new file (an existing one converts with `threadline vacuum --full`)
                     if self.conn.execute(PAGE_COUNT).fetchone()[0] == 0:
@@ -325,6 +325,7 @@ class SqliteSaver(SqliteConnectionSaver):
         conn = connect(conn_string)
         try:
             saver = cls(conn, serde=serde, adopt=adopt, ttl=ttl, retention=retention, cache_max_bytes=cache_max_bytes)
+            saver._file_ready = True
             saver.setup()
             with saver._sweeping():
                 yield saver
@@ -436,6 +437,7 @@ class AsyncSqliteSaver(_SqliteSaverParts, AsyncShell):
         conn = await aconnect(conn_string)
         try:
             saver = cls(conn, serde=serde, adopt=adopt, ttl=ttl, retention=retention, cache_max_bytes=cache_max_bytes)
+            saver._file_ready = True
             await saver.setup()
             async with saver._sweeping():
                 yield saver
@@ -449,10 +451,9 @@ class AsyncSqliteSaver(_SqliteSaverParts, AsyncShell):
             return
         async with self.lock:
             try:
-                if not self.conn.in_transaction:
-                    async with self.conn.execute(PAGE_COUNT) as cur:
-                        if (await cur.fetchone())[0] == 0:
-                            await self.conn.execute(AUTO_VACUUM)
+                if not self._file_ready and not self.conn.in_transaction:
+                    if (await self.conn.execute_fetchall(PAGE_COUNT))[0][0] == 0:
+                        await self.conn.execute(AUTO_VACUUM)
                     await self.conn.execute(WAL)
                 await super().setup()
             except sqlite3.Error as exc:
