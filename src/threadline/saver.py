@@ -396,8 +396,12 @@ class SyncShell(SyncSweeping, EngineSaver):
     def setup(self) -> None:
         """Create threadline's tables, or bring them to this release (numbered migrations).
 
-        Idempotent, and run on first use. Writes nothing when the schema is current.
-        Raises SchemaError when a newer threadline release wrote the schema."""
+        Idempotent, and run on first use. Writes nothing when the schema is current, and reads
+        nothing once this saver is set up (``from_conn_string`` sets up; a user's ``setup()``
+        after it costs no round trip). Raises SchemaError when a newer threadline release
+        wrote the schema."""
+        if self.is_setup:
+            return
         state = self._transaction(ops.schema_state(self.dialect), False)
         state.check_version()
         if not state.current:
@@ -441,8 +445,10 @@ class AsyncShell(AsyncSweeping, EngineSaver):
         """Create threadline's tables, or bring them to this release (numbered migrations).
 
         ``async`` like the official async savers' ``setup``; idempotent, and run on first
-        use. Writes nothing when the schema is current. Raises SchemaError when a newer
-        threadline release wrote the schema."""
+        use. Writes nothing when the schema is current, and reads nothing once this saver is set
+        up. Raises SchemaError when a newer threadline release wrote the schema."""
+        if self.is_setup:
+            return
         state = await self._atransaction(ops.schema_state(self.dialect), False)
         state.check_version()
         if not state.current:

@@ -31,6 +31,7 @@ import re
 from functools import lru_cache
 from typing import Any
 
+from threadline.storage.dialect.postgres import COLUMNS_SQL, TABLES_SQL
 from threadline.storage.jsonfilter import PostgresJson, SqliteJson, filter_terms, where_terms
 from threadline.store.vecmath import pack
 
@@ -228,12 +229,12 @@ class PostgresStoreSql(StoreSql):
     name = "postgres"
     types = {"text": 'TEXT COLLATE "C"', "json": "JSONB", "blob": "BYTEA", "real": "DOUBLE PRECISION", "int": "BIGINT",
              "stamp": "TIMESTAMP WITH TIME ZONE"}
-    columns_sql = "SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = ?"
+    columns_sql = COLUMNS_SQL
     collate_official = ' COLLATE "C"'  # the official table's text has the database's collation
     max_params = 20000
     setup_lock = ("SELECT pg_advisory_xact_lock(?)", (0x746C7374,))  # one setup at a time across workers
     skip_locked = " FOR UPDATE SKIP LOCKED"  # concurrent sweepers take disjoint rows, never wait
-    tables_sql = "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()"
+    tables_sql = TABLES_SQL
     ns_match = "s.prefix ~ ?"
     json_filter = PostgresJson("s.value")
     dims_sql = (

@@ -153,16 +153,25 @@ STORAGE_SETTINGS = [
 ]
 
 
+# The tables (and views) of the current schema, and one table's columns in their order, from the
+# catalog: information_schema's views cost 2–7 ms a query (10 ms the first on a new connection),
+# these 0.5–2 — and setup, listings and the guard ask on every open.
+_RELATION = "c.relnamespace = (SELECT n.oid FROM pg_catalog.pg_namespace n WHERE n.nspname = current_schema()) AND c.relkind IN ('r', 'p', 'v', 'f')"
+TABLES_SQL = f"SELECT c.relname FROM pg_catalog.pg_class c WHERE {_RELATION}"
+COLUMNS_SQL = (
+    "SELECT a.attname FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_class c ON c.oid = a.attrelid "
+    f"WHERE {_RELATION} AND c.relname = ? AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum"
+)
+
+
 class PostgresDialect(Dialect):
     name = "postgres"
     types = {"text": 'TEXT COLLATE "C"', "json": "JSONB", "blob": "BYTEA", "real": "DOUBLE PRECISION", "int": "BIGINT"}
     max_params = 20000
     now_sql = "EXTRACT(EPOCH FROM statement_timestamp())::float8"
     setup_lock = ("SELECT pg_advisory_xact_lock(?)", (0x7468726C,))
-    tables_sql = "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()"
-    columns_sql = (
-        "SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = ?"
-    )
+    tables_sql = TABLES_SQL
+    columns_sql = COLUMNS_SQL
     # langgraph.checkpoint.postgres.PostgresSaver
     official_tables = ("checkpoints", "checkpoint_blobs", "checkpoint_writes")
     collate_official = ' COLLATE "C"'  # its text has the database's collation, threadline's is "C"
