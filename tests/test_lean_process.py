@@ -1,0 +1,79 @@
+"""What a process pays for threadline when it uses little of it: ``cryptography`` is loaded by
+the first keyring, not by ``import threadline``; zstd objects are shared by every thread
+through pools (LangGraph writes from worker threads it starts anew), each lent to one thread
+at a time, and never rebuilt per thread."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+from threadline.codec import tags
+
+SRC = str(Path(__file__).resolve().parents[1] / "src")
+
+
+def _run(code: str) -> dict:
+    env = {**os.environ, "PYTHONPATH": SRC}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_cryptography_is_loaded_by_the_first_keyring_only(tmp_path: Path) -> None:
+    code = f"""
+import json, os, sys
+from threadline import SqliteSaver
+from threadline.codec import Keyring
+db = {str(tmp_path / "t.db")!r}
+config = {{"configurable": {{"thread_id": "t", "checkpoint_ns": ""}}}}
+checkpoint = {{"v": 4, "id": "1", "ts": "2026-01-01T00:00:00+00:00", "channel_values": {{"a": ["x" * 300] * 3}},
+              "channel_versions": {{"a": "1"}}, "versions_seen": {{}}}}
+with SqliteSaver.from_conn_string(db) as saver:
+    saver.put(config, checkpoint, {{}}, {{"a": "1"}})
+    plain = saver.get_tuple(config).checkpoint["channel_values"]["a"] == checkpoint["channel_values"]["a"]
+before = "cryptography" in sys.modules
+keys = Keyring([os.urandom(32)])
+keys.key_ids  # the keys are read (and the cipher module loaded) on first use
+print(json.dumps({{"plain": plain, "before": before, "after": "cryptography" in sys.modules}}))
+"""
+    found = _run(code)
+    assert found == {"plain": True, "before": False, "after": True}
+
+
+def test_zstd_objects_are_shared_by_threads_one_at_a_time() -> None:
+    """Eight threads compress and decompress at once, with and without the dictionary: every
+    frame reads back exactly, and the pools grow by at most one object per thread that ran."""
+
+    def held() -> dict:
+        pools = {**{("c", k): p for k, p in tags._COMPRESSORS.items()}, **{("d", k): p for k, p in tags._DECOMPRESSORS.items()}}
+        return {k: len(p._idle) for k, p in pools.items()}
+
+    before = held()
+    values = [bytes(f"message {i} " * (20 + i % 50), "utf-8") for i in range(40)] + [os.urandom(200) + b"a" * 70_000]
+    errors: list[BaseException] = []
+    start = threading.Barrier(8)
+
+    def work() -> None:
+        try:
+            start.wait()
+            for _ in range(60):
+                for v in values:
+                    tag, packed = tags.compress("msgpack", v)
+                    assert tags.decompress(tag, packed, "test")[1] == v
+        except BaseException as exc:  # reported by the main thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    after = held()
+    grown = {k: n - before.get(k, 0) for k, n in after.items()}
+    assert grown and all(0 <= g <= 8 for g in grown.values()), grown
+    assert any(after[k] > 0 for k in after if k[0] == "c") and any(after[k] > 0 for k in after if k[0] == "d")
