@@ -14,20 +14,23 @@ from collections.abc import Callable
 from typing import Generic, TypeVar
 
 T = TypeVar("T")
+R = TypeVar("R")
 
 
 class Pool(Generic[T]):
-    """Objects made by ``make``: ``take`` one (yours alone), ``give`` it back when done."""
+    """Objects made by ``make``, each lent to one call at a time (``lend``)."""
 
     def __init__(self, make: Callable[[], T]) -> None:
         self._make = make
         self._idle: list[T] = []  # list.pop and list.append are atomic: no lock needed
 
-    def take(self) -> T:
+    def lend(self, use: Callable[[T], R]) -> R:
+        """``use(obj)`` with an object no other thread holds meanwhile (an idle one, else a new one)."""
         try:
-            return self._idle.pop()
+            obj = self._idle.pop()
         except IndexError:
-            return self._make()
-
-    def give(self, obj: T) -> None:
-        self._idle.append(obj)
+            obj = self._make()
+        try:
+            return use(obj)
+        finally:
+            self._idle.append(obj)

@@ -92,12 +92,7 @@ def compress(tag: str, data: bytes, *, min_bytes: int = COMPRESS_MIN_BYTES, leve
     (``codec.dictionary``) and names it."""
     if min_bytes < 0 or len(data) < min_bytes or tag.endswith(ZSTD):
         return tag, data
-    pool = _compressors(level, len(data))
-    c = pool.take()
-    try:
-        packed = c.compress(data)
-    finally:
-        pool.give(c)
+    packed = _compressors(level, len(data)).lend(lambda c: c.compress(data))
     if len(packed) > len(data) * COMPRESS_MAX_RATIO:
         return tag, data
     return tag + ZSTD, packed
@@ -126,12 +121,7 @@ def decompress(tag: str, data: bytes | None, where: object) -> tuple[str, bytes]
             )
         if frame.dict_id not in (0, dictionary.DICT_ID):
             raise CorruptRowError(f"{where}: {tag!r} frame needs zstd dictionary {frame.dict_id}, which threadline does not have")
-        pool = _DECOMPRESSORS[frame.dict_id]
-        d = pool.take()
-        try:
-            return tag[: -len(ZSTD)], d.decompress(raw, allow_extra_data=False)
-        finally:
-            pool.give(d)
+        return tag[: -len(ZSTD)], _DECOMPRESSORS[frame.dict_id].lend(lambda d: d.decompress(raw, allow_extra_data=False))
     except zstandard.ZstdError as exc:
         raise CorruptRowError(f"{where}: {tag!r} payload is not a readable zstd frame ({exc})") from exc
 

@@ -57,6 +57,13 @@ class Cmd:
         return self.name or self.handler.__name__
 
 
+def expire_thread(d: Any, thread_id: str, own: Any = "") -> Call:
+    """The script that gives all of ``thread_id``'s keys their expiry again (``scripts.EXPIRE``):
+    its own TTL, else the saver's default; none while it has a tag or a pin. ``own``: a TTL in
+    minutes to record as the thread's own ('' keeps it)."""
+    return Call("expire", d.keys(thread_id), [d.ttl_minutes, own])
+
+
 def statement(fn: Handler) -> Cmd:
     return Cmd(fn, (), fn.__name__)
 

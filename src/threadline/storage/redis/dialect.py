@@ -35,7 +35,7 @@ from threadline.storage.redis.tags import RedisTagStatements
 from threadline.storage.redis.transfer import RedisTransferStatements
 from threadline.storage.redis.web import RedisWebStatements
 from threadline.storage.redis.base import (
-    Call, Cmd, Handler, all_threads, blob_row, by_thread, checkpoint_row, ck_row, frame, group, latest_of, pairs, rows_of, statement,
+    Call, Cmd, Handler, all_threads, blob_row, by_thread, checkpoint_row, ck_row, expire_thread, frame, group, latest_of, pairs, rows_of, statement,
     thread_blobs_of, thread_checkpoint_rows, thread_hash, thread_writes_of, write_row,
 )
 from threadline.storage.schema import MIGRATIONS
@@ -374,13 +374,13 @@ def ensure_thread(d: RedisDialect, params: Sequence[Any], many: bool, only_with_
 
 def set_thread_ttl(d: RedisDialect, params: Sequence[Any], many: bool) -> Generator:
     minutes, tid = params
-    yield [Call("expire", d.keys(tid), [d.ttl_minutes, minutes])]
+    yield [expire_thread(d, tid, minutes)]
     return []
 
 
 def touch_read(d: RedisDialect, params: Sequence[Any], many: bool) -> Generator:
     now, tid = params
-    yield [Call("expire", d.keys(tid), [d.ttl_minutes, ""]), ("HSET", d.keys(tid).th, "accessed", now)]
+    yield [expire_thread(d, tid), ("HSET", d.keys(tid).th, "accessed", now)]
     return []
 
 

@@ -135,21 +135,13 @@ def pack_checkpoint(values: Sequence[Any]) -> bytes:
     raw = ormsgpack.packb(list(values))
     if len(raw) < _ZSTD_FROM:
         return b"\x00" + raw
-    c = _COMPRESSORS.take()
-    try:
-        return b"\x01" + c.compress(raw)
-    finally:
-        _COMPRESSORS.give(c)
+    return b"\x01" + _COMPRESSORS.lend(lambda c: c.compress(raw))
 
 
 def unpack_checkpoint(raw: bytes, where: str) -> list[Any]:
     try:
         if raw[:1] == b"\x01":
-            d = _DECOMPRESSORS.take()
-            try:
-                body = d.decompress(raw[1:], max_output_size=MAX_CHECKPOINT_BYTES)
-            finally:
-                _DECOMPRESSORS.give(d)
+            body = _DECOMPRESSORS.lend(lambda d: d.decompress(raw[1:], max_output_size=MAX_CHECKPOINT_BYTES))
         else:
             body = raw[1:] if raw[:1] == b"\x00" else None
     except zstandard.ZstdError:

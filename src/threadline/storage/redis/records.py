@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Generator, Sequence
 from typing import Any
 
-from threadline.storage.redis.base import Call, rows_of, statement, text
+from threadline.storage.redis.base import expire_thread, rows_of, statement, text
 
 FIELDS = ("metadata", "archived", "created", "updated")
 
@@ -29,7 +29,7 @@ def put_thread_record(d: Any, params: Sequence[Any], many: bool) -> Generator:
     for tid, metadata, archived, created, updated in rows_of(params, many):
         k = d.keys(tid)
         cmds += [("HSETNX", k.rec, "created", created), ("HSET", k.rec, "metadata", metadata, "archived", int(archived), "updated", updated),
-                 Call("expire", k, [d.ttl_minutes, ""])]
+                 expire_thread(d, tid)]
     yield cmds
     return []
 

@@ -13,7 +13,7 @@ from collections.abc import Generator, Sequence
 from typing import Any
 
 from threadline.storage.redis import layout as L
-from threadline.storage.redis.base import Call, all_threads, statement, text
+from threadline.storage.redis.base import all_threads, expire_thread, statement, text
 
 PIN = "pin"
 
@@ -22,10 +22,6 @@ def tags_key(d: Any, thread_id: str) -> str:
     """The HASH of ``thread_id``'s tags and pin."""
     return d.keys(thread_id).tg
 
-
-def _expire(d: Any, thread_id: str) -> Call:
-    """The thread's expiry set again: none while it has a tag or a pin, its TTL once it has neither."""
-    return Call("expire", d.keys(thread_id), [d.ttl_minutes, ""])
 
 
 def _tag(name: str) -> str:
@@ -60,14 +56,14 @@ def tag_named(d: Any, params: Sequence[Any], many: bool) -> Generator:
 
 def insert_tag(d: Any, params: Sequence[Any], many: bool) -> Generator:
     tid, name, ns, cid, created = params
-    new = (yield [("HSETNX", tags_key(d, tid), _tag(name), L.field(ns, cid, repr(float(created)))), _expire(d, tid)])[0]
+    new = (yield [("HSETNX", tags_key(d, tid), _tag(name), L.field(ns, cid, repr(float(created)))), expire_thread(d, tid)])[0]
     return [(name,)] if new else []
 
 
 def delete_tag(d: Any, params: Sequence[Any], many: bool) -> Generator:
     found = yield from tag_named(d, params, many)
     if found:
-        yield [("HDEL", tags_key(d, params[0]), _tag(params[1])), _expire(d, params[0])]
+        yield [("HDEL", tags_key(d, params[0]), _tag(params[1])), expire_thread(d, params[0])]
     return found
 
 
@@ -75,17 +71,17 @@ def delete_checkpoint_tags(d: Any, params: Sequence[Any], many: bool) -> Generat
     tid, ns, cid = params
     names = [r[0] for r in (yield from thread_tags(d, (tid,), False)) if (r[1], r[2]) == (ns, cid)]
     if names:
-        yield [("HDEL", tags_key(d, tid), *map(_tag, names)), _expire(d, tid)]
+        yield [("HDEL", tags_key(d, tid), *map(_tag, names)), expire_thread(d, tid)]
     return []
 
 
 def pin_thread(d: Any, params: Sequence[Any], many: bool) -> Generator:
-    yield [("HSETNX", tags_key(d, params[0]), PIN, repr(float(params[1]))), _expire(d, params[0])]
+    yield [("HSETNX", tags_key(d, params[0]), PIN, repr(float(params[1]))), expire_thread(d, params[0])]
     return []
 
 
 def unpin_thread(d: Any, params: Sequence[Any], many: bool) -> Generator:
-    gone = (yield [("HDEL", tags_key(d, params[0]), PIN), _expire(d, params[0])])[0]
+    gone = (yield [("HDEL", tags_key(d, params[0]), PIN), expire_thread(d, params[0])])[0]
     return [(params[0],)] if gone else []
 
 

@@ -19,7 +19,7 @@ from threadline.storage.redis import layout as L
 from threadline.storage.redis.records import FIELDS as RECORD_FIELDS, record_rows
 from threadline.storage.redis.lifecycle import NOTHING
 from threadline.storage.redis.base import (
-    Call, Cmd, all_threads, ck_row, group, rows_of, statement, text, thread_blobs_of, thread_checkpoint_rows, thread_writes_of,
+    Cmd, all_threads, ck_row, expire_thread, group, rows_of, statement, text, thread_blobs_of, thread_checkpoint_rows, thread_writes_of,
 )
 
 # The columns of each table, as the SQL schema names them; a Redis row has all of them.
@@ -95,7 +95,7 @@ def insert_table_rows(d: Any, params: Sequence[Any], many: bool, table: str, giv
             cmds += [("HSET", k.ck, f, L.pack_checkpoint(r[3:])), ("ZADD", k.ids, 0, f)]
         else:
             cmds.append(("HSET", k.bl, L.field(*r[1:4]), L.pack_blob(r[4], r[5], r[6])))
-    cmds += [Call("expire", d.keys(t), [d.ttl_minutes, ""]) for t in dict.fromkeys(r[0] for r in rows)]
+    cmds += [expire_thread(d, t) for t in dict.fromkeys(r[0] for r in rows)]
     yield cmds
     return []
 
