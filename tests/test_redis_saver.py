@@ -145,6 +145,30 @@ def test_a_thread_expires_with_its_record_and_tags_and_a_tag_or_pin_keeps_it(red
         assert not [k for k in redis_target.keys() if b"{kept}" in k]  # nothing of it left behind
 
 
+def test_tools_that_do_not_know_the_ttl_keep_the_threads_expiry(redis_target: RedisTarget) -> None:
+    """The CLI and UI open a saver without the application's ``ttl=``: a tag or pin made there
+    still keeps the thread, removing them gives the thread back the TTL its saver gave it, and a
+    record written there expires with the thread."""
+    from threadline.lifecycle.records import update_thread
+    from threadline.lifecycle.tags import pin, unpin
+
+    client = redis_target.client()
+
+    def ttls() -> dict[str, int]:
+        return {k.decode().rsplit(":", 1)[1]: client.pttl(k) for k in redis_target.keys() if b"{tool}" in k}
+
+    with open_saver(url_of(redis_target), ttl={"default_ttl": 10}) as app:
+        chat().compile(checkpointer=app).invoke({"messages": [("user", "hi")]}, cfg("tool"))
+    with open_saver(url_of(redis_target)) as tool:  # no ttl=, as `threadline pin` opens it
+        pin(tool, "tool")
+        assert all(t == -1 for t in ttls().values()), ttls()
+        unpin(tool, "tool")
+        assert ttls() and all(9 * 60_000 < t <= 10 * 60_000 for t in ttls().values()), ttls()
+        update_thread(tool, "tool", {"owner": "ada"})
+        found = ttls()
+        assert "rec" in found and all(9 * 60_000 < t <= 10 * 60_000 for t in found.values()), found
+
+
 def test_an_interrupted_agent_resumes_in_a_fresh_process(any_redis_target: RedisTarget, tmp_path: Path) -> None:
     """A real graph stops at ``interrupt()`` in one process; another process resumes it."""
     script = tmp_path / "agent.py"

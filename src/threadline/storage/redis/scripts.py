@@ -3,9 +3,10 @@ follow a chain without a round trip per step. Each takes a thread's eight keys
 (``layout.thread_keys``) as KEYS, in that order, so it runs in one cluster slot.
 
 TTL: a script that writes a thread ends by giving every key of the thread the same
-expiry (``expire``): the thread's own TTL (``th.ttl``, minutes; negative: never) or the
-saver's default (an argument; 0: none) — a thread never half-expires, its record and tags
-included. A thread with a tag or a pin (its ``tg`` HASH exists) never expires: TTL expiry
+expiry (``expire``): the thread's own TTL (``th.ttl``, minutes; negative: never), else the
+saver's default (an argument), else the default the last saver that knew one gave it
+(``th.dttl``: a tool opened without the saver's ``ttl=`` keeps the thread's TTL); none when
+no TTL was ever given — a thread never half-expires, its record and tags included. A thread with a tag or a pin (its ``tg`` HASH exists) never expires: TTL expiry
 never removes a tagged checkpoint or a pinned thread (``lifecycle.tags``), and on Redis it
 removes whole threads.
 """
@@ -35,8 +36,11 @@ local function unframe(s)
 end
 local function expire(default)
   local own = redis.call('HGET', KEYS[6], 'ttl')
-  local minutes = tonumber(own or default) or 0
-  if minutes > 0 and redis.call('EXISTS', KEYS[8]) == 1 then minutes = -1 end
+  local given = tonumber(default) or 0
+  -- the saver's default TTL is remembered on the thread, for writers that do not know it (the CLI)
+  if given > 0 then redis.call('HSET', KEYS[6], 'dttl', default) end
+  local minutes = tonumber(own) or (given > 0 and given) or tonumber(redis.call('HGET', KEYS[6], 'dttl') or '') or 0
+  if redis.call('EXISTS', KEYS[8]) == 1 then minutes = -1 end
   for i = 1, 8 do
     if minutes > 0 then redis.call('PEXPIRE', KEYS[i], math.floor(minutes * 60000))
     elseif minutes < 0 then redis.call('PERSIST', KEYS[i]) end
