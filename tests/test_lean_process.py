@@ -1,7 +1,8 @@
 """What a process pays for threadline when it uses little of it: ``cryptography`` is loaded by
 the first keyring, not by ``import threadline``; zstd objects are shared by every thread
 through pools (LangGraph writes from worker threads it starts anew), each lent to one thread
-at a time, and never rebuilt per thread."""
+at a time, and never rebuilt per thread; an async SQLite operation is one hand-over to
+aiosqlite's thread, not one per statement."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
 from threadline.codec import tags
 
@@ -77,3 +79,28 @@ def test_zstd_objects_are_shared_by_threads_one_at_a_time() -> None:
     grown = {k: n - before.get(k, 0) for k, n in after.items()}
     assert grown and all(0 <= g <= 8 for g in grown.values()), grown
     assert any(after[k] > 0 for k in after if k[0] == "c") and any(after[k] > 0 for k in after if k[0] == "d")
+
+
+async def test_an_async_sqlite_operation_is_one_call_into_aiosqlites_thread(tmp_path: Path) -> None:
+    from threadline import AsyncSqliteSaver
+
+    config = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
+    checkpoint = {"v": 4, "id": "1", "ts": "2026-01-01T00:00:00+00:00", "channel_values": {"a": ["x" * 300] * 3},
+                  "channel_versions": {"a": "1"}, "versions_seen": {}}
+    async with AsyncSqliteSaver.from_conn_string(str(tmp_path / "t.db")) as saver:
+        calls: list[Any] = []
+        execute = saver.conn._execute
+
+        async def counted(fn: Any, *args: Any, **kwargs: Any) -> Any:
+            calls.append(fn)
+            return await execute(fn, *args, **kwargs)
+
+        saver.conn._execute = counted  # type: ignore[method-assign]
+        stored = await saver.aput(config, checkpoint, {"step": 1}, {"a": "1"})
+        await saver.aput_writes(stored, [("a", ["y"] * 3), ("b", 2)], "task-1")
+        got = await saver.aget_tuple(config)
+        listed = [t async for t in saver.alist(config)]
+        assert len(calls) == 4  # put (blobs, checkpoint row, thread index, commit), put_writes, get_tuple, one page of list
+    assert got is not None and got.checkpoint["channel_values"]["a"] == checkpoint["channel_values"]["a"]
+    assert sorted((w[1], w[2]) for w in got.pending_writes) == [("a", ["y"] * 3), ("b", 2)]
+    assert [t.checkpoint["id"] for t in listed] == ["1"]

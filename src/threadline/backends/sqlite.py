@@ -19,7 +19,7 @@ import sqlite3
 import stat
 import threading
 import urllib.parse
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any, TypeVar
 
@@ -28,7 +28,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from threadline.storage import ops
 from threadline.storage.dialect import SQLITE
-from threadline.storage.runner import adrive, drive
+from threadline.storage.runner import drive
 from threadline.errors import BackendError, CorruptRowError, NotADatabaseError, ThreadlineError
 from threadline.saver import AsyncShell, SyncShell
 
@@ -138,12 +138,34 @@ def _failed(exc: BaseException, conn: Any) -> BaseException:
     return run_error(exc, conn) if isinstance(exc, sqlite3.OperationalError) else exc
 
 
-class SqliteDriver:
-    """One ``sqlite3`` connection shared by threads under a lock (savers, stores and caches).
+def _transact(conn: sqlite3.Connection, op: ops.Op[T], dialect: Any, write: bool) -> T:
+    """Run ``op`` on ``conn`` in one transaction (``BEGIN IMMEDIATE`` for writes, so concurrent
+    processes queue on the busy timeout instead of failing to upgrade a read lock), commit,
+    and roll back on any error: stored whole or not at all."""
+    cur = conn.cursor()
 
-    ``run(op, write=)`` runs a sans-IO operation in one transaction (``BEGIN IMMEDIATE`` for
-    writes, so concurrent processes queue on the busy timeout instead of failing to upgrade
-    a read lock), commits, and rolls back on any error: stored whole or not at all."""
+    def begin(needed: bool) -> None:
+        if needed and not conn.in_transaction:
+            cur.execute(_begin(write))
+
+    try:
+        result = drive(op, cur, dialect, begin)
+    except BaseException as exc:
+        if conn.in_transaction:
+            conn.rollback()
+        if (mapped := _failed(exc, conn)) is exc:
+            raise
+        raise mapped from exc
+    finally:
+        cur.close()
+    if conn.in_transaction:
+        conn.commit()
+    return result
+
+
+class SqliteDriver:
+    """One ``sqlite3`` connection shared by threads under a lock (savers, stores and caches):
+    ``run(op, write=)`` runs a sans-IO operation in one transaction (``_transact``)."""
 
     def __init__(self, conn: sqlite3.Connection, dialect: Any) -> None:
         self.conn = conn
@@ -152,52 +174,17 @@ class SqliteDriver:
 
     def run(self, op: ops.Op[T], *, write: bool) -> T:
         with self.lock:
-            cur = self.conn.cursor()
-
-            def begin(needed: bool) -> None:
-                if needed and not self.conn.in_transaction:
-                    cur.execute(_begin(write))
-
-            try:
-                result = drive(op, cur, self.dialect, begin)
-            except BaseException as exc:
-                if self.conn.in_transaction:
-                    self.conn.rollback()
-                if (mapped := _failed(exc, self.conn)) is exc:
-                    raise
-                raise mapped from exc
-            finally:
-                cur.close()
-            if self.conn.in_transaction:
-                self.conn.commit()
-            return result
-
-
-class _OneCallCursor:
-    """The cursor ``adrive`` drives on an ``aiosqlite`` connection: one call into aiosqlite's
-    thread per statement (``execute_fetchall`` runs it and fetches its rows, none for a write),
-    with no cursor to open, fetch from and close in calls of their own; each call is a
-    hand-over between threads, and an agent's put made ~12 of them."""
-
-    description = True  # every statement's rows are fetched as it runs
-
-    def __init__(self, conn: aiosqlite.Connection) -> None:
-        self.conn = conn
-        self.rows: Any = []
-
-    async def execute(self, sql: str, params: Sequence[Any] = ()) -> None:
-        self.rows = await self.conn.execute_fetchall(sql, params)
-
-    async def executemany(self, sql: str, params: Sequence[Any]) -> None:
-        await self.conn.executemany(sql, params)
-
-    async def fetchall(self) -> Any:
-        return self.rows
+            return _transact(self.conn, op, self.dialect, write)
 
 
 class AsyncSqliteDriver:
     """One ``aiosqlite`` connection: ``run`` serializes operations by an ``asyncio.Lock``;
-    ``transaction`` is the same for a caller already holding it."""
+    ``transaction`` is the same for a caller already holding it.
+
+    A whole operation runs in aiosqlite's own thread as one call (``_transact`` on its
+    ``sqlite3`` connection, through ``Connection._execute``, which every aiosqlite release
+    since 0.17 has): each call is a hand-over between threads, costing CPU and latency, and
+    statement by statement an agent's turn made about thirty of them."""
 
     def __init__(self, conn: aiosqlite.Connection, dialect: Any) -> None:
         self.conn = conn
@@ -209,23 +196,8 @@ class AsyncSqliteDriver:
             return await self.transaction(op, write)
 
     async def transaction(self, op: ops.Op[T], write: bool) -> T:
-        cur = _OneCallCursor(self.conn)
-
-        async def begin(needed: bool) -> None:
-            if needed and not self.conn.in_transaction:
-                await cur.execute(_begin(write))
-
-        try:
-            result = await adrive(op, cur, self.dialect, begin)
-        except BaseException as exc:
-            if self.conn.in_transaction:
-                await self.conn.rollback()
-            if (mapped := _failed(exc, "the SQLite database")) is exc:
-                raise
-            raise mapped from exc
-        if self.conn.in_transaction:
-            await self.conn.commit()
-        return result
+        conn = self.conn
+        return await conn._execute(lambda: _transact(conn._conn, op, self.dialect, write))
 
 
 class _SqliteSaverParts:
@@ -453,8 +425,8 @@ class AsyncSqliteSaver(_SqliteSaverParts, AsyncShell):
             try:
                 if not self._file_ready and not self.conn.in_transaction:
                     if (await self.conn.execute_fetchall(PAGE_COUNT))[0][0] == 0:
-                        await self.conn.execute(AUTO_VACUUM)
-                    await self.conn.execute(WAL)
+                        await self.conn.execute_fetchall(AUTO_VACUUM)
+                    await self.conn.execute_fetchall(WAL)  # its row read: no statement left running
                 await super().setup()
             except sqlite3.Error as exc:
                 raise door_error(exc, "the SQLite database") from exc
