@@ -1,6 +1,7 @@
 """A real chat graph (LangGraph's prebuilt ReAct agent over a LangChain chat model) on the
 savers: each put serializes only the messages the step added, and the graph's next read
-is a copy of the list the saver keeps, equal to what the official saver returns."""
+is a copy of the list the saver keeps, equal to what the official saver returns; and no put
+reads a value back to build on."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from langgraph.prebuilt import create_react_agent
 
 from threadline import SqliteSaver
 from threadline.codec import copies
+from threadline.storage.ops import write
 
 TURNS = 8
 
@@ -77,3 +79,24 @@ def test_a_chat_agent_serializes_only_new_messages_and_reads_copies(tmp_path, mo
     later = serde.list_lengths[2 * len(serde.list_lengths) // 3 :]  # the last turns
     assert later and max(later) <= 2, serde.list_lengths
     assert len(copied) >= TURNS - 2  # the reads at the start of later turns are copies, not deserializations
+
+
+def test_a_chat_agents_puts_read_no_value_back(tmp_path, monkeypatch) -> None:
+    """Every put finds its delta bases in the saver's cache, in a new saver too once its first
+    read filled it; a value nothing can be built on (the ``[]`` LangGraph leaves in
+    ``__pregel_tasks`` after each turn's input) is not read back by the next turn's put."""
+    reads: list = []
+    fetch = write.fetch_blob_rows
+
+    def counted(d: Any, keys: Any) -> Any:
+        reads.append(keys)
+        return (yield from fetch(d, keys))
+
+    monkeypatch.setattr(write, "fetch_blob_rows", counted)
+    path = str(tmp_path / "t.db")
+    with SqliteSaver.from_conn_string(path) as saver:
+        _chat(saver)
+    assert reads == []
+    with SqliteSaver.from_conn_string(path) as saver:  # as a new process: an empty cache
+        messages = _chat(saver)
+    assert reads == [] and len(messages) > 4 * TURNS

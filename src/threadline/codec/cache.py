@@ -30,12 +30,12 @@ class Entry:
 
 class Versions(NamedTuple):
     """A checkpoint's channel versions as cached: channel → version key, all of them; the
-    channels whose value is empty or may have no blob: no delta base; and of those, the ones
-    that may have no blob (the checkpoint's ``absent``: a child taking them unchanged records
-    them so too)."""
+    channels whose value is no delta base (empty, too small, not a list or dict) or may have
+    no blob; and of those, the ones that may have no blob (the checkpoint's ``absent``: a
+    child taking them unchanged records them so too)."""
 
     of: dict[str, str]
-    empty: frozenset[str] = frozenset()
+    no_base: frozenset[str] = frozenset()
     absent: frozenset[str] = frozenset()
 
 
@@ -86,7 +86,7 @@ def versions_bytes(key: tuple, versions: Versions) -> int:
     """The bytes ``BlobCache`` counts for a checkpoint's versions map (an empty channel's set
     slot counted as a further pair: a bound)."""
     pairs = sum(len(c) + len(v) + PAIR_OVERHEAD for c, v in versions.of.items())
-    return VERSIONS_OVERHEAD + _key_len(key) + pairs + PAIR_OVERHEAD * (len(versions.empty) + len(versions.absent))
+    return VERSIONS_OVERHEAD + _key_len(key) + pairs + PAIR_OVERHEAD * (len(versions.no_base) + len(versions.absent))
 
 
 class BlobCache:

@@ -226,19 +226,24 @@ def _remember(bc: codec.BlobCodec, row: Sequence[Any], doc: dict, blobs: Mapping
     assert bc.cache is not None
     tid, ns = row[0], row[1]
     pairs = R.blob_pairs(doc)
-    # an empty or missing value is no delta base: the next put need not read it back (write._versions_of)
-    empty = {ch for ch, v in pairs if (blobs.get((tid, ns, ch, v)) or (codec.EMPTY,))[0] == codec.EMPTY}
-    bc.cache.put_versions((tid, ns, row[2]), codec.Versions(dict(pairs), frozenset(empty), R.absent_channels(doc)))
+    # an empty, missing or small value, or one not a list or dict, is no delta base: the next
+    # put need not read it back (write._versions_of)
+    no_base = set()
     for ch, v in pairs:
         if bc.cache.get((tid, ns, ch, v)) is not None:
             continue  # what a put cached is as good, and may carry item fingerprints
         resolved = blobs.get((tid, ns, ch, v))
         stored = rows.get((tid, ns, ch), {}).get(v)
-        if resolved is None or stored is None or resolved[0] != "msgpack":
+        if resolved is None or stored is None:
+            if resolved is None:
+                no_base.add(ch)
             continue
-        entry = codec.entry_of(resolved, stored[0], len(stored[1]) if stored[1] is not None else 0)
+        entry = codec.entry_of(resolved, stored[0], len(stored[1]) if stored[1] is not None else 0) if resolved[0] == "msgpack" else None
         if entry is not None and entry.value.body_len * 2 >= bc.delta_min_bytes:
             bc.cache.put((tid, ns, ch, v), entry)
+        else:
+            no_base.add(ch)
+    bc.cache.put_versions((tid, ns, row[2]), codec.Versions(dict(pairs), frozenset(no_base), R.absent_channels(doc)))
 
 
 def _cached_pairs(bc: codec.BlobCodec | None, key: Key) -> tuple[list[str], list[str]]:

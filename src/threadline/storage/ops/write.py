@@ -69,7 +69,7 @@ def _delta_bases(
     missing: dict[str, str] = {}
     for channel, version in candidates:
         base_version = parent.of.get(channel)
-        if base_version is None or base_version == version or channel in parent.empty:
+        if base_version is None or base_version == version or channel in parent.no_base:
             continue
         entry = bc.cache.get((key.thread_id, key.checkpoint_ns, channel, base_version))
         if entry is not None:
@@ -93,13 +93,15 @@ def _delta_bases(
     return bases
 
 
-def _versions_of(pairs: Sequence[tuple[str, str]], blob_rows: Sequence[R.BlobRow], parent: codec.Versions | None, absent: Sequence[str]) -> codec.Versions:
+def _versions_of(pairs: Sequence[tuple[str, str]], values: Sequence[R.Value], parent: codec.Versions | None, absent: Sequence[str]) -> codec.Versions:
     """A new checkpoint's versions as cached for a child's ``put`` (``_delta_bases``), with the
-    channels that are no delta base: written empty by this put, unchanged since a ``parent``
-    where they were empty, or ``absent`` — so a child never reads an empty base back."""
-    written = {r.params[2]: r.params[4] for r in blob_rows}
-    empty = {ch for ch, _ in pairs if written.get(ch) == codec.EMPTY or (ch not in written and parent is not None and ch in parent.empty)}
-    return codec.Versions(dict(pairs), frozenset(empty.union(absent)), frozenset(absent))
+    channels that are no delta base: written by this put as no delta candidate (empty, under
+    ``delta_min_bytes``, not a list or dict), unchanged since a ``parent`` where they were no
+    base, or ``absent`` — so a child never reads back a value it could not build on (LangGraph
+    empties ``__pregel_tasks`` after each turn's input: its next input would read ``[]``)."""
+    written = {v.channel: v.container is not None for v in values}
+    no_base = {ch for ch, _ in pairs if written.get(ch) is False or (ch not in written and parent is not None and ch in parent.no_base)}
+    return codec.Versions(dict(pairs), frozenset(no_base.union(absent)), frozenset(absent))
 
 
 def _put_statements(
@@ -270,7 +272,7 @@ def put(
                     # superseded on this branch: a sibling of this checkpoint reads it back if it needs it
                     bc.cache.discard((key.thread_id, key.checkpoint_ns, r.params[2], base[0]))
     if bc.cache is not None:
-        bc.cache.put_versions((key.thread_id, key.checkpoint_ns, checkpoint["id"]), _versions_of(pairs, blob_rows, parent, absent))
+        bc.cache.put_versions((key.thread_id, key.checkpoint_ns, checkpoint["id"]), _versions_of(pairs, values, parent, absent))
     # the official savers hand back the caller's thread_id and checkpoint_ns as given (an int stays an int)
     given = config["configurable"]
     return config_of(given["thread_id"], given.get("checkpoint_ns") or key.checkpoint_ns, checkpoint["id"])
