@@ -72,7 +72,7 @@ def _messages_graph_calls(saver: Any, threads: int, steps: int) -> None:
 
 def test_default_bound_and_the_bound_holds_after_many_threads(sync_backend: Backend) -> None:
     with sync_backend.open() as saver:
-        assert saver.blob_codec.cache.max_bytes == DEFAULT_MAX_BYTES == 8 << 20
+        assert saver.blob_codec.cache.max_bytes == DEFAULT_MAX_BYTES == 4 << 20
     bound = 60_000
     with sync_backend.open(cache_max_bytes=bound) as saver:
         cache = saver.blob_codec.cache

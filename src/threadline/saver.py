@@ -71,7 +71,7 @@ class _Listing:
 
 
 def _cache_bytes(value: Any) -> int:
-    """``cache_max_bytes`` checked: None means the default (8 MiB)."""
+    """``cache_max_bytes`` checked: None means the default (4 MiB)."""
     if value is None:
         return DEFAULT_MAX_BYTES
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
@@ -104,7 +104,7 @@ class EngineSaver(Sweeping, BaseCheckpointSaver[str]):
 
     ``cache_max_bytes`` bounds the saver's cache of recent values (``codec.BlobCache``: the
     delta bases a put extends, values a read decoded, recent checkpoints' versions), in
-    bytes counted with keys and per-entry overhead; default 8 MiB (``DEFAULT_MAX_BYTES``);
+    bytes counted with keys and per-entry overhead; default 4 MiB (``DEFAULT_MAX_BYTES``);
     0 keeps nothing (every put then reads its delta base back). ConfigError when it is not
     a non-negative integer. See docs/operations.md, "Memory".
 

@@ -280,7 +280,7 @@ class PostgresSaver(_PostgresSaverParts, SyncShell):
         ones. ``prepare_threshold``: psycopg prepares a statement on the server after that
         many runs (default 0: at once, as the official saver; None: never, for PgBouncer's
         transaction pooling without prepared-statement support).
-        ``cache_max_bytes``: the bound of the saver's value cache (default 8 MiB; ``EngineSaver``).
+        ``cache_max_bytes``: the bound of the saver's value cache (default 4 MiB; ``EngineSaver``).
         Raises BackendError when the server cannot be reached.
         """
         if pipeline and pool_size:

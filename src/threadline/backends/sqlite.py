@@ -293,7 +293,7 @@ class SqliteSaver(SqliteConnectionSaver):
         """Open (creating if needed) a SQLite database — a path, ``":memory:"`` or
         ``sqlite:///path`` — and set up threadline's tables. With a ``ttl`` naming
         ``sweep_interval_minutes``, the background sweeper runs until the block ends.
-        ``cache_max_bytes``: the bound of the saver's value cache (default 8 MiB; ``EngineSaver``)."""
+        ``cache_max_bytes``: the bound of the saver's value cache (default 4 MiB; ``EngineSaver``)."""
         conn = connect(conn_string)
         try:
             saver = cls(conn, serde=serde, adopt=adopt, ttl=ttl, retention=retention, cache_max_bytes=cache_max_bytes)

@@ -3,7 +3,7 @@
 ``Entry`` (a cached container with its row's type and stored size),
 ``entry_of`` (an entry for a resolved value) and ``BlobCache`` (a thread-safe LRU,
 plus recent checkpoints' channel versions and the list-valued pending writes stored
-against them, bounded by bytes: ``max_bytes``, default ``DEFAULT_MAX_BYTES`` = 8 MiB,
+against them, bounded by bytes: ``max_bytes``, default ``DEFAULT_MAX_BYTES`` = 4 MiB,
 counting values, keys and per-entry overhead).
 """
 
@@ -62,7 +62,10 @@ PAIR_OVERHEAD = 100
 # 3,000 threads of one value and one versions map each), counted once per thread with
 # anything cached; a further key costs ~36 bytes, within the margins of the counts above.
 THREAD_OVERHEAD = 288
-DEFAULT_MAX_BYTES = 8 << 20  # 8 MiB: everything a saver's cache holds (a larger one saved no CPU on short or long threads; RESULTS round thirteen)
+# 4 MiB: everything a saver's cache holds. It holds a 200-turn agent's working set; a fleet of short
+# conversations filled 8 MiB with finished threads' values (+3.5 MB peak RSS) and saved no CPU by
+# them; 16 long threads at once read back more bases (RESULTS round fourteen).
+DEFAULT_MAX_BYTES = 4 << 20
 
 
 def _key_len(key: tuple) -> int:
@@ -97,7 +100,7 @@ class BlobCache:
     Keyed by version, so branches are safe: a version names one value. Thread-safe.
     ``head(thread_id, checkpoint_ns)``: the newest checkpoint_id whose versions it holds.
 
-    ``max_bytes`` (default 8 MiB) bounds everything held, by the bytes ``entry_bytes`` and
+    ``max_bytes`` (default 4 MiB) bounds everything held, by the bytes ``entry_bytes`` and
     ``versions_bytes`` count (values with their item fingerprints, key text and a measured
     per-entry overhead), so the bound holds for a few large values and for many threads'
     small ones alike; least recently used entries go first. The versions maps are held to
