@@ -30,6 +30,7 @@ from psycopg_pool import AsyncConnectionPool, ConnectionPool
 from threadline.backends.registry import masked
 from threadline.storage import ops
 from threadline.storage.dialect import POSTGRES
+from threadline.storage.ops.schema import looked_up
 from threadline.storage.runner import adrive, drive
 from threadline.errors import BackendError
 from threadline.saver import AsyncShell, SyncShell
@@ -136,12 +137,28 @@ class PostgresDriver:
                     tx.enter_context(conn.transaction())
 
             flush = self.pipe.sync if self.pipe is not None else None
-            cur = conn.cursor(row_factory=tuple_row) if flush is None else _PipedCursor(conn, row_factory=tuple_row)
+            cur = (_Cursor if flush is None else _PipedCursor)(conn, row_factory=tuple_row)
             try:
                 return drive(op, cur, self.dialect, begin, flush)
             finally:
                 if flush is not None:
                     flush()
+
+
+# The reads of every open (``ops.schema_state``) are not prepared on the server: they run once a
+# connection, and preparing one costs a round trip of its own (psycopg waits for the Parse before
+# it sends Bind and Execute).
+ONCE = frozenset((POSTGRES.tables_among(looked_up(POSTGRES)), POSTGRES.APPLIED_MIGRATIONS))
+
+
+class _Cursor(psycopg.Cursor):
+    def execute(self, query: Any, params: Any = None, *, prepare: bool | None = None, binary: bool | None = None) -> Any:
+        return super().execute(query, params, prepare=False if query in ONCE else prepare, binary=binary)
+
+
+class _AsyncCursor(psycopg.AsyncCursor):
+    async def execute(self, query: Any, params: Any = None, *, prepare: bool | None = None, binary: bool | None = None) -> Any:
+        return await super().execute(query, params, prepare=False if query in ONCE else prepare, binary=binary)
 
 
 # In pipeline mode statements are not prepared on the server: psycopg (3.3) there deallocates
@@ -185,7 +202,7 @@ class AsyncPostgresDriver:
                     await tx.enter_async_context(conn.transaction())
 
             flush = self.pipe.sync if self.pipe is not None else None
-            cur = conn.cursor(row_factory=tuple_row) if flush is None else _AsyncPipedCursor(conn, row_factory=tuple_row)
+            cur = (_AsyncCursor if flush is None else _AsyncPipedCursor)(conn, row_factory=tuple_row)
             try:
                 return await adrive(op, cur, self.dialect, begin, flush)
             finally:

@@ -168,6 +168,11 @@ class Dialect(
     # run on demand, outside a transaction: rewrite the tables compactly (locks them meanwhile).
     rebuild_sql: tuple[str, ...] = ()
 
+    def tables_among(self, names: tuple[str, ...]) -> str:
+        """() → rows naming tables of the current database or schema, at least those of
+        ``names`` that exist (any number of names a row, NULL for none); by default ``tables_sql``."""
+        return self.tables_sql
+
     def sql(self, text: str) -> str:
         """``text`` (``?`` placeholders) in the driver's parameter style."""
         return text

@@ -21,7 +21,8 @@ class SchemaState:
 
     ``applied``: threadline migration versions recorded; ``legacy``: threadline tables of
     the unprefixed layout (renamed by ``setup``); ``official``: the tables of LangGraph's
-    official saver for this backend (threads there can be adopted)."""
+    official saver for this backend (threads there can be adopted); ``tables``: tables found,
+    at least those of ``looked_up`` that exist."""
 
     tables: frozenset[str]
     applied: frozenset[int]
@@ -47,18 +48,29 @@ class SchemaState:
             )
 
 
+_LEGACY = ("blobs", "migrations", "checkpoints")  # tables of the unprefixed layout that tell it
+
+
+def looked_up(d: Dialect) -> tuple[str, ...]:
+    """The tables whose existence ``schema_state`` asks about."""
+    return tuple(dict.fromkeys((table("migrations"), *_LEGACY, *d.official_tables)))  # once each
+
+
 def schema_state(d: Dialect) -> Op[SchemaState]:
-    """Read which threadline, legacy and official tables exist and the applied migrations."""
-    tables = frozenset(r[0] for r in (yield Q(d.tables_sql)))
+    """Read which threadline, legacy and official tables exist and the applied migrations.
+
+    Plain reads (``Q.read``): on Postgres they run without a transaction, saving the BEGIN
+    and COMMIT round trips of every open (in ``setup``, they run in its transaction)."""
+    tables = frozenset(v for r in (yield Q(d.tables_among(looked_up(d)), read=True)) for v in r if v is not None)
     applied: frozenset[int] = frozenset()
     if table("migrations") in tables:
-        applied = frozenset(int(r[0]) for r in (yield Q(d.APPLIED_MIGRATIONS)))
+        applied = frozenset(int(r[0]) for r in (yield Q(d.APPLIED_MIGRATIONS, read=True)))
     legacy = False
-    if table("migrations") not in tables and {"blobs", "migrations", "checkpoints"} <= tables:
-        legacy = "base_version" in {r[0] for r in (yield Q(d.columns_sql, ("blobs",)))}
+    if table("migrations") not in tables and set(_LEGACY) <= tables:
+        legacy = "base_version" in {r[0] for r in (yield Q(d.columns_sql, ("blobs",), read=True))}
     official = False
     if not legacy and set(d.official_tables) <= tables:
-        columns = {r[0] for r in (yield Q(d.columns_sql, ("checkpoints",)))}
+        columns = {r[0] for r in (yield Q(d.columns_sql, ("checkpoints",), read=True))}
         official = {"type", "checkpoint", "metadata"} <= columns
     return SchemaState(tables, applied, legacy, official)
 
