@@ -15,6 +15,7 @@ from threadline.backends import entry_of
 from threadline.backends.readonly import open_readonly
 from threadline.errors import NotADatabaseError
 from threadline.storage.ops import Op, Q
+from threadline.storage.ops.schema import tables_present
 from threadline.store.base import SyncStore
 from threadline.backends.registry import masked
 from threadline.store.official import unadopted_op
@@ -48,9 +49,10 @@ def open_store_reader(url: str) -> Iterator[SyncStore]:
     Its reads must pass ``refresh_ttl=False`` (restarting a TTL is a write). Raises
     NotADatabaseError for a missing or non-database file and when the database has no
     Store tables (``NO_STORE``), BackendError when a server cannot be reached."""
-    with open_readonly(url) as (saver, state):
+    with open_readonly(url) as (saver, _):
         cls = entry_of(url).get("store")
-        if STORE not in state.tables:
+        tables = saver.peek(tables_present(saver.dialect, (STORE, VECTORS)))
+        if STORE not in tables:
             where = entry_of(url).get("describe")(url)
             waiting = unadopted(cls(saver.conn)) if isinstance(getattr(cls, "sql", None), StoreSql) else None
             if waiting is not None:
@@ -62,7 +64,7 @@ def open_store_reader(url: str) -> Iterator[SyncStore]:
             raise NotADatabaseError(f"{NO_STORE} ({where})")
         store = cls(saver.conn)
         store.is_setup = True  # the tables exist; setup() would write
-        store._has_vectors = VECTORS in state.tables
+        store._has_vectors = VECTORS in tables
         yield store
 
 

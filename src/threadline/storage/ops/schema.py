@@ -56,12 +56,18 @@ def looked_up(d: Dialect) -> tuple[str, ...]:
     return tuple(dict.fromkeys((table("migrations"), *_LEGACY, *d.official_tables)))  # once each
 
 
+def tables_present(d: Dialect, names: tuple[str, ...]) -> Op[frozenset[str]]:
+    """Which tables of the database or schema exist: at least those of ``names`` that do
+    (``Dialect.tables_among``; a plain read)."""
+    return frozenset(v for r in (yield Q(d.tables_among(names), read=True)) for v in r if v is not None)
+
+
 def schema_state(d: Dialect) -> Op[SchemaState]:
     """Read which threadline, legacy and official tables exist and the applied migrations.
 
     Plain reads (``Q.read``): on Postgres they run without a transaction, saving the BEGIN
     and COMMIT round trips of every open (in ``setup``, they run in its transaction)."""
-    tables = frozenset(v for r in (yield Q(d.tables_among(looked_up(d)), read=True)) for v in r if v is not None)
+    tables = yield from tables_present(d, looked_up(d))
     applied: frozenset[int] = frozenset()
     if table("migrations") in tables:
         applied = frozenset(int(r[0]) for r in (yield Q(d.APPLIED_MIGRATIONS, read=True)))
