@@ -4,8 +4,8 @@ This is the one statement-execution loop of every backend: ``drive(op, cur, d, b
 turns each ``Q`` the operation yields into ``statements`` (in the dialect's
 placeholder style), runs them on ``cur`` and sends the rows back (of every statement, in
 order, when a many-row INSERT is split into several); ``adrive`` is the
-same on an async cursor (psycopg async; aiosqlite runs ``drive`` in its own thread). A backend shell only opens the
-connection and the transaction: before the first statement the driver calls
+same on an async cursor (psycopg async; aiosqlite runs ``drive`` in its own thread).
+A backend shell only opens the connection and the transaction: before the first statement the driver calls
 ``begin(needed)``, ``needed`` saying whether the operation needs an explicit
 transaction (``needs_transaction``); the shell commits or rolls back afterwards. On a
 dialect whose reads need no transaction (``Dialect.reads_outside_transaction``),
