@@ -86,8 +86,8 @@ def write_bytes(write: tuple[str, str, str, int, bytes]) -> int:
 
 
 def versions_bytes(key: tuple, versions: Versions) -> int:
-    """The bytes ``BlobCache`` counts for a checkpoint's versions map (an empty channel's set
-    slot counted as a further pair: a bound)."""
+    """The bytes ``BlobCache`` counts for a checkpoint's versions map (a no-base or absent
+    channel's set slot counted as a further pair: a bound)."""
     pairs = sum(len(c) + len(v) + PAIR_OVERHEAD for c, v in versions.of.items())
     return VERSIONS_OVERHEAD + _key_len(key) + pairs + PAIR_OVERHEAD * (len(versions.no_base) + len(versions.absent))
 

@@ -234,9 +234,10 @@ def _remember(bc: codec.BlobCodec, row: Sequence[Any], doc: dict, blobs: Mapping
             continue  # what a put cached is as good, and may carry item fingerprints
         resolved = blobs.get((tid, ns, ch, v))
         stored = rows.get((tid, ns, ch), {}).get(v)
-        if resolved is None or stored is None:
-            if resolved is None:
-                no_base.add(ch)
+        if resolved is None:
+            no_base.add(ch)  # no blob
+            continue
+        if stored is None:
             continue
         entry = codec.entry_of(resolved, stored[0], len(stored[1]) if stored[1] is not None else 0) if resolved[0] == "msgpack" else None
         if entry is not None and entry.value.body_len * 2 >= bc.delta_min_bytes:
