@@ -37,7 +37,7 @@ KEY = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="
 
 
 def body(items: list) -> bytes:
-    found = codec.list_body(*SERDE.dumps_typed(items))
+    found = codec.write_items(*SERDE.dumps_typed(items))
     assert found is not None
     return bytes(found[1])
 
@@ -66,6 +66,26 @@ def test_a_reference_only_for_exactly_the_writes_items_and_it_splices_back() -> 
     assert codec.refs.make_ref(payload, "ck", [("t1", 0, body(["c" * 60]))]) is None
     assert codec.refs.make_ref(payload, "ck", []) is None
 
+
+
+def test_a_topic_value_is_a_reference_on_the_empty_list_or_stored_whole() -> None:
+    """A value that is not a list is one item of the channel it is written to (a ``Topic``
+    appends each ``Send``): a list of such writes on the empty list is a reference to them,
+    however large the delta; one that is not exactly their items is stored whole."""
+    bc = BlobCodec()
+    sends = [{"node": "tools", "arg": f"{i} " * 200} for i in range(2)]
+    tag, data = SERDE.dumps_typed(sends)
+    empty = codec.Entry(bc.candidate(*SERDE.dumps_typed([]), []), "msgpack+sum", 11)
+    items = [codec.write_items(*SERDE.dumps_typed(s)) for s in sends]
+    writes = [(f"t{i}", 0, bytes(body)) for i, (_, body) in enumerate(items)]
+    stored, payload, is_delta, _ = bc.encode_blob(tag, data, bc.candidate(tag, data, sends), empty, ("ck", writes))
+    assert (stored, is_delta) == ("delta-ref:msgpack", True) and len(payload) < 150
+    header, cid, refs = codec.ref_in(stored, payload, "here")
+    assert (cid, refs) == ("ck", [("t0", 0), ("t1", 0)])
+    rows = {"1": ("msgpack", b"\x90", None), "2": ("delta-list:msgpack", codec.splice(header, items), "1")}
+    assert codec.resolve(rows, "2", "here")[2].serialized() == data
+    stored, payload, is_delta, _ = bc.encode_blob(tag, data, bc.candidate(tag, data, sends), empty, ("ck", writes[:1]))
+    assert not is_delta and codec.decompress(stored, payload, "here") == ("msgpack", data)
 
 @pytest.mark.parametrize("tail", [b"", b"not json", b'["ck"]', b'["ck", []]', b'["ck", [["t", "0"]]]', b'[1, [["t", 0]]]', b"\xff"])
 def test_malformed_references_are_corrupt_rows(tail: bytes) -> None:
@@ -162,6 +182,39 @@ def test_messages_are_stored_once_and_read_back_exactly(sync_backend: Backend) -
     with opened(sync_backend) as saver:
         assert everything(saver, "t") == before
 
+
+
+def test_a_topic_value_references_the_sends_that_hold_it(sync_backend: Backend) -> None:
+    """A prebuilt agent's tool calls are ``Send`` tasks, each carrying the whole state: LangGraph
+    stores them as pending writes on ``__pregel_tasks`` and then as that channel's value. The
+    value is stored once, as a reference to those writes on the empty list the channel held
+    (the first round, with no earlier value, whole); a saver with nothing cached reads every
+    checkpoint back exactly, as many Sends as the official saver returns, and after the
+    referenced writes' checkpoints are deleted (their items copied in first) the rest too."""
+    from cli_support import agent_graph
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    with opened(sync_backend) as saver:
+        agent_graph(saver).invoke({"messages": [("user", "weather?")]}, {"configurable": {"thread_id": "a"}})
+        before = everything(saver, "a")
+    tasks = "SELECT type, COUNT(*) FROM threadline_blobs WHERE thread_id = 'a' AND channel = '__pregel_tasks' GROUP BY type"
+    kinds = dict(sync_backend.sql(tasks))
+    assert kinds.get("delta-ref:msgpack+sum") == 1, kinds  # the second round's Send, on the emptied []
+    official = InMemorySaver()
+    agent_graph(official).invoke({"messages": [("user", "weather?")]}, {"configurable": {"thread_id": "a"}})
+
+    def sends(saver: Any) -> list[int]:
+        return [len(t.checkpoint["channel_values"].get("__pregel_tasks", [])) for t in saver.list({"configurable": {"thread_id": "a"}})]
+
+    with opened(sync_backend) as saver:
+        assert everything(saver, "a") == before
+        assert sends(saver) == sends(official) and max(sends(saver)) == 2
+        ids = sorted(cid for _, cid in before)
+        saver.run(ops.delete_checkpoints(saver.dialect, [("a", "", c) for c in ids[::2]], saver.blob_codec), write=True)
+    with opened(sync_backend) as saver:
+        after = everything(saver, "a")
+        assert set(after) < set(before) and all(after[k] == before[k] for k in after)
+        assert not [f for f in fsck(saver, deep=True).findings if f.kind != "broken_parent"]
 
 async def test_async_savers_write_and_read_references(async_backend: Backend) -> None:
     async with async_backend.open() as saver:

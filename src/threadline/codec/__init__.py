@@ -86,7 +86,7 @@ from threadline.codec.deltas import Resolved, is_delta, load, make_delta, resolv
 from threadline.codec.fingerprinting import fingerprints
 from threadline.codec.keyring import Keyring
 from threadline.codec.policy import PLAIN, BlobCodec
-from threadline.codec.refs import list_body, ref_in, ref_of, splice
+from threadline.codec.refs import ref_in, ref_of, splice, write_items
 from threadline.codec.seal import GCM, SUM, Row, is_encrypted, is_sealed, sealed_as
 from threadline.codec.tags import DELTA_DICT, DELTA_LIST, DELTA_REF, EMPTY, check_size, compress, decode, decompress, encode, holds_delta_snapshot
 
@@ -121,7 +121,6 @@ __all__ = [
     "is_delta",
     "is_encrypted",
     "is_sealed",
-    "list_body",
     "load",
     "make_delta",
     "ref_in",
@@ -131,4 +130,5 @@ __all__ = [
     "skip",
     "splice",
     "split",
+    "write_items",
 ]

@@ -233,7 +233,7 @@ class BlobCache:
 
     def add_writes(self, key: tuple, writes: list[tuple[str, str, str, int, bytes]]) -> None:
         """Remember pending writes stored (inserted, not ignored) against checkpoint ``key``:
-        (channel, task_path, task_id, idx, the item bytes of its msgpack array value) each."""
+        (channel, task_path, task_id, idx, its item bytes: ``codec.write_items``) each."""
         size = sum(write_bytes(w) for w in writes)
         with self._lock:
             held, old = self._writes.pop(key, ([], 0))

@@ -12,6 +12,7 @@ import zlib
 from typing import Any
 
 LIST, DICT = 1, 2
+EMPTY_LIST = b"\x90"  # the msgpack empty array
 KEEP = object()  # ``Container.decoded``: keep the value the next load decodes
 SEEN = object()  # ``Container.decoded``: decoded once and not kept (the next read keeps it)
 DECODED_BYTES = 4  # bytes a decoded value holds per serialized byte (LangChain messages: 3.9, tracemalloc)

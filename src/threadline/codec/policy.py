@@ -7,6 +7,7 @@ checksum, or AES-256-GCM with its ``keys``), using the pieces in the sibling mod
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -15,7 +16,7 @@ from typing import Any
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from threadline.codec.cache import BlobCache, Entry
-from threadline.codec.containers import LIST, Container, Extended, _header, container, split
+from threadline.codec.containers import EMPTY_LIST, LIST, Container, Extended, _header, container, split
 from threadline.codec.deltas import chain_limit, make_delta
 from threadline.codec.fingerprinting import fingerprints
 from threadline.codec.keyring import Keyring
@@ -147,8 +148,10 @@ class BlobCodec:
         """The container of a serialized value that may be stored as a delta, or None.
 
         For a list, its items' fingerprints are kept too, so the next put of the
-        channel can serialize only the items appended since (``encode_list``)."""
-        if not self.deltas or tag != "msgpack" or len(data) < self.delta_min_bytes:
+        channel can serialize only the items appended since (``encode_list``). The empty
+        list is one whatever its size: the base of a ``Topic`` channel's next value, which
+        references the writes it holds (``encode_blob``)."""
+        if not self.deltas or tag != "msgpack" or (len(data) < self.delta_min_bytes and data != EMPTY_LIST):
             return None
         found = container(data)
         if found is not None and found.kind == LIST and self.fast_lists and type(value) is list and len(value) == found.count:
@@ -225,15 +228,20 @@ class BlobCodec:
         instead of holding them (``codec.refs``).
         """
         if new is not None and base is not None:
-            found = make_delta(base.value, new, max_depth=self.max_depth, max_ratio=self.delta_max_ratio, piece_bytes=self.delta_piece_bytes)
+            # on an empty list (a ``Topic`` channel's previous value) a delta holds the whole value:
+            # worth storing only as a reference to the writes that hold it, whatever its size
+            on_empty = base.value.kind == LIST and base.value.count == 0
+            ratio, piece = (math.inf, 0) if on_empty else (self.delta_max_ratio, self.delta_piece_bytes)
+            found = make_delta(base.value, new, max_depth=self.max_depth, max_ratio=ratio, piece_bytes=piece)
             if found is not None:
                 prefix, payload, value = found
-                value.decoded = new.decoded
                 ref = make_ref(payload, *writes) if writes is not None and prefix == DELTA_LIST else None
-                if ref is not None:
-                    prefix, payload = DELTA_REF, ref
-                stored_tag, stored = self.pack(prefix + tag, payload)
-                return stored_tag, stored, True, value
+                if ref is not None or not on_empty:
+                    value.decoded = new.decoded
+                    if ref is not None:
+                        prefix, payload = DELTA_REF, ref
+                    stored_tag, stored = self.pack(prefix + tag, payload)
+                    return stored_tag, stored, True, value
         stored_tag, stored = self.pack(tag, data)
         return stored_tag, stored, False, new
 

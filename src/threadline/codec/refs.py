@@ -1,17 +1,21 @@
 """List deltas that reference pending writes instead of holding their items (``DELTA_REF``).
 
-In a LangGraph loop the items a superstep appends to a list channel (``messages``) are
-the items of the pending writes its tasks stored against the parent checkpoint, in
-LangGraph's write order. Storing them again in the channel's delta would store every
-message twice, so such a delta is stored as a reference to those writes:
+In a LangGraph loop the items a superstep appends to a list channel are the items of the
+pending writes its tasks stored against the parent checkpoint, in LangGraph's write order:
+a ``messages`` channel appends a list write's items, and a ``Topic`` channel such as
+``__pregel_tasks`` holds the values written to it (each ``Send`` a task wrote, which with
+``create_react_agent`` carries the whole state). Storing them again in the channel's value
+would store each of them twice, so such a delta is stored as a reference to those writes:
 
 * type ``delta-ref:msgpack`` (``+zstd`` when large, then sealed ``+sum`` / ``+gcm``) with
-  ``blobs.base_version`` naming its base, as a ``delta-list`` row;
+  ``blobs.base_version`` naming its base, as a ``delta-list`` row; a ``Topic`` value is a
+  delta on the empty list the channel held before (``BlobCodec.encode_blob``);
 * bytes: the 23-byte delta header of a ``delta-list`` row (format, chain depth, item
   count, body length and CRC-32 of the reconstructed value, chain bytes), then the UTF-8
   JSON ``[checkpoint_id, [[task_id, idx], …]]``: the writes, in the blob row's own
-  thread_id, checkpoint_ns and channel, whose values (msgpack arrays) hold the appended
-  items in that order.
+  thread_id, checkpoint_ns and channel, whose items (``write_items``: a msgpack array's
+  items, any other msgpack value itself, as LangGraph's channels append them) are the
+  appended items in that order.
 
 ``make_ref`` builds one when the delta's items are exactly those of the candidate
 writes; ``ref_of`` reads one back (``ref_in``: from a stored row's opened type and bytes); ``splice`` turns it and the writes' item bytes into
@@ -30,15 +34,18 @@ from threadline.codec.tags import DELTA_REF, decompress
 from threadline.errors import CorruptRowError
 
 WriteRef = tuple[str, int]  # (task_id, idx) of a pending write
-Candidate = tuple[str, int, bytes]  # (task_id, idx, the item bytes of its msgpack array value)
+Candidate = tuple[str, int, bytes]  # (task_id, idx, its item bytes: ``write_items``)
 
 
-def list_body(tag: str, raw: bytes) -> tuple[int, memoryview] | None:
-    """``(item count, item bytes)`` of a serialized value that is a msgpack array, else None."""
-    found = split(raw) if tag == "msgpack" else None
-    if found is None or found[0] != LIST:
+def write_items(tag: str, raw: bytes) -> tuple[int, memoryview] | None:
+    """``(item count, item bytes)`` a pending write's serialized value appends to a list channel:
+    a msgpack array's items, any other msgpack value as one item; None for other serializer tags."""
+    if tag != "msgpack":
         return None
-    return found[1], memoryview(raw)[found[2]:]
+    found = split(raw)
+    if found is not None and found[0] == LIST:
+        return found[1], memoryview(raw)[found[2]:]
+    return 1, memoryview(raw)
 
 
 def make_ref(payload: bytes, checkpoint_id: str, writes: Sequence[Candidate]) -> bytes | None:

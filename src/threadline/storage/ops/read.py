@@ -83,9 +83,9 @@ def splice_refs(
             if w is None or w[5] != k[2]:
                 raise CorruptRowError(f"{where}: its items are pending write ({cid!r}, {task!r}, {idx}) on {k[2]!r}, which is not stored")
             ref = R.write_row_ref(*w[:6])
-            body = codec.list_body(*codec.decompress(*bc.open(ref, w[7], w[8]), ref))
+            body = codec.write_items(*codec.decompress(*bc.open(ref, w[7], w[8]), ref))
             if body is None:
-                raise CorruptRowError(f"{where}: pending write ({cid!r}, {task!r}, {idx}) it references is not a list")
+                raise CorruptRowError(f"{where}: pending write ({cid!r}, {task!r}, {idx}) it references is not a msgpack value")
             items.append(body)
         opened[k[:3]][k[3]] = (codec.DELTA_LIST + "msgpack", codec.splice(header, items), base)
     return list(found)

@@ -290,7 +290,7 @@ def put_writes(
     """Store a task's pending writes against a checkpoint (LangGraph ``WRITES_IDX_MAP`` rules).
 
     Values at or above ``bc``'s size threshold are zstd-compressed (``<tag>+zstd``). With a
-    saver's ``bc`` (deltas on), returns the list values inserted — a write ignored because
+    saver's ``bc`` (deltas on), returns the msgpack values inserted — a write ignored because
     its key was already stored is not — as ``codec.BlobCache.add_writes`` arguments, for
     the saver to remember once they are committed, so that the child checkpoint's delta can
     reference them instead of storing their items again (``codec.refs``); else None."""
@@ -308,22 +308,22 @@ def put_writes(
     inserted = yield Q(d.insert_writes(replace, live=True), rows, many=True, single=True, stores=(("writes", sum(len(r[8] or b"") for r in rows)),))
     if bc is None or not bc.deltas or replace or not inserted:
         return None
-    return _list_writes(key, rows, encoded, {(r[0], r[1]) for r in inserted})
+    return _item_writes(key, rows, encoded, {(r[0], r[1]) for r in inserted})
 
 
-REF_MIN_BYTES = 128  # a list write whose items take fewer bytes is not worth a reference (~80 bytes of JSON)
+REF_MIN_BYTES = 128  # a write whose items take fewer bytes is not worth a reference (~80 bytes of JSON)
 
 
-def _list_writes(
+def _item_writes(
     key: Key, rows: Sequence[tuple], encoded: Sequence[tuple[str, bytes]], inserted: set[tuple[str, int]]
 ) -> tuple[tuple[str, str, str], list[tuple]] | None:
-    """The list-valued regular writes among ``rows`` (``R.write_rows``, with their values as
+    """The regular msgpack writes among ``rows`` (``R.write_rows``, with their values as
     ``encoded``) that were ``inserted``: (checkpoint key, [(channel, task_path, task_id, idx,
-    item bytes), …]), or None."""
+    item bytes (``codec.write_items``)), …]), or None."""
     found = []
     for r, (tag, data) in zip(rows, encoded):
         if (r[3], r[4]) in inserted and r[4] >= 0:
-            body = codec.list_body(tag, data)
+            body = codec.write_items(tag, data)
             if body is not None and len(body[1]) >= REF_MIN_BYTES:
                 found.append((r[5], r[6], r[3], r[4], bytes(body[1])))
     return ((key.thread_id, key.checkpoint_ns, key.checkpoint_id), found) if found else None  # type: ignore[return-value]
