@@ -90,14 +90,16 @@ class _ToolModel(GenericFakeChatModel):
         return self
 
 
-def agent_graph(checkpointer: Any = None) -> Any:
+def agent_graph(checkpointer: Any = None, turn: int = 0) -> Any:
+    """The agent; ``turn`` > 0 gives its messages other ids, for a later turn on the same thread."""
+    t = f"-{turn}" if turn else ""
     replies = iter([
-        AIMessage(content="", id="ai-1", tool_calls=[
-            {"name": "get_weather", "args": {"city": "Paris"}, "id": "call-1"},
-            {"name": "get_weather", "args": {"city": "Rome"}, "id": "call-2"},
+        AIMessage(content="", id=f"ai-1{t}", tool_calls=[
+            {"name": "get_weather", "args": {"city": "Paris"}, "id": f"call-1{t}"},
+            {"name": "get_weather", "args": {"city": "Rome"}, "id": f"call-2{t}"},
         ]),
-        AIMessage(content="", id="ai-2", tool_calls=[{"name": "get_weather", "args": {"city": "Oslo"}, "id": "call-3"}]),
-        AIMessage(content=LONG_ANSWER, id="ai-3"),
+        AIMessage(content="", id=f"ai-2{t}", tool_calls=[{"name": "get_weather", "args": {"city": "Oslo"}, "id": f"call-3{t}"}]),
+        AIMessage(content=LONG_ANSWER, id=f"ai-3{t}"),
     ])
     return create_react_agent(_ToolModel(messages=replies), [get_weather], checkpointer=checkpointer)
 

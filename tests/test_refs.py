@@ -36,10 +36,16 @@ SERDE = default_serde()
 KEY = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="
 
 
-def body(items: list) -> bytes:
+def raw(items: list) -> bytes:
+    """The item bytes of a write of ``items``."""
     found = codec.write_items(*SERDE.dumps_typed(items))
     assert found is not None
     return bytes(found[1])
+
+
+def body(items: list) -> tuple[int, bytes]:
+    """What a saver remembers of a write of ``items``: the digest of its item bytes."""
+    return codec.item_digest(raw(items))
 
 
 def delta_payload(base: list, new: list) -> bytes:
@@ -58,12 +64,13 @@ def test_a_reference_only_for_exactly_the_writes_items_and_it_splices_back() -> 
     assert both is not None
     header, cid, refs = codec.ref_of(both, "here")
     assert (cid, refs) == ("ck", [("t1", 0)])
-    assert codec.splice(header, [(2, body(added))]) == payload
+    assert codec.splice(header, [(2, raw(added))]) == payload
     split = codec.refs.make_ref(payload, "ck", [("t1", 0, body(added[:1])), ("t2", 0, body(added[1:]))])
     assert codec.ref_of(split, "here")[2] == [("t1", 0), ("t2", 0)]
     one = codec.refs.make_ref(payload, "ck", [("t1", 0, body(added)), ("t2", 3, body(["zzz"]))])
     assert codec.ref_of(one, "here")[2] == [("t1", 0)]
     assert codec.refs.make_ref(payload, "ck", [("t1", 0, body(["c" * 60]))]) is None
+    assert codec.refs.make_ref(payload, "ck", [("t1", 0, body(["c" * 59 + "x", "d" * 70]))]) is None  # same length
     assert codec.refs.make_ref(payload, "ck", []) is None
 
 
@@ -77,7 +84,7 @@ def test_a_topic_value_is_a_reference_on_the_empty_list_or_stored_whole() -> Non
     tag, data = SERDE.dumps_typed(sends)
     empty = codec.Entry(bc.candidate(*SERDE.dumps_typed([]), []), "msgpack+sum", 11)
     items = [codec.write_items(*SERDE.dumps_typed(s)) for s in sends]
-    writes = [(f"t{i}", 0, bytes(body)) for i, (_, body) in enumerate(items)]
+    writes = [(f"t{i}", 0, codec.item_digest(body)) for i, (_, body) in enumerate(items)]
     stored, payload, is_delta, _ = bc.encode_blob(tag, data, bc.candidate(tag, data, sends), empty, ("ck", writes))
     assert (stored, is_delta) == ("delta-ref:msgpack", True) and len(payload) < 150
     header, cid, refs = codec.ref_in(stored, payload, "here")
@@ -102,11 +109,16 @@ def test_decode_and_resolve_refuse_a_reference_read_on_its_own() -> None:
 
 
 def test_remembered_writes_are_bounded_by_count_and_bytes() -> None:
+    digest = codec.item_digest(b"x" * 400_000)  # remembered, not the bytes: a large write costs what a small one does
     cache = codec.BlobCache(max_bytes=4000, max_writes=3)
     for i in range(5):
-        cache.add_writes(("t", "", f"c{i}"), [("chat", "~", "task", 0, b"x" * 400)])
-    assert cache.writes(("t", "", "c0"), "chat") == [] and cache.writes(("t", "", "c4"), "chat") == [("task", 0, b"x" * 400)]
-    assert cache.writes(("t", "", "c2"), "chat") == []  # 3 × 400 bytes is more than a quarter of max_bytes
+        cache.add_writes(("t", "", f"c{i}"), [("chat", "~", "task", 0, digest)])
+    assert cache.writes(("t", "", "c0"), "chat") == [] and cache.writes(("t", "", "c4"), "chat") == [("task", 0, digest)]
+    assert cache.writes(("t", "", "c2"), "chat") == []  # two remembered writes count more than a quarter of max_bytes
+    big = codec.BlobCache(max_bytes=4 << 20)
+    for i in range(256):
+        big.add_writes(("t", "", f"c{i}"), [("chat", "~", "task", 0, digest)])
+    assert big.writes(("t", "", "c0"), "chat") == [("task", 0, digest)] and big.nbytes < 256 * 700
     cache.forget_threads(["t"])
     assert cache.writes(("t", "", "c4"), "chat") == []
 
@@ -188,20 +200,23 @@ def test_a_topic_value_references_the_sends_that_hold_it(sync_backend: Backend) 
     """A prebuilt agent's tool calls are ``Send`` tasks, each carrying the whole state: LangGraph
     stores them as pending writes on ``__pregel_tasks`` and then as that channel's value. The
     value is stored once, as a reference to those writes on the empty list the channel held
-    (the first round, with no earlier value, whole); a saver with nothing cached reads every
-    checkpoint back exactly, as many Sends as the official saver returns, and after the
-    referenced writes' checkpoints are deleted (their items copied in first) the rest too."""
+    (the first round, with no earlier value, whole), by a new saver too once it read the
+    thread; a saver with nothing cached reads every checkpoint back exactly, as many Sends as
+    the official saver returns, and after the referenced writes' checkpoints are deleted
+    (their items copied in first) the rest too."""
     from cli_support import agent_graph
     from langgraph.checkpoint.memory import InMemorySaver
 
-    with opened(sync_backend) as saver:
-        agent_graph(saver).invoke({"messages": [("user", "weather?")]}, {"configurable": {"thread_id": "a"}})
-        before = everything(saver, "a")
     tasks = "SELECT type, COUNT(*) FROM threadline_blobs WHERE thread_id = 'a' AND channel = '__pregel_tasks' GROUP BY type"
-    kinds = dict(sync_backend.sql(tasks))
-    assert kinds.get("delta-ref:msgpack+sum") == 1, kinds  # the second round's Send, on the emptied []
+    refs = "SELECT COUNT(*) FROM threadline_blobs WHERE thread_id = 'a' AND channel = '__pregel_tasks' AND type LIKE 'delta-ref:%'"
     official = InMemorySaver()
-    agent_graph(official).invoke({"messages": [("user", "weather?")]}, {"configurable": {"thread_id": "a"}})
+    for turn in range(2):
+        with opened(sync_backend) as saver:  # the second turn: a new saver, as a new process
+            agent_graph(saver, turn).invoke({"messages": [("user", "weather?")]}, {"configurable": {"thread_id": "a"}})
+            before = everything(saver, "a")
+        agent_graph(official, turn).invoke({"messages": [("user", "weather?")]}, {"configurable": {"thread_id": "a"}})
+        # each turn's second round (one Send) on the emptied []; the second turn's first round (two) too
+        assert sync_backend.sql(refs)[0][0] == [1, 3][turn], sync_backend.sql(tasks)
 
     def sends(saver: Any) -> list[int]:
         return [len(t.checkpoint["channel_values"].get("__pregel_tasks", [])) for t in saver.list({"configurable": {"thread_id": "a"}})]
@@ -215,6 +230,7 @@ def test_a_topic_value_references_the_sends_that_hold_it(sync_backend: Backend) 
         after = everything(saver, "a")
         assert set(after) < set(before) and all(after[k] == before[k] for k in after)
         assert not [f for f in fsck(saver, deep=True).findings if f.kind != "broken_parent"]
+
 
 async def test_async_savers_write_and_read_references(async_backend: Backend) -> None:
     async with async_backend.open() as saver:

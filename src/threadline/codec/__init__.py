@@ -81,12 +81,12 @@ the names the rest of threadline uses, so ``codec.X`` works as before.
 from __future__ import annotations
 
 from threadline.codec.cache import BlobCache, Entry, Versions, entry_of
-from threadline.codec.containers import KEEP, LIST, SEEN, Container, container, skip, split
+from threadline.codec.containers import EMPTY_LIST, KEEP, LIST, SEEN, Container, container, skip, split
 from threadline.codec.deltas import Resolved, is_delta, load, make_delta, resolve
 from threadline.codec.fingerprinting import fingerprints
 from threadline.codec.keyring import Keyring
 from threadline.codec.policy import PLAIN, BlobCodec
-from threadline.codec.refs import ref_in, ref_of, splice, write_items
+from threadline.codec.refs import item_digest, ref_in, ref_of, splice, write_items
 from threadline.codec.seal import GCM, SUM, Row, is_encrypted, is_sealed, sealed_as
 from threadline.codec.tags import DELTA_DICT, DELTA_LIST, DELTA_REF, EMPTY, check_size, compress, decode, decompress, encode, holds_delta_snapshot
 
@@ -95,6 +95,7 @@ __all__ = [
     "DELTA_LIST",
     "DELTA_REF",
     "EMPTY",
+    "EMPTY_LIST",
     "GCM",
     "KEEP",
     "LIST",
@@ -121,6 +122,7 @@ __all__ = [
     "is_delta",
     "is_encrypted",
     "is_sealed",
+    "item_digest",
     "load",
     "make_delta",
     "ref_in",

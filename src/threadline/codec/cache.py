@@ -78,11 +78,11 @@ def entry_bytes(key: tuple, entry: Entry) -> int:
     return entry.value.nbytes + _key_len(key) + ENTRY_OVERHEAD
 
 
-def write_bytes(write: tuple[str, str, str, int, bytes]) -> int:
-    """The bytes ``BlobCache`` counts for a remembered pending write: its item bytes and text,
-    plus ``ENTRY_OVERHEAD`` (more than its tuple costs: a bound, not a measurement)."""
-    channel, task_path, task_id, _, body = write
-    return len(body) + len(channel) + len(task_path) + len(task_id) + ENTRY_OVERHEAD
+def write_bytes(write: tuple[str, str, str, int, tuple[int, bytes]]) -> int:
+    """The bytes ``BlobCache`` counts for a remembered pending write: its digest and text,
+    plus ``ENTRY_OVERHEAD`` (more than its tuples cost: a bound, not a measurement)."""
+    channel, task_path, task_id, _, (_, digest) = write
+    return len(digest) + len(channel) + len(task_path) + len(task_id) + ENTRY_OVERHEAD
 
 
 def versions_bytes(key: tuple, versions: Versions) -> int:
@@ -231,9 +231,9 @@ class BlobCache:
         with self._lock:
             return self._heads.get((thread_id, checkpoint_ns))
 
-    def add_writes(self, key: tuple, writes: list[tuple[str, str, str, int, bytes]]) -> None:
+    def add_writes(self, key: tuple, writes: list[tuple[str, str, str, int, tuple[int, bytes]]]) -> None:
         """Remember pending writes stored (inserted, not ignored) against checkpoint ``key``:
-        (channel, task_path, task_id, idx, its item bytes: ``codec.write_items``) each."""
+        (channel, task_path, task_id, idx, the digest of its items: ``codec.item_digest``) each."""
         size = sum(write_bytes(w) for w in writes)
         with self._lock:
             held, old = self._writes.pop(key, ([], 0))
@@ -242,9 +242,9 @@ class BlobCache:
             self._bytes += size
             self._shrink()
 
-    def writes(self, key: tuple, channel: str) -> list[tuple[str, int, bytes]]:
+    def writes(self, key: tuple, channel: str) -> list[tuple[str, int, tuple[int, bytes]]]:
         """The remembered writes of checkpoint ``key`` on ``channel``, in LangGraph's write
-        order (task_path, task_id, idx): (task_id, idx, item bytes) each."""
+        order (task_path, task_id, idx): (task_id, idx, the digest of its items) each."""
         with self._lock:
             found = self._writes.get(key, ((), 0))[0]
             return [(t, i, b) for ch, _, t, i, b in sorted(found, key=lambda w: w[1:4]) if ch == channel]

@@ -18,13 +18,15 @@ would store each of them twice, so such a delta is stored as a reference to thos
   appended items in that order.
 
 ``make_ref`` builds one when the delta's items are exactly those of the candidate
-writes; ``ref_of`` reads one back (``ref_in``: from a stored row's opened type and bytes); ``splice`` turns it and the writes' item bytes into
+writes, known by their length and BLAKE2b-128 (``item_digest``: a saver remembers that
+much of each write it stored, not its bytes, so a large ``Send`` costs its cache nothing); ``ref_of`` reads one back (``ref_in``: from a stored row's opened type and bytes); ``splice`` turns it and the writes' item bytes into
 the equivalent ``delta-list`` payload, which ``deltas.resolve`` checks (count, length
 and CRC-32) like any delta. ``storage.ops.read`` fetches the writes.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Sequence
 
@@ -34,7 +36,8 @@ from threadline.codec.tags import DELTA_REF, decompress
 from threadline.errors import CorruptRowError
 
 WriteRef = tuple[str, int]  # (task_id, idx) of a pending write
-Candidate = tuple[str, int, bytes]  # (task_id, idx, its item bytes: ``write_items``)
+Digest = tuple[int, bytes]  # ``item_digest``: (length, BLAKE2b-128) of a write's item bytes
+Candidate = tuple[str, int, Digest]  # (task_id, idx, the digest of its items: ``write_items``)
 
 
 def write_items(tag: str, raw: bytes) -> tuple[int, memoryview] | None:
@@ -48,6 +51,23 @@ def write_items(tag: str, raw: bytes) -> tuple[int, memoryview] | None:
     return 1, memoryview(raw)
 
 
+def item_digest(items: bytes | memoryview) -> Digest:
+    """``(length, BLAKE2b-128)`` of item bytes: what ``make_ref`` compares a delta's items with."""
+    return len(items), hashlib.blake2b(items, digest_size=16).digest()
+
+
+def _all_of(items: memoryview, writes: Sequence[Candidate]) -> bool:
+    """Whether ``items`` are the items of every one of ``writes``, back to back in their order."""
+    if len(items) != sum(w[2][0] for w in writes):
+        return False
+    at = 0
+    for _, _, (n, digest) in writes:
+        if item_digest(items[at : at + n])[1] != digest:
+            return False
+        at += n
+    return True
+
+
 def make_ref(payload: bytes, checkpoint_id: str, writes: Sequence[Candidate]) -> bytes | None:
     """A ``DELTA_REF`` payload for a ``delta-list`` ``payload`` whose appended items are exactly
     the items of ``writes`` (all of them in order, or one of them), or None."""
@@ -55,10 +75,11 @@ def make_ref(payload: bytes, checkpoint_id: str, writes: Sequence[Candidate]) ->
     if found is None or found[0] != LIST or not writes:
         return None
     items = memoryview(payload)[_HEADER.size + found[2]:]
-    if items == b"".join(body for _, _, body in writes):
+    if _all_of(items, writes):
         chosen = list(writes)
     else:
-        chosen = [w for w in writes if items == w[2]][:1]
+        mine = item_digest(items) if any(w[2][0] == len(items) for w in writes) else None
+        chosen = [w for w in writes if w[2] == mine][:1]
     if not chosen:
         return None
     refs = json.dumps([checkpoint_id, [[task_id, idx] for task_id, idx, _ in chosen]], separators=(",", ":"))

@@ -226,8 +226,8 @@ def _remember(bc: codec.BlobCodec, row: Sequence[Any], doc: dict, blobs: Mapping
     assert bc.cache is not None
     tid, ns = row[0], row[1]
     pairs = R.blob_pairs(doc)
-    # an empty, missing or small value, or one not a list or dict, is no delta base: the next
-    # put need not read it back (write._versions_of)
+    # a missing or small value, or one not a list or dict, is no delta base: the next put need
+    # not read it back (write._versions_of); the empty list is (``BlobCodec.candidate``)
     no_base = set()
     for ch, v in pairs:
         if bc.cache.get((tid, ns, ch, v)) is not None:
@@ -240,7 +240,7 @@ def _remember(bc: codec.BlobCodec, row: Sequence[Any], doc: dict, blobs: Mapping
         if stored is None:
             continue
         entry = codec.entry_of(resolved, stored[0], len(stored[1]) if stored[1] is not None else 0) if resolved[0] == "msgpack" else None
-        if entry is not None and entry.value.body_len * 2 >= bc.delta_min_bytes:
+        if entry is not None and (entry.value.body_len * 2 >= bc.delta_min_bytes or entry.value.data == codec.EMPTY_LIST):
             bc.cache.put((tid, ns, ch, v), entry)
         else:
             no_base.add(ch)

@@ -319,11 +319,11 @@ def _item_writes(
 ) -> tuple[tuple[str, str, str], list[tuple]] | None:
     """The regular msgpack writes among ``rows`` (``R.write_rows``, with their values as
     ``encoded``) that were ``inserted``: (checkpoint key, [(channel, task_path, task_id, idx,
-    item bytes (``codec.write_items``)), …]), or None."""
+    the digest of its items (``codec.write_items``, ``codec.item_digest``)), …]), or None."""
     found = []
     for r, (tag, data) in zip(rows, encoded):
         if (r[3], r[4]) in inserted and r[4] >= 0:
             body = codec.write_items(tag, data)
             if body is not None and len(body[1]) >= REF_MIN_BYTES:
-                found.append((r[5], r[6], r[3], r[4], bytes(body[1])))
+                found.append((r[5], r[6], r[3], r[4], codec.item_digest(body[1])))
     return ((key.thread_id, key.checkpoint_ns, key.checkpoint_id), found) if found else None  # type: ignore[return-value]
