@@ -225,7 +225,8 @@ class BlobCodec:
         ``make_delta`` allows one; otherwise a snapshot (compressed at or above the threshold).
         A list delta whose items are exactly those of ``writes`` (the parent checkpoint_id
         and its pending writes on the channel, ``BlobCache.writes``) references them
-        instead of holding them (``codec.refs``).
+        instead of holding them (``codec.refs``); on an empty ``base`` only such a
+        reference is a delta, whatever its size.
         """
         if new is not None and base is not None:
             # on an empty list (a ``Topic`` channel's previous value) a delta holds the whole value:

@@ -19,8 +19,10 @@ would store each of them twice, so such a delta is stored as a reference to thos
 
 ``make_ref`` builds one when the delta's items are exactly those of the candidate
 writes, known by their length and BLAKE2b-128 (``item_digest``: a saver remembers that
-much of each write it stored, not its bytes, so a large ``Send`` costs its cache nothing); ``ref_of`` reads one back (``ref_in``: from a stored row's opened type and bytes); ``splice`` turns it and the writes' item bytes into
-the equivalent ``delta-list`` payload, which ``deltas.resolve`` checks (count, length
+much of each write it stored, not its bytes, so a large ``Send`` costs its cache no more
+than a small one); ``ref_of`` reads one back (``ref_in``: from a stored row's opened type
+and bytes); ``splice`` turns it and the writes' item bytes into the equivalent
+``delta-list`` payload, which ``deltas.resolve`` checks (count, length
 and CRC-32) like any delta. ``storage.ops.read`` fetches the writes.
 """
 
