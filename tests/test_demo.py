@@ -243,7 +243,7 @@ def test_make_demo_installs_the_runtime_only_and_make_test_says_what_it_installs
     assert "-m venv" not in test and "uv pip install" not in test and ".venv/bin/pip install -q -e '.[test]'" in test
     readme = " ".join((root / "README.md").read_text().split())
     assert "make demo # about 20 s the first time" in readme
-    assert "It needs a Postgres server" in readme and "and a Redis server" in readme and "takes about 11 minutes" in readme
+    assert "It needs a Postgres server" in readme and "and a Redis server" in readme and "takes 11–17 minutes" in readme
 
 
 # --- the agent on its own -------------------------------------------------------
