@@ -232,6 +232,15 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
             "ALTER TABLE threadline_cold_v13 RENAME TO threadline_cold",
         ],
     ),
+    (
+        14,
+        [
+            # No table changes: from this version a blob may reference pending writes whose values
+            # are not lists (a ``Topic`` channel's ``Send``s, ``codec.refs``), which a release before
+            # it would report as damaged; recording the version makes such a release refuse the
+            # database instead (docs/operations.md, "Upgrading threadline").
+        ],
+    ),
 ]
 
 LATEST_VERSION = max(v for v, _ in MIGRATIONS)
