@@ -81,7 +81,7 @@ the names the rest of threadline uses, so ``codec.X`` works as before.
 from __future__ import annotations
 
 from threadline.codec.cache import BlobCache, Entry, Versions, entry_of
-from threadline.codec.containers import EMPTY_LIST, KEEP, LIST, SEEN, Container, container, skip, split
+from threadline.codec.containers import KEEP, LIST, SEEN, Container, container, skip, split
 from threadline.codec.deltas import Resolved, is_delta, load, make_delta, resolve
 from threadline.codec.fingerprinting import fingerprints
 from threadline.codec.keyring import Keyring
@@ -95,7 +95,6 @@ __all__ = [
     "DELTA_LIST",
     "DELTA_REF",
     "EMPTY",
-    "EMPTY_LIST",
     "GCM",
     "KEEP",
     "LIST",

@@ -67,6 +67,11 @@ class Container:
         return len(self.data) - self.offset
 
     @property
+    def empty_list(self) -> bool:
+        """Whether this is the empty list: a delta base whatever its size (``BlobCodec.candidate``)."""
+        return self.kind == LIST and self.count == 0
+
+    @property
     def nbytes(self) -> int:
         """Bytes held: the value, its item fingerprints (about as much again) and a kept decoded value."""
         decoded = DECODED_BYTES * len(self.data) if self.kept else 0

@@ -231,7 +231,7 @@ class BlobCodec:
         if new is not None and base is not None:
             # on an empty list (a ``Topic`` channel's previous value) a delta holds the whole value:
             # worth storing only as a reference to the writes that hold it, whatever its size
-            on_empty = base.value.kind == LIST and base.value.count == 0
+            on_empty = base.value.empty_list
             ratio, piece = (math.inf, 0) if on_empty else (self.delta_max_ratio, self.delta_piece_bytes)
             found = make_delta(base.value, new, max_depth=self.max_depth, max_ratio=ratio, piece_bytes=piece)
             if found is not None:

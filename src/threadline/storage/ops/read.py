@@ -240,7 +240,7 @@ def _remember(bc: codec.BlobCodec, row: Sequence[Any], doc: dict, blobs: Mapping
         if stored is None:
             continue
         entry = codec.entry_of(resolved, stored[0], len(stored[1]) if stored[1] is not None else 0) if resolved[0] == "msgpack" else None
-        if entry is not None and (entry.value.body_len * 2 >= bc.delta_min_bytes or entry.value.data == codec.EMPTY_LIST):
+        if entry is not None and (entry.value.body_len * 2 >= bc.delta_min_bytes or entry.value.empty_list):
             bc.cache.put((tid, ns, ch, v), entry)
         else:
             no_base.add(ch)
