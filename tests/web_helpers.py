@@ -142,9 +142,10 @@ def demo_copy(demo_path: str, tmp_path: Path) -> str:
 
 @contextmanager
 def client(config: UIConfig) -> Iterator[TestClient]:
-    """A TestClient on ``create_app(config)`` (lifespan run) that has exchanged the token for the cookie."""
+    """A TestClient on ``create_app(config)`` (lifespan run), at this run's own host name, that has
+    exchanged the token for the cookie."""
     config.guard.port = config.port = config.port or 8765
-    with TestClient(create_app(config), base_url=f"http://127.0.0.1:{config.port}") as c:
+    with TestClient(create_app(config), base_url=config.guard.origin) as c:
         r = c.get(f"/?token={config.guard.token}", follow_redirects=False)
         assert r.status_code == 303 and config.guard.cookie in r.headers["set-cookie"]
         yield c
