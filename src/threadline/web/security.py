@@ -40,9 +40,9 @@ from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoin
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 
-WRONG_HOST = ("This threadline ui answers only at the address it printed: open the URL `threadline ui` printed "
-              "(http://…/?token=…). Its cookie is not accepted under any other name (127.0.0.1, localhost), "
-              "so no other program on this machine can use it.")
+WRONG_HOST = ("Wrong address for this threadline ui: open the URL `threadline ui` printed "
+              "(http://threadline-….localhost:PORT/?token=…). It answers to no other name (127.0.0.1, localhost), "
+              "so no other program on this machine can use its cookie.")
 CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
     "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
@@ -96,7 +96,8 @@ class Guard:
     """The secrets of one server run and the hosts it answers to.
 
     ``name``: this run's host name, ``threadline-<32 hex digits>.localhost`` (128 random bits),
-    secret like the token: whoever knows it could send the browser to another server under it.
+    secret like the token: a local server that learned it could have the browser visit it under
+    that name (cookies ignore ports) and receive the cookie.
     """
 
     port: int
