@@ -140,7 +140,10 @@ def main() -> None:
         time.sleep(0.05)
     try:
         base = url_of(config).split("/?")[0]
-        with httpx.Client(base_url=base, cookies={config.guard.cookie: config.guard.token}, timeout=120) as client:
+        # httpx resolves names through the system, which may not know *.localhost: connect to
+        # loopback and name the UI's host in the Host header
+        with httpx.Client(base_url=f"http://127.0.0.1:{config.port}", headers={"host": base.removeprefix("http://")},
+                          cookies={config.guard.cookie: config.guard.cookie_value}, timeout=120) as client:
             total = client.get("/api/changes").json()["marker"][1]
             print(f"threads page, {total:,} threads (server time, median of 5):")
             for label, path in (("first page", "/"), ("page at offset 50,000", "/?offset=50000"),

@@ -22,7 +22,6 @@ import re
 import signal
 import sqlite3
 import subprocess
-import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -36,7 +35,7 @@ from threadline.demo.agent import compile_graph
 from threadline.demo.scenario import TURNS
 from test_web_browser import Tab, browser  # noqa: F401 (the module's Chromium fixture)
 from threadline.web import UIConfig
-from web_helpers import client, running
+from web_helpers import client, loopback_opener, running
 
 APPROVAL = "call_tool"  # the node the demo agent's interrupt() waits in
 
@@ -221,7 +220,7 @@ def test_threadline_ui_command_on_an_official_database(tmp_path: Path) -> None:
             line = proc.stdout.readline()
             assert line, proc.stderr.read()
             url = line.strip()
-        opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor())
+        opener = loopback_opener()  # the printed URL names this run's *.localhost host
         text = opener.open(url, timeout=30).read().decode()
         assert 'data-thread="t2"' in text and "official · not adopted" in text
         assert sqlite_digest(path) == before

@@ -31,7 +31,8 @@ def test_rollback_preview_confirm_and_guards(demo_copy: str) -> None:
     with SqliteSaver.from_conn_string(demo_copy) as saver:
         history = read.thread_history(saver, THREAD_ID)
     target = history.fork_points[0]
-    with wh.client(UIConfig(db=demo_copy)) as c:
+    config = UIConfig(db=demo_copy)
+    with wh.client(config) as c:
         preview = c.get("/confirm/rollback", params={"thread_id": THREAD_ID, "checkpoint_id": target})
         assert preview.status_code == 200
         assert "one new checkpoint" in preview.text and history.head in preview.text and "Nothing is deleted" in preview.text
@@ -47,7 +48,7 @@ def test_rollback_preview_confirm_and_guards(demo_copy: str) -> None:
         assert c.get("/do/rollback").status_code == 405
         with SqliteSaver.from_conn_string(demo_copy) as saver:
             assert read.thread_history(saver, THREAD_ID).head == history.head
-        done = c.post("/do/rollback", data=form, headers={"origin": "http://127.0.0.1:8765"}, follow_redirects=False)
+        done = c.post("/do/rollback", data=form, headers={"origin": config.guard.origin}, follow_redirects=False)
         assert done.status_code == 303 and "Rolled+back" in done.headers["location"]
         # the same confirmation again: the head moved, so it is refused as stale
         stale = c.post("/do/rollback", data=form)

@@ -14,9 +14,10 @@ import os
 import shutil
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 import pytest
 
@@ -356,15 +357,79 @@ def test_long_thread_is_drawn_by_window(browser: Any, tmp_path: Path) -> None:
         tab.close()
 
 
+@contextmanager
+def other_server() -> Iterator[tuple[int, list[tuple[str, str]]]]:
+    """Another program's web server on 127.0.0.1 (any free port): yields its port and the
+    ``Host`` and ``Cookie`` headers of each request it gets (the browser's favicon requests too)."""
+    import http.server
+    import threading
+
+    got: list[tuple[str, str]] = []
+
+    class Other(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            got.append((self.headers.get("Host") or "", self.headers.get("Cookie") or ""))
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    other = http.server.HTTPServer(("127.0.0.1", 0), Other)
+    threading.Thread(target=other.serve_forever, daemon=True).start()
+    try:
+        yield other.server_address[1], got
+    finally:
+        other.shutdown()
+        other.server_close()
+
+
+def test_cookie_reaches_no_other_local_server(browser: Any, tmp_path: Path) -> None:
+    """Issue 42, finding 9: browsers send a host's cookies to every port of it, so a cookie the UI
+    set for 127.0.0.1 went to every other server on 127.0.0.1 the browser visited, and replayed to
+    the UI's port it read the database. The UI is served at a name of its own (``<random>.localhost``,
+    which Chromium resolves to loopback itself: this machine's resolver does not know it), its cookie
+    is host-only for that name, and any other Host is refused."""
+    import urllib.error
+    import urllib.request
+
+    path = wh.demo_db(str(tmp_path / "demo.db"))
+    with wh.running(UIConfig(db=path, read_only=True)) as url:
+        ui = urlsplit(url)
+        profile = browser.new_context()  # one browser profile: its cookies go with every tab
+        profile.new_page().goto(url)  # the token URL: sets the cookie, redirects to the threads page
+        assert THREAD_ID in profile.pages[0].locator("table").inner_text()
+        [cookie] = [c for c in profile.cookies() if c["name"].startswith("threadline_ui_")]
+        assert cookie["domain"] == ui.hostname  # host-only: no Domain attribute, so no leading dot
+        elsewhere = profile.new_page()
+        with other_server() as (port, got):
+            for host in ("127.0.0.1", "localhost"):
+                elsewhere.goto(f"http://{host}:{port}/")
+        assert {host.split(":")[0] for host, _ in got} == {"127.0.0.1", "localhost"}
+        assert not any("threadline_ui" in cookies for _, cookies in got), got
+        # the cookie replayed to the UI's port under a loopback name (as another program would): refused
+        for host in ("127.0.0.1", "localhost", "[::1]"):
+            replay = urllib.request.Request(f"http://127.0.0.1:{ui.port}/api/graph?thread_id={quote(THREAD_ID)}", headers={
+                "Host": f"{host}:{ui.port}", "Cookie": f"{cookie['name']}={cookie['value']}"})
+            with pytest.raises(urllib.error.HTTPError) as refused:
+                urllib.request.urlopen(replay, timeout=30)
+            body = refused.value.read().decode()
+            assert refused.value.code == 400 and "open the URL" in body and '"nodes"' not in body and ui.hostname not in body
+        # the browser itself at 127.0.0.1 gets the same page; at the UI's name it is answered
+        answer = elsewhere.goto(f"http://127.0.0.1:{ui.port}/api/graph?thread_id={quote(THREAD_ID)}")
+        assert answer.status == 400 and "open the URL" in elsewhere.content()
+        answer = elsewhere.goto(f"{url.split('/?')[0]}/api/graph?thread_id={quote(THREAD_ID)}")
+        assert answer.status == 200 and '"nodes"' in elsewhere.content()
+        profile.close()
+
+
 def test_launch_keeps_the_token_off_command_lines_and_out_of_other_servers(browser: Any, tmp_path: Path) -> None:
     """``threadline ui`` launches the browser with a private redirect file, never the token URL
-    (issue 27, finding 10); a server on another port of 127.0.0.1 that the browser then visits
-    receives the cookie, but neither the token nor anything this server accepts from another port."""
-    import http.server
+    (issue 27, finding 10), at a ``<random>.localhost`` URL; a server on another port of 127.0.0.1
+    that the browser then visits receives neither the token nor the cookie (issue 42, finding 9)."""
     import signal
     import stat
     import subprocess
-    import threading
 
     from cli_support import EXE
 
@@ -378,6 +443,7 @@ def test_launch_keeps_the_token_off_command_lines_and_out_of_other_servers(brows
     try:
         url = (proc.stdout.readline() + proc.stdout.readline()).split()[-1]
         token = url.split("?token=")[1]
+        assert urlsplit(url).hostname.endswith(".localhost")
         deadline = time.monotonic() + 30
         while not (launched.exists() and launched.read_text().strip()):
             assert time.monotonic() < deadline and proc.poll() is None, "the browser was not launched"
@@ -391,24 +457,9 @@ def test_launch_keeps_the_token_off_command_lines_and_out_of_other_servers(brows
         assert tab.page.url == url.split("?")[0]
         tab.shot("threads")
 
-        got: list[str] = []
-
-        class Other(http.server.BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                got.append(self.headers.get("Cookie") or "")
-                self.send_response(200)
-                self.end_headers()
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        other = http.server.HTTPServer(("127.0.0.1", 0), Other)
-        threading.Thread(target=other.serve_forever, daemon=True).start()
-        try:
-            tab.page.goto(f"http://127.0.0.1:{other.server_address[1]}/")
-        finally:
-            other.shutdown()
-        assert got and token not in got[0]  # the cookie reaches it (browsers ignore ports), the token never
+        with other_server() as (port, got):
+            tab.page.goto(f"http://127.0.0.1:{port}/")
+        assert got and not any("threadline_ui" in cookies or token in cookies for _, cookies in got), got
         tab.close()
     finally:
         proc.send_signal(signal.SIGINT)

@@ -247,3 +247,11 @@ def test_read_only_missing_and_unreachable_redis(redis_target: Any) -> None:
         refused = c.get("/confirm/rollback", params={"thread_id": "t-paused", "checkpoint_id": "x"})
         assert refused.status_code == 403 and "read-only" in refused.text
         assert "no threadline store" in c.get("/store").text
+
+
+def test_db_help_names_redis() -> None:
+    """Issue 42, finding 8: the ``--db`` help named SQLite and Postgres, not Redis, which the UI
+    and every command serve."""
+    for command in ("ui", "threads"):
+        r = CliRunner().invoke(app, [command, "--help"], env={"COLUMNS": "200"})
+        assert r.exit_code == 0 and "postgresql://" in r.output and "redis://…?prefix=…" in r.output, r.output

@@ -10,15 +10,20 @@
 * fixtures ``demo_path`` (the demo database, once per module) and ``demo_copy`` (a
   private copy, for tests that write);
 * ``client(config)``: a Starlette ``TestClient`` holding this run's token cookie;
-* ``running(config)``: the app served by uvicorn on a loopback port, for the browser.
+* ``running(config)``: the app served by uvicorn on a loopback port, for the browser;
+* ``loopback_opener()``: urllib with a cookie jar, reaching the UI's ``*.localhost`` name as a
+  browser does.
 """
 
 from __future__ import annotations
 
+import http.client
 import io
+import socket
 import sqlite3
 import threading
 import time
+import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -142,9 +147,10 @@ def demo_copy(demo_path: str, tmp_path: Path) -> str:
 
 @contextmanager
 def client(config: UIConfig) -> Iterator[TestClient]:
-    """A TestClient on ``create_app(config)`` (lifespan run) that has exchanged the token for the cookie."""
+    """A TestClient on ``create_app(config)`` (lifespan run), at this run's own host name, that has
+    exchanged the token for the cookie."""
     config.guard.port = config.port = config.port or 8765
-    with TestClient(create_app(config), base_url=f"http://127.0.0.1:{config.port}") as c:
+    with TestClient(create_app(config), base_url=config.guard.origin) as c:
         r = c.get(f"/?token={config.guard.token}", follow_redirects=False)
         assert r.status_code == 303 and config.guard.cookie in r.headers["set-cookie"]
         yield c
@@ -167,3 +173,20 @@ def running(config: UIConfig) -> Iterator[str]:
     finally:
         server.should_exit = True
         thread.join(10)
+
+
+class _LoopbackConnection(http.client.HTTPConnection):
+    def connect(self) -> None:
+        host = "127.0.0.1" if self.host.endswith(".localhost") else self.host
+        self.sock = socket.create_connection((host, self.port), self.timeout)
+
+
+class _LoopbackHandler(urllib.request.HTTPHandler):
+    def http_open(self, req: Any) -> Any:
+        return self.do_open(_LoopbackConnection, req)
+
+
+def loopback_opener() -> urllib.request.OpenerDirector:
+    """An urllib opener with a cookie jar that connects to 127.0.0.1 for ``*.localhost`` names (the
+    ``Host`` header still naming them), as browsers do: this machine's resolver may not know them."""
+    return urllib.request.build_opener(_LoopbackHandler(), urllib.request.HTTPCookieProcessor())

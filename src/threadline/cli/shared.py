@@ -50,7 +50,8 @@ out = Console(highlight=False)
 err = Console(stderr=True, highlight=False)
 
 Db = typer.Option(None, "--db", metavar="URL", show_default=False,
-                  help="Database: a path, sqlite:///path or postgresql://… [default: $THREADLINE_DB, else ./threadline-demo.db]")
+                  help="Database: a SQLite path or sqlite:///path, postgresql://…, or redis://…?prefix=… "
+                       "(rediss://, redis+cluster://) [default: $THREADLINE_DB, else ./threadline-demo.db]")
 Json = typer.Option(False, "--json", help="Print JSON on stdout instead of tables.")
 Debug = typer.Option(False, "--debug", help="On an error, show the full traceback.")
 

@@ -25,16 +25,19 @@ def ui(
 ) -> None:
     """Browse threads, checkpoints and branches in a local web app, and act on them.
 
-    Prints a URL with an access token made for this run and opens it. Rollback, fork,
+    Prints a URL with a host name (http://threadline-….localhost:PORT, which browsers resolve
+    to this machine) and an access token made for this run, and opens it. Rollback, fork,
     delete, prune and edit-and-branch each show what they change before you confirm;
     --read-only (or a database this process cannot write) turns them off.
     """
     from threadline.errors import ThreadlineError
     from threadline.web import UIConfig, serve
+    from threadline.web.security import listen_kind
 
     err = Console(stderr=True)
-    if host not in ("127.0.0.1", "localhost", "::1"):
-        err.print(f"[yellow]warning:[/yellow] listening on {escape(host)}: anyone who can reach it and has the URL's token can use it.")
+    if listen_kind(host) != "loopback":
+        err.print(f"[yellow]warning:[/yellow] listening on {escape(host)}: anyone who can reach it and has the URL's token can use it, "
+                  "and a browser that opens it by that address sends its cookie to every server there.", soft_wrap=True)
     config = UIConfig(db=db or default_db(), read_only=read_only, graph=graph or os.environ.get("THREADLINE_GRAPH"), host=host, port=port)
     try:
         serve(config, open_browser=not no_browser, announce=typer.echo)

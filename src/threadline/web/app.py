@@ -46,6 +46,8 @@ class UIConfig:
     of the agent's graph (a compiled graph, a ``StateGraph`` or a factory of one),
     which enables edit-and-branch, runs (answer an interrupt, replay, edit and run) and the
     agent's shape, and computes state with its reducers.
+    ``host``: the interface to listen on; on loopback (or all interfaces) the app is reached at
+    this run's own ``<random>.localhost`` name only (``guard.origin``, ``web.security``).
     ``poll_seconds``: how often pages check for new checkpoints.
     """
 

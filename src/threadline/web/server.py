@@ -1,4 +1,5 @@
-"""Running the app: bind a loopback socket, print the URL with the token, open the browser, serve.
+"""Running the app: bind a loopback socket, print the URL (this run's host name and token),
+open the browser, serve.
 
 The browser is launched with a private redirect file (``redirect_file``), as Jupyter does,
 never with the URL itself: a command line is visible to every user of the machine
@@ -40,9 +41,8 @@ def bind(host: str, port: int) -> socket.socket:
 
 
 def url_of(config: UIConfig) -> str:
-    """The URL a user opens: ``http://host:port/?token=…`` (this run's token)."""
-    host = "127.0.0.1" if config.host in ("0.0.0.0", "") else f"[{config.host}]" if ":" in config.host else config.host
-    return f"http://{host}:{config.port}/?token={config.guard.token}"
+    """The URL a user opens: ``http://<this run's name>.localhost:PORT/?token=…`` (``Guard.origin``)."""
+    return f"{config.guard.origin}/?token={config.guard.token}"
 
 
 def redirect_file(link: str) -> str:
