@@ -33,7 +33,8 @@ GRACE_SECONDS = 3600.0  # an unreferenced object younger than this is kept (a pu
 class ObjectStore:
     """A flat namespace of immutable objects named by ``/``-separated keys.
 
-    ``put(name, data)``, ``get(name)`` (bytes, or None when missing), ``delete(name)`` (a
+    ``put(name, data)``, ``get(name)`` (bytes, or None when missing), ``size(name)`` (bytes, or
+    None when missing), ``delete(name)`` (a
     missing object is no error) and ``list()`` (``(name, modified seconds since the epoch,
     size in bytes)`` of every object). BackendError names the store when it cannot be
     reached or refuses."""
@@ -62,6 +63,17 @@ class ObjectStore:
             return None
         except Exception as exc:
             raise self._fail(f"read {name!r}", exc) from exc
+
+    def size(self, name: str) -> int | None:
+        """The bytes of object ``name``, or None when it is missing."""
+        import obstore
+
+        try:
+            return int(obstore.head(self._store, name)["size"])
+        except FileNotFoundError:
+            return None
+        except Exception as exc:
+            raise self._fail(f"look up {name!r}", exc) from exc
 
     def delete(self, name: str) -> None:
         import obstore

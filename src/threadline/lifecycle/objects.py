@@ -16,13 +16,15 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from threadline import codec
 from threadline.codec.objects import OBJ, parse_ref
-from threadline.codec.seal import open_sealed
+from threadline.codec.seal import Row, open_sealed
 from threadline.errors import ConfigError, CorruptRowError
+from threadline.lifecycle.cold import COLD, cold_objects_op
 from threadline.lifecycle.jobs import Job, run_job
 from threadline.storage import rows as R
 from threadline.storage.dialect import Dialect
@@ -72,29 +74,65 @@ def store_of(saver_or_codec: Any, d: Dialect) -> Any:
     return store
 
 
+def references_op(d: Dialect, bc: codec.BlobCodec, thread_id: str | None = None) -> Op[tuple[list[tuple[str, int, Row]], list[tuple[Row, str]], int]]:
+    """((object name, payload bytes, row naming it) …, (row, why) of the rows whose reference cannot
+    be read, offloaded rows) over every committed blob and write row, or ``thread_id``'s (read-only)."""
+    of, params = ("", (OFFLOADED_TYPE,)) if thread_id is None else ("_OF", (OFFLOADED_TYPE, thread_id))
+    found = [(R.blob_row_ref(*r[:5]), r[5], r[6]) for r in (yield Q(getattr(d, "OFFLOADED_BLOBS" + of), params, read=True))]
+    found += [(R.write_row_ref(*r[:6]), r[6], r[7]) for r in (yield Q(getattr(d, "OFFLOADED_WRITES" + of), params, read=True))]
+    refs, unreadable = [], []
+    for row, tag, data in found:
+        try:
+            inner, ref = open_sealed(bc.keys, row, tag, data)
+            if inner.endswith(OBJ):
+                refs.append((*parse_ref(ref, row), row))
+        except CorruptRowError as exc:  # EncryptionError included
+            unreadable.append((row, str(exc)))
+    return refs, unreadable, len(found)
+
+
+@dataclass
+class Owners:
+    """Who names each object (``owners_op``): ``threads``: object name → the thread_ids whose rows
+    or cold stub name it; ``unreadable``: thread_id → its offloaded rows whose reference cannot be
+    read (damaged, or encrypted under a key not held: they may name any object)."""
+
+    threads: dict[str, set[str]]
+    unreadable: dict[str, list[str]]
+
+    def only(self, thread_ids: set[str]) -> Callable[[str], bool]:
+        """Whether an object is named by none but ``thread_ids`` (an object no thread names
+        included); never, for an offloaded value's object, while a row of another thread cannot
+        be read. A cold archive is named by its stub alone."""
+        blind = bool(set(self.unreadable) - thread_ids)
+        return lambda name: (not blind or name.startswith(COLD)) and self.threads.get(name, set()) <= thread_ids
+
+
+def owners_op(d: Dialect, bc: codec.BlobCodec) -> Op[Owners]:
+    """``Owners`` over every committed row and cold stub (read-only)."""
+    refs, unreadable, _ = yield from references_op(d, bc)
+    threads: dict[str, set[str]] = defaultdict(set)
+    for name, _, row in refs:
+        threads[name].add(row.key[0])
+    for tid, name in (yield from cold_objects_op(d)):
+        threads[name].add(tid)
+    bad: dict[str, list[str]] = defaultdict(list)
+    for row, why in unreadable:
+        bad[row.key[0]].append(f"{row}: {why}")
+    return Owners(dict(threads), dict(bad))
+
+
 def named_op(d: Dialect, bc: codec.BlobCodec) -> Op[tuple[dict[str, list[str]], list[str], int, int]]:
     """(object name → rows naming it, rows whose reference cannot be read, offloaded rows, bytes
     of the payloads named, each once) over every committed blob and write row (read-only)."""
     named: dict[str, list[str]] = defaultdict(list)
-    sizes: dict[str, int] = {}
-    unreadable: list[str] = []
-    count = 0
-    found = [(R.blob_row_ref(*r[:5]), r[5], r[6]) for r in (yield Q(d.OFFLOADED_BLOBS, (OFFLOADED_TYPE,), read=True))]
-    found += [(R.write_row_ref(*r[:6]), r[6], r[7]) for r in (yield Q(d.OFFLOADED_WRITES, (OFFLOADED_TYPE,), read=True))]
-    for tid, name in (yield Q(d.COLD_OBJECTS, read=True)):  # cold threads' archives (``lifecycle.cold``)
+    refs, unreadable, count = yield from references_op(d, bc)
+    for tid, name in (yield from cold_objects_op(d)):  # cold threads' archives (``lifecycle.cold``)
         named[name].append(f"cold thread {tid!r}")
-    for row, tag, data in found:
-        count += 1
-        try:
-            inner, ref = open_sealed(bc.keys, row, tag, data)
-            if not inner.endswith(OBJ):
-                continue
-            name, sizes[name] = parse_ref(ref, row)
-        except CorruptRowError as exc:  # EncryptionError included
-            unreadable.append(f"{row}: {exc}")
-            continue
+    for name, _, row in refs:
         named[name].append(str(row))
-    return dict(named), unreadable, count, sum(sizes.values())
+    sizes = {name: size for name, size, _ in refs}
+    return dict(named), [f"{row}: {why}" for row, why in unreadable], count, sum(sizes.values())
 
 
 def collect_job(d: Dialect, bc: codec.BlobCodec, *, delete: bool = True, grace: float | None = None, now: float | None = None) -> Job[ObjectReport]:
