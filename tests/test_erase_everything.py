@@ -165,3 +165,26 @@ def test_tier_on_redis_says_it_has_no_cold_tier(redis_target, tmp_path):
         proc = cli("tier", "--idle", "1d", "--db", url, *dry, env=env)
         proc.stderr = "\n".join(line for line in proc.stderr.splitlines() if "persistence is off" not in line)  # the test server's
         one_line_error(proc, 2, "the cold tier is not supported on redis")
+
+
+def test_an_interrupted_erasure_finishes_its_objects(db_url, tmp_path, monkeypatch):  # noqa: F811
+    url, receipt = f"file://{tmp_path / 'objects'}", str(tmp_path / "r.json")
+    with open_saver(db_url, codec=_codec(url)) as s:
+        _fill(s)
+        stored = _objects(url)
+        real = E.erase_thread_op
+
+        def dies(d, tid, bc):
+            raise ConnectionError("the server went away")
+
+        monkeypatch.setattr(E, "erase_thread_op", dies)  # after user-5-a's objects, before its rows
+        with pytest.raises(ConnectionError):
+            E.erase(s, E.Selection("user-5-*"), receipt=receipt)
+        first = json.loads(open(receipt).read())
+        assert first["status"] == "incomplete" and first["counts"]["cold_archives"] == 1 and first["threads"] == []
+        monkeypatch.setattr(E, "erase_thread_op", real)
+        r = E.erase(s, E.Selection("user-5-*"), receipt=receipt)
+        assert r.status == "complete" and not r.problems and r.threads == ["user-5-a", "user-5-b"]
+        assert r.cold_archives == 1 and r.objects > first["counts"]["objects"]  # each object counted once
+        assert len(stored) - len(_objects(url)) == r.cold_archives + r.objects
+        assert not O.collect(s, delete=False).orphans

@@ -272,7 +272,7 @@ class _Objects:
     def erase(self, names: set[str], receipt: ErasureReceipt) -> None:
         """Delete (``receipt.dry_run``: count) ``names`` not seen yet; count those kept."""
         only = self.owners.only(self.selected)
-        for name in sorted(names - self.seen):
+        for name in sorted(names - self.seen, key=lambda n: (n.startswith(COLD), n)):  # an archive last: see ``_objects_job``
             self.seen.add(name)
             if not only(name):
                 receipt.kept_objects += 1
@@ -306,6 +306,8 @@ def _objects_job(d: Any, bc: Any, tids: list[str], cold: dict[str, str], receipt
     store = _store(d, bc, next(iter(named)))
     listed = {name for name, _, _ in store.list()} if cold else set()
     for tid, archive in cold.items():
+        if archive not in listed:  # deleted last by an interrupted run of this erasure, after the objects it names
+            continue
         try:
             named[tid] |= object_names(bc, fetch(bc, store, tid, archive)) & listed
         except CorruptRowError as exc:
