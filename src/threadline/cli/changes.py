@@ -111,12 +111,12 @@ def _erased(r: E.ErasureReceipt, **_: Any) -> None:
     c = r.to_json()["counts"]
     what = (f"{c['threads']} thread(s) ({c['checkpoints']} checkpoints, {c['blobs']} values, {c['writes']} pending writes; "
             f"{size(sum(r.bytes.values()))} stored)")
-    stored = "".join(f", {c[kind]} {label} ({size(r.stored_bytes[kind])})" for kind, label in
-                     (("cold_archives", "cold archive(s)"), ("objects", "offloaded value(s)")) if c[kind])
+    objects = "".join(f", {c[kind]} {label} ({size(r.object_bytes[kind])})" for kind, label in
+                      (("cold_archives", "cold archive(s)"), ("objects", "offloaded value(s)")) if c[kind])
     kept = f", {r.kept_objects} offloaded value(s) kept (other threads hold the same value)" if r.kept_objects else ""
     items = "".join(f", {n} Store item(s) under {escape(ns)}" for ns, n in r.store_items.items())
     verb = "[yellow]would erase[/yellow]" if r.dry_run else "[green]erased[/green]"
-    out.print(f"{verb} {what}{stored}{kept}{items}")
+    out.print(f"{verb} {what}{objects}{kept}{items}")
     if r.threads:
         out.print("threads: " + escape(", ".join(r.threads[:10])) + (f" … and {len(r.threads) - 10} more" if len(r.threads) > 10 else ""))
     if r.space is not None and r.space.bytes_before is not None:

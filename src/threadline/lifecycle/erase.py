@@ -57,7 +57,7 @@ from threadline.storage.dialect.web import glob_matcher
 from threadline.storage.ops import Op, Q
 
 TABLES = ("checkpoints", "blobs", "writes")
-STORED = ("cold_archives", "objects")  # what an erasure deletes from the object store
+OBJECT_KINDS = ("cold_archives", "objects")  # what an erasure deletes from the object store
 PAGE = 500  # threads (or Store items) read per query
 SAVE_EVERY = 50  # threads erased between two saves of the receipt file
 
@@ -97,7 +97,7 @@ class ErasureReceipt:
     """What an erasure deleted (or, ``dry_run``, would delete). ``status``: ``complete``,
     ``incomplete`` (interrupted: run it again to finish) or ``dry-run``; times in unix seconds;
     ``rows``/``bytes``: per table (checkpoints, blobs, writes), stored bytes as ``stats`` counts
-    them; ``stored``/``stored_bytes``: per kind of object deleted from the object store
+    them; ``object_counts``/``object_bytes``: per kind of object deleted from the object store
     (``cold_archives``, ``objects``: offloaded values), their bytes there; ``store_items``: per
     namespace prefix (dotted); ``space``: bytes on disk before and after (None on Redis, or in a
     dry run); ``verified``: what the selection, the Store search and the object store found
@@ -113,8 +113,8 @@ class ErasureReceipt:
     threads: list[str] = field(default_factory=list)
     rows: dict[str, int] = field(default_factory=lambda: dict.fromkeys(TABLES, 0))
     bytes: dict[str, int] = field(default_factory=lambda: dict.fromkeys(TABLES, 0))
-    stored: dict[str, int] = field(default_factory=lambda: dict.fromkeys(STORED, 0))
-    stored_bytes: dict[str, int] = field(default_factory=lambda: dict.fromkeys(STORED, 0))
+    object_counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(OBJECT_KINDS, 0))
+    object_bytes: dict[str, int] = field(default_factory=lambda: dict.fromkeys(OBJECT_KINDS, 0))
     store_items: dict[str, int] = field(default_factory=dict)
     space: SpaceReport | None = None
     verified: dict[str, Any] | None = None
@@ -122,15 +122,15 @@ class ErasureReceipt:
     kept_objects: int = 0  # objects the erased threads named that other threads name too
     # the objects this run deleted, for the verification: never in the receipt file (an object's
     # name is a hash of its value)
-    removed_objects: set[str] = field(default_factory=set, repr=False)
+    deleted_names: set[str] = field(default_factory=set, repr=False)
 
     @property
     def cold_archives(self) -> int:
-        return self.stored["cold_archives"]
+        return self.object_counts["cold_archives"]
 
     @property
     def objects(self) -> int:
-        return self.stored["objects"]
+        return self.object_counts["objects"]
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -142,8 +142,8 @@ class ErasureReceipt:
             "started_at": self.started_at,
             "finished_at": self.finished_at,
             "threads": list(self.threads),
-            "counts": {"threads": len(self.threads), **self.rows, **self.stored, "store_items": sum(self.store_items.values())},
-            "bytes": {**self.bytes, **self.stored_bytes},
+            "counts": {"threads": len(self.threads), **self.rows, **self.object_counts, "store_items": sum(self.store_items.values())},
+            "bytes": {**self.bytes, **self.object_bytes},
             "kept_objects": self.kept_objects,
             "store_items": dict(self.store_items),
             "space": self.space.to_json() if self.space is not None else None,
@@ -176,9 +176,9 @@ class ErasureReceipt:
         for table in TABLES:
             self.rows[table] += int(old["counts"][table])
             self.bytes[table] += int(old["bytes"][table])
-        for kind in STORED:  # absent from a receipt of a release before objects were counted
-            self.stored[kind] += int(old["counts"].get(kind, 0))
-            self.stored_bytes[kind] += int(old["bytes"].get(kind, 0))
+        for kind in OBJECT_KINDS:  # absent from a receipt of a release before objects were counted
+            self.object_counts[kind] += int(old["counts"].get(kind, 0))
+            self.object_bytes[kind] += int(old["bytes"].get(kind, 0))
         self.kept_objects = int(old.get("kept_objects", 0))
         self.store_items = {str(k): int(v) for k, v in old["store_items"].items()}
 
@@ -282,10 +282,10 @@ class _Objects:
                 continue
             if not receipt.dry_run:
                 self.store.delete(name)
-                receipt.removed_objects.add(name)
+                receipt.deleted_names.add(name)
             kind = "cold_archives" if name.startswith(COLD) else "objects"
-            receipt.stored[kind] += 1
-            receipt.stored_bytes[kind] += size
+            receipt.object_counts[kind] += 1
+            receipt.object_bytes[kind] += size
 
 
 def _objects_job(d: Any, bc: Any, tids: list[str], cold: dict[str, str], receipt: ErasureReceipt) -> Job[_Objects | None]:
@@ -293,6 +293,8 @@ def _objects_job(d: Any, bc: Any, tids: list[str], cold: dict[str, str], receipt
     cold thread's values from before it was archived, still stored — and who else names them (one
     look at every row), before anything is deleted; None when they name none. ConfigError when
     they do and the saver has no object store."""
+    if not getattr(d, "offloads", False):
+        return None
     named: dict[str, set[str]] = {}
     for tid in tids:
         names, bad = yield _named_op(d, bc, tid), False
@@ -369,16 +371,16 @@ def _verify(saver: Any, store: Any, receipt: ErasureReceipt) -> None:
     sel, d, bc = receipt.selection, saver.dialect, saver.blob_codec
     left = run_job(saver, select_job(d, bc, sel))[0] if sel.names_threads else []
     items = sum(len(store.search(ns, limit=PAGE, refresh_ttl=False)) for ns in sel.store_namespaces) if store is not None else 0
-    gone = receipt.removed_objects
+    gone = receipt.deleted_names
     objects = store_of(bc, d) if gone else None
-    stored = sum(objects.size(n) is not None for n in gone) if objects is not None else 0
-    receipt.verified = {"threads": left, "store_items": items, "objects": stored}
+    still = sum(objects.size(n) is not None for n in gone) if objects is not None else 0
+    receipt.verified = {"threads": left, "store_items": items, "objects": still}
     if left:
         receipt.problems.append(f"{len(left)} selected thread(s) still found after the erasure: {', '.join(left[:5])}")
     if items:
         receipt.problems.append(f"{items} Store item(s) still found under the erased namespaces")
-    if stored:
-        receipt.problems.append(f"{stored} object(s) of the erased threads still found in {objects.url}")
+    if still:
+        receipt.problems.append(f"{still} object(s) of the erased threads still found in {objects.url}")
     if objects is not None:  # a row written meanwhile by another thread with the same value names it again
         owners = saver.run(owners_op(d, bc))
         again = sorted({t for n in gone for t in owners.threads.get(n, ()) if t not in receipt.threads})
