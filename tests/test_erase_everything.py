@@ -9,6 +9,8 @@ gone. Real LangGraph graphs on SQLite and Postgres, a local directory and an S3-
 from __future__ import annotations
 
 import json
+import os
+import sqlite3
 
 import pytest
 
@@ -16,7 +18,7 @@ from cli_support import cli, one_line_error
 from offload_support import files_graph
 from test_offload import SMALL, _put_chain, db_url, s3, store_url  # noqa: F401 (fixtures: SQLite and Postgres; file and S3)
 from threadline.backends import open_saver
-from threadline.codec import BlobCodec
+from threadline.codec import BlobCodec, Keyring
 from threadline.errors import ConfigError
 from threadline.lifecycle import erase as E
 from threadline.lifecycle import objects as O
@@ -188,3 +190,31 @@ def test_an_interrupted_erasure_finishes_its_objects(db_url, tmp_path, monkeypat
         assert r.cold_archives == 1 and r.objects > first["counts"]["objects"]  # each object counted once
         assert len(stored) - len(_objects(url)) == r.cold_archives + r.objects
         assert not O.collect(s, delete=False).orphans
+
+
+def test_encrypted_objects_are_found_and_erased(tmp_path):
+    url = f"file://{tmp_path / 'objects'}"
+    codec = BlobCodec(keys=Keyring([os.urandom(32)]), offload=Offload(url, min_bytes=SMALL))
+    with open_saver(str(tmp_path / "db.sqlite"), codec=codec) as s:
+        others = _fill(s)
+        assert all(n.startswith("v1/k") or n.startswith("v1/cold/") for n in _objects(url))  # keyed names
+        r = E.erase(s, E.Selection("user-5-*"))
+        assert r.cold_archives == 1 and r.objects > 1 and r.kept_objects > 0 and not r.problems
+        assert not O.collect(s, delete=False).orphans and {t: _state(s, t) for t in others} == others
+
+
+def test_an_unreadable_reference_elsewhere_keeps_the_objects(tmp_path):
+    db, url = tmp_path / "db.sqlite", f"file://{tmp_path / 'objects'}"
+    with open_saver(str(db), codec=_codec(url)) as s:
+        _fill(s)
+        before = _objects(url)
+    conn = sqlite3.connect(db)  # damage the offloaded rows of another user's thread
+    conn.execute("UPDATE threadline_blobs SET blob = zeroblob(40) WHERE thread_id = 'user-6-b' AND type LIKE '%+obj+%'")
+    conn.commit()
+    conn.close()
+    with open_saver(str(db), codec=_codec(url)) as s:
+        r = E.erase(s, E.Selection("user-5-b"))  # its rows go; none of its objects may be proven unnamed
+        assert r.threads == ["user-5-b"] and r.objects == 0 and r.kept_objects > 0 and _objects(url) == before
+        assert len(r.problems) == 1 and "1 object(s) of the erased threads kept" in r.problems[0] and "user-6-b" in r.problems[0]
+        r = E.erase(s, E.Selection("user-5-a"))  # a cold archive is named by its stub alone
+        assert r.cold_archives == 1 and r.objects == 0 and len(_objects(url)) == len(before) - 1

@@ -261,21 +261,25 @@ def erase_thread_op(d: Any, thread_id: str, bc: Any) -> Op[tuple[dict[str, tuple
 @dataclass
 class _Objects:
     """The object store's part of an erasure: of the objects a selected thread names, those no
-    other thread names are deleted (``Owners.only``)."""
+    other thread names are deleted (none but cold archives while ``Owners.blind``)."""
 
     store: Any
     owners: Owners
     selected: set[str]
     named: dict[str, set[str]]  # thread_id → the objects it names (read before any deletion)
     seen: set[str] = field(default_factory=set)
+    unproven: int = 0  # objects kept because rows of other threads cannot be read (``Owners.blind``)
 
     def erase(self, names: set[str], receipt: ErasureReceipt) -> None:
         """Delete (``receipt.dry_run``: count) ``names`` not seen yet; count those kept."""
-        only = self.owners.only(self.selected)
+        blind = bool(self.owners.blind(self.selected))
         for name in sorted(names - self.seen, key=lambda n: (n.startswith(COLD), n)):  # an archive last: see ``_objects_job``
             self.seen.add(name)
-            if not only(name):
+            if self.owners.threads.get(name, set()) - self.selected:
                 receipt.kept_objects += 1
+                continue
+            if blind and not name.startswith(COLD):
+                self.unproven += 1
                 continue
             size = self.store.size(name)
             if size is None:  # deleted by an interrupted run of this erasure
@@ -341,6 +345,11 @@ def erase_job(
             receipt.rows[table] += n
             receipt.bytes[table] += size
         progress(receipt)
+    if objects is not None and objects.unproven:
+        blind = objects.owners.blind(objects.selected)
+        receipt.problems.append(f"{objects.unproven} object(s) of the erased threads kept: {len(blind)} row(s) of other threads whose "
+                                f"reference cannot be read may name them ({blind[0]}); once those rows are repaired or deleted "
+                                "(threadline fsck), the object sweep deletes them")
     if tids and not receipt.dry_run and d.reclaims_space:
         receipt.space = yield from reclaim(d, large=True)
     return receipt

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,7 +23,7 @@ from threadline import codec
 from threadline.codec.objects import OBJ, parse_ref
 from threadline.codec.seal import Row, open_sealed
 from threadline.errors import ConfigError, CorruptRowError
-from threadline.lifecycle.cold import COLD, cold_objects_op
+from threadline.lifecycle.cold import cold_objects_op
 from threadline.lifecycle.jobs import Job, run_job
 from threadline.storage import rows as R
 from threadline.storage.dialect import Dialect
@@ -100,12 +99,10 @@ class Owners:
     threads: dict[str, set[str]]
     unreadable: dict[str, list[str]]
 
-    def only(self, thread_ids: set[str]) -> Callable[[str], bool]:
-        """Whether an object is named by none but ``thread_ids`` (an object no thread names
-        included); never, for an offloaded value's object, while a row of another thread cannot
-        be read. A cold archive is named by its stub alone."""
-        blind = bool(set(self.unreadable) - thread_ids)
-        return lambda name: (not blind or name.startswith(COLD)) and self.threads.get(name, set()) <= thread_ids
+    def blind(self, thread_ids: set[str]) -> list[str]:
+        """The rows of threads other than ``thread_ids`` whose reference cannot be read: while there
+        is one, no offloaded value's object can be proven unnamed (a cold archive is named by its stub alone)."""
+        return [row for tid, rows in self.unreadable.items() if tid not in thread_ids for row in rows]
 
 
 def owners_op(d: Dialect, bc: codec.BlobCodec) -> Op[Owners]:
