@@ -135,6 +135,9 @@ def test_cli_erases_a_cold_thread_after_tier(tmp_path):
     assert cli("tier", "--idle", "0s", "--db", db, env=env).returncode == 0
     with open_saver(db, codec=_codec(f"file://{tmp_path / 'objects'}")) as s:
         _run(s, "user-6-a", user="u6", steps=4, seed=3)
+    one_line_error(cli("erase", "--db", db, "--thread-pattern", "user-5-*", "--yes"), 2, "'user-5-a'", "THREADLINE_OFFLOAD")
+    preview = cli("erase", "--db", db, "--thread-pattern", "user-5-*", "--dry-run", env=env, columns=300)
+    assert preview.stdout.startswith("would erase 1 thread(s)") and "1 cold archive(s)" in preview.stdout
     done = cli("erase", "--db", db, "--thread-pattern", "user-5-*", "--receipt", str(receipt), "--yes", env=env, columns=300)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("erased 1 thread(s)") and "1 cold archive(s)" in done.stdout and "verified" in done.stdout
