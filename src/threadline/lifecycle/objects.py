@@ -3,7 +3,8 @@ and the sweep that deletes orphans, crash-safe.
 
 Rows are deleted in transactions (delete, prune, TTL, retention); the objects they named stay
 until ``collect`` (run by the sweeper, ``threadline fsck --repair``, and after ``threadline
-delete``/``prune``) finds them unnamed. It lists the store *first*, then reads the names every
+delete``/``prune``) finds them unnamed — but an erasure's, which ``lifecycle.erase`` deletes at
+once, those ``Owners`` shows no other thread names. It lists the store *first*, then reads the names every
 committed row holds, and deletes an object only when no row names it and it is older than
 ``Offload.grace_seconds`` (a put writes — or rewrites, renewing the age of — its objects before
 its rows commit). So an object is deleted only after no committed row names it, and a put in
@@ -76,9 +77,10 @@ def store_of(saver_or_codec: Any, d: Dialect) -> Any:
 def references_op(d: Dialect, bc: codec.BlobCodec, thread_id: str | None = None) -> Op[tuple[list[tuple[str, int, Row]], list[tuple[Row, str]], int]]:
     """((object name, payload bytes, row naming it) …, (row, why) of the rows whose reference cannot
     be read, offloaded rows) over every committed blob and write row, or ``thread_id``'s (read-only)."""
-    of, params = ("", (OFFLOADED_TYPE,)) if thread_id is None else ("_OF", (OFFLOADED_TYPE, thread_id))
-    found = [(R.blob_row_ref(*r[:5]), r[5], r[6]) for r in (yield Q(getattr(d, "OFFLOADED_BLOBS" + of), params, read=True))]
-    found += [(R.write_row_ref(*r[:6]), r[6], r[7]) for r in (yield Q(getattr(d, "OFFLOADED_WRITES" + of), params, read=True))]
+    blobs, writes, params = ((d.OFFLOADED_BLOBS, d.OFFLOADED_WRITES, (OFFLOADED_TYPE,)) if thread_id is None
+                             else (d.OFFLOADED_BLOBS_OF, d.OFFLOADED_WRITES_OF, (OFFLOADED_TYPE, thread_id)))
+    found = [(R.blob_row_ref(*r[:5]), r[5], r[6]) for r in (yield Q(blobs, params, read=True))]
+    found += [(R.write_row_ref(*r[:6]), r[6], r[7]) for r in (yield Q(writes, params, read=True))]
     refs, unreadable = [], []
     for row, tag, data in found:
         try:
