@@ -47,7 +47,7 @@ def test_erase_a_user_leaves_nothing_findable(sync_backend: Backend, tmp_path) -
         r = E.erase(saver, sel, store=store, receipt=str(tmp_path / "receipt.json"), database="test")
         assert r.status == "complete" and not r.problems and r.threads == ["user-42-a", "user-42-b"]
         assert r.rows["checkpoints"] == sum(want.values()) and r.rows["blobs"] > 0 and r.rows["writes"] > 0
-        assert r.store_items == {"users.u42": 2} and r.verified == {"threads": [], "store_items": 0}
+        assert r.store_items == {"users.u42": 2} and r.verified == {"threads": [], "store_items": 0, "objects": 0}
         assert r.space is not None and r.space.bytes_before is not None
         # nothing of u42 left: no thread listed or stored, no row of its threads, no Store item
         assert {t.thread_id for t in list_threads(saver).threads} == {"user-420-a", "user-7-a"}
@@ -115,7 +115,7 @@ def test_redis_threads(redis_target) -> None:
     with open_saver(url) as saver:
         _fill(saver, None)
         r = E.erase(saver, E.Selection("user-42-*"))
-        assert r.threads == ["user-42-a", "user-42-b"] and r.verified == {"threads": [], "store_items": 0} and r.space is None
+        assert r.threads == ["user-42-a", "user-42-b"] and r.verified == {"threads": [], "store_items": 0, "objects": 0} and r.space is None
         assert not [k for k in redis_target.keys() if b"user-42-" in (k if isinstance(k, bytes) else k.encode())]
         assert {t.thread_id for t in list_threads(saver).threads} == {"user-420-a", "user-7-a"}
 
@@ -135,7 +135,7 @@ def test_cli(tmp_path) -> None:
     receipt = tmp_path / "receipt.json"
     doc = json.loads(_cli("--db", url, "--thread-pattern", "user-42-*", "--store-namespace", "users.u42",
                           "--receipt", str(receipt), "--yes", "--json", code=0))
-    assert doc["status"] == "complete" and doc["counts"]["threads"] == 2 and doc["verified"] == {"threads": [], "store_items": 0}
+    assert doc["status"] == "complete" and doc["counts"]["threads"] == 2 and doc["verified"] == {"threads": [], "store_items": 0, "objects": 0}
     assert doc["space"]["bytes_after"] < doc["space"]["bytes_before"]
     assert json.loads(receipt.read_text())["threads"] == ["user-42-a", "user-42-b"]
     out = _cli("--db", url, "--where", "user=u7", "--yes", code=0)

@@ -33,10 +33,10 @@ GRACE_SECONDS = 3600.0  # an unreferenced object younger than this is kept (a pu
 class ObjectStore:
     """A flat namespace of immutable objects named by ``/``-separated keys.
 
-    ``put(name, data)``, ``get(name)`` (bytes, or None when missing), ``delete(name)`` (a
-    missing object is no error) and ``list()`` (``(name, modified seconds since the epoch,
-    size in bytes)`` of every object). BackendError names the store when it cannot be
-    reached or refuses."""
+    ``put(name, data)``, ``get(name)`` (bytes, or None when missing), ``size(name)`` (its bytes,
+    or None when missing), ``delete(name)`` (a missing object is no error) and ``list()``
+    (``(name, modified seconds since the epoch, size in bytes)`` of every object). BackendError
+    names the store when it cannot be reached or refuses."""
 
     def __init__(self, store: Any, url: str) -> None:
         self._store = store
@@ -62,6 +62,17 @@ class ObjectStore:
             return None
         except Exception as exc:
             raise self._fail(f"read {name!r}", exc) from exc
+
+    def size(self, name: str) -> int | None:
+        """The bytes of object ``name``, or None when it is missing."""
+        import obstore
+
+        try:
+            return int(obstore.head(self._store, name)["size"])
+        except FileNotFoundError:
+            return None
+        except Exception as exc:
+            raise self._fail(f"look up {name!r}", exc) from exc
 
     def delete(self, name: str) -> None:
         import obstore

@@ -111,15 +111,18 @@ def _erased(r: E.ErasureReceipt, **_: Any) -> None:
     c = r.to_json()["counts"]
     what = (f"{c['threads']} thread(s) ({c['checkpoints']} checkpoints, {c['blobs']} values, {c['writes']} pending writes; "
             f"{size(sum(r.bytes.values()))} stored)")
+    objects = "".join(f", {c[kind]} {label} ({size(r.object_bytes[kind])})" for kind, label in
+                      (("cold_archives", "cold archive(s)"), ("objects", "offloaded value(s)")) if c[kind])
+    kept = f", {r.kept_objects} offloaded value(s) kept (other threads hold the same value)" if r.kept_objects else ""
     items = "".join(f", {n} Store item(s) under {escape(ns)}" for ns, n in r.store_items.items())
     verb = "[yellow]would erase[/yellow]" if r.dry_run else "[green]erased[/green]"
-    out.print(f"{verb} {what}{items}")
+    out.print(f"{verb} {what}{objects}{kept}{items}")
     if r.threads:
         out.print("threads: " + escape(", ".join(r.threads[:10])) + (f" … and {len(r.threads) - 10} more" if len(r.threads) > 10 else ""))
     if r.space is not None and r.space.bytes_before is not None:
         out.print(f"on disk: {size(r.space.bytes_before)} → {size(r.space.bytes_after)} ({size(r.space.bytes_freed)} freed)")
     if r.verified is not None and not r.problems:
-        out.print("verified: the selection and the Store search find nothing of it")
+        out.print("verified: the selection, the Store search and the object store find nothing of it")
     for p in r.problems:
         out.print(f"[red]problem[/red] {escape(p)}")
 
@@ -138,7 +141,7 @@ def erase(
     yes: bool = O.Yes,
     confirm: Any = None,
 ) -> E.ErasureReceipt:
-    """Erase a user's or tenant's data: threads by id pattern and/or metadata, Store items by namespace; then reclaim the space and verify."""
+    """Erase a user's or tenant's data: threads by id pattern and/or metadata (cold ones included, with the objects only they name), Store items by namespace; then reclaim the space and verify."""
     db = named_db(url, "erase")
     selection = E.Selection(thread_pattern, O.metadata(where) or None, tuple(namespace(n) for n in store_namespace or ()))
     name = entry_of(db).get("describe")(db)
@@ -146,7 +149,8 @@ def erase(
         if not dry_run:
             plan = E.erase(saver, selection, store=store, dry_run=True, database=name)
             if plan.threads or any(plan.store_items.values()):  # nothing to erase: verified and receipted without asking
-                confirm(plan, f"Erase {len(plan.threads)} thread(s) and {sum(plan.store_items.values())} Store item(s)? This cannot be undone.")
+                objects = f", {plan.objects + plan.cold_archives} object(s) of the object store" if plan.objects + plan.cold_archives else ""
+                confirm(plan, f"Erase {len(plan.threads)} thread(s){objects} and {sum(plan.store_items.values())} Store item(s)? This cannot be undone.")
         return E.erase(saver, selection, store=store, dry_run=dry_run, receipt=receipt, database=name)
 
 

@@ -44,11 +44,11 @@ _TAG = "cold-archive"
 
 
 def _store(bc: codec.BlobCodec, d: Dialect) -> Any:
+    if not d.offloads:  # first: the environment's store is left out on such a backend (``open_saver``)
+        raise ConfigError(f"the cold tier is not supported on {d.name} (SQLite and Postgres only)")
     store = bc.offload.objects if bc.offload is not None else None
     if store is None:
         raise ConfigError("the cold tier needs an object store: Offload(store=…) or THREADLINE_OFFLOAD (docs/offload.md)")
-    if not d.offloads:
-        raise ConfigError(f"the cold tier is not supported on {d.name} (SQLite and Postgres only)")
     return store
 
 
@@ -200,7 +200,7 @@ def cold_archives_op(d: Dialect, thread_ids: Any) -> Op[dict[str, str]]:
     """thread_id → its archive object, for those of ``thread_ids`` that are cold (read-only; {} on a
     backend without a cold tier or a database opened read-only before it, schema migration 12)."""
     ids = list(dict.fromkeys(thread_id_of(t) for t in thread_ids))
-    if not ids or not getattr(d, "offloads", False) or not (yield Q(d.columns_sql, (table("cold"),))):
+    if not ids or not (yield from _has_cold(d)):
         return {}
     found = {}
     for tid in ids:
@@ -223,8 +223,16 @@ def cold_rows(saver: Any, archives: dict[str, str]) -> Any:
         yield tid, fetch(saver.blob_codec, store, tid, name)
 
 
+def _has_cold(d: Dialect) -> Op[bool]:
+    """Whether the database can hold cold threads: a backend with a cold tier, past schema migration 12
+    (a database opened read-only may be older)."""
+    return getattr(d, "offloads", False) and bool((yield Q(d.columns_sql, (table("cold"),))))
+
+
 def cold_objects_op(d: Dialect) -> Op[list[tuple[str, str]]]:
-    """(thread_id, archive object) of every cold thread."""
+    """(thread_id, archive object) of every cold thread (read-only; [] without a cold tier, ``_has_cold``)."""
+    if not (yield from _has_cold(d)):
+        return []
     return [(r[0], r[1]) for r in (yield Q(d.COLD_OBJECTS, read=True))]
 
 

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from threadline.codec import EMPTY, BlobCodec
-from threadline.codec.objects import OBJ
+from threadline.codec.objects import OBJ, name_of
 from threadline.storage import rows as R
 from threadline.storage.dialect import Dialect
 from threadline.storage.ops import Op
@@ -85,6 +85,20 @@ def offloaded(bc: BlobCodec, rows: Rows) -> Rows:
     return _rewrite(rows, offload)
 
 
+def object_names(bc: BlobCodec, rows: Rows) -> set[str]:
+    """The names the values of a thread's in-row ``rows`` have as objects (``codec.objects.name_of``,
+    whatever their size): the objects its rows named before they were archived (``lifecycle.erase``
+    deletes those still stored). Raises CorruptRowError for a row whose seal does not check."""
+    names: set[str] = set()
+
+    def name(row_of: Callable[[], Any], tag: Any, data: Any) -> None:
+        if isinstance(tag, str) and tag != EMPTY and OBJ + "+" not in tag:
+            names.add(name_of(bc.keys, bc.open(row_of(), tag, data)[1]))  # type: ignore[arg-type]
+
+    _rewrite(rows, name)
+    return names
+
+
 def chained(*transforms: Transform | None) -> Transform | None:
     """The ``transforms`` given (None skipped) applied in order, as one."""
     given = [t for t in transforms if t is not None]
@@ -99,4 +113,4 @@ def chained(*transforms: Transform | None) -> Transform | None:
     return transform
 
 
-__all__ = ["chained", "inliner", "offloaded"]
+__all__ = ["chained", "inliner", "object_names", "offloaded"]

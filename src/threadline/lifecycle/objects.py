@@ -3,7 +3,8 @@ and the sweep that deletes orphans, crash-safe.
 
 Rows are deleted in transactions (delete, prune, TTL, retention); the objects they named stay
 until ``collect`` (run by the sweeper, ``threadline fsck --repair``, and after ``threadline
-delete``/``prune``) finds them unnamed. It lists the store *first*, then reads the names every
+delete``/``prune``) finds them unnamed — but an erasure's, which ``lifecycle.erase`` deletes at
+once, those ``Owners`` shows no other thread names. It lists the store *first*, then reads the names every
 committed row holds, and deletes an object only when no row names it and it is older than
 ``Offload.grace_seconds`` (a put writes — or rewrites, renewing the age of — its objects before
 its rows commit). So an object is deleted only after no committed row names it, and a put in
@@ -21,8 +22,9 @@ from typing import Any
 
 from threadline import codec
 from threadline.codec.objects import OBJ, parse_ref
-from threadline.codec.seal import open_sealed
+from threadline.codec.seal import Row, open_sealed
 from threadline.errors import ConfigError, CorruptRowError
+from threadline.lifecycle.cold import cold_objects_op
 from threadline.lifecycle.jobs import Job, run_job
 from threadline.storage import rows as R
 from threadline.storage.dialect import Dialect
@@ -72,29 +74,64 @@ def store_of(saver_or_codec: Any, d: Dialect) -> Any:
     return store
 
 
+def references_op(d: Dialect, bc: codec.BlobCodec, thread_id: str | None = None) -> Op[tuple[list[tuple[str, int, Row]], list[tuple[Row, str]], int]]:
+    """((object name, payload bytes, row naming it) …, (row, why) of the rows whose reference cannot
+    be read, offloaded rows) over every committed blob and write row, or ``thread_id``'s (read-only)."""
+    blobs, writes, params = ((d.OFFLOADED_BLOBS, d.OFFLOADED_WRITES, (OFFLOADED_TYPE,)) if thread_id is None
+                             else (d.OFFLOADED_BLOBS_OF, d.OFFLOADED_WRITES_OF, (OFFLOADED_TYPE, thread_id)))
+    found = [(R.blob_row_ref(*r[:5]), r[5], r[6]) for r in (yield Q(blobs, params, read=True))]
+    found += [(R.write_row_ref(*r[:6]), r[6], r[7]) for r in (yield Q(writes, params, read=True))]
+    refs, unreadable = [], []
+    for row, tag, data in found:
+        try:
+            inner, ref = open_sealed(bc.keys, row, tag, data)
+            if inner.endswith(OBJ):
+                refs.append((*parse_ref(ref, row), row))
+        except CorruptRowError as exc:  # EncryptionError included
+            unreadable.append((row, str(exc)))
+    return refs, unreadable, len(found)
+
+
+@dataclass
+class Owners:
+    """Who names each object (``owners_op``): ``threads``: object name → the thread_ids whose rows
+    or cold stub name it; ``unreadable``: thread_id → its offloaded rows whose reference cannot be
+    read (damaged, or encrypted under a key not held: they may name any object)."""
+
+    threads: dict[str, set[str]]
+    unreadable: dict[str, list[str]]
+
+    def blind(self, thread_ids: set[str]) -> list[str]:
+        """The rows of threads other than ``thread_ids`` whose reference cannot be read: while there
+        is one, no offloaded value's object can be proven unnamed (a cold archive is named by its stub alone)."""
+        return [row for tid, rows in self.unreadable.items() if tid not in thread_ids for row in rows]
+
+
+def owners_op(d: Dialect, bc: codec.BlobCodec) -> Op[Owners]:
+    """``Owners`` over every committed row and cold stub (read-only)."""
+    refs, unreadable, _ = yield from references_op(d, bc)
+    threads: dict[str, set[str]] = defaultdict(set)
+    for name, _, row in refs:
+        threads[name].add(row.key[0])
+    for tid, name in (yield from cold_objects_op(d)):
+        threads[name].add(tid)
+    bad: dict[str, list[str]] = defaultdict(list)
+    for row, why in unreadable:
+        bad[row.key[0]].append(f"{row}: {why}")
+    return Owners(dict(threads), dict(bad))
+
+
 def named_op(d: Dialect, bc: codec.BlobCodec) -> Op[tuple[dict[str, list[str]], list[str], int, int]]:
     """(object name → rows naming it, rows whose reference cannot be read, offloaded rows, bytes
     of the payloads named, each once) over every committed blob and write row (read-only)."""
     named: dict[str, list[str]] = defaultdict(list)
-    sizes: dict[str, int] = {}
-    unreadable: list[str] = []
-    count = 0
-    found = [(R.blob_row_ref(*r[:5]), r[5], r[6]) for r in (yield Q(d.OFFLOADED_BLOBS, (OFFLOADED_TYPE,), read=True))]
-    found += [(R.write_row_ref(*r[:6]), r[6], r[7]) for r in (yield Q(d.OFFLOADED_WRITES, (OFFLOADED_TYPE,), read=True))]
-    for tid, name in (yield Q(d.COLD_OBJECTS, read=True)):  # cold threads' archives (``lifecycle.cold``)
+    refs, unreadable, count = yield from references_op(d, bc)
+    for tid, name in (yield from cold_objects_op(d)):  # cold threads' archives (``lifecycle.cold``)
         named[name].append(f"cold thread {tid!r}")
-    for row, tag, data in found:
-        count += 1
-        try:
-            inner, ref = open_sealed(bc.keys, row, tag, data)
-            if not inner.endswith(OBJ):
-                continue
-            name, sizes[name] = parse_ref(ref, row)
-        except CorruptRowError as exc:  # EncryptionError included
-            unreadable.append(f"{row}: {exc}")
-            continue
+    for name, _, row in refs:
         named[name].append(str(row))
-    return dict(named), unreadable, count, sum(sizes.values())
+    sizes = {name: size for name, size, _ in refs}
+    return dict(named), [f"{row}: {why}" for row, why in unreadable], count, sum(sizes.values())
 
 
 def collect_job(d: Dialect, bc: codec.BlobCodec, *, delete: bool = True, grace: float | None = None, now: float | None = None) -> Job[ObjectReport]:

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from threadline import limits
-from threadline.storage.jsonfilter import Term, filter_terms, is_operators
+from threadline.storage.jsonfilter import Term, filter_terms, is_operators, terms_predicate
 from threadline.errors import CorruptRowError, FilterError, FilterTooLargeError
 from threadline.storage.dialect.leases import LeaseStatements
 from threadline.storage.dialect.lifecycle import LifecycleStatements
@@ -103,6 +103,14 @@ def split_filter(filter: Mapping[str, Any]) -> tuple[dict[str, Any], list[Term]]
     plain = {k: v for k, v in filter.items() if not is_operators(v)}
     ops = {k: v for k, v in filter.items() if is_operators(v)}
     return plain, filter_terms(ops)
+
+
+def metadata_matcher(filter: Mapping[str, Any]) -> Callable[[Mapping[str, Any]], bool]:
+    """``list(filter=…)`` on decoded metadata: the official RedisSaver's equality per plain key,
+    ``storage.jsonfilter``'s operators per operator key. FilterError names an unknown operator."""
+    plain, terms = split_filter(filter)
+    ops = terms_predicate(terms)
+    return lambda meta: all(meta.get(k) == v for k, v in plain.items()) and ops(meta)
 
 
 class Dialect(

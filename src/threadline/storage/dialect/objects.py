@@ -29,6 +29,9 @@ class ObjectStatements:
     OFFLOADED_WRITES = (
         "SELECT thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, type, blob FROM threadline_writes WHERE type LIKE ?"
     )
+    # (type pattern, thread_id) → the same columns, of one thread's rows (``lifecycle.erase``)
+    OFFLOADED_BLOBS_OF = OFFLOADED_BLOBS + " AND thread_id = ?"
+    OFFLOADED_WRITES_OF = OFFLOADED_WRITES + " AND thread_id = ?"
 
     # --- the cold tier (``lifecycle.cold``; table threadline_cold, migration 12) ---------------
 

@@ -19,12 +19,11 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Callable, Generator, Mapping, Sequence
+from collections.abc import Callable, Generator, Sequence
 from typing import Any
 
 from threadline.errors import FilterError
-from threadline.storage.dialect.base import Dialect, check_filter, split_filter
-from threadline.storage.jsonfilter import terms_predicate
+from threadline.storage.dialect.base import Dialect, check_filter, metadata_matcher, split_filter
 from threadline.storage import rows as R
 from threadline.storage.redis import layout as L
 from threadline.storage.redis.leases import RedisLeaseStatements
@@ -438,14 +437,6 @@ def put_checkpoint(d: RedisDialect, params: Sequence[Any], many: bool, blobs: in
 
 
 # --- listing --------------------------------------------------------------------------------
-
-
-def metadata_matcher(filter: Mapping[str, Any]) -> Callable[[Mapping[str, Any]], bool]:
-    """``list(filter=…)`` on decoded metadata: the official RedisSaver's equality per plain key,
-    ``storage.jsonfilter``'s operators per operator key. FilterError names an unknown operator."""
-    plain, terms = split_filter(filter)
-    ops = terms_predicate(terms)
-    return lambda meta: all(meta.get(k) == v for k, v in plain.items()) and ops(meta)
 
 
 def list_checkpoints(d: RedisDialect, params: Sequence[Any], many: bool, selection: Any, after: bool) -> Generator:
