@@ -33,7 +33,9 @@ from threadline.keys import thread_id_of
 from threadline.lifecycle import objects
 from threadline.lifecycle.thread import _load_thread_op
 from threadline.read.forks import Step, concurrent_forks, line_of
+from threadline.read.records import thread_record_op
 from threadline.read.tags import thread_tags_op
+from threadline.read.threads import records_table_op
 
 
 
@@ -54,7 +56,9 @@ class Finding:
     tag names a checkpoint that does not exist: deleted by LangGraph's own ``prune`` or
     ``delete_for_runs``, which do not know tags), ``orphan_object`` (an offloaded
     value's object no row names; repaired once older than ``Offload.grace_seconds``) and
-    ``missing_object`` (rows name an object the store lacks). ``repairable`` says whether
+    ``missing_object`` (rows name an object the store lacks), ``unreadable_record`` (the thread's
+    record, ``read.records``, does not hold a JSON object: the listings show the thread as
+    damaged). ``repairable`` says whether
     ``repair`` fixes it safely; ``repaired`` whether it did.
     """
 
@@ -177,6 +181,7 @@ def fsck_thread_op(
         findings.append(Finding("dangling_tag", tid, tg.checkpoint_ns, tg.checkpoint_id,
                                 f"tag {tg.name!r} names a checkpoint that does not exist", True))
     findings += yield from _mistyped_values(d, tid)
+    findings += yield from _unreadable_record(d, tid)
     findings += _concurrent_forks(t)
     # deep: decode every value
     if deep:
@@ -260,6 +265,17 @@ def _mistyped_values(d: Dialect, tid: str) -> Op[list[Finding]]:
                                     f"pending write ({task!r}, {idx}) holds {kind}, not stored bytes: it was changed outside "
                                     "threadline; `threadline restore` brings the thread back from a backup", False))
     return findings
+
+
+def _unreadable_record(d: Dialect, tid: str) -> Op[list[Finding]]:
+    """The thread's record (``read.records``) when it cannot be read, as the listings read it."""
+    if not (yield from records_table_op(d)):
+        return []
+    try:
+        yield from thread_record_op(d, tid)
+    except CorruptRowError as exc:
+        return [Finding("unreadable_record", tid, None, None, f"{exc}; `threadline restore` brings the thread back from a backup", False)]
+    return []
 
 
 def _dangling_refs(d: Dialect, tid: str, bc: codec.BlobCodec, live: set | None) -> Op[list[Finding]]:
