@@ -29,10 +29,11 @@ from langgraph.checkpoint.base import create_checkpoint
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, interrupt
 
-from threadline import lifecycle, read
+from threadline import codec, lifecycle, read
 from threadline.errors import CorruptRowError
 from threadline.lifecycle import health
 from threadline.storage import rows as R
+from threadline.storage.ops import Q
 from threadline.web import UIConfig
 
 import web_helpers as wh
@@ -304,6 +305,10 @@ def test_fsck_finds_every_missing_name_a_checkpoint_references(kind: str, tmp_pa
 # --- fsck --repair never makes a readable checkpoint unreadable -------------------------------------
 
 
+def rows_of(q: Q) -> Any:
+    return (yield q)
+
+
 def every_checkpoint(saver: Any) -> dict[tuple[str, str, str], Any]:
     """Every checkpoint of the database read by its id: its state and pending writes as JSON, or
     the error that stops it."""
@@ -323,10 +328,14 @@ def every_checkpoint(saver: Any) -> dict[tuple[str, str, str], Any]:
 def test_fsck_repair_never_makes_a_readable_checkpoint_unreadable(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
     b = populated(kind, tmp_path, request)
     with b.open() as saver:
+        app = graph(saver)
         for tid in ("t-mid", "t-value", "t-head"):
-            app = graph(saver)
-            app.invoke({"text": tid, "log": []}, config(tid))
-            app.invoke(Command(resume="yes"), config(tid))
+            for turn in range(3):  # a log long enough to be stored as deltas on the pending writes
+                app.invoke({"text": f"{tid} {turn} " + "x" * 300, "log": []}, config(tid))
+                app.invoke(Command(resume="yes"), config(tid))
+        if not kind.startswith("redis"):  # (none are written on Redis)
+            refs = saver.run(rows_of(Q(saver.dialect.THREAD_BLOBS_LIKE, ("t-mid", codec.DELTA_REF + "%"))))
+            assert refs, "the log is stored as deltas referencing pending writes"
         history = [n.checkpoint_id for n in read.thread_history(saver, "t-mid").ordered()]
         value = head_version(saver, "t-value", "log")
         branch = head_version(saver, "bad", "branch:to:approve")
@@ -345,3 +354,35 @@ def test_fsck_repair_never_makes_a_readable_checkpoint_unreadable(kind: str, tmp
     with b.open() as saver:
         after = every_checkpoint(saver)
     assert {k: after.get(k) for k in readable} == {k: before[k] for k in readable}
+
+
+@pytest.mark.parametrize("cluster", (False, True), ids=("redis", "redis-cluster"))
+def test_a_redis_value_without_framing_is_listed_damaged_and_found(cluster: bool, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    """A Redis hash value that is not threadline's framing at all (not merely a changed payload):
+    the statement reading it raises at the listing's step for that thread, so the listing goes
+    on; ``fsck`` reports the thread, checks the others and exits 1 (it stopped at that thread)."""
+    b = populated("redis-cluster" if cluster else "redis", tmp_path, request)
+    with b.open() as saver:
+        version = head_version(saver, "bad", "text")
+        key = saver.dialect.keys("bad").bl
+    target = request.getfixturevalue("redis_cluster") if cluster else None
+    import redis
+
+    if target is None:
+        client = redis.Redis.from_url(b.url.split("?prefix=")[0])
+    else:
+        from redis.cluster import RedisCluster
+
+        host, port = b.url[len("redis+cluster://"):].split(",")[0].rsplit(":", 1)
+        client = RedisCluster(host=host, port=int(port))
+    try:
+        client.hset(key, f"\x00text\x00{version}", b"not framed")
+    finally:
+        client.close()
+    with b.open() as saver:
+        page = read.list_threads(saver, with_status=True)
+        assert [t.thread_id for t in page.damaged] == ["bad"] and "not a threadline blob value" in page.damaged[0].damage.message
+        assert {t.thread_id: t.status.kind for t in page.threads if t.status} == {"ok-1": "interrupted", "ok-2": "interrupted"}
+        assert [i.thread_id for i in read.inbox(saver) if i.damage] == ["bad"]
+    found = _json("fsck", "--deep", "--db", b.url, code=1)
+    assert found["threads_checked"] == 3 and [(f["thread_id"], f["kind"]) for f in found["findings"]] == [("bad", "unreadable_row")]

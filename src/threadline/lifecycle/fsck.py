@@ -58,7 +58,9 @@ class Finding:
     value's object no row names; repaired once older than ``Offload.grace_seconds``) and
     ``missing_object`` (rows name an object the store lacks), ``unreadable_record`` (the thread's
     record, ``read.records``, does not hold a JSON object: the listings show the thread as
-    damaged). ``repairable`` says whether
+    damaged) and ``unreadable_row`` (a row of the thread cannot be read at all, so its other
+    checks could not run: on Redis, a value without threadline's framing; on SQLite, text that
+    is not UTF-8). ``repairable`` says whether
     ``repair`` fixes it safely; ``repaired`` whether it did.
     """
 
@@ -356,7 +358,11 @@ def fsck(
     findings: list[Finding] = []
     serde = inspecting(saver.serde)
     for i, tid in enumerate(ids):
-        findings += saver.run(fsck_thread_op(saver.dialect, serde, tid, repair=repair, deep=deep, bc=saver.blob_codec), write=repair)
+        try:
+            findings += saver.run(fsck_thread_op(saver.dialect, serde, tid, repair=repair, deep=deep, bc=saver.blob_codec), write=repair)
+        except CorruptRowError as exc:  # the thread's transaction is rolled back; the other threads are checked
+            findings.append(Finding("unreadable_row", tid, None, None, f"{exc}; its other checks could not run; "
+                                    "`threadline restore` brings the thread back from a backup", False))
         if progress:
             progress(i + 1, len(ids), tid)
     if objects.store_of(saver, saver.dialect) is not None:
