@@ -20,7 +20,6 @@ import re
 import shlex
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
@@ -74,11 +73,16 @@ def config(thread_id: str, checkpoint_id: str | None = None) -> dict:
 
 @contextmanager
 def raw_redis(b: Backend) -> Iterator[tuple[Any, Any]]:
-    """A raw redis-py client on ``b``'s server and the key layout of its prefix."""
+    """A raw redis-py client on ``b``'s server (plain or cluster) and the key layout of its prefix."""
     import redis
+    from redis.cluster import RedisCluster
 
-    url, prefix = b.url.split("?prefix=")
-    client = redis.Redis.from_url(url)
+    url = b.url.split("?prefix=")[0]
+    if url.startswith("redis+cluster://"):
+        host, port = url[len("redis+cluster://"):].split(",")[0].rsplit(":", 1)
+        client = RedisCluster(host=host, port=int(port))
+    else:
+        client = redis.Redis.from_url(url)
     with b.open() as saver:
         try:
             yield client, saver.dialect
@@ -364,21 +368,8 @@ def test_a_redis_value_without_framing_is_listed_damaged_and_found(cluster: bool
     b = populated("redis-cluster" if cluster else "redis", tmp_path, request)
     with b.open() as saver:
         version = head_version(saver, "bad", "text")
-        key = saver.dialect.keys("bad").bl
-    target = request.getfixturevalue("redis_cluster") if cluster else None
-    import redis
-
-    if target is None:
-        client = redis.Redis.from_url(b.url.split("?prefix=")[0])
-    else:
-        from redis.cluster import RedisCluster
-
-        host, port = b.url[len("redis+cluster://"):].split(",")[0].rsplit(":", 1)
-        client = RedisCluster(host=host, port=int(port))
-    try:
-        client.hset(key, f"\x00text\x00{version}", b"not framed")
-    finally:
-        client.close()
+    with raw_redis(b) as (client, d):
+        client.hset(d.keys("bad").bl, f"\x00text\x00{version}", b"not framed")
     with b.open() as saver:
         page = read.list_threads(saver, with_status=True)
         assert [t.thread_id for t in page.damaged] == ["bad"] and "not a threadline blob value" in page.damaged[0].damage.message
