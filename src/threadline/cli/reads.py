@@ -35,7 +35,7 @@ def _status(value: str | None) -> str | None:
     return value
 
 
-@command("threads", render=R.threads, official=True)
+@command("threads", render=R.threads, official=True, problems=lambda page: bool(page.damaged))
 def threads(
     saver: Any,
     where: list[str] = O.Where,
@@ -50,7 +50,9 @@ def threads(
                                help="Only threads of this status (idle, busy, interrupted, error) or kind (done, pending, errored, new)."),
     archived: bool = typer.Option(False, "--archived", help="List archived threads too (hidden by default)."),
 ) -> read.ThreadPage:
-    """List threads: status, last update, checkpoints, size, head checkpoint and step, record metadata."""
+    """List threads: status, last update, checkpoints, size, head checkpoint and step, record metadata.
+
+    A thread that cannot be read is listed as damaged, with the command that explains it; exit 1 then."""
     return read.list_threads(saver, metadata=O.metadata(where), idle_for=idle, active_within=active, limit=limit,
                              offset=offset, order_by=order, official=True, thread_metadata=O.metadata(meta) or None,
                              status=status, archived=None if archived else False, with_status=True)
@@ -175,9 +177,11 @@ def latest(
     return [found[i] for i in ids if i in found]
 
 
-@command("stats", render=R.stats)
+@command("stats", render=R.stats, problems=lambda s: bool(s.damaged))
 def stats(saver: Any, top: int = typer.Option(10, "--top", min=0, metavar="N", help="List the N largest threads.")) -> read.Stats:
-    """Rows and bytes per table, store items and cache entries, the dedup ratio, the largest threads."""
+    """Rows and bytes per table, store items and cache entries, the dedup ratio, the largest threads.
+
+    Exit 1 when one of the threads listed cannot be read (shown as damaged)."""
     result = read.stats(saver, top=top)
     result.others = saver.run(counts_op(saver.dialect))
     result.offloaded = objects.offload_summary(saver, result)

@@ -1,8 +1,8 @@
 """Humans in the loop: ``inbox`` (every interrupt waiting for an answer), ``resume`` (answer one
 and run on) and ``replay`` (run again from a past checkpoint: a fork), over ``threadline.read.inbox``
 and ``threadline.runs``. Runs use the app's graph (``--graph MODULE:FACTORY``) on ``--db``, through
-the thread guard. Exit codes: 0 done; 1 the run failed; 2 bad input (invalid JSON, a thread not
-waiting, no or a broken --graph)."""
+the thread guard. Exit codes: 0 done; 1 the run failed, or the inbox lists a thread that cannot be
+read; 2 bad input (invalid JSON, a thread not waiting, no or a broken --graph)."""
 
 from __future__ import annotations
 
@@ -26,9 +26,11 @@ def _value(text: str | None) -> str | None:
     return text
 
 
-@command("inbox", render=R.inbox)
+@command("inbox", render=R.inbox, problems=lambda items: any(i.damage is not None for i in items))
 def inbox(saver: Any, limit: int = O.limit(50, "threads"), offset: int = O.Offset) -> list[read.InboxItem]:
-    """Every thread waiting on interrupt(), oldest first: the payload, the node, how long it has waited, the thread's metadata."""
+    """Every thread waiting on interrupt(), oldest first: the payload, the node, how long it has waited, the thread's metadata.
+
+    A thread that cannot be read is listed as damaged, with the command that explains it; exit 1 then."""
     return read.inbox(saver, limit=limit, offset=offset)
 
 

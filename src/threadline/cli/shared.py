@@ -15,9 +15,9 @@ callback driving a progress bar on stderr; one that declares ``confirm`` gets
 ``confirm(preview, question)``, which asks on a terminal before a destructive step; one that
 declares ``stream`` gets ``render.stream`` to print results as they come (None with ``--json``).
 
-Exit codes: 0 done; 1 problems found (fsck, import verification) or the operation was
-refused or failed; 2 usage or input error (bad option, unknown thread or checkpoint,
-not a threadline database).
+Exit codes: 0 done; 1 problems found (fsck, import verification, a damaged thread in a
+listing) or the operation was refused or failed; 2 usage or input error (bad option, unknown
+thread or checkpoint, not a threadline database).
 """
 
 from __future__ import annotations

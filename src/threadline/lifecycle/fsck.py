@@ -33,7 +33,9 @@ from threadline.keys import thread_id_of
 from threadline.lifecycle import objects
 from threadline.lifecycle.thread import _load_thread_op
 from threadline.read.forks import Step, concurrent_forks, line_of
+from threadline.read.records import thread_record_op
 from threadline.read.tags import thread_tags_op
+from threadline.read.threads import records_table_op
 
 
 
@@ -54,7 +56,11 @@ class Finding:
     tag names a checkpoint that does not exist: deleted by LangGraph's own ``prune`` or
     ``delete_for_runs``, which do not know tags), ``orphan_object`` (an offloaded
     value's object no row names; repaired once older than ``Offload.grace_seconds``) and
-    ``missing_object`` (rows name an object the store lacks). ``repairable`` says whether
+    ``missing_object`` (rows name an object the store lacks), ``unreadable_record`` (the thread's
+    record, ``read.records``, does not hold a JSON object: the listings show the thread as
+    damaged) and ``unreadable_row`` (a row of the thread cannot be read at all, so its other
+    checks could not run: on Redis, a value without threadline's framing; on SQLite, text that
+    is not UTF-8). ``repairable`` says whether
     ``repair`` fixes it safely; ``repaired`` whether it did.
     """
 
@@ -177,6 +183,7 @@ def fsck_thread_op(
         findings.append(Finding("dangling_tag", tid, tg.checkpoint_ns, tg.checkpoint_id,
                                 f"tag {tg.name!r} names a checkpoint that does not exist", True))
     findings += yield from _mistyped_values(d, tid)
+    findings += yield from _unreadable_record(d, tid)
     findings += _concurrent_forks(t)
     # deep: decode every value
     if deep:
@@ -262,6 +269,17 @@ def _mistyped_values(d: Dialect, tid: str) -> Op[list[Finding]]:
     return findings
 
 
+def _unreadable_record(d: Dialect, tid: str) -> Op[list[Finding]]:
+    """The thread's record (``read.records``) when it cannot be read, as the listings read it."""
+    if not (yield from records_table_op(d)):
+        return []
+    try:
+        yield from thread_record_op(d, tid)
+    except CorruptRowError as exc:
+        return [Finding("unreadable_record", tid, None, None, f"{exc}; `threadline restore` brings the thread back from a backup", False)]
+    return []
+
+
 def _dangling_refs(d: Dialect, tid: str, bc: codec.BlobCodec, live: set | None) -> Op[list[Finding]]:
     """Delta rows referencing pending writes (``codec.refs``) whose writes are missing: reading
     such a value fails, and the items cannot be recovered from the thread (only a backup has
@@ -340,7 +358,11 @@ def fsck(
     findings: list[Finding] = []
     serde = inspecting(saver.serde)
     for i, tid in enumerate(ids):
-        findings += saver.run(fsck_thread_op(saver.dialect, serde, tid, repair=repair, deep=deep, bc=saver.blob_codec), write=repair)
+        try:
+            findings += saver.run(fsck_thread_op(saver.dialect, serde, tid, repair=repair, deep=deep, bc=saver.blob_codec), write=repair)
+        except CorruptRowError as exc:  # the thread's transaction is rolled back; the other threads are checked
+            findings.append(Finding("unreadable_row", tid, None, None, f"{exc}; its other checks could not run; "
+                                    "`threadline restore` brings the thread back from a backup", False))
         if progress:
             progress(i + 1, len(ids), tid)
     if objects.store_of(saver, saver.dialect) is not None:

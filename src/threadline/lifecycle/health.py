@@ -16,10 +16,15 @@
   (``metrics.error_counts``; a new process, as the CLI's, has none).
 * **growth**: checkpoints and pending writes created in the last hour (``GROWTH_SECONDS``), and
   their stored bytes (checkpoint rows: checkpoint and metadata JSON; writes: the value).
+* **threads**: the status of the ``RECENT_THREADS`` most recently updated threads, read as the
+  threads listing reads it: how many were read and how many cannot be (damaged: a stored row
+  of the thread cannot be read; ``threadline fsck --deep --thread T`` names it), the first one's
+  thread_id, error and that command.
 
 Status and exit code (``Health.exit_code``): ``healthy`` 0; ``degraded`` 1 — migrations pending,
-the round trip slower than ``max_round_trip_ms``, the last sweep reported errors or died, or no
-sweep finished within ``max_sweep_lag`` seconds (when given); ``unhealthy`` 2 — the round trip
+the round trip slower than ``max_round_trip_ms``, the last sweep reported errors or died, no
+sweep finished within ``max_sweep_lag`` seconds (when given), or a recent thread is damaged;
+``unhealthy`` 2 — the round trip
 failed or read back something else, or the database cannot be opened (``unreachable``).
 """
 
@@ -37,6 +42,7 @@ from threadline import metrics
 from threadline.keys import RESERVED_THREAD_PREFIX, key_of
 from threadline.lifecycle.jobs import Job, arun_job, run_job
 from threadline.lifecycle.sweeper import JOB as SWEEPER
+from threadline.read.threads import threads_op
 from threadline.storage import ops
 from threadline.storage.ops import Op, Q
 from threadline.storage.ops import sweep as sweep_ops
@@ -45,6 +51,7 @@ from threadline.storage.schema import LATEST_VERSION, MIGRATIONS
 HEALTH_PREFIX = RESERVED_THREAD_PREFIX + "health:"
 DEFAULT_MAX_ROUND_TRIP_MS = 1000.0
 GROWTH_SECONDS = 3600.0
+RECENT_THREADS = 20  # the threads whose status a check reads: a probe stays cheap on any database
 LEFTOVER_MINUTES = 10.0  # the TTL of a probe's thread: one a probe that died left behind expires
 STATUSES = ("healthy", "degraded", "unhealthy")
 EXIT_CODES = {"healthy": 0, "degraded": 1, "unhealthy": 2}
@@ -58,7 +65,10 @@ class Health:
     ``latest``, ``pending`` (versions); ``sweeper``: ``started_at``, ``finished_at`` (unix s, None
     never), ``lag_seconds`` (since it finished), ``running``, ``errors`` (None before any sweep);
     ``errors``: saver calls of this process that raised, by ``operation:ErrorType``; ``growth``:
-    ``seconds`` (the window), ``checkpoints``, ``checkpoint_bytes``, ``writes``, ``write_bytes``."""
+    ``seconds`` (the window), ``checkpoints``, ``checkpoint_bytes``, ``writes``, ``write_bytes``;
+    ``threads``: ``checked`` (the most recently updated, at most ``RECENT_THREADS``), ``damaged``
+    (how many of them cannot be read) and ``first`` (None, or the first damaged one's
+    ``thread_id``, ``error``, ``message`` and ``command``)."""
 
     backend: str
     checked_at: float
@@ -68,6 +78,7 @@ class Health:
     sweeper: dict[str, Any] | None = None
     errors: dict[str, int] = field(default_factory=dict)
     growth: dict[str, float] = field(default_factory=dict)
+    threads: dict[str, Any] = field(default_factory=dict)
 
     @property
     def status(self) -> str:
@@ -93,6 +104,7 @@ class Health:
             "sweeper": self.sweeper,
             "errors": self.errors,
             "growth": self.growth,
+            "threads": self.threads,
         }
 
 
@@ -183,6 +195,14 @@ def growth_op(d: Any, since: float) -> Op[dict[str, float]]:
             "writes": int(ws), "write_bytes": int(w_bytes or 0)}
 
 
+def recent_threads_op(saver: Any) -> Op[dict[str, Any]]:
+    """``Health.threads``: the status of the ``RECENT_THREADS`` most recently updated threads,
+    read as the listing reads it (``read.threads.threads_op``: a damaged thread is counted, not raised)."""
+    page = yield from threads_op(saver.dialect, limit=RECENT_THREADS, with_status=True, serde=saver.serde, bc=saver.blob_codec, count=False)
+    first = next(({"thread_id": t.thread_id, **t.damage.to_json()} for t in page.damaged), None)
+    return {"checked": len(page.threads), "damaged": len(page.damaged), "first": first}
+
+
 def health_job(
     saver: Any,
     *,
@@ -202,6 +222,10 @@ def health_job(
         yield from _round_trip(saver, h, clock, max_round_trip_ms)
         yield from _sweeper(d, h, clock(), max_sweep_lag)
         h.growth = yield growth_op(d, clock() - GROWTH_SECONDS), False
+        h.threads = yield recent_threads_op(saver), False
+        if first := h.threads["first"]:
+            h.add("degraded", f"{h.threads['damaged']} of the {h.threads['checked']} most recently updated threads cannot be read, "
+                              f"the first {first['thread_id']!r} ({first['error']}: {first['message']}); `{first['command']}` explains it")
     except Exception as exc:  # a step that failed (thrown in there): the database is not usable
         h.add("unhealthy", f"{type(exc).__name__}: {' '.join(str(exc).split())}")
     h.errors = metrics.error_counts()

@@ -28,7 +28,9 @@ Conventions (all functions):
   pass through ``jsonable``).
 
 Errors: ``NotFoundError`` for an unknown thread or checkpoint, ``ConfigError`` for
-a malformed id, ``CorruptRowError`` for a stored row that cannot be decoded.
+a malformed id, ``CorruptRowError`` for a stored row that cannot be decoded — except in the
+listings (``threads``, ``search``, ``inbox``, ``stats``' largest threads), where a thread that
+cannot be read is listed with its ``Damage`` and the others as always.
 
 The read models live one per module, each importing only ``common`` (the shared
 helpers) and, for ``stats``, ``threads``, for ``threads``, ``official`` (the official
@@ -51,6 +53,7 @@ from threadline.read.common import (
     RESUME,
     SPECIAL_WRITE_CHANNELS,
     TASKS,
+    Damage,
     bind_graph,
     checkpoint_row_op,
     head_op,
@@ -76,6 +79,7 @@ from threadline.read.status import STATUSES, ThreadStatus, current_status_op, th
 from threadline.read.tree import CheckpointNode, ThreadHistory, history_op, thread_history
 
 __all__ = [
+    "Damage",
     "ChannelHistory",
     "ChannelVersion",
     "STATUSES",

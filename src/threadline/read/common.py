@@ -1,14 +1,16 @@
 """Shared helpers of the read models: the write-channel constants, value rendering
 (``iso``, ``jsonable``), ``node_of_task_path``, the head/checkpoint-row/channel-loading
 operations every read model builds on (``head_op``, ``checkpoint_row_op``,
-``load_channels_op``), ``parse_duration`` and the graph helpers ``bind_graph`` /
-``load_graph``. It imports no other read model; they all import it.
+``load_channels_op``), the fault isolation of the listings (``Damage``, ``isolated``),
+``parse_duration`` and the graph helpers ``bind_graph`` / ``load_graph``. It imports no other
+read model; they all import it.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
+import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -20,7 +22,7 @@ from threadline.storage import ops
 from threadline.storage import rows as R
 from threadline.storage.dialect import Dialect
 from threadline.storage.ops import Op, Q
-from threadline.errors import ConfigError, NotFoundError
+from threadline.errors import ConfigError, CorruptRowError, NotFoundError
 from threadline.keys import checkpoint_ns_of, thread_id_of
 
 NULL_TASK_ID = "00000000-0000-0000-0000-000000000000"
@@ -151,12 +153,13 @@ def load_channels_op(
     ``channels`` is either one iterable of channel names for every row, or a
     mapping row index → channel names (None: every channel). Returns, per row,
     ``{channel: value}`` for the requested channels that hold a value (empty
-    channels are absent). The blobs are read as ``get_tuple`` reads them
-    (``ops.fetch_blobs``: delta chains, compression) and decoded by
-    ``rows.channel_values``, in one round trip per chunk of blobs.
+    channels are absent, and so is a channel the checkpoint names as possibly without a
+    blob, ``rows.absent_channels``, when it has none). The blobs are read as ``get_tuple``
+    reads them (``ops.fetch_blobs``: delta chains, compression) and decoded by
+    ``rows.channel_values``, the one rule, in one round trip per chunk of blobs.
     """
     bc = bc or codec.PLAIN
-    wanted: list[list[tuple[str, str]]] = []
+    wanted: list[tuple[list[tuple[str, str]], frozenset[str]]] = []
     for i, row in enumerate(rows):
         where = f"checkpoint ({row[0]!r}, {row[1]!r}, {row[2]!r})"
         doc = d.load_object(row[4], where)
@@ -165,10 +168,42 @@ def load_channels_op(
         if channels is not None:
             names = set(channels.get(i, ())) if isinstance(channels, Mapping) else set(channels)
             versions = {ch: v for ch, v in versions.items() if ch in names}
-        wanted.append(R.blob_pairs({"channel_versions": versions}))
-    keys = sorted({(row[0], row[1], ch, v) for row, pairs in zip(rows, wanted) for ch, v in pairs})
+        wanted.append((R.blob_pairs({"channel_versions": versions}), R.absent_channels(doc)))
+    keys = sorted({(row[0], row[1], ch, v) for row, (pairs, _) in zip(rows, wanted) for ch, v in pairs})
     blobs = (yield from ops.fetch_blobs(d, keys, bc=bc)) if keys else {}
-    return [R.channel_values(serde, blobs, row[0], row[1], pairs, row[2]) for row, pairs in zip(rows, wanted)]
+    return [R.channel_values(serde, blobs, row[0], row[1], pairs, row[2], absent) for row, (pairs, absent) in zip(rows, wanted)]
+
+
+# --- fault isolation of the listings ------------------------------------------------------
+
+
+@dataclasses.dataclass
+class Damage:
+    """Why one thread of a listing could not be read: ``error`` (the error's type, e.g.
+    ``CorruptRowError``), its ``message``, and ``command``, the command that names every damaged
+    row of the thread and how each is repaired (``threadline fsck --deep --thread THREAD``)."""
+
+    error: str
+    message: str
+    command: str
+
+    @classmethod
+    def of(cls, thread_id: str, exc: BaseException) -> "Damage":
+        return cls(type(exc).__name__, " ".join(str(exc).split()), f"threadline fsck --deep --thread {shlex.quote(thread_id)}")
+
+    def to_json(self) -> dict[str, str]:
+        return dataclasses.asdict(self)
+
+
+def isolated(thread_id: str, op: Op[Any]) -> Op[tuple[Any, Damage | None]]:
+    """``op`` (a read of one thread of a listing) run as a step of the listing: its result and
+    None, or None and the ``Damage`` when a stored row of the thread cannot be read
+    (CorruptRowError, EncryptionError included), so that one damaged thread never fails the
+    listing. Nothing is read in advance: a sound thread costs what ``op`` costs."""
+    try:
+        return (yield from op), None
+    except CorruptRowError as exc:
+        return None, Damage.of(thread_id, exc)
 
 
 def parse_duration(text: str | float | int) -> float:

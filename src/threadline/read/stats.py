@@ -33,7 +33,8 @@ class Stats:
     bytes. ``top_threads``: the largest threads from the ``threads`` index.
     ``others``: rows of the Store and the Cache in the same database (``store_items``,
     ``cache_entries``) where their tables exist, filled in by the caller
-    (``threadline.store.reader.counts_op``).
+    (``threadline.store.reader.counts_op``). ``damaged``: the ``top_threads`` that cannot be
+    read (``ThreadInfo.damage``), listed as the others are.
     """
 
     tables: dict[str, dict[str, int]]
@@ -56,8 +57,13 @@ class Stats:
     # offloads: ``lifecycle.objects.offload_summary``
     offloaded: dict[str, Any] = field(default_factory=dict)
 
+    @property
+    def damaged(self) -> list[ThreadInfo]:
+        return [t for t in self.top_threads if t.damage is not None]
+
     def to_json(self) -> dict[str, Any]:
         return {
+            "damaged": len(self.damaged),
             "tables": self.tables,
             "threads": self.threads,
             "namespaces": self.namespaces,

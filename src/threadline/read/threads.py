@@ -15,11 +15,12 @@ from typing import Any
 from threadline.storage.dialect import Dialect
 from threadline.storage.dialect.reads import THREAD_ORDERS, ThreadFilter
 from threadline.storage.ops import Op, Q, lease
-from threadline.read.common import checkpoint_row_op, iso, jsonable, load_channels_op
+from threadline.read.common import Damage, checkpoint_row_op, isolated, iso, jsonable, load_channels_op
 from threadline.read.status import STATUS_NAMES, BusyCheck, ThreadStatus, status_name, thread_status_op
 from threadline.storage.jsonfilter import compile_filter, is_operators
 from threadline.storage.schema import table
 from threadline.read.official import Scope, heads_op, matching_op, merge, scope_of, unadopted_threads_op
+from threadline.errors import CorruptRowError
 from threadline.keys import thread_id_of
 
 class _NamedOrUnarchived:
@@ -43,7 +44,12 @@ class ThreadInfo:
     use); ``official_only``: only the official tables hold the thread (its counts, times, size
     and head are those of its official checkpoints). ``cold``: the thread was moved to the object
     store whole (``lifecycle.cold``): counts, times and size are its stub's, it has no head, record
-    or status here; its first read restores it."""
+    or status here; its first read restores it.
+
+    ``damage``: a stored row of the thread (its head, a value the listing decodes, its record)
+    cannot be read (``read.common.Damage``: the error and the command that explains it); the
+    listing goes on with the other threads, and this one has no ``status`` (nor ``metadata``
+    when its record is the damaged row)."""
 
     thread_id: str
     created_at: float
@@ -59,6 +65,7 @@ class ThreadInfo:
     archived: bool = False
     status: ThreadStatus | None = None
     cold: bool = False
+    damage: Damage | None = None
 
     @property
     def adopted(self) -> bool:
@@ -76,12 +83,17 @@ class ThreadInfo:
 
 @dataclass
 class ThreadPage:
-    """A page of threads (most recently updated first), the total matching, and the next offset (None at the end)."""
+    """A page of threads (most recently updated first), the total matching, and the next offset
+    (None at the end); ``damaged``: its threads that could not be read (``ThreadInfo.damage``)."""
 
     threads: list[ThreadInfo]
     total: int
     offset: int
     next_offset: int | None
+
+    @property
+    def damaged(self) -> list[ThreadInfo]:
+        return [t for t in self.threads if t.damage is not None]
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -89,6 +101,7 @@ class ThreadPage:
             "total": self.total,
             "offset": self.offset,
             "next_offset": self.next_offset,
+            "damaged": len(self.damaged),
         }
 
 
@@ -162,6 +175,10 @@ def threads_op(
     Cold threads (``lifecycle.cold``: moved whole to the object store) are listed, marked ``cold``,
     with their stub's counts and times, unless ``thread_metadata``, ``status``, ``values``,
     ``metadata`` or ``archived=True`` is given (their checkpoints and record are in their archive).
+
+    A thread a stored row of which cannot be read (its head, a value decoded, its record) is
+    listed with its ``damage`` instead of failing the page (``read.common.isolated``); where a
+    filter (``status``, ``values``) needs that row, it is listed as not known not to match.
 
     Returns a ``ThreadPage``; each thread carries its head checkpoint's id, step and source.
     Raises ValueError for a bad ``limit``/``offset``/``order_by``/``status``, FilterError for an
@@ -241,7 +258,7 @@ def threads_op(
     if with_status or status is not None:
         for t in threads:
             if not t.official_only and not t.cold:
-                t.status = yield from thread_status_op(d, serde, t.thread_id, t.head_checkpoint_id, bc, busy=bool(busy and busy(t.thread_id)))
+                yield from _status_of(d, serde, bc, t, bool(busy and busy(t.thread_id)))
     nxt = offset + len(threads)
     return ThreadPage(threads, int(total), offset, nxt if nxt < total else None)
 
@@ -260,11 +277,22 @@ def _NEVER(thread_id: str) -> bool:
 
 
 def _info(d: Dialect, r: tuple, partly: Mapping[str, int]) -> ThreadInfo:
-    """A ``threads_page`` row as a ``ThreadInfo``."""
-    meta = d.load_object(r[8], f"record of thread {r[0]!r}") if len(r) > 8 and r[8] is not None else {}
+    """A ``threads_page`` row as a ``ThreadInfo`` (an unreadable record: its ``damage``)."""
+    meta, damage = {}, None
+    if len(r) > 8 and r[8] is not None:
+        try:
+            meta = d.load_object(r[8], f"record of thread {r[0]!r}")
+        except CorruptRowError as exc:
+            damage = Damage.of(r[0], exc)
     archived = bool(r[9]) if len(r) > 9 and r[9] is not None else False
     return ThreadInfo(r[0], float(r[1]), float(r[2]), int(r[3]), int(r[4]), r[5], r[6], r[7], partly.get(r[0], 0),
-                      metadata=meta, archived=archived, cold=bool(r[11]) if len(r) > 11 else False)
+                      metadata=meta, archived=archived, cold=bool(r[11]) if len(r) > 11 else False, damage=damage)
+
+
+def _status_of(d: Dialect, serde: Any, bc: Any, t: ThreadInfo, busy: bool) -> Op[None]:
+    """Fill ``t.status``, or ``t.damage`` when its head cannot be read (``isolated``)."""
+    t.status, damage = yield from isolated(t.thread_id, thread_status_op(d, serde, t.thread_id, t.head_checkpoint_id, bc, busy=busy))
+    t.damage = t.damage or damage
 
 
 def cold_listed_op(d: Dialect) -> Op[bool]:
@@ -306,23 +334,32 @@ def _decoded_page(d: Dialect, serde: Any, bc: Any, selected: ThreadFilter, order
         return ThreadPage([], 0, offset, None)
     kept: list[ThreadInfo] = []
     held: set[str] = set()
+    unread: set[str] = set()  # threads whose head could not be read: not decoded again
     for r in (yield Q(*d.threads_page(selected, order_by, _ALL, 0))):
         t = _info(d, r, partly)
-        if values and not (yield from _values_match(d, serde, bc, t.thread_id, t.head_checkpoint_id, values)):
-            continue
+        if values:
+            match, damage = yield from isolated(t.thread_id, _values_match(d, serde, bc, t.thread_id, t.head_checkpoint_id, values))
+            if damage is not None:
+                t.damage = damage
+                unread.add(t.thread_id)
+            elif not match:
+                continue
         if busy is not None and busy(t.thread_id):
             held.add(t.thread_id)
         if status == "idle" and t.thread_id not in held and len(r) > 10 and r[10] == 0:
             kept.append(t)  # no interrupt or error write at the head: idle without decoding (status filled below if paged)
             continue
-        t.status = yield from thread_status_op(d, serde, t.thread_id, t.head_checkpoint_id, bc, busy=t.thread_id in held)
-        if status is not None and not t.status.matches(status):
+        if t.thread_id not in unread:
+            yield from _status_of(d, serde, bc, t, t.thread_id in held)
+            if t.status is None:
+                unread.add(t.thread_id)
+        if status is not None and t.status is not None and not t.status.matches(status):
             continue
         kept.append(t)
     page = kept[offset : offset + limit]
     for t in page:
-        if t.status is None:
-            t.status = yield from thread_status_op(d, serde, t.thread_id, t.head_checkpoint_id, bc, busy=t.thread_id in held)
+        if t.status is None and t.thread_id not in unread:
+            yield from _status_of(d, serde, bc, t, t.thread_id in held)
     nxt = offset + len(page)
     return ThreadPage(page, len(kept), offset, nxt if nxt < len(kept) else None)
 

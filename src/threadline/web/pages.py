@@ -17,6 +17,7 @@ from threadline.read.tags import thread_pin_op, thread_tags_op
 from threadline import read
 from threadline.errors import NotADatabaseError
 from threadline.read import checkpoint_row_op, head_op, jsonable
+from threadline.read.common import isolated
 from threadline.store.reader import dotted, namespace, open_store_reader, unadopted
 from threadline.storage.ops import lease
 from threadline.web import queries
@@ -68,7 +69,8 @@ def parse_metadata(text: str) -> dict[str, Any]:
 
 
 def _listing(request: Request) -> dict[str, Any]:
-    """The threads page's query, its page of threads and each one's status."""
+    """The threads page's query, its page of threads and each one's status (a thread whose head
+    cannot be read: its ``damage``, shown in its row; the others as always)."""
     saver = saver_of(request)
     q = param(request, "q", "") or ""
     meta = param(request, "meta", "") or ""
@@ -87,14 +89,14 @@ def _listing(request: Request) -> dict[str, Any]:
         held = yield from lease.held(saver.dialect, [t.thread_id for t in page.threads])  # the page's running leases, read once
         for t in page.threads:
             if t.adopted and not t.cold:  # a cold thread has no head here: marked cold instead
-                statuses[t.thread_id] = yield from queries.thread_status_op(
-                    saver.dialect, saver.serde, t.thread_id, t.head_checkpoint_id, saver.blob_codec, busy=t.thread_id in held)
+                statuses[t.thread_id], t.damage = yield from isolated(t.thread_id, queries.thread_status_op(
+                    saver.dialect, saver.serde, t.thread_id, t.head_checkpoint_id, saver.blob_codec, busy=t.thread_id in held))
         return page, statuses
 
     page, statuses = saver.run(op())
     for t in page.threads:  # a thread not adopted yet: its status as adopted (a view, nothing written)
         if not t.adopted:
-            statuses[t.thread_id] = _status(request, t.thread_id)
+            statuses[t.thread_id], t.damage = _status(request, t.thread_id)
     query = {"q": q, "meta": meta, "sort": sort, "limit": limit if limit != PAGE_SIZE else None, "archived": "1" if archived else None}
     return {"page": page, "statuses": statuses, "query": query, "orders": list(queries.ORDERS)}
 
@@ -118,11 +120,20 @@ def _thread_info(saver: Any, thread_id: str, view: Any = None) -> read.ThreadInf
     return found[0]
 
 
-def _status(request: Request, thread_id: str) -> queries.Status:
-    """The status of a thread's head, read as adopted when it is not yet (``thread_saver``)."""
+def _status(request: Request, thread_id: str) -> tuple[queries.Status | None, read.Damage | None]:
+    """The status of a thread's head, read as adopted when it is not yet (``thread_saver``), or
+    why it cannot be read (``read.common.isolated``)."""
     with thread_saver(request, thread_id) as saver:
-        head = saver.run(head_op(saver.dialect, thread_id))
-        return saver.run(queries.thread_status_op(saver.dialect, saver.serde, thread_id, head, saver.blob_codec))
+        return _status_of(saver, thread_id)
+
+
+def _status_of(saver: Any, thread_id: str) -> tuple[queries.Status | None, read.Damage | None]:
+    """The status of the thread's head on ``saver``, or None and why it cannot be read."""
+    def op():
+        head = yield from head_op(saver.dialect, thread_id)
+        return (yield from isolated(thread_id, queries.thread_status_op(saver.dialect, saver.serde, thread_id, head, saver.blob_codec)))
+
+    return saver.run(op())
 
 
 def no_thread(thread_id: str) -> HTTPException:
@@ -135,7 +146,8 @@ def thread_page(request: Request) -> Response:
     with thread_saver(request, tid) as saver:
         info = _thread_info(saver_of(request), tid, saver)
         namespaces = saver.run(queries.namespaces_op(saver.dialect, tid))
-        status = saver.run(queries.thread_status_op(saver.dialect, saver.serde, tid, _head(saver, tid), saver.blob_codec))
+        status, damage = _status_of(saver, tid)
+        info.damage = info.damage or damage
         marks = _marks(saver, tid)
     return render(request, "thread.html", {"info": info, "ns": ns, "namespaces": namespaces, "status": status, **marks})
 
@@ -161,7 +173,8 @@ def thread_header(request: Request) -> Response:
     tid = param(request, "thread_id", required=True)
     with thread_saver(request, tid) as saver:
         info = _thread_info(saver_of(request), tid, saver)
-        status = saver.run(queries.thread_status_op(saver.dialect, saver.serde, tid, _head(saver, tid), saver.blob_codec))
+        status, damage = _status_of(saver, tid)
+        info.damage = info.damage or damage
         marks = _marks(saver, tid)
     return render(request, "_thread_header.html", {"info": info, "status": status, **marks})
 

@@ -7,6 +7,7 @@ import time
 from typing import Any
 
 from rich import box
+from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
@@ -98,3 +99,13 @@ def page_footer(shown: int, offset: int, total: int, noun: str) -> str | None:
     if end >= total:
         return None
     return f"[dim]{noun} {offset + 1 if shown else 0}–{end} of {total}; more: --offset {end}[/dim]"
+
+
+DAMAGED = "[red]damaged[/red]"
+
+
+def damage_notes(rows: Any) -> list[str]:
+    """One line per thread of ``rows`` (``ThreadInfo`` or ``InboxItem``) with a ``damage``: the
+    thread, the error and the command that explains it (rich markup, escaped)."""
+    damaged = {r.thread_id: r.damage for r in rows if r.damage is not None}
+    return [f"{DAMAGED} {escape(tid)}: {escape(d.error)}: {escape(d.message)} — run `{escape(d.command)}`" for tid, d in damaged.items()]

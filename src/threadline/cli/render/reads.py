@@ -15,7 +15,7 @@ from rich.padding import Padding
 from rich.text import Text
 from rich.tree import Tree
 
-from threadline.cli.render.format import VALUE_WIDTH, ago, page_footer, short, size, table, value_text, when
+from threadline.cli.render.format import DAMAGED, VALUE_WIDTH, ago, damage_notes, page_footer, short, size, table, value_text, when
 from threadline.cli.render.messages import is_message, is_message_list, message_line
 from threadline.cli.shared import out
 from threadline.read import is_internal_channel, jsonable
@@ -27,7 +27,7 @@ def threads(page: Any, **_: Any) -> None:
     t = table(f"threads {first}–{page.offset + len(page.threads)} of {page.total}",
               "thread_id", "updated", ">checkpoints", ">size", "head", "…status", "…metadata")
     for th in page.threads:
-        status = th.status.kind if th.status is not None else "[cyan]cold[/cyan]" if th.cold else ""
+        status = th.status.kind if th.status is not None else "[cyan]cold[/cyan]" if th.cold else DAMAGED if th.damage else ""
         meta = escape(json.dumps(th.metadata, ensure_ascii=False, default=str)[:60]) if th.metadata else ""
         t.add_row(escape(th.thread_id) + _official(th) + (" [dim](archived)[/dim]" if th.archived else ""),
                   ago(th.updated_at), str(th.checkpoint_count), size(th.bytes), short(th.head_checkpoint_id), status, meta)
@@ -39,6 +39,8 @@ def threads(page: Any, **_: Any) -> None:
     if any(th.cold for th in page.threads):
         out.print("[cyan]cold[/cyan]: moved whole to the object store (counts as they were then); read from its archive, nothing "
                   "restored; a program's first use restores it, or `threadline tier --restore THREAD`.", soft_wrap=True)
+    for line in damage_notes(page.threads):
+        out.print(line, soft_wrap=True)
     if page.next_offset is not None:
         out.print(f"[dim]more: --offset {page.next_offset}[/dim]")
 
@@ -327,5 +329,7 @@ def stats(s: Any, **_: Any) -> None:
     if s.top_threads:
         tt = table(f"top {len(s.top_threads)} threads by size", "thread_id", ">checkpoints", ">size", "updated")
         for th in s.top_threads:
-            tt.add_row(escape(th.thread_id), str(th.checkpoint_count), size(th.bytes), ago(th.updated_at))
+            tt.add_row(escape(th.thread_id) + (f" {DAMAGED}" if th.damage else ""), str(th.checkpoint_count), size(th.bytes), ago(th.updated_at))
         out.print(tt)
+    for line in damage_notes(s.top_threads):
+        out.print(line, soft_wrap=True)

@@ -8,7 +8,7 @@ from typing import Any
 
 from rich.markup import escape
 
-from threadline.cli.render.format import table
+from threadline.cli.render.format import DAMAGED, damage_notes, table
 from threadline.cli.render.messages import message_line
 from threadline.cli.shared import out
 
@@ -28,9 +28,12 @@ def inbox(items: list[Any], **_: Any) -> None:
         return
     t = table(f"inbox: {len(items)} interrupt(s) waiting, oldest first", "thread", "node", "waited", "~payload", "~metadata", "interrupt id")
     for i in items:
-        t.add_row(escape(i.thread_id), escape(i.node or "?"), _waited(i.waited), escape(json.dumps(i.value, default=str, ensure_ascii=False)),
+        payload = DAMAGED if i.damage is not None and i.interrupt_id is None else escape(json.dumps(i.value, default=str, ensure_ascii=False))
+        t.add_row(escape(i.thread_id), escape(i.node or "?"), _waited(i.waited), payload,
                   escape(json.dumps(i.metadata, default=str, ensure_ascii=False)) if i.metadata else "", escape(i.interrupt_id or ""))
     out.print(t)
+    for line in damage_notes(items):
+        out.print(line, soft_wrap=True)
     out.print("answer one: threadline resume THREAD --value JSON --graph MODULE:FACTORY")
 
 

@@ -8,6 +8,9 @@ into the handler, whose rows go back into the operation. Scripts run by their SH
 
 Errors become threadline's one-line ``BackendError`` (``backends.redisconn.door_error``): a
 connection failure, an out-of-memory reply, a key of the wrong type under the saver's prefix.
+A damaged value a statement finds (CorruptRowError) is raised in the operation at the step that
+asked for it, as an operation's own decoding raises it on SQL: an operation reading many threads
+can then list the one damaged (``read.common.isolated``) and go on.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from typing import Any, TypeVar
 from redis import exceptions as rx
 
 from threadline.backends.redisconn import door_error
-from threadline.errors import UnsafeOperationError
+from threadline.errors import CorruptRowError, UnsafeOperationError
 from threadline.storage.ops import Op, Q
 from threadline.storage.redis.base import Call
 from threadline.storage.redis.dialect import RedisDialect
@@ -107,7 +110,12 @@ def drive(op: Op[T], client: Any, d: RedisDialect, read_only: bool = False) -> T
     try:
         q = next(op)
         while True:
-            q = op.send(execute(q))
+            try:
+                rows = execute(q)
+            except CorruptRowError as exc:
+                q = op.throw(exc)
+            else:
+                q = op.send(rows)
     except StopIteration as stop:
         return stop.value
     except (rx.RedisError, rx.RedisClusterException) as exc:
@@ -136,7 +144,12 @@ async def adrive(op: Op[T], client: Any, d: RedisDialect) -> T:
     try:
         q = next(op)
         while True:
-            q = op.send(await execute(q))
+            try:
+                rows = await execute(q)
+            except CorruptRowError as exc:
+                q = op.throw(exc)
+            else:
+                q = op.send(rows)
     except StopIteration as stop:
         return stop.value
     except (rx.RedisError, rx.RedisClusterException) as exc:

@@ -133,8 +133,8 @@ while n <= #todo do
     if v then
       out[#out + 1] = f
       out[#out + 1] = v
-      local i = string.find(v, '\0', 1, true); local j = string.find(v, '\0', i + 1, true)
-      local base = string.sub(v, i + 1, j - 1)
+      local i = string.find(v, '\0', 1, true); local j = i and string.find(v, '\0', i + 1, true)
+      local base = j and string.sub(v, i + 1, j - 1) or ''  -- a damaged value: returned, for the reader to name
       if base ~= '' then
         local k = string.find(f, '\0', 1, true); local l = string.find(f, '\0', k + 1, true)
         todo[#todo + 1] = string.sub(f, 1, l) .. base
