@@ -5,7 +5,7 @@
 * v2: channel ``draft`` renamed ``text``; node ``review`` removed, its work done by ``approve``.
 * v3: the note type changed: ``{"author", "body"}`` (``Note``), validated by the state schema.
 
-``MIGRATIONS`` takes a v1 or v2 thread to v3; ``BROKEN`` has a step that raises.
+``MIGRATIONS`` takes a v1 or v2 thread to v3, ``MIGRATIONS_V2`` a v1 thread to v2; ``BROKEN`` has a step that raises.
 """
 
 from __future__ import annotations
@@ -83,6 +83,11 @@ def v3() -> StateGraph:
     return _app(StateV3, "text", "approve", ("author", "body"))
 
 
+def graph_v2() -> Any:
+    """The v2 graph compiled without a checkpointer."""
+    return v2().compile()
+
+
 def graph_v3() -> Any:
     """The v3 graph compiled without a checkpointer: what ``--graph`` names."""
     return v3().compile()
@@ -97,6 +102,14 @@ MIGRATIONS = (
     .rename_channel("draft", "text", name="v2-draft-is-text")
     .rename_node("review", "approve", name="v2-review-is-approve")
     .transform("notes", notes_v3, writes=notes_v3, name="v3-notes")
+)
+
+
+# v1 → v2 only: what a deploy of v2 ships
+MIGRATIONS_V2 = (
+    Migrations()
+    .rename_channel("draft", "text", name="v2-draft-is-text")
+    .rename_node("review", "approve", name="v2-review-is-approve")
 )
 
 

@@ -4,8 +4,9 @@ checkpoint (``Draft``): ``RenameChannel``, ``DropChannel``, ``RenameNode``, ``Tr
 A step changes the checkpoint's ``channel_values``, ``channel_versions``, ``versions_seen``
 (and ``updated_channels``) and its pending writes together, so LangGraph schedules the same
 tasks after the step as before it. A channel whose stored value no longer matches its
-(channel, version) key — renamed, or transformed under a new version — is listed in
-``Draft.unstored``: the saver writes it with the thread's next checkpoint (``evolve.lens``).
+(channel, version) key — renamed (with a value or empty), or transformed under a new version —
+is listed in ``Draft.unstored``: it is written with the next checkpoint put on the migrated one
+(``evolve.lens``, ``evolve.batch``), so every version a checkpoint names is stored.
 """
 
 from __future__ import annotations
@@ -55,9 +56,10 @@ class Draft:
         if old in values:
             values[new] = values.pop(old)
         if old in versions:
+            # stored under the new name even when empty (a consumed ``branch:to:`` channel): a
+            # checkpoint names no (channel, version) the store does not hold
             versions[new] = versions.pop(old)
-            if new in values:
-                self.unstored[new] = versions[new]
+            self.unstored[new] = versions[new]
         self.unstored.pop(old, None)
         for seen in ck["versions_seen"].values():
             if old in seen:
