@@ -93,6 +93,22 @@ def test_migrated_threads_are_readable_and_stay_interrupted(backend: Any) -> Non
         assert [thread_status(saver, t).kind for t in topics] == ["done", "done", "done"]
 
 
+def test_an_interrupted_send_task_moves_with_its_node(backend: Any) -> None:
+    """A pending ``Send`` to a renamed node: the migrated checkpoint stores the re-addressed
+    ``Send`` (under a new version: the old one keeps its value) and the interrupt moves to it."""
+    with backend.open() as saver:
+        A.fan_out("worker").compile(checkpointer=saver).invoke({"items": ["a"]}, cfg("fan-1"))
+    done = json.loads(run("migrate", "--graph", "evolve_app:fan_v2", "--migrations", "evolve_app:FAN_MIGRATIONS", "--apply", "--json",
+                          "--db", backend.url).stdout)
+    assert done["migrated"] == 1 and done["ok"], done
+    with backend.open() as saver:
+        g2 = A.fan_out("helper").compile(checkpointer=saver)
+        state = g2.get_state(cfg("fan-1"))
+        assert state.next == ("helper",) and [i.value for i in state.interrupts] == ["ok?"]
+        assert thread_status(saver, "fan-1").kind == "interrupted"
+        assert g2.invoke(Command(resume="yes"), cfg("fan-1")) == {"items": ["a"], "done": ["a:yes"]}
+
+
 def heads(saver: Any, thread_ids: list[str]) -> dict[str, tuple[str, int]]:
     """thread_id → (head checkpoint_id, checkpoints in the thread)."""
     return {t: (saver.get_tuple(cfg(t)).config["configurable"]["checkpoint_id"], len(list(saver.list(cfg(t))))) for t in thread_ids}

@@ -14,10 +14,12 @@ step that raises stops the run with a MigrationError naming the thread, checkpoi
 before any thread is written (a dry run ends here, with the plan). The second, with
 ``apply``, migrates one thread per transaction — read the head, skip it when it has moved or
 had every step (a rerun resumes where an interrupted one stopped), put the migrated
-checkpoint and its pending writes — and then reads it back to verify it."""
+checkpoint and its pending writes, and read it back to verify it (a difference raises
+VerificationError and, on SQLite and Postgres, rolls the thread back)."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import time
 from collections.abc import Callable
@@ -132,16 +134,13 @@ def _thread_op(saver: Any, graph: Any, migrations: Migrations, thread_id: str, e
     stored = yield from ops.put(d, saver.serde, config, ck, metadata, new_versions, saver.blob_codec)
     for task_id, task_path, task_writes in writes:
         yield from ops.put_writes(d, saver.serde, stored, task_writes, task_id, task_path, saver.blob_codec)
-    return stored["configurable"]["checkpoint_id"], shown, writes
-
-
-def _verify(saver: Any, thread_id: str, checkpoint_id: str, shown: Any, writes: list, migrations: Migrations) -> None:
-    key = key_of({"configurable": {"thread_id": thread_id, "checkpoint_ns": "", "checkpoint_id": checkpoint_id}})
-    back = saver.run(ops.get_tuple(saver.dialect, saver.serde, key, saver.blob_codec))
+    # read back in the same transaction: a difference rolls the thread back (SQL)
+    back = yield from ops.get_tuple(d, saver.serde, key_of(stored), dataclasses.replace(saver.blob_codec, cache=None))
     carried = sorted((t, c) for t, _, ws in writes for c, _ in ws)
     if (back is None or migrations.pending(back.metadata) or back.checkpoint["channel_values"] != shown.checkpoint["channel_values"]
             or sorted((t, c) for t, c, _ in back.pending_writes or ()) != carried):
-        raise VerificationError(f"thread {thread_id!r}: migrated checkpoint {checkpoint_id!r} read back differs from what was written")
+        raise VerificationError(f"thread {thread_id!r}: migrated checkpoint {ck['id']!r} read back differs from what was written")
+    return stored["configurable"]["checkpoint_id"], shown, writes
 
 
 def migrate(saver: Any, graph: Any, migrations: Any, *, apply: bool = False, thread_ids: list[str] | None = None,
@@ -155,7 +154,7 @@ def migrate(saver: Any, graph: Any, migrations: Any, *, apply: bool = False, thr
 
     Raises ConfigError for a spec that does not import or the wrong kind of object,
     MigrationError (before anything is written) for a step that raises, VerificationError when
-    a written thread reads back differently. ``progress(done, total, what)`` is called per thread."""
+    a written thread reads back differently (the threads before it stay migrated). ``progress(done, total, what)`` is called per thread."""
     start = time.perf_counter()
     registry = load_migrations(migrations)
     graph = compiled(load_graph(graph) if isinstance(graph, str) else graph)
@@ -194,7 +193,6 @@ def migrate(saver: Any, graph: Any, migrations: Any, *, apply: bool = False, thr
             if done is None:
                 result.moved += 1
             elif done:
-                _verify(saver, thread_id, done[0], done[1], done[2], registry)
                 result.migrated += 1
             if progress is not None:
                 progress(i + 1, len(plan), thread_id)
