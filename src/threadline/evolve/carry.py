@@ -20,6 +20,7 @@ from typing import Any
 
 from xxhash import xxh3_128_hexdigest
 
+from threadline.errors import ConfigError
 from threadline.evolve.steps import RenameNode, Step
 from threadline.read.common import INTERRUPT, NULL_TASK_ID, RESUME, node_of_task_path
 
@@ -58,13 +59,18 @@ def renamer(steps: Iterable[Step]) -> tuple[Any, Any]:
 
 def next_tasks(graph: Any, serde: Any, checkpoint: dict, metadata: dict) -> dict[str, tuple[str, str]]:
     """task_path → (task_id, node) of the tasks ``graph`` runs next from ``checkpoint`` (LangGraph's
-    ``get_state`` over an in-memory saver holding only that checkpoint)."""
+    ``get_state`` over an in-memory saver holding only that checkpoint).
+
+    Raises ConfigError when the graph cannot read the checkpoint (it does not fit this thread)."""
     from langgraph.checkpoint.memory import InMemorySaver
 
     memory = InMemorySaver(serde=serde)
-    config = memory.put({"configurable": {"thread_id": "migrate", "checkpoint_ns": ""}}, checkpoint, metadata,
-                        checkpoint.get("channel_versions") or {})
-    snapshot = graph.copy(update={"checkpointer": memory}).get_state(config)
+    try:
+        config = memory.put({"configurable": {"thread_id": "migrate", "checkpoint_ns": ""}}, checkpoint, metadata,
+                            checkpoint.get("channel_versions") or {})
+        snapshot = graph.copy(update={"checkpointer": memory}).get_state(config)
+    except Exception as exc:
+        raise ConfigError(f"the graph cannot read the migrated checkpoint's next tasks ({type(exc).__name__}: {exc})") from exc
     return {path_text(t.path): (t.id, t.name) for t in snapshot.tasks}
 
 
