@@ -93,6 +93,20 @@ def test_migrated_threads_are_readable_and_stay_interrupted(backend: Any) -> Non
         assert [thread_status(saver, t).kind for t in topics] == ["done", "done", "done"]
 
 
+def test_a_channel_rename_keeps_the_thread_interrupted(backend: Any) -> None:
+    """Without any node renamed: the interrupt pending before the migration still is after it."""
+    with backend.open() as saver:
+        store_v1(saver, {"ev-2": "gamma", "ev-0": "alpha"})
+        graph = A._app(A.StateV2, "text", "review", ("role", "content"))  # v1 with the channel renamed
+        done = evolve.migrate(saver, graph.compile(), evolve.Migrations().rename_channel("draft", "text"), apply=True)
+        assert done.migrated == 2 and done.ok, done
+    inbox = json.loads(run("inbox", "--json", "--db", backend.url).stdout)
+    assert [(i["thread_id"], i["node"]) for i in inbox] == [("ev-0", "review")]
+    with backend.open() as saver:
+        assert thread_status(saver, "ev-0").kind == "interrupted"
+        assert graph.compile(checkpointer=saver).invoke(Command(resume="ok"), cfg("ev-0"))["result"].endswith("reviewer:ok")
+
+
 def test_an_interrupted_send_task_moves_with_its_node(backend: Any) -> None:
     """A pending ``Send`` to a renamed node: the migrated checkpoint stores the re-addressed
     ``Send`` (under a new version: the old one keeps its value) and the interrupt moves to it."""
