@@ -5,7 +5,8 @@
 * v2: channel ``draft`` renamed ``text``; node ``review`` removed, its work done by ``approve``.
 * v3: the note type changed: ``{"author", "body"}`` (``Note``), validated by the state schema.
 
-``MIGRATIONS`` takes a v1 or v2 thread to v3; ``BROKEN`` has a step that raises.
+``MIGRATIONS`` takes a v1 or v2 thread to v3, ``MIGRATIONS_V2`` a v1 thread to v2; ``BROKEN`` has a step that raises.
+``fan_out(worker)``: a graph whose ``Send`` tasks interrupt; ``FAN_MIGRATIONS`` renames ``worker`` ``helper``.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import operator
 from typing import Annotated, Any
 
 from langgraph.graph import END, START, StateGraph
-from langgraph.types import interrupt
+from langgraph.types import Send, interrupt
 from typing_extensions import TypedDict
 
 from threadline.evolve import Migrations
@@ -83,6 +84,11 @@ def v3() -> StateGraph:
     return _app(StateV3, "text", "approve", ("author", "body"))
 
 
+def graph_v2() -> Any:
+    """The v2 graph compiled without a checkpointer."""
+    return v2().compile()
+
+
 def graph_v3() -> Any:
     """The v3 graph compiled without a checkpointer: what ``--graph`` names."""
     return v3().compile()
@@ -98,6 +104,41 @@ MIGRATIONS = (
     .rename_node("review", "approve", name="v2-review-is-approve")
     .transform("notes", notes_v3, writes=notes_v3, name="v3-notes")
 )
+
+
+# v1 → v2 only: what a deploy of v2 ships
+MIGRATIONS_V2 = (
+    Migrations()
+    .rename_channel("draft", "text", name="v2-draft-is-text")
+    .rename_node("review", "approve", name="v2-review-is-approve")
+)
+
+
+class FanState(TypedDict, total=False):
+    items: list[str]
+    done: Annotated[list[str], operator.add]
+
+
+def fan_out(worker: str) -> StateGraph:
+    """``fan`` sends each item to ``worker`` (a ``Send`` task), which asks for a verdict."""
+
+    def work(s: dict) -> dict:
+        return {"done": [f"{s['items'][0]}:{interrupt('ok?')}"]}
+
+    g = StateGraph(FanState)
+    g.add_node("fan", lambda s: {})
+    g.add_node(worker, work)
+    g.add_edge(START, "fan")
+    g.add_conditional_edges("fan", lambda s: [Send(worker, {"items": [i]}) for i in s["items"]], [worker])
+    g.add_edge(worker, END)
+    return g
+
+
+def fan_v2() -> Any:
+    return fan_out("helper").compile()
+
+
+FAN_MIGRATIONS = Migrations().rename_node("worker", "helper", name="v2-worker-is-helper")
 
 
 def _broken(notes: list[dict]) -> list[dict]:

@@ -15,6 +15,7 @@ from typing import Any
 
 from threadline.codec.probe import Probe, loads
 from threadline.evolve.shape import KINDS, Shape
+from threadline.errors import ConfigError, CorruptRowError
 from threadline.evolve.registry import Migrations
 from threadline.read.common import load_graph
 from threadline.storage import ops
@@ -46,17 +47,19 @@ class Problem:
 @dataclass
 class Report:
     """What ``check`` found: ``threads`` and ``checkpoints`` examined, ``problems`` (sorted by
-    kind, then subject), ``seconds`` taken; ``ok`` when there is no problem."""
+    kind, then subject), ``unreadable`` (thread_id, why) of the threads that could not be read,
+    ``seconds`` taken; ``ok`` when there is no problem and every thread was read."""
 
     threads: int = 0
     checkpoints: int = 0
     all_checkpoints: bool = False
     problems: list[Problem] = field(default_factory=list)
+    unreadable: list[tuple[str, str]] = field(default_factory=list)
     seconds: float = 0.0
 
     @property
     def ok(self) -> bool:
-        return not self.problems
+        return not self.problems and not self.unreadable
 
     @property
     def affected(self) -> list[str]:
@@ -65,7 +68,8 @@ class Report:
 
     def to_json(self) -> dict[str, Any]:
         return {"ok": self.ok, "threads": self.threads, "checkpoints": self.checkpoints, "all_checkpoints": self.all_checkpoints,
-                "seconds": round(self.seconds, 3), "problems": [p.to_json() for p in self.problems]}
+                "seconds": round(self.seconds, 3), "problems": [p.to_json() for p in self.problems],
+                "unreadable": [{"thread_id": t, "error": why} for t, why in self.unreadable]}
 
 
 class _Tally:
@@ -87,38 +91,72 @@ class _Tally:
         return sorted(self.by.values(), key=lambda p: (KINDS.index(p.kind), p.subject))
 
 
-def _heads_op(d: Any, serde: Any, thread_ids: list[str], bc: Any) -> Op[list[Any]]:
+UNREADABLE = (CorruptRowError, ConfigError)  # a thread's own trouble (damage, a key or object store missing)
+
+
+def _heads_op(d: Any, serde: Any, thread_ids: list[str], bc: Any) -> Op[list[tuple[str, Callable[[], Any]]]]:
     rows = yield Q(*d.heads("", thread_ids))
-    return (yield from ops.load_tuples(d, serde, rows, bc, lazy=True))
+    makes = yield from ops.load_tuples(d, serde, rows, bc, lazy=True)
+    return [(row[0], make) for row, make in zip(rows, makes)]
 
 
 def _thread_ids_op(d: Any) -> Op[list[str]]:
     return [r[0] for r in (yield Q(d.ALL_THREAD_IDS))]
 
 
-def pages(saver: Any, serde: Any, all_checkpoints: bool) -> Iterator[tuple[list[Callable[[], Any]], int]]:
-    """Pages of functions building tuples (decoded with ``serde`` when called), each with the
-    number of threads in all (0 with ``all_checkpoints``: not counted ahead): every thread's
-    head in the root namespace, a ``PAGE`` of threads a statement, or with ``all_checkpoints``
-    every checkpoint of every thread and namespace (``list``'s keyset pages)."""
+def _failing(exc: Exception) -> Callable[[], Any]:
+    def make() -> Any:
+        raise exc
+
+    return make
+
+
+def _checkpoints(saver: Any, serde: Any, bc: Any, thread_id: str) -> list[tuple[str, Callable[[], Any]]]:
+    """Every checkpoint of one thread, every namespace (``list``'s keyset pages)."""
+    d = saver.dialect
+    where, after, out = ops.list_where(d, {"configurable": {"thread_id": thread_id}}, None, None), None, []
+    while True:
+        page, after = saver.run(ops.list_page(d, serde, where, after, ops.PAGE_SIZE, bc, lazy=True))
+        out += [(thread_id, make) for make in page]
+        if after is None:
+            return out
+
+
+def pages(saver: Any, serde: Any, all_checkpoints: bool, thread_ids: list[str] | None = None
+          ) -> Iterator[tuple[list[tuple[str, Callable[[], Any]]], int]]:
+    """Pages of (thread_id, function building a tuple decoded with ``serde``), each with the
+    number of threads in all: every thread's head in the root namespace, a ``PAGE`` of threads a
+    statement, or with ``all_checkpoints`` every checkpoint of every namespace, a thread at a
+    time; only ``thread_ids`` when given. A thread that cannot be read (``UNREADABLE``: a
+    damaged row, a value offloaded to an object store the saver has none of, a key it lacks)
+    gives one function raising that error; the other threads are read."""
     d = saver.dialect
     bc = dataclasses.replace(saver.blob_codec, cache=None)  # nothing decoded under another policy, nothing kept
+    ids = sorted(set(thread_ids)) if thread_ids is not None else saver.run(_thread_ids_op(d))
+
+    def alone(thread_id: str, read: Callable[[], list]) -> list[tuple[str, Callable[[], Any]]]:
+        try:
+            return read()
+        except UNREADABLE as exc:
+            return [(thread_id, _failing(exc))]
+
     if all_checkpoints:
-        where, after = ops.list_where(d, None, None, None), None
-        while True:
-            page, after = saver.run(ops.list_page(d, serde, where, after, ops.PAGE_SIZE, bc, lazy=True))
-            yield page, 0
-            if after is None:
-                return
-    ids = saver.run(_thread_ids_op(d))
+        for tid in ids:
+            yield alone(tid, lambda: _checkpoints(saver, serde, bc, tid)), len(ids)
+        return
     size = max(1, min(PAGE, d.max_params - 2))
     for i in range(0, len(ids), size):
-        yield saver.run(_heads_op(d, serde, ids[i:i + size], bc)), len(ids)
+        part = ids[i:i + size]
+        try:
+            page = saver.run(_heads_op(d, serde, part, bc))
+        except UNREADABLE:  # one thread's rows: read each on its own
+            page = [item for tid in part for item in alone(tid, lambda: saver.run(_heads_op(d, serde, [tid], bc)))]
+        yield page, len(ids)
 
 
 def check(saver: Any, graph: Any, *, all_checkpoints: bool = False, migrations: Migrations | None = None,
-          progress: Callable[[int, int, str], None] | None = None) -> Report:
-    """Compare stored threads with ``graph`` (a compiled graph, or ``"module:attr"``).
+          thread_ids: list[str] | None = None, progress: Callable[[int, int, str], None] | None = None) -> Report:
+    """Compare stored threads (all, or ``thread_ids``) with ``graph`` (a compiled graph, or ``"module:attr"``).
 
     Each thread's head in the root namespace is checked (``all_checkpoints``: every checkpoint,
     every namespace) for: stored values of channels the graph lacks, values that no longer
@@ -126,8 +164,9 @@ def check(saver: Any, graph: Any, *, all_checkpoints: bool = False, migrations: 
     the graph lacks, interrupts pending in such nodes, and stored types the saver's serializer
     would not construct. With ``migrations``, each checkpoint is checked as that registry
     would present it (what stays wrong after migrating; its functions then get values as
-    inspection decodes them: application classes as their fields). ``progress(done, total,
-    what)`` is called after each page (``total``: threads; with ``all_checkpoints``, ``done``).
+    inspection decodes them: application classes as their fields). A thread that cannot be
+    read is listed in ``unreadable`` with why, and the others are checked. ``progress(done,
+    total, what)`` is called after each page (threads done of ``total``).
 
     Returns a ``Report``. Raises ConfigError for a graph that is not a compiled graph (or a
     spec that does not import); a migration step that raises surfaces as its MigrationError."""
@@ -136,10 +175,15 @@ def check(saver: Any, graph: Any, *, all_checkpoints: bool = False, migrations: 
     probe, tally, report = Probe(), _Tally(), Report(all_checkpoints=all_checkpoints)
     verdicts: dict[tuple[str, str], bool] = {}
     threads: set[str] = set()
-    for page, total in pages(saver, probe, all_checkpoints):
-        for make in page:
+    for page, total in pages(saver, probe, all_checkpoints, thread_ids):
+        for thread_id, make in page:
+            threads.add(thread_id)
             probe.seen.clear()
-            found = make()
+            try:
+                found = make()
+            except UNREADABLE as exc:
+                report.unreadable.append((thread_id, str(exc)))
+                continue
             if migrations is not None:
                 found = migrations.present(found)
             conf = found.config["configurable"]
@@ -150,10 +194,9 @@ def check(saver: Any, graph: Any, *, all_checkpoints: bool = False, migrations: 
                 if not verdicts[key]:
                     bad.append(".".join(key))
             tally.add(conf["thread_id"], conf["checkpoint_id"], shape.problems(found.checkpoint, found.pending_writes or (), bad))
-            threads.add(conf["thread_id"])
             report.checkpoints += 1
         if progress is not None:
-            progress(report.checkpoints, total or report.checkpoints, "checking")
+            progress(len(threads), total, "checking")
     report.threads = len(threads)
     report.problems = tally.sorted()
     report.seconds = time.perf_counter() - start

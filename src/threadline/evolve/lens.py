@@ -57,8 +57,9 @@ class Lens:
     def _args(self, config: Any, checkpoint: Any, metadata: Any, new_versions: Any, unstored: dict | None) -> tuple[Any, Any]:
         key = key_of(config)
         self._remember((key.thread_id, key.checkpoint_ns, checkpoint["id"]), {})
-        values, versions = checkpoint.get("channel_values") or {}, checkpoint.get("channel_versions") or {}
-        add = {ch: v for ch, v in (unstored or {}).items() if ch not in new_versions and ch in values and versions.get(ch) == v}
+        versions = checkpoint.get("channel_versions") or {}
+        # an empty channel too: ``put`` stores it as empty, so the version the checkpoint names exists
+        add = {ch: v for ch, v in (unstored or {}).items() if ch not in new_versions and versions.get(ch) == v}
         return self.registry.stamp(metadata), {**new_versions, **add} if add else new_versions
 
     def before_put(self, config: Any, checkpoint: Any, metadata: Any, new_versions: Any) -> tuple[Any, Any]:

@@ -46,17 +46,22 @@ class Shape:
 
     @classmethod
     def of(cls, graph: Any) -> Shape:
-        """Raises ConfigError when ``graph`` is not a LangGraph graph (a ``StateGraph`` is compiled)."""
-        if hasattr(graph, "compile") and not hasattr(graph, "get_state"):
-            graph = graph.compile()
-        if not hasattr(graph, "get_state") or not isinstance(getattr(graph, "channels", None), dict) or not hasattr(graph, "nodes"):
-            raise ConfigError(f"expected a compiled LangGraph graph (Pregel), got {type(graph).__name__}")
+        """Raises ConfigError when ``graph`` is not a LangGraph graph (``compiled``)."""
+        graph = compiled(graph)
         hints: dict[str, Any] = {}
         builder = getattr(graph, "builder", None)
         for schema in (getattr(builder, "schemas", None) or {}):
             for name, hint in _hints(schema).items():
                 hints.setdefault(name, hint)
         return cls(frozenset(graph.nodes), frozenset(graph.channels), hints)
+
+    def foreign(self, checkpoint: dict[str, Any]) -> bool:
+        """Whether a stored checkpoint is another graph's: it names state channels or nodes
+        (``versions_seen``) and none of them is this graph's."""
+        channels = {ch for ch in (*(checkpoint.get("channel_values") or {}), *(checkpoint.get("channel_versions") or {}))
+                    if not ch.startswith(("__", "branch:to:", "join:"))}
+        nodes = {n for n in checkpoint.get("versions_seen") or {} if not n.startswith("__")}
+        return bool(channels or nodes) and not (channels & self.channels or nodes & self.nodes)
 
     def invalid(self, channel: str, value: Any) -> str | None:
         """Why ``value`` does not validate against ``channel``'s annotation (None: it does, or
@@ -118,14 +123,25 @@ class Shape:
         return out
 
 
+def compiled(graph: Any) -> Any:
+    """``graph`` compiled (a ``StateGraph`` is compiled without a checkpointer).
+
+    Raises ConfigError when it is not a LangGraph graph."""
+    if hasattr(graph, "compile") and not hasattr(graph, "get_state"):
+        graph = graph.compile()
+    if not hasattr(graph, "get_state") or not isinstance(getattr(graph, "channels", None), dict) or not hasattr(graph, "nodes"):
+        raise ConfigError(f"expected a compiled LangGraph graph (Pregel), got {type(graph).__name__}")
+    return graph
+
+
 def _interrupt_node(task_id: str, value: Any, candidates: list[str]) -> str | None:
     """The node an interrupt write was raised in: the candidate whose task namespace
     (``node:task_id``) hashes to the interrupt's id (LangGraph's ``Interrupt.id``), else the
     only candidate, else None."""
-    from xxhash import xxh3_128_hexdigest
+    from threadline.evolve.carry import interrupt_id
 
     ids = {getattr(i, "id", None) for i in (value if isinstance(value, (list, tuple)) else [value])}
     for node in candidates:
-        if xxh3_128_hexdigest(f"{node}:{task_id}".encode()) in ids:
+        if interrupt_id(f"{node}:{task_id}", 0) in ids:
             return node
     return candidates[0] if len(candidates) == 1 else None

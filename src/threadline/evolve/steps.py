@@ -4,8 +4,9 @@ checkpoint (``Draft``): ``RenameChannel``, ``DropChannel``, ``RenameNode``, ``Tr
 A step changes the checkpoint's ``channel_values``, ``channel_versions``, ``versions_seen``
 (and ``updated_channels``) and its pending writes together, so LangGraph schedules the same
 tasks after the step as before it. A channel whose stored value no longer matches its
-(channel, version) key — renamed, or transformed under a new version — is listed in
-``Draft.unstored``: the saver writes it with the thread's next checkpoint (``evolve.lens``).
+(channel, version) key — renamed (with a value or empty), or changed under a new version —
+is listed in ``Draft.unstored``: it is written with the next checkpoint put on the migrated one
+(``evolve.lens``, ``evolve.batch``), so every version a checkpoint names is stored.
 """
 
 from __future__ import annotations
@@ -55,9 +56,10 @@ class Draft:
         if old in values:
             values[new] = values.pop(old)
         if old in versions:
+            # stored under the new name even when empty (a consumed ``branch:to:`` channel): a
+            # checkpoint names no (channel, version) the store does not hold
             versions[new] = versions.pop(old)
-            if new in values:
-                self.unstored[new] = versions[new]
+            self.unstored[new] = versions[new]
         self.unstored.pop(old, None)
         for seen in ck["versions_seen"].values():
             if old in seen:
@@ -87,6 +89,19 @@ def _version_after(old: Any, salt: str) -> str:
     counter = R.next_version(old).split(".", 1)[0]
     fraction = int.from_bytes(hashlib.blake2b(f"{old}|{salt}".encode(), digest_size=6).digest(), "big") / 2**48
     return f"{counter}.{fraction:016}"
+
+
+def new_version(draft: Draft, channel: str, salt: str) -> None:
+    """Present ``channel``'s changed value under a new version (``_version_after``; what nodes saw
+    of the old one, they see of the new): a stored (channel, version) never changes its value."""
+    ck = draft.checkpoint
+    old = ck["channel_versions"].get(channel)
+    new = _version_after(old, salt)
+    ck["channel_versions"][channel] = new
+    for seen in ck["versions_seen"].values():
+        if channel in seen and seen[channel] == old:
+            seen[channel] = new
+    draft.unstored[channel] = new
 
 
 @dataclass(frozen=True)
@@ -159,7 +174,7 @@ class RenameNode(Step):
             moved = [_send_to(s, self.old, self.new) for s in sends]
             if any(a is not b for a, b in zip(moved, sends)):
                 ck["channel_values"][TASKS] = moved
-                draft.unstored[TASKS] = ck["channel_versions"].get(TASKS)
+                new_version(draft, TASKS, self.name)
                 changed = True
         writes = [(t, c, _send_to(v, self.old, self.new) if c == TASKS else v) for t, c, v in draft.writes]
         if any(a[2] is not b[2] for a, b in zip(writes, draft.writes)):
@@ -187,13 +202,7 @@ class Transform(Step):
         if self.channel in ck["channel_values"]:
             assert self.fn is not None
             ck["channel_values"][self.channel] = self.fn(ck["channel_values"][self.channel])
-            old = ck["channel_versions"].get(self.channel)
-            new = _version_after(old, self.name)
-            ck["channel_versions"][self.channel] = new
-            for seen in ck["versions_seen"].values():
-                if self.channel in seen and seen[self.channel] == old:
-                    seen[self.channel] = new
-            draft.unstored[self.channel] = new
+            new_version(draft, self.channel, self.name)
             changed = True
         if self.writes is not None:
             draft.writes = [(t, c, self.writes(v) if c == self.channel else v) for t, c, v in draft.writes]
