@@ -78,7 +78,8 @@ def expired_threads(d: Any, params: Sequence[Any], many: bool) -> Generator:
     if minutes is None:
         return []
     found = (yield [("ZRANGE", d.index, after_updated, now - minutes * 60, "BYSCORE", "WITHSCORES")])[0]
-    listed = [(text(t), float(s)) for t, s in group(found, 2) if (float(s), text(t)) > (after_updated, after_tid)]
+    scored = found if found and isinstance(found[0], (list, tuple)) else group(found, 2)  # RESP3 pairs, else RESP2 flat
+    listed = [(text(t), float(s)) for t, s in scored if (float(s), text(t)) > (after_updated, after_tid)]
     out: list[tuple[str, float, int]] = []
     for i in range(0, len(listed), THREADS_A_ROUND):
         part = listed[i : i + THREADS_A_ROUND]
