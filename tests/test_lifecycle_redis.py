@@ -124,16 +124,26 @@ def test_backup_restore_between_redis_and_sql(pair, other: str, tmp_path: Path, 
 
 
 def test_restored_redis_threads_keep_their_ttl(pair, tmp_path: Path, request: pytest.FixtureRequest):
-    """A thread restored into Redis gets the target saver's TTL on all its keys at once."""
+    """A thread restored into Redis keeps the TTL it was written under, on all its keys at once,
+    whatever the restoring saver's: none for a thread written without one (issue 42 §6)."""
+    from langgraph.graph import END, START, StateGraph
+
+    with pair.sqlite.open(ttl={"default_ttl": 5}) as timed:
+        g = StateGraph(dict)
+        g.add_node("n", lambda s: {"x": 1})
+        g.add_edge(START, "n")
+        g.add_edge("n", END)
+        g.compile(checkpointer=timed).invoke({"x": 0}, {"configurable": {"thread_id": "timed"}})
     backup(pair.a, str(tmp_path / "a.db"))
     fresh = make_backend(pair.redis.kind, tmp_path, request)
-    with fresh.open(is_async=False, ttl={"default_ttl": 5}) as saver:
+    with fresh.open(is_async=False, ttl={"default_ttl": 60}) as saver:
         assert restore(saver, str(tmp_path / "a.db")).ok
         with raw(fresh) as target:
             client = target.client()
-            for tid in THREADS:
+            for tid in (*THREADS, "timed"):
                 ttls = [client.pttl(k) for k in saver.dialect.keys(tid) if client.exists(k)]
-                assert len(ttls) >= 4 and all(0 < t <= 300_000 for t in ttls), (tid, ttls)
+                assert len(ttls) >= 4, (tid, ttls)
+                assert all(0 < t <= 300_000 for t in ttls) if tid == "timed" else all(t == -1 for t in ttls), (tid, ttls)
 
 
 def test_bundles_between_redis_and_sqlite(pair, tmp_path: Path, request: pytest.FixtureRequest):

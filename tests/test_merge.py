@@ -1,5 +1,6 @@
 """Branch merge (issue 34 §1) through the graph's reducers on a real graph, SQLite and Postgres:
-``add_messages`` and a custom reducer, a conflict with both choices, the merge recorded in the
+``add_messages`` and a custom reducer (both sides' changes, no choice needed), a conflict on a
+channel without a reducer with both choices, the merge recorded in the
 metadata and shown in ``history``; the CLI previews first and reports bad input in one line."""
 
 from __future__ import annotations
@@ -21,12 +22,15 @@ from threadline.web.layout import lay_out
 
 
 def _branches(saver):
-    """Thread "t": one turn, then two branches from it: B (the older) adds "beta", A (the head) "gamma"."""
+    """Thread "t": one turn, then two branches from it: B (the older) adds "beta" and sets the
+    profile's plan "basic", A (the head) adds "gamma" and sets it "pro"."""
     g = chat(saver, "t", "alpha one")
     fork = names.resolve_checkpoint(saver, "t", "HEAD")
     g.invoke({"messages": [HumanMessage(content="beta two", id="h-b")]}, cfg("t", fork))
+    g.update_state(cfg("t"), {"profile": {"plan": "basic"}})
     b = names.resolve_checkpoint(saver, "t", "HEAD")
     g.invoke({"messages": [HumanMessage(content="gamma three", id="h-g")]}, cfg("t", fork))
+    g.update_state(cfg("t"), {"profile": {"plan": "pro"}})
     a = names.resolve_checkpoint(saver, "t", "HEAD")
     return g, fork, a, b
 
@@ -39,20 +43,21 @@ def test_merge_through_add_messages_and_a_custom_reducer(kind, fresh_backend):
         preview = merge(saver, graph, cfg("t", b), into=cfg("t", a))
         assert preview.fork_point == fork and not preview.applied
         by = {c.channel: c for c in preview.channels}
-        assert by["messages"].conflict and by["labels"].conflict
+        # changed on both sides through a reducer: the source's change folds into the target's, no choice
+        assert not by["messages"].conflict and not by["labels"].conflict and by["messages"].applies and by["labels"].applies
+        assert by["profile"].conflict  # no reducer, two different values
         assert not by["turns"].conflict and by["turns"].changed_source and by["turns"].changed_target  # both to 2
-        assert preview.unresolved == ["labels", "messages"]
+        assert preview.unresolved == ["profile"]
         before = b_.stored("t")
-        with pytest.raises(ConfigError, match="conflicts on labels, messages"):
+        with pytest.raises(ConfigError, match="conflicts on profile"):
             merge(saver, graph, cfg("t", b), into=cfg("t", a), apply=True)
         assert b_.stored("t") == before  # a refused merge writes nothing
-        done = merge(saver, graph, cfg("t", b), into=cfg("t", a), apply=True,
-                     choose={"messages": "source", "labels": "source", "turns": "target"})
+        done = merge(saver, graph, cfg("t", b), into=cfg("t", a), apply=True, choose={"profile": "source", "turns": "target"})
         state = g.get_state(cfg("t")).values
         assert [m.content for m in state["messages"]] == ["alpha one", "re: alpha one", "gamma three", "re: gamma three",
                                                           "beta two", "re: beta two"]
         assert state["labels"] == ["alpha", "beta", "gamma"]  # the custom reducer's union
-        assert state["turns"] == 2  # the target's side
+        assert state["profile"] == {"plan": "basic"} and state["turns"] == 2  # the source's profile, the target's turns
         assert {c.channel: c.result for c in done.channels}["labels"] == ["alpha", "beta", "gamma"]
         tup = saver.get_tuple(cfg("t"))
         assert tup.metadata["merge"] == {"source": b, "target": a, "fork_point": fork} and tup.metadata["source"] == "update"
@@ -107,8 +112,8 @@ def test_cli_merge_preview_apply_and_bad_input(tmp_path):
         assert names.resolve_checkpoint(saver, "t", "HEAD") == a  # nothing written
     bad = run("merge", "t", b[-8:], "--into", "HEAD", "--graph", spec, "--apply", "--db", db)
     assert bad.exit_code == 2 and bad.stderr.count("\n") == 1 and "--take CHANNEL=source|target" in bad.stderr
-    done = run("merge", "t", b[-8:], "--into", "HEAD", "--graph", spec, "--apply", "--take", "messages=source",
-               "--take", "labels=source", "--take", "turns=target", "--json", "--db", db)
+    done = run("merge", "t", b[-8:], "--into", "HEAD", "--graph", spec, "--apply", "--take", "profile=source",
+               "--take", "turns=target", "--json", "--db", db)
     assert done.exit_code == 0, done.output
     assert json.loads(done.stdout)["applied"] is True
     assert "merge of" in run("history", "t", "--db", db).output

@@ -219,9 +219,12 @@ class EngineSaver(Sweeping, BaseCheckpointSaver[str]):
         raise NotImplementedError
 
     def _put_op(self, config: dict, checkpoint: Checkpoint, metadata: CheckpointMetadata, new_versions: ChannelVersions) -> ops.Op:
-        """``put``, and the thread's own TTL when the run names one (``threadline.ttl``)."""
+        """``put`` (recording this saver's default TTL on the thread), and the thread's own TTL when
+        the run names one (``threadline.ttl``)."""
         own = thread_ttl_of(config, metadata)
-        op = metrics.counted(ops.put(self.dialect, self.serde, config, checkpoint, metadata, new_versions, self.blob_codec), self.dialect.name)
+        default_ttl = self.ttl.default_ttl if self.ttl is not None else None
+        op = metrics.counted(ops.put(self.dialect, self.serde, config, checkpoint, metadata, new_versions, self.blob_codec,
+                                     default_ttl=default_ttl), self.dialect.name)
         return op if own is None else sweep_ops.with_thread_ttl(self.dialect, op, key_of(config).thread_id, own)
 
     def _put_writes_op(self, config: dict, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str) -> ops.Op:

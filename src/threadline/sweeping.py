@@ -61,25 +61,33 @@ class Sweeping:
         self._touched[thread_id] = now
         return sweep_ops.touch(self.dialect, thread_id, now)
 
-    def sweep_job(self, *, min_gap: float = 0.0, stopping: Callable[[], bool] = lambda: False) -> Any:
+    def sweep_job(self, *, min_gap: float = 0.0, stopping: Callable[[], bool] = lambda: False, dry_run: bool = False,
+                  all_threads: bool = False) -> Any:
         """One sweep of this saver's ``ttl`` and ``retention`` as a job (``threadline.lifecycle.jobs``)."""
         from threadline.lifecycle.sweeper import new_owner, sweep_job
 
         self._owner = self._owner or new_owner()
-        return sweep_job(self.dialect, self.ttl, self.retention, self._owner, bc=self.blob_codec, min_gap=min_gap, stopping=stopping)
+        return sweep_job(self.dialect, self.ttl, self.retention, self._owner, bc=self.blob_codec, min_gap=min_gap, stopping=stopping,
+                         dry_run=dry_run, all_threads=all_threads)
 
-    def sweep(self) -> Any:
-        """Sweep now: expire threads past their TTL, apply the retention policy, give the space back.
-        Returns a ``SweepReport`` (``ran`` False when another process is sweeping this database)."""
+    def sweep(self, *, dry_run: bool = False, all_threads: bool = False) -> Any:
+        """Sweep now: expire the threads past their TTL, apply the retention policy, give the space back.
+        Returns a ``SweepReport`` (``ran`` False when another process is sweeping this database).
+
+        Only threads written under a TTL expire (``threadline.ttl``), by the TTL they were written
+        under, on every backend; ``all_threads`` expires every thread of the database idle longer
+        than its TTL, this saver's ``default_ttl`` for those written without one (ConfigError
+        without a ``default_ttl``). ``dry_run``: change nothing; the report lists the threads that
+        would expire (``expired``) and the checkpoints retention would delete (``pruned``)."""
         from threadline.lifecycle.jobs import run_job
 
-        return run_job(self, self.sweep_job())
+        return run_job(self, self.sweep_job(dry_run=dry_run, all_threads=all_threads))
 
-    async def asweep(self) -> Any:
+    async def asweep(self, *, dry_run: bool = False, all_threads: bool = False) -> Any:
         """Async ``sweep``."""
         from threadline.lifecycle.jobs import arun_job
 
-        return await arun_job(self, self.sweep_job())
+        return await arun_job(self, self.sweep_job(dry_run=dry_run, all_threads=all_threads))
 
     def _interval(self, minutes: float | None) -> float:
         from threadline.lifecycle.sweeper import DEFAULT_INTERVAL_MINUTES

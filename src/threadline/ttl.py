@@ -6,6 +6,13 @@ threads: a thread expires, as a whole, ``default_ttl`` minutes after its last ch
 (or, with ``refresh_on_read``, its last read). A thread's own TTL overrides the default:
 ``ttl_minutes`` in the run's ``configurable`` or ``metadata`` (LangGraph copies both into
 the checkpoint metadata), a positive number of minutes or ``"never"``.
+
+One rule on every backend: a thread is subject to TTL only once written under one — a put
+by a saver with a ``default_ttl`` records it on the thread (a later put without one keeps
+it), a run's own TTL likewise. A thread written without a TTL (by another program sharing
+the database) never expires, and a read, a tag or a restore gives it none (as the official
+Redis saver, which refreshes only keys that have a TTL); only a sweep asked to take the
+whole database (``sweep(all_threads=True)``) expires it, by that saver's ``default_ttl``.
 """
 
 from __future__ import annotations

@@ -65,7 +65,7 @@ class _RedisParts:
         if checkpoint_prefix == DEFAULT_PREFIX and redis_url:
             checkpoint_prefix = redisconn.prefix_of(redis_url) or DEFAULT_PREFIX
         try:
-            self.dialect = RedisDialect(checkpoint_prefix, self.ttl.default_ttl if self.ttl else None)  # type: ignore[attr-defined]
+            self.dialect = RedisDialect(checkpoint_prefix)
         except ValueError as exc:
             raise ConfigError(f"checkpoint_prefix: {exc}") from exc
         self.checkpoint_prefix = checkpoint_prefix

@@ -15,7 +15,7 @@ from threadline.backends.readonly import open_readonly, require_threadline
 from threadline.cli import options as O
 from threadline.cli.render.format import size
 from threadline.cli.shared import Db, command, explain, named_db, out
-from threadline.errors import ThreadlineError
+from threadline.errors import ConfigError, ThreadlineError
 from threadline.lifecycle import RetentionPolicy
 from threadline.lifecycle import health as H
 from threadline.lifecycle import partition as P
@@ -38,6 +38,14 @@ def _swept(report: Any, **_: Any) -> None:
     if not report.ran:
         out.print("[yellow]not swept[/yellow]: another process is sweeping this database (its lease is held)")
         return
+    if report.dry_run:
+        out.print(f"dry run, nothing deleted: {report.threads_expired} thread(s) would expire, {report.threads_pruned} would be "
+                  f"pruned, {report.checkpoints_deleted} checkpoint(s) would be deleted")
+        for tid in report.expired:
+            out.print(f"would expire {escape(tid)}")
+        for tid, n in report.pruned.items():
+            out.print(f"would prune {escape(tid)}: {n} checkpoint(s)")
+        return
     out.print(f"swept: {report.threads_expired} thread(s) expired, {report.threads_pruned} pruned, "
               f"{report.checkpoints_deleted} checkpoint(s) deleted")
     _space(report.space)
@@ -45,21 +53,28 @@ def _swept(report: Any, **_: Any) -> None:
         out.print(f"[red]error[/red] {escape(e)}")
 
 
-@command("sweep", render=_swept, opens="write", problems=lambda report: bool(report.errors))
+@command("sweep", render=_swept, opens=lambda o: "read" if o["dry_run"] else "write", problems=lambda report: bool(report.errors))
 def sweep(
     saver: Any,
-    ttl: str = O.duration("--ttl", "Expire whole threads idle longer than this (e.g. 30d); a thread's own ttl_minutes wins."),
+    ttl: str = O.duration("--ttl", "With --all-threads: the TTL of threads written without one (e.g. 30d)."),
+    all_threads: bool = typer.Option(False, "--all-threads", help="Expire every thread of the database idle longer than its TTL, "
+                                     "--ttl for those written without one (other programs' threads included)."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Only list the threads that would expire and the checkpoints that would be pruned."),
     keep_last: int = typer.Option(None, "--keep-last", min=1, metavar="N",
                                   help="Keep the newest N checkpoints of each branch (of each thread with --per thread)."),
     per: str = O.KeepLastPer,
     older_than: str = O.duration("--older-than", "Delete checkpoints older than this; heads and what they need stay."),
     idle: str = O.duration("--idle", "Delete whole threads not updated for this long."),
 ) -> Any:
-    """Run one sweep now, as a saver's background sweeper does: TTL, retention, then space back."""
+    """Run one sweep now, as a saver's background sweeper does: TTL, retention, then space back.
+    Threads written under a TTL expire by theirs; others only with --all-threads."""
+    if ttl is not None and not all_threads:
+        raise ConfigError("--ttl gives a TTL to threads written without one, which a sweep leaves alone: add --all-threads to "
+                          "expire every thread idle longer than it (threads written under a TTL expire by theirs without --ttl)")
     saver.ttl = ttl_of({"default_ttl": ttl / 60}) if ttl is not None else ttl_of({})
     if keep_last is not None or older_than is not None or idle is not None:
         saver.retention = RetentionPolicy(keep_last=keep_last, older_than=older_than, idle_longer_than=idle, keep_last_per=per)
-    return saver.sweep()
+    return saver.sweep(dry_run=dry_run, all_threads=all_threads)
 
 
 @command("vacuum", opens="write", render=lambda r, **_: (_space(r), out.print(f"[dim]{'; '.join(r.statements)}[/dim]") if r.statements else None))
@@ -240,7 +255,6 @@ def tier(
     dry_run: bool = typer.Option(False, "--dry-run", help="Only show what would move and the bytes saved; change nothing."),
 ) -> Any:
     """Cold tier: move idle threads whole to the object store (THREADLINE_OFFLOAD); they come back on first use."""
-    from threadline.errors import ConfigError
     from threadline.lifecycle.cold import TierReport, warm
     from threadline.lifecycle.cold import tier as tier_out
 

@@ -121,7 +121,7 @@ def _freeze_op(d: Dialect, bc: codec.BlobCodec, tid: str, columns: dict, raw: Ro
     row = dict(zip(names, found[0])) if found else {}
     now = time.time()
     yield Q(d.INSERT_COLD, (tid, name, count, size, now, row.get("created_at", now), row.get("updated_at", now),
-                            row.get("accessed_at"), row.get("ttl_minutes")))
+                            row.get("accessed_at"), row.get("ttl_minutes"), row.get("default_ttl")))
     return True
 
 

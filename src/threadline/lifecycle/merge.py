@@ -3,22 +3,30 @@
 ``merge(saver, graph, source, into=target)`` compares, per channel, the state at the two
 checkpoints with the state at their fork point (their nearest common ancestor):
 
-* changed on the source side only: the source's change is applied to the target — on a
-  channel with a reducer (``add_messages``, ``operator.add``, a custom one) as what the
-  source added since the fork point (list items not at the fork point, messages by id;
-  mapping keys changed or added; a number's difference; else its value), which the reducer
-  folds into the target's value; on a plain channel, the source's value;
-* changed on both sides, to different values: a conflict, resolved per channel by ``choose={channel: "source" |
-  "target"}`` — ``"source"`` applies the source's change as above (on a reducer channel the
-  result keeps both sides' changes: ``add_messages`` appends the source's new messages to the
-  target's), ``"target"`` keeps the target's value;
+* a channel with a reducer (``add_messages``, ``operator.add``, a custom one) changed on the
+  source side: the source's change since the fork point — list items appended or not at the
+  fork point (messages by id), mapping keys changed or added, a number's difference — goes
+  through the reducer onto the target's value, whether or not the target changed it too
+  (a reducer accumulates: a counter at 1 that each side raised by 2 merges to 5, an item each
+  side appended is there twice — equal values on both sides are two changes, not one). When
+  no such change, folded into the fork point's value, gives the source's value (an item
+  removed, a custom reducer), the change cannot go through the reducer: the source's value
+  replaces the target's (LangGraph's ``Overwrite``) — taken when the target did not change
+  the channel, else a conflict;
+* a channel without a reducer changed on the source side only: the source's value; changed
+  on both sides to different values: a conflict (to equal values: nothing to do);
 * changed on the target side only, or on neither: kept.
 
+A conflict is resolved per channel by ``choose={channel: "source" | "target"}``: ``"source"``
+takes the source's value, ``"target"`` keeps the target's. A choice on a channel without a
+conflict applies too (``"target"`` keeps the target's value; on a reducer channel it leaves
+the source's change out).
+
 Without ``apply`` it is a preview (``MergeResult``: per channel what changes, the conflicts,
-the value each channel would take), nothing written. With ``apply`` the changes go through
-``graph.update_state`` onto the target (one new checkpoint, source ``update``), whose
-metadata then names both parents: ``merge: {source, target, fork_point}`` (``history`` and
-the browser's branch graph show it as a merge).
+the value each channel would take, computed through the same reducers), nothing written.
+With ``apply`` the changes go through ``graph.update_state`` onto the target (one new
+checkpoint, source ``update``), whose metadata then names both parents: ``merge: {source,
+target, fork_point}`` (``history`` and the browser's branch graph show it as a merge).
 
 Errors: ``ConfigError`` (checkpoints of different threads, no common ancestor, nothing to
 merge, an unresolved conflict, a bad choice), ``NotFoundError`` (unknown checkpoint).
@@ -29,6 +37,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from langgraph.types import Overwrite
 
 from threadline.errors import ConfigError, NotFoundError
 from threadline.keys import key_of
@@ -43,11 +53,11 @@ CHOICES = ("source", "target")
 
 @dataclass
 class ChannelMerge:
-    """One channel of a merge: whether it changed on each side since the fork point (a
-    ``conflict``: on both, to different values), the
-    ``choice`` (``"source"`` / ``"target"``; None: an unresolved conflict), ``update`` (what is
-    applied through the graph, when ``applies``), ``result`` (the value after the merge) and a
-    ``summary`` of the change to the target's value."""
+    """One channel of a merge: whether it changed on each side since the fork point, whether
+    that is a ``conflict`` (see the module doc), the ``choice`` (``"source"`` / ``"target"``;
+    None: an unresolved conflict), ``update`` (what is applied through the graph, when
+    ``applies``; with ``replaces`` it replaces the value, bypassing the reducer), ``result``
+    (the value after the merge) and a ``summary`` of the change to the target's value."""
 
     channel: str
     changed_source: bool
@@ -59,11 +69,12 @@ class ChannelMerge:
     update: Any
     result: Any
     summary: str
+    replaces: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return {"channel": self.channel, "changed_source": self.changed_source, "changed_target": self.changed_target,
                 "conflict": self.conflict, "reducer": self.reducer, "choice": self.choice, "applies": self.applies,
-                "update": jsonable(self.update), "result": jsonable(self.result), "summary": self.summary}
+                "replaces": self.replaces, "update": jsonable(self.update), "result": jsonable(self.result), "summary": self.summary}
 
 
 @dataclass
@@ -98,9 +109,12 @@ class MergeResult:
 
 
 def source_change(before: Any, after: Any) -> Any:
-    """What a reducer channel gained from ``before`` to ``after``: list items not in ``before``
-    or changed (messages by id), mapping keys added or changed, a number's difference, else ``after``."""
+    """What a reducer channel gained from ``before`` to ``after``: the items appended to a list
+    that starts with ``before``, else list items not in ``before`` or changed (messages by id);
+    mapping keys added or changed; a number's difference; else ``after``."""
     if isinstance(before, (list, tuple)) and isinstance(after, (list, tuple)):
+        if len(after) >= len(before) and all(_same(a, b) for a, b in zip(before, after)):
+            return list(after[len(before):])
         old = {item_key(x): x for x in before}
         return [x for x in after if item_key(x) not in old or not _same(old[item_key(x)], x)]
     if isinstance(before, Mapping) and isinstance(after, Mapping):
@@ -108,6 +122,14 @@ def source_change(before: Any, after: Any) -> Any:
     if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (before, after)):
         return after - before
     return after
+
+
+def _reduced(channel: Any, value: Any, present: bool, update: Any) -> Any:
+    """The value of ``channel`` (a compiled graph's channel) holding ``value`` (or, not
+    ``present``, nothing yet) once ``update`` goes through it, as LangGraph applies a write."""
+    ch = channel.from_checkpoint(value) if present else channel.copy()
+    ch.update([update])
+    return ch.get()
 
 
 def _lineage_op(d: Dialect, thread_id: str, checkpoint_ns: str) -> Op[dict[str, str | None]]:
@@ -182,26 +204,36 @@ def merge(
     result = MergeResult(tid, ns, src, dst, base)
     for ch in sorted(set(f) | set(s) | set(t)):
         before, theirs, ours = f.get(ch), s.get(ch), t.get(ch)
-        changed_s, changed_t = not _same(before, theirs), not _same(before, ours)
+        changed_s = not _same(before, theirs) or (ch in f) != (ch in s)
+        changed_t = not _same(before, ours) or (ch in f) != (ch in t)
         channel = getattr(g, "channels", {}).get(ch)
         reducer = callable(getattr(channel, "operator", None))
-        conflict = changed_s and changed_t and not _same(theirs, ours)
-        choice = choose.get(ch) or (None if conflict else "source" if changed_s and not changed_t else "target")
+        update, replaces = theirs, False
+        if reducer and changed_s:
+            # the source's change must go through the reducer, even onto an equal value: equal is not the same change
+            update = source_change(before, theirs)
+            replaces = not _same(_reduced(channel, before, ch in f, update), theirs)
+            update = theirs if replaces else update
+            conflict = changed_t and replaces
+        else:
+            conflict = changed_s and changed_t and not _same(theirs, ours)
+        taken = changed_s and (not changed_t or (reducer and not replaces))
+        choice = choose.get(ch) or (None if conflict else "source" if taken else "target")
         applies = changed_s and choice == "source"
-        update, value = None, ours
+        value = ours
         if applies:
-            update = source_change(before, theirs) if reducer else theirs
-            value = channel.operator(ours, update) if reducer else theirs
+            value = _reduced(channel, ours, ch in t, update) if reducer and not replaces else theirs
         elif choice is None:
             value = None
         summary = "conflict: choose source or target" if choice is None else summarize(ours, value, existed=ch in t)
-        result.channels.append(ChannelMerge(ch, changed_s, changed_t, conflict, reducer, choice, applies, update, value, summary))
+        result.channels.append(ChannelMerge(ch, changed_s, changed_t, conflict, reducer, choice, applies,
+                                            update if applies else None, value, summary, replaces and applies))
     if not apply:
         return result
     if result.unresolved:
         raise ConfigError(f"conflicts on {', '.join(result.unresolved)}: changed on both sides since {base}; choose a side "
                           "for each (choose={channel: 'source' | 'target'})", flags={"choose={channel: 'source' | 'target'}": "--take CHANNEL=source|target"})
-    updates = {c.channel: c.update for c in result.channels if c.applies}
+    updates = {c.channel: Overwrite(c.update) if c.replaces else c.update for c in result.channels if c.applies}
     if not updates:
         raise ConfigError(f"nothing to merge: {src} changed no channel the target takes")
     written = g.update_state(_config(tid, ns, dst), updates, as_node=as_node)

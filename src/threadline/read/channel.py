@@ -11,6 +11,7 @@ channel is decoded, once per version, under the load policy (``read.common.load_
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -107,9 +108,9 @@ def summarize(before: Any, after: Any, *, existed: bool = True, present: bool = 
         return "set"
     if isinstance(before, (list, tuple)) and isinstance(after, (list, tuple)):
         old, new = [item_key(x) for x in before], [item_key(x) for x in after]
-        added, removed = [k for k in new if k not in set(old)], [k for k in old if k not in set(new)]
+        added, removed = Counter(new) - Counter(old), Counter(old) - Counter(new)  # an item appended twice counts twice
         changed = sum(1 for a, b in zip(before, after) if item_key(a) == item_key(b) and repr(jsonable(a)) != repr(jsonable(b)))
-        parts = ([f"+{len(added)}"] if added else []) + ([f"-{len(removed)}"] if removed else [])
+        parts = ([f"+{added.total()}"] if added else []) + ([f"-{removed.total()}"] if removed else [])
         text = " ".join(parts) + " items" if parts else ""
         if changed:
             text = (text + ", " if text else "") + f"{changed} changed"

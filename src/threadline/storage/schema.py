@@ -241,6 +241,17 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
             # database instead (docs/operations.md, "Upgrading threadline").
         ],
     ),
+    (
+        15,
+        [
+            # TTL is a thread's own (``threadline.ttl``): the default TTL in minutes of the saver
+            # that last wrote the thread with one (a write without one keeps it). NULL: written
+            # without a TTL, which a sweep expires only when told to take the whole database
+            # (threads written before this migration included). Copied onto a cold thread's stub.
+            "ALTER TABLE threadline_threads ADD COLUMN default_ttl {real}",
+            "ALTER TABLE threadline_cold ADD COLUMN default_ttl {real}",
+        ],
+    ),
 ]
 
 LATEST_VERSION = max(v for v, _ in MIGRATIONS)

@@ -9,15 +9,18 @@ from collections.abc import Callable
 
 # A thread has expired (``threadline.ttl``) when its last activity — the last put
 # (``updated_at``) or the last read that restarted its clock (``accessed_at``) — is older
-# than its own TTL (``ttl_minutes``; negative: never) or else the default one, unless it is
-# pinned or holds a tagged checkpoint.
-# Parameters: default TTL in minutes (or NULL), the same again, now.
+# than its TTL: its own (``ttl_minutes``; negative: never), else the default TTL it was
+# written under (``default_ttl``), else — only when the sweep takes the whole database — the
+# sweep's; unless it is pinned or holds a tagged checkpoint.
+# Parameters: the sweep's default TTL in minutes for threads written without one (NULL: they never expire), the same, now.
 EXPIRED = (
-    "COALESCE(ttl_minutes, ?) > 0 AND (CASE WHEN accessed_at > updated_at THEN accessed_at ELSE updated_at END) "
-    "+ COALESCE(ttl_minutes, ?) * 60 <= ? "
+    "COALESCE(ttl_minutes, default_ttl, ?) > 0 AND (CASE WHEN accessed_at > updated_at THEN accessed_at ELSE updated_at END) "
+    "+ COALESCE(ttl_minutes, default_ttl, ?) * 60 <= ? "
     # a pinned thread, or one holding a tagged checkpoint, never expires (``lifecycle.tags``)
     "AND thread_id NOT IN (SELECT thread_id FROM threadline_pins) AND thread_id NOT IN (SELECT thread_id FROM threadline_tags)"
 )
+# The rows after a listing's last one, in (updated_at, thread_id) order: (updated_at, the same, thread_id).
+AFTER = "(updated_at > ? OR (updated_at = ? AND thread_id > ?))"
 
 
 class LifecycleStatements:
@@ -64,8 +67,9 @@ class LifecycleStatements:
 
     # --- expiry and retention --------------------------------------------------------------
 
-    # (default TTL minutes or NULL, the same, now, limit) → thread_id of expired threads, least recently updated first
-    EXPIRED_THREADS = f"SELECT thread_id FROM threadline_threads WHERE {EXPIRED} ORDER BY updated_at, thread_id LIMIT ?"
+    # (the sweep's default TTL minutes or NULL, the same, now, after updated_at, the same, after thread_id, limit) →
+    # thread_id, updated_at, checkpoint_count of expired threads after that one, least recently updated first
+    EXPIRED_THREADS = f"SELECT thread_id, updated_at, checkpoint_count FROM threadline_threads WHERE {EXPIRED} AND {AFTER} ORDER BY updated_at, thread_id LIMIT ?"
     # () → thread_id of every thread with a row in any table (fsck also checks rows whose thread has no checkpoint)
     EVERY_THREAD_ID = (
         "SELECT thread_id FROM threadline_checkpoints UNION SELECT thread_id FROM threadline_blobs UNION SELECT thread_id FROM threadline_writes "
@@ -73,7 +77,7 @@ class LifecycleStatements:
     )
 
     def expiring_thread(self) -> str:
-        """(thread_id, default TTL minutes or NULL, the same, now) → checkpoint_count of the thread when
+        """(thread_id, the sweep's default TTL minutes or NULL, the same, now) → checkpoint_count of the thread when
         it is still expired, its index row locked until the transaction ends (``lock_rows``)."""
         return f"SELECT checkpoint_count FROM threadline_threads WHERE thread_id = ? AND {EXPIRED}{self.lock_rows}"
 

@@ -6,7 +6,7 @@ store is for SQLite and Postgres.
 
 from __future__ import annotations
 
-from threadline.storage.dialect.lifecycle import EXPIRED
+from threadline.storage.dialect.lifecycle import AFTER, EXPIRED
 
 # The LIKE pattern of an offloaded value's stored type: ``<tag>+obj+sum`` / ``<tag>+obj+gcm``.
 OFFLOADED_TYPE = "%+obj+%"
@@ -35,11 +35,11 @@ class ObjectStatements:
 
     # --- the cold tier (``lifecycle.cold``; table threadline_cold, migration 12) ---------------
 
-    # (thread_id, object, checkpoints, bytes, tiered_at, created_at, updated_at, accessed_at, ttl_minutes):
-    # a cold thread's stub (the last four copied from its ``threads`` row, migration 13)
+    # (thread_id, object, checkpoints, bytes, tiered_at, created_at, updated_at, accessed_at, ttl_minutes, default_ttl):
+    # a cold thread's stub (the last five copied from its ``threads`` row, migrations 13 and 15)
     INSERT_COLD = (
-        "INSERT INTO threadline_cold (thread_id, object, checkpoints, bytes, tiered_at, created_at, updated_at, accessed_at, ttl_minutes) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+        "INSERT INTO threadline_cold (thread_id, object, checkpoints, bytes, tiered_at, created_at, updated_at, accessed_at, ttl_minutes, "
+        "default_ttl) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
     )
     # () → one row when any thread is cold (the listings then take the stubs in, ``read.threads``)
     ANY_COLD = "SELECT 1 FROM threadline_cold LIMIT 1"
@@ -57,9 +57,10 @@ class ObjectStatements:
     # () → how many threads are cold, the bytes their rows held
     COLD_TOTALS = "SELECT COUNT(*), COALESCE(SUM(bytes), 0) FROM threadline_cold"
     # TTL of cold threads (``threadline.ttl`` on the stub's copy of its ``threads`` row; the sweeper):
-    # (default TTL minutes or NULL, the same, now, limit) → thread_id of expired cold threads, least recently updated first
-    EXPIRED_COLD = f"SELECT thread_id FROM threadline_cold WHERE {EXPIRED} ORDER BY updated_at, thread_id LIMIT ?"
-    # (thread_id, default TTL minutes or NULL, the same, now) → checkpoints of the cold thread when it
+    # (the sweep's default TTL minutes or NULL, the same, now, after updated_at, the same, after thread_id, limit) →
+    # thread_id, updated_at, checkpoints of expired cold threads after that one, least recently updated first
+    EXPIRED_COLD = f"SELECT thread_id, updated_at, checkpoints FROM threadline_cold WHERE {EXPIRED} AND {AFTER} ORDER BY updated_at, thread_id LIMIT ?"
+    # (thread_id, the sweep's default TTL minutes or NULL, the same, now) → checkpoints of the cold thread when it
     # was still expired: its stub deleted (its archive, no longer named, goes with the object sweep)
     EXPIRE_COLD = f"DELETE FROM threadline_cold WHERE thread_id = ? AND {EXPIRED} RETURNING checkpoints"
     # (updated before, accessed before or never, limit) → thread_id, checkpoint_count, bytes of the

@@ -15,7 +15,7 @@ from threadline.codec.tags import DELTA_REF
 from threadline.errors import FilterError
 from threadline.storage.dialect.base import Dialect, check_filter, dumps_json, split_filter
 from threadline.storage.jsonfilter import PostgresJson, Term, where_terms
-from threadline.storage.dialect.statements import THREAD_UPDATED_AT
+from threadline.storage.dialect.statements import THREAD_DEFAULT_TTL, THREAD_UPDATED_AT
 from threadline.storage.rows import BLOB_COLUMNS, CHECKPOINT_ROW
 from threadline.storage.schema import LEGACY_INDEXES, LEGACY_RENAMES
 
@@ -38,9 +38,10 @@ def _put_statement(blobs: int) -> str:
     # the whole of threadline_blobs on every put until the table is analyzed again.
     parts = [
         "r(thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata, step, source, run_id, created_at, "
-        "checksum, expected, bytes, parent_required) AS (VALUES (CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), "
-        "CAST(? AS JSONB), CAST(? AS JSONB), CAST(? AS BIGINT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS DOUBLE PRECISION), "
-        "CAST(? AS TEXT), CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS BOOLEAN)))",
+        "checksum, expected, bytes, parent_required, default_ttl) AS (VALUES (CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), "
+        "CAST(? AS TEXT), CAST(? AS JSONB), CAST(? AS JSONB), CAST(? AS BIGINT), CAST(? AS TEXT), CAST(? AS TEXT), "
+        "CAST(? AS DOUBLE PRECISION), CAST(? AS TEXT), CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS BOOLEAN), "
+        "CAST(? AS DOUBLE PRECISION)))",
     ]
     stored = "0"
     if blobs:
@@ -81,9 +82,9 @@ def _put_statement(blobs: int) -> str:
         # (else ``put`` seals the row again with the kept parent; until then it loads unchecked)
         "checksum = CASE WHEN threadline_checkpoints.parent_checkpoint_id IS NOT DISTINCT FROM excluded.parent_checkpoint_id "
         "THEN excluded.checksum END RETURNING 1)",
-        "t AS (INSERT INTO threadline_threads (thread_id, created_at, updated_at, checkpoint_count, bytes) "
-        "SELECT r.thread_id, r.created_at, r.created_at, (SELECT COUNT(*) FROM c) - (SELECT COUNT(*) FROM e), r.bytes "
-        f"FROM r WHERE EXISTS (SELECT 1 FROM c) ON CONFLICT (thread_id) DO UPDATE SET {THREAD_UPDATED_AT}, "
+        "t AS (INSERT INTO threadline_threads (thread_id, created_at, updated_at, checkpoint_count, bytes, default_ttl) "
+        "SELECT r.thread_id, r.created_at, r.created_at, (SELECT COUNT(*) FROM c) - (SELECT COUNT(*) FROM e), r.bytes, r.default_ttl "
+        f"FROM r WHERE EXISTS (SELECT 1 FROM c) ON CONFLICT (thread_id) DO UPDATE SET {THREAD_UPDATED_AT}, {THREAD_DEFAULT_TTL}, "
         "checkpoint_count = threadline_threads.checkpoint_count + excluded.checkpoint_count, "
         "bytes = threadline_threads.bytes + excluded.bytes)",
     ]
@@ -224,7 +225,8 @@ class PostgresDialect(Dialect):
         number of checked blob rows are stored as written. (thread_id, checkpoint_ns,
         checkpoint_id, parent_checkpoint_id, checkpoint, metadata, step, source, run_id,
         created_at, checksum, expected, bytes added to the thread, whether a new row needs its
-        parent stored (not written when another process deleted it), then ``blobs`` × (the
+        parent stored (not written when another process deleted it), the default TTL in minutes
+        to record on the thread (NULL keeps the thread's: ``threadline.ttl``), then ``blobs`` × (the
         INSERT_BLOB parameters, the type and stored size the base row must have, NULL for a
         snapshot, and whether the row is checked)) → how many checked rows are stored, whether
         the checkpoint row was written (1 or 0), whether it existed before (1 or 0), whether

@@ -65,6 +65,8 @@ THREAD_UPDATED_AT = (
     "updated_at = CASE WHEN excluded.updated_at >= threadline_threads.updated_at + "
     f"{UPDATED_AT_RESOLUTION} THEN excluded.updated_at ELSE threadline_threads.updated_at END"
 )
+# A put records its saver's default TTL on the thread (``threadline.ttl``); a put without one keeps the thread's.
+THREAD_DEFAULT_TTL = "default_ttl = COALESCE(excluded.default_ttl, threadline_threads.default_ttl)"
 
 
 class Statements:
@@ -395,10 +397,11 @@ class Statements:
 
     # --- threads (the index kept with every put) ------------------------------------------
 
-    # (thread_id, created_at, updated_at, checkpoint_count, bytes): counts and bytes are added to an existing row
+    # (thread_id, created_at, updated_at, checkpoint_count, bytes, default_ttl): counts and bytes are added to an
+    # existing row; the writer's default TTL (minutes) recorded, a writer without one keeping the row's
     UPSERT_THREAD = (
-        "INSERT INTO threadline_threads (thread_id, created_at, updated_at, checkpoint_count, bytes) VALUES (?, ?, ?, ?, ?) "
-        f"ON CONFLICT (thread_id) DO UPDATE SET {THREAD_UPDATED_AT}, "
+        "INSERT INTO threadline_threads (thread_id, created_at, updated_at, checkpoint_count, bytes, default_ttl) VALUES (?, ?, ?, ?, ?, ?) "
+        f"ON CONFLICT (thread_id) DO UPDATE SET {THREAD_UPDATED_AT}, {THREAD_DEFAULT_TTL}, "
         "checkpoint_count = threadline_threads.checkpoint_count + excluded.checkpoint_count, bytes = threadline_threads.bytes + excluded.bytes"
     )
     # (thread_id, created_at, updated_at): a row with zero counts unless one exists (``restat`` fills it in)

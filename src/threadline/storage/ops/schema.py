@@ -6,6 +6,7 @@ not yet recorded.
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass
 
@@ -48,7 +49,8 @@ class SchemaState:
             )
 
 
-_LEGACY = ("blobs", "migrations", "checkpoints")  # tables of the unprefixed layout that tell it
+_LEGACY = ("blobs", "migrations", "checkpoints")
+_ADD_COLUMN = re.compile(r"ALTER TABLE (threadline_\w+) ADD COLUMN (\w+) ")  # tables of the unprefixed layout that tell it
 
 
 def looked_up(d: Dialect) -> tuple[str, ...]:
@@ -99,6 +101,9 @@ def setup(d: Dialect) -> Op[SchemaState]:
         if version in done:
             continue
         for statement in statements:
+            added = _ADD_COLUMN.match(statement)
+            if added and added[2] in {r[0] for r in (yield Q(d.columns_sql, (added[1],)))}:
+                continue  # a migration applied again, its record lost: the column is there already
             yield Q(statement)
         yield Q(d.RECORD_MIGRATION, (version, time.time()))
     return (yield from schema_state(d))

@@ -10,7 +10,9 @@ a crashed holder's lease simply runs out.
 
 A thread expires when its last activity (``threads.updated_at``, the last put, or
 ``accessed_at``, the last read that restarted its clock) is older than its TTL:
-``threads.ttl_minutes`` when set (negative: never), else the saver's ``default_ttl``.
+``threads.ttl_minutes`` when set (negative: never), else ``threads.default_ttl``, the default
+TTL it was written under; a thread written without a TTL has neither and expires only by a
+sweep of the whole database, which gives it the sweep's ``default_ttl`` (``threadline.ttl``).
 """
 
 from __future__ import annotations
@@ -70,15 +72,21 @@ def touch(d: Dialect, thread_id: str, now: float) -> Op[None]:
     yield Q(d.TOUCH_READ, (now, thread_id), single=True)
 
 
-def expired_threads(d: Dialect, default_ttl: float | None, now: float, limit: int) -> Op[list[str]]:
-    """Up to ``limit`` expired threads, least recently updated first (``default_ttl`` in minutes)."""
-    found = yield Q(d.EXPIRED_THREADS, (default_ttl, default_ttl, now, limit))
-    return [r[0] for r in found]
+FIRST = (-1.0, "")  # the cursor of a listing of expired threads before its first row
+
+
+def expired_threads(d: Dialect, default_ttl: float | None, now: float, limit: int, after: tuple[float, str] = FIRST) -> Op[list[tuple[str, float, int]]]:
+    """Up to ``limit`` expired threads after ``after`` (the ``updated_at``, ``thread_id`` of the
+    last one listed), least recently updated first, as (thread_id, updated_at, checkpoints).
+    ``default_ttl``: minutes, the TTL of threads written without one (None: they never expire)."""
+    found = yield Q(d.EXPIRED_THREADS, (default_ttl, default_ttl, now, after[0], after[0], after[1], limit))
+    return [(r[0], float(r[1]), int(r[2])) for r in found]
 
 
 def expire_thread(d: Dialect, thread_id: str, default_ttl: float | None, now: float, bc: codec.BlobCodec | None = None) -> Op[int | None]:
     """Delete ``thread_id`` whole if it is still expired once its index row is locked (a put
-    since the thread was listed keeps it); the checkpoints deleted, or None when kept."""
+    since the thread was listed keeps it); the checkpoints deleted, or None when kept.
+    ``default_ttl`` as ``expired_threads``'."""
     found = yield Q(d.expiring_thread(), (thread_id, default_ttl, default_ttl, now))
     if not found:
         return None
@@ -86,10 +94,10 @@ def expire_thread(d: Dialect, thread_id: str, default_ttl: float | None, now: fl
     return int(found[0][0])
 
 
-def expired_cold_threads(d: Dialect, default_ttl: float | None, now: float, limit: int) -> Op[list[str]]:
-    """Up to ``limit`` expired cold threads (``lifecycle.cold``), least recently updated first."""
-    found = yield Q(d.EXPIRED_COLD, (default_ttl, default_ttl, now, limit))
-    return [r[0] for r in found]
+def expired_cold_threads(d: Dialect, default_ttl: float | None, now: float, limit: int, after: tuple[float, str] = FIRST) -> Op[list[tuple[str, float, int]]]:
+    """``expired_threads`` of the cold threads (``lifecycle.cold``)."""
+    found = yield Q(d.EXPIRED_COLD, (default_ttl, default_ttl, now, after[0], after[0], after[1], limit))
+    return [(r[0], float(r[1]), int(r[2])) for r in found]
 
 
 def expire_cold_thread(d: Dialect, thread_id: str, default_ttl: float | None, now: float) -> Op[int | None]:

@@ -24,7 +24,7 @@ from threadline.errors import ConfigError, CorruptRowError, ValueTooLargeError
 from threadline.keys import Key, config_of, key_of
 
 # ``Dialect.put_statement``'s parameters: the checkpoint's, then each blob row's
-PUT_PARAMS, BLOB_PARAMS = 14, 10
+PUT_PARAMS, BLOB_PARAMS = 15, 10
 # A put checks at most this many rows it will cache (4 parameters each, in one statement of
 # ``_put_statements``: within SQLite's and Postgres's limits on parameters); more are not cached.
 CHECKED_ROWS = 4000
@@ -106,7 +106,7 @@ def _versions_of(pairs: Sequence[tuple[str, str]], values: Sequence[R.Value], pa
 
 def _put_statements(
     d: Dialect, bc: codec.BlobCodec, key: Key, blob_rows: list[R.BlobRow], checked: list[R.BlobRow], row: tuple, size: int,
-    required_parent: str | None,
+    required_parent: str | None, default_ttl: float | None,
 ) -> Op[int | None]:
     """``put``'s writes as several statements (a backend without ``Dialect.put_statement``):
     the blobs, the checkpoint row (inserted, or updated when put again) and the thread index.
@@ -132,7 +132,7 @@ def _put_statements(
             checksum = bc.checkpoint_checksum(row[:3], kept[0][0] if kept else None, json.loads(row[4]), json.loads(row[5]))
         yield Q(d.reput_checkpoint(), (*parent, *row[4:9], checksum, *row[:3]))
         stored = (yield Q(f"SELECT {d.count_stored(len(checked))}", count_params))[0][0] if checked else 0
-    yield Q(d.UPSERT_THREAD, (key.thread_id, row[9], row[9], 1 if inserted else 0, size))
+    yield Q(d.UPSERT_THREAD, (key.thread_id, row[9], row[9], 1 if inserted else 0, size, default_ttl))
     return stored
 
 
@@ -155,6 +155,7 @@ def put(
     new_versions: Mapping[str, Any],
     bc: codec.BlobCodec | None = None,
     absent: Sequence[str] | None = None,
+    default_ttl: float | None = None,
 ) -> Op[dict]:
     """Store a checkpoint: its changed channels' blobs, its row, and the thread index, atomically
     (one statement where the dialect has ``put_statement``, else one transaction).
@@ -168,6 +169,9 @@ def put(
     A channel the checkpoint names at a version neither in ``new_versions`` nor its parent's
     is recorded as possibly without a blob (``rows.ABSENT``); a caller that knows which
     channels those are (a lifecycle copy, an import) passes them as ``absent``.
+
+    ``default_ttl``: the writing saver's default TTL in minutes, recorded on the thread, which
+    makes it subject to TTL (``threadline.ttl``); None keeps what the thread has.
     """
     bc = bc or codec.PLAIN
     key = key_of(config)
@@ -231,20 +235,21 @@ def put(
         is_checked = [r.value is not None and bc.cache is not None for r in in_one]
         blob_params = flat((*r.params, *r.guard, c) for r, c in zip(in_one, is_checked))
         stores = (("checkpoints", len(doc_json) + len(meta_json)), ("blobs", 0 if wide else size))
-        stored, _, existed, parent_stored = (yield Q(one, [*row, len(checked), size, required is not None, *blob_params], single=True, stores=stores))[0]
+        params = [*row, len(checked), size, required is not None, default_ttl, *blob_params]
+        stored, _, existed, parent_stored = (yield Q(one, params, single=True, stores=stores))[0]
         if required is not None and not existed and not parent_stored:
             stored = None
         elif existed and not d.reput_sets_parent:
             yield from _reseal(d, bc, ck_key, key.checkpoint_id, doc_json, meta_json)
     else:
-        stored = yield from _put_statements(d, bc, key, blob_rows, checked, row, size, required)
+        stored = yield from _put_statements(d, bc, key, blob_rows, checked, row, size, required, default_ttl)
     if stored is None:
         # Another process deleted the parent (with its thread) after this saver cached it: put
         # again as on a parent not stored, its channels recorded absent (as the official
         # PostgresSaver reads such a checkpoint: without the channels whose blobs are gone).
         if bc.cache is not None:
             bc.cache.forget_threads([key.thread_id])
-        return (yield from put(d, serde, config, checkpoint, metadata, new_versions, bc))
+        return (yield from put(d, serde, config, checkpoint, metadata, new_versions, bc, default_ttl=default_ttl))
     if checked and stored != len(checked):
         # Rare: a delta's base row changed since it was cached, or a key was already stored
         # with other bytes. Find out which rows are not stored as written.
@@ -260,7 +265,7 @@ def put(
             if r.delta and k not in have:  # the delta was refused: store the value whole
                 retry.append(R.snapshot_row(v, key, bc))
         if one is not None:  # the checkpoint and thread rows, with the refused deltas as snapshots
-            yield Q(d.put_statement(len(retry)), [*row, 0, size, False, *flat((*r, None, None, False) for r in retry)])
+            yield Q(d.put_statement(len(retry)), [*row, 0, size, False, default_ttl, *flat((*r, None, None, False) for r in retry)])
         elif retry:
             yield Q(d.INSERT_BLOB, retry, many=True, stores=(("blobs", sum(len(r[5] or b"") for r in retry)),))
     if bc.cache is not None:

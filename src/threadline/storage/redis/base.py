@@ -59,9 +59,10 @@ class Cmd:
 
 def expire_thread(d: Any, thread_id: str, own: Any = "") -> Call:
     """The script that gives all of ``thread_id``'s keys their expiry again (``scripts.EXPIRE``):
-    its own TTL, else the saver's default; none while it has a tag or a pin. ``own``: a TTL in
-    minutes to record as the thread's own ('' keeps it)."""
-    return Call("expire", d.keys(thread_id), [d.ttl_minutes, own])
+    its own TTL, else the default it was last written under; none for a thread never written
+    under a TTL, or while it has a tag or a pin. ``own``: a TTL in minutes to record as the
+    thread's own ('' keeps it)."""
+    return Call("expire", d.keys(thread_id), [own])
 
 
 def statement(fn: Handler) -> Cmd:

@@ -262,7 +262,7 @@ def insert_writes(d: RedisDialect, params: Sequence[Any], many: bool, replace: b
     threads = by_thread(rows)
     calls = []
     for tid, part in threads.items():
-        args: list[Any] = ["1" if replace else "0", d.ttl_minutes, L.field(part[0][1], part[0][2]) if live else ""]
+        args: list[Any] = ["1" if replace else "0", L.field(part[0][1], part[0][2]) if live else ""]
         for r in part:
             args += [L.field(r[1], r[2], r[3], r[4]), L.pack((r[5], r[6], r[7], r[8], r[9]))]
         calls.append(Call("writes", d.keys(tid), [frame(args)]))
@@ -418,12 +418,12 @@ def get_checkpoint(d: RedisDialect, params: Sequence[Any], many: bool, latest: b
 
 def put_checkpoint(d: RedisDialect, params: Sequence[Any], many: bool, blobs: int) -> Generator:
     """``Dialect.put_statement``'s parameters and result, as one script."""
-    tid, ns, cid, parent, doc, meta, step, source, run_id, created, checksum, expected, size, needs_parent = params[:14]
+    tid, ns, cid, parent, doc, meta, step, source, run_id, created, checksum, expected, size, needs_parent, default_ttl = params[:15]
     args: list[Any] = [
         L.field(ns, cid), L.pack_checkpoint((parent, doc, meta, step, source, run_id, created, checksum)),
-        L.field(ns, parent) if parent else "", "1" if needs_parent else "0", expected, size, repr(float(created)), d.ttl_minutes, blobs,
+        L.field(ns, parent) if parent else "", "1" if needs_parent else "0", expected, size, repr(float(created)), default_ttl or 0, blobs,
     ]
-    for b in group(params[14:], 10):
+    for b in group(params[15:], 10):
         _, bns, ch, v, type_, blob, base, guard_type, guard_size, checked = b
         guarded = base is not None and guard_type is not None
         args += [L.field(bns, ch, v), L.pack_blob(type_, blob, base), L.field(bns, ch, base) if guarded else "",
@@ -504,8 +504,7 @@ class RedisDialect(
     RedisRecordsStatements, RedisReadsStatements, RedisLifecycleStatements, RedisLeaseStatements, RedisTransferStatements,
     RedisWebStatements, RedisTagStatements, Dialect,
 ):
-    """The named statements on Redis under a key ``prefix``, for one saver (its default TTL
-    in minutes goes into every script that writes a thread)."""
+    """The named statements on Redis under a key ``prefix``."""
 
     offloads = False  # no object sweep statements (storage/dialect/objects.py): offload is SQL only
 
@@ -521,13 +520,12 @@ class RedisDialect(
     prune_refuses_delta_threads = False
     single_node = False  # set by the saver once its client is known not to be a cluster's
 
-    def __init__(self, prefix: str = "threadline", ttl_minutes: float | None = None) -> None:
+    def __init__(self, prefix: str = "threadline") -> None:
         if not isinstance(prefix, str) or not prefix or any(c in prefix for c in "{}\x00"):
             raise ValueError(f"key prefix must be a non-empty string without braces or NUL, got {prefix!r}")
         self.prefix = prefix
         self.index = f"{prefix}:threads"
         self.migrations_key = f"{prefix}:migrations"
-        self.ttl_minutes = float(ttl_minutes) if ttl_minutes else 0
 
     def keys(self, thread_id: str) -> L.ThreadKeys:
         return L.thread_keys(self.prefix, thread_id)

@@ -3,8 +3,10 @@
 
 * The sweeper's job lease is a key set with ``SET NX PX`` (it expires with the lease) beside the
   job's record, both under one hash tag and changed by one script (``scripts.SWEEP``).
-* TTL is Redis's own expiry, set by the savers on all of a thread's keys at once: no thread is
-  ever expired by a sweep (``EXPIRED_THREADS`` finds none). Retention (``keep_last``,
+* TTL is Redis's own expiry, set on all of a thread's keys at once for a thread written under a
+  TTL: a sweep expires none of those. A sweep of the whole database (``threadline.ttl``) expires
+  the threads written without a TTL, each checked and deleted by one script (``scripts.EXPIRE_IDLE``).
+  Retention (``keep_last``,
   ``older_than``, ``idle_for``) finds its threads in the ``<prefix>:threads`` index.
 * No rows lock (each step is atomic on its own) and no space waits to be given back (Redis frees
   memory as it deletes): ``vacuum`` and monthly ``partition`` do not apply.
@@ -17,7 +19,7 @@ from collections.abc import Generator, Sequence
 from typing import Any
 
 from threadline.storage.dialect.reads import ThreadFilter
-from threadline.storage.redis.base import Call, Cmd, all_threads, statement, text, thread_checkpoint_rows, thread_writes_of
+from threadline.storage.redis.base import Call, Cmd, all_threads, group, statement, text, thread_checkpoint_rows, thread_writes_of
 from threadline.storage.redis.reads import checkpoints_of, kept_threads, lockstep, value_size
 
 THREADS_A_ROUND = 256  # threads whose index rows one round of ``retention_candidates`` reads
@@ -56,6 +58,46 @@ def sweep_run(d: Any, params: Sequence[Any], many: bool) -> Generator:
         return []
     owner, until, started, finished, result = row
     return [(text(owner), float(until), float(started) if started else None, float(finished) if finished else None, text(result))]
+
+
+def _idle(d: Any, tid: str) -> Generator:
+    """Whether ``tid`` was written without a TTL and is untagged and unpinned, with its last activity
+    (the later of its put and read times) and checkpoint count; None when its keys are gone."""
+    k = d.keys(tid)
+    row, tagged = yield [("HMGET", k.th, "count", "ttl", "dttl", "updated", "accessed"), ("EXISTS", k.tg)]
+    if row[0] is None:
+        return None
+    count, ttl, dttl, updated, accessed = row
+    return ttl is None and dttl is None and not tagged, max(float(updated), float(accessed or 0)), int(count)
+
+
+def expired_threads(d: Any, params: Sequence[Any], many: bool) -> Generator:
+    """``EXPIRED_THREADS``: none unless the sweep gives threads written without a TTL one (the
+    others expire by Redis itself); then those of the index idle that long, after the cursor."""
+    minutes, _, now, after_updated, _, after_tid, limit = params
+    if minutes is None:
+        return []
+    found = (yield [("ZRANGE", d.index, after_updated, now - minutes * 60, "BYSCORE", "WITHSCORES")])[0]
+    scored = found if found and isinstance(found[0], (list, tuple)) else group(found, 2)  # RESP3 pairs, else RESP2 flat
+    listed = [(text(t), float(s)) for t, s in scored if (float(s), text(t)) > (after_updated, after_tid)]
+    out: list[tuple[str, float, int]] = []
+    for i in range(0, len(listed), THREADS_A_ROUND):
+        part = listed[i : i + THREADS_A_ROUND]
+        for (tid, updated), state in zip(part, (yield from lockstep([_idle(d, t) for t, _ in part]))):
+            if state is not None and state[0] and state[1] + minutes * 60 <= now:
+                out.append((tid, updated, state[2]))
+                if len(out) == int(limit):
+                    return out
+    return out
+
+
+def expiring_thread(d: Any, params: Sequence[Any], many: bool) -> Generator:
+    """``expiring_thread``: the thread deleted at once if it is still expired (``scripts.EXPIRE_IDLE``)."""
+    tid, minutes, _, now = params
+    if minutes is None:
+        return []
+    count = (yield [Call("expire_idle", d.keys(tid), [minutes, now])])[0]
+    return [(count,)] if count >= 0 else []
 
 
 def every_thread_id(d: Any, params: Sequence[Any], many: bool) -> Generator:
@@ -127,6 +169,7 @@ def nothing(d: Any, params: Sequence[Any], many: bool) -> Generator:
 
 
 NOTHING = statement(nothing)
+EXPIRING_THREAD = statement(expiring_thread)
 THREAD_CHECKPOINT_SIZES = statement(thread_checkpoint_sizes)
 CHECKPOINTS_SINCE = statement(checkpoints_since)
 WRITES_SINCE = statement(writes_since)
@@ -141,11 +184,11 @@ class RedisLifecycleStatements:
     RENEW_SWEEP = statement(renew_sweep)
     FINISH_SWEEP = statement(finish_sweep)
     SWEEP_RUN = statement(sweep_run)
-    EXPIRED_THREADS = NOTHING  # Redis expires a thread's keys itself
+    EXPIRED_THREADS = statement(expired_threads)
     EVERY_THREAD_ID = statement(every_thread_id)
 
     def expiring_thread(self) -> Cmd:  # type: ignore[override]
-        return NOTHING
+        return EXPIRING_THREAD
 
     def lock_thread(self) -> None:
         return None

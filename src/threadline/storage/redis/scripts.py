@@ -2,11 +2,12 @@
 follow a chain without a round trip per step. Each takes a thread's eight keys
 (``layout.thread_keys``) as KEYS, in that order, so it runs in one cluster slot.
 
-TTL: a script that writes a thread ends by giving every key of the thread the same
-expiry (``expire``): the thread's own TTL (``th.ttl``, minutes; negative: never), else the
-saver's default (an argument), else the default the last saver that knew one gave it
-(``th.dttl``: a tool opened without the saver's ``ttl=`` keeps the thread's TTL); none when
-no TTL was ever given — a thread never half-expires, its record and tags included. A thread with a tag or a pin (its ``tg`` HASH exists) never expires: TTL expiry
+TTL (``threadline.ttl``): a thread is subject to TTL once written under one. A put records the
+default TTL of the saver that wrote it (``th.dttl``; a put without one keeps the thread's), a run
+its own (``th.ttl``, minutes; negative: never). A script that writes a thread ends by giving
+every key of the thread the same expiry (``expire``): its own TTL, else its recorded default;
+none for a thread never written under a TTL, whatever the saver that writes, reads or tags it
+later — a thread never half-expires, its record and tags included. A thread with a tag or a pin (its ``tg`` HASH exists) never expires: TTL expiry
 never removes a tagged checkpoint or a pinned thread (``lifecycle.tags``), and on Redis it
 removes whole threads.
 """
@@ -37,7 +38,7 @@ end
 local function expire(default)
   local own = redis.call('HGET', KEYS[6], 'ttl')
   local given = tonumber(default) or 0
-  -- the saver's default TTL is remembered on the thread, for writers that do not know it (the CLI)
+  -- a put's default TTL is recorded on the thread: the TTL it is subject to from then on
   if given > 0 then redis.call('HSET', KEYS[6], 'dttl', default) end
   local minutes = tonumber(own) or (given > 0 and given) or tonumber(redis.call('HGET', KEYS[6], 'dttl') or '') or 0
   if redis.call('EXISTS', KEYS[8]) == 1 then minutes = -1 end
@@ -49,8 +50,8 @@ end
 """
 
 # ARGV[1], framed (``base.frame``): checkpoint field, packed row, parent field ('' none), whether
-# a new row needs its parent ('1'/'0'), checked rows expected, bytes added, now, default TTL
-# minutes, blob count, then per blob: field, packed value, base field ('' snapshot), base type, base size, checked ('1'/'0');
+# a new row needs its parent ('1'/'0'), checked rows expected, bytes added, now, the default TTL
+# minutes to record (0: keep the thread's), blob count, then per blob: field, packed value, base field ('' snapshot), base type, base size, checked ('1'/'0');
 # then the thread_id. KEYS[9], on a single server only: the thread index, updated here (on a
 # cluster it lives in another slot, and the caller updates it in the same round trip).
 # → {checked rows stored as written, row written (1/0), existed before (1/0), parent stored (1/0)}
@@ -91,15 +92,15 @@ if KEYS[9] then redis.call('ZADD', KEYS[9], 'GT', A[7], A[10 + 6 * tonumber(A[9]
 return {stored, 1, existed, parent_ok}
 """
 
-# ARGV[1], framed: replace ('1': special channels, last write wins; '0': insert-or-ignore), default TTL
-# minutes, the checkpoint field of a running graph's writes ('' none: see ``insert_writes(live=)``
-# of the SQL statements), then per row: field, packed row. → the 1-based positions of the rows inserted
+# ARGV[1], framed: replace ('1': special channels, last write wins; '0': insert-or-ignore), the
+# checkpoint field of a running graph's writes ('' none: see ``insert_writes(live=)`` of the SQL
+# statements), then per row: field, packed row. → the 1-based positions of the rows inserted
 WRITES = _COMMON + r"""
 local A = unframe(ARGV[1])
 local inserted = {}
-if A[3] ~= '' and redis.call('HEXISTS', KEYS[1], A[3]) == 0 then
-  local ns = string.match(A[3], '^[^%z]*')
-  if #redis.call('ZRANGE', KEYS[2], '(' .. A[3], '(' .. ns .. '\1', 'BYLEX', 'LIMIT', 0, 1) > 0 then return inserted end
+if A[2] ~= '' and redis.call('HEXISTS', KEYS[1], A[2]) == 0 then
+  local ns = string.match(A[2], '^[^%z]*')
+  if #redis.call('ZRANGE', KEYS[2], '(' .. A[2], '(' .. ns .. '\1', 'BYLEX', 'LIMIT', 0, 1) > 0 then return inserted end
 end
 local function index(f)
   local ck = string.match(f, '^[^%z]*%z[^%z]*')
@@ -107,15 +108,15 @@ local function index(f)
   local member = string.sub(f, #ck + 2)
   redis.call('HSET', KEYS[5], ck, cur and (cur .. '\1' .. member) or member)
 end
-for i = 4, #A, 2 do
+for i = 3, #A, 2 do
   if A[1] == '1' then
     if redis.call('HSET', KEYS[4], A[i], A[i + 1]) == 1 then index(A[i]) end
   elseif redis.call('HSETNX', KEYS[4], A[i], A[i + 1]) == 1 then
     index(A[i])
-    inserted[#inserted + 1] = (i - 2) / 2
+    inserted[#inserted + 1] = (i - 1) / 2
   end
 end
-if redis.call('EXISTS', KEYS[6]) == 1 then expire(A[2]) end
+if redis.call('EXISTS', KEYS[6]) == 1 then expire(0) end
 return inserted
 """
 
@@ -169,11 +170,23 @@ end
 return out
 """
 
-# ARGV: default TTL minutes, [own TTL minutes to record ('' keep)]. Restarts the thread's expiry.
+# ARGV: [own TTL minutes to record ('' keep)]. Restarts the expiry of a thread subject to TTL.
 EXPIRE = _COMMON + r"""
-if ARGV[2] and ARGV[2] ~= '' then redis.call('HSET', KEYS[6], 'ttl', ARGV[2]) end
-if redis.call('EXISTS', KEYS[6]) == 1 then expire(ARGV[1]) end
+if ARGV[1] and ARGV[1] ~= '' then redis.call('HSET', KEYS[6], 'ttl', ARGV[1]) end
+if redis.call('EXISTS', KEYS[6]) == 1 then expire(0) end
 return 1
+"""
+
+# A sweep of the whole database (``threadline.ttl``): a thread written without a TTL (no ``ttl``,
+# no ``dttl``), untagged and unpinned, whose last activity is ARGV[2] (now) - ARGV[1] (minutes) * 60
+# or older is deleted, its eight keys at once. → its checkpoint count, or -1 when it is kept.
+EXPIRE_IDLE = r"""
+local th = redis.call('HMGET', KEYS[6], 'count', 'ttl', 'dttl', 'updated', 'accessed')
+if not th[1] or th[2] or th[3] or redis.call('EXISTS', KEYS[8]) == 1 then return -1 end
+local last = math.max(tonumber(th[4]) or 0, tonumber(th[5]) or 0)
+if last + tonumber(ARGV[1]) * 60 > tonumber(ARGV[2]) then return -1 end
+redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8])
+return tonumber(th[1])
 """
 
 # The sweeper's job lease. KEYS: the job's record (HASH: owner, lease_until, started_at,
@@ -229,4 +242,5 @@ end
 return {0, cur, redis.call('PTTL', KEYS[1]), now}
 """
 
-SCRIPTS = {"sweep": SWEEP, "lease": LEASE, "put": PUT, "writes": WRITES, "chains": CHAINS, "latest": LATEST, "writes_of": WRITES_OF, "expire": EXPIRE}
+SCRIPTS = {"sweep": SWEEP, "lease": LEASE, "put": PUT, "writes": WRITES, "chains": CHAINS, "latest": LATEST, "writes_of": WRITES_OF, "expire": EXPIRE,
+           "expire_idle": EXPIRE_IDLE}

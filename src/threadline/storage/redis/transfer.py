@@ -5,7 +5,8 @@ A thread's rows are those of the SQL tables, read from and written to its keys (
 ``threads`` is its ``th`` hash, ``checkpoints`` its ``ck`` hash (and ``ids``), ``blobs`` its
 ``bl`` hash, ``writes`` its ``wr`` hash (and ``wix``, kept by the engine's writes script). So
 backup, restore and bundles copy between Redis and the SQL backends column for column, values
-as stored (never decoded). A thread's keys get its TTL again once written (``expire``).
+as stored (never decoded). A thread's keys get its TTL again once written (``expire``): the one
+it was written under where it came from (``ttl_minutes``, ``default_ttl``), none if it had none.
 The archive statements (``VACUUM_INTO``, ``QUICK_CHECK`` …) run on archives, which are SQLite
 files, never on Redis.
 """
@@ -24,7 +25,7 @@ from threadline.storage.redis.base import (
 
 # The columns of each table, as the SQL schema names them; a Redis row has all of them.
 COLUMNS = {
-    "threads": ("thread_id", "created_at", "updated_at", "checkpoint_count", "bytes", "ttl_minutes", "accessed_at"),
+    "threads": ("thread_id", "created_at", "updated_at", "checkpoint_count", "bytes", "ttl_minutes", "accessed_at", "default_ttl"),
     "checkpoints": ("thread_id", "checkpoint_ns", "checkpoint_id", "parent_checkpoint_id", "checkpoint", "metadata", "step", "source",
                     "run_id", "created_at", "checksum"),
     "blobs": ("thread_id", "checkpoint_ns", "channel", "version", "type", "blob", "base_version"),
@@ -33,8 +34,8 @@ COLUMNS = {
     "leases": ("thread_id", "holder", "acquired_at", "expires_at"),  # the guard's (never backed up: not a thread's data)
 }
 # the ``th`` fields of the threads table's columns after thread_id
-TH_FIELDS = ("created", "updated", "count", "bytes", "ttl", "accessed")
-_TH_TYPES = (float, float, int, int, float, float)
+TH_FIELDS = ("created", "updated", "count", "bytes", "ttl", "accessed", "dttl")
+_TH_TYPES = (float, float, int, int, float, float, float)
 _TABLE = "threadline_"
 
 
