@@ -122,3 +122,17 @@ class ThreadBusyError(ThreadlineError):
     def __init__(self, message: str, *, thread_id: str, holder: str | None, expires_at: float | None, remaining: float | None) -> None:
         super().__init__(message)
         self.thread_id, self.holder, self.expires_at, self.remaining = thread_id, holder, expires_at, remaining
+
+
+class LeaseLostError(ThreadBusyError):
+    """A put or put_writes made under a thread's lease (``threadline.guard``) after that lease
+    was lost: it expired, or another run took the thread (a holder paused past its lease by a
+    long tool call or a GC pause, or cut off from the database). Nothing of the call was written.
+
+    ``token`` is the lost lease's fencing token; ``holder``, ``holder_token``, ``expires_at``
+    and ``remaining`` describe the thread's lease now (None when no run holds it)."""
+
+    def __init__(self, message: str, *, thread_id: str, token: int, holder: str | None, holder_token: int | None,
+                 expires_at: float | None, remaining: float | None) -> None:
+        super().__init__(message, thread_id=thread_id, holder=holder, expires_at=expires_at, remaining=remaining)
+        self.token, self.holder_token = token, holder_token

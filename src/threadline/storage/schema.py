@@ -241,6 +241,26 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
             # database instead (docs/operations.md, "Upgrading threadline").
         ],
     ),
+    (
+        15,
+        [
+            # The guard's fencing token (docs/concurrency.md, "Fencing"): a number per thread that
+            # grows with every run taking the lease; a put under a lease checks it. A released lease
+            # keeps its row (expired) so the number keeps growing. Rebuilt rather than altered, so
+            # that applying this again (its record lost) still works; running leases are kept.
+            """CREATE TABLE IF NOT EXISTS threadline_leases_v15 (
+                thread_id {text} NOT NULL PRIMARY KEY,
+                holder {text} NOT NULL,
+                acquired_at {real} NOT NULL,
+                expires_at {real} NOT NULL,
+                token {int} NOT NULL DEFAULT 1
+            )""",
+            "INSERT INTO threadline_leases_v15 (thread_id, holder, acquired_at, expires_at) "
+            "SELECT thread_id, holder, acquired_at, expires_at FROM threadline_leases",
+            "DROP TABLE threadline_leases",
+            "ALTER TABLE threadline_leases_v15 RENAME TO threadline_leases",
+        ],
+    ),
 ]
 
 LATEST_VERSION = max(v for v, _ in MIGRATIONS)
