@@ -75,7 +75,20 @@ class KeyTooLongError(ConfigError):
 class ValueTooLargeError(ThreadlineError, ValueError):
     """A channel value or pending write serializes to more than ``threadline.limits`` ``max_value_bytes``,
     checkpoint metadata to more than ``max_metadata_bytes``, or metadata or a Store value nests deeper
-    than ``max_json_depth``; nothing was written."""
+    than ``max_json_depth``; nothing was written.
+
+    For a value of a ``put`` or ``put_writes``, the message names the thread_id, checkpoint_ns and
+    checkpoint, the channel (and the task, for a pending write); the same are attributes:
+    ``thread_id``, ``checkpoint_ns``, ``checkpoint_id``, ``channel``, ``task_id`` (None when not
+    known or not a pending write), ``size`` and ``limit`` (bytes; None for the other limits)."""
+
+    def __init__(
+        self, *args: object, channel: str | None = None, task_id: str | None = None, size: int | None = None, limit: int | None = None,
+        thread_id: str | None = None, checkpoint_ns: str | None = None, checkpoint_id: str | None = None,
+    ) -> None:
+        super().__init__(*args)
+        self.channel, self.task_id, self.size, self.limit = channel, task_id, size, limit
+        self.thread_id, self.checkpoint_ns, self.checkpoint_id = thread_id, checkpoint_ns, checkpoint_id
 
 
 class SerializationError(ThreadlineError, TypeError):

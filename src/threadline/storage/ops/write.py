@@ -211,8 +211,11 @@ def put(
         encoded[channel] = codec.encode(serde, checkpoint["channel_values"][channel], channel)
         return len(encoded[channel][1]) >= bc.delta_min_bytes
 
-    bases = (yield from _delta_bases(d, bc, key, candidates, worth_reading, parent)) if candidates and parent is not None else {}
-    values = R.serialize_values(serde, checkpoint, new_versions, bc, bases, encoded)
+    try:
+        bases = (yield from _delta_bases(d, bc, key, candidates, worth_reading, parent)) if candidates and parent is not None else {}
+        values = R.serialize_values(serde, checkpoint, new_versions, bc, bases, encoded)
+    except ValueTooLargeError as exc:  # named with the thread and checkpoint (the codec knows only the channel)
+        raise limits.value_too_large(exc, key.thread_id, key.checkpoint_ns, checkpoint["id"]) from None
     blob_rows = R.blob_rows(key, values, bases, bc)
     size = sum(len(r.params[5] or b"") for r in blob_rows)
     # The rows the cache will remember (deltas and list/dict snapshots) are checked in the
@@ -320,7 +323,10 @@ def put_writes(
     if not isinstance(task_id, str):
         raise ConfigError(f"task_id must be a string, got {type(task_id).__name__}")
     now = time.time()
-    replace, rows, encoded = R.write_rows(serde, key, writes, task_id, task_path or "", now, bc or codec.PLAIN)
+    try:
+        replace, rows, encoded = R.write_rows(serde, key, writes, task_id, task_path or "", now, bc or codec.PLAIN)
+    except ValueTooLargeError as exc:
+        raise limits.value_too_large(exc, key.thread_id, key.checkpoint_ns, key.checkpoint_id) from None
     if not rows:
         return
     if replace:  # the same special channel twice: the last write wins, as with one upsert after another
