@@ -21,6 +21,7 @@ import pytest
 
 from guard_workers import build, run_turn
 from test_guard import CFG, SPAWN, head_messages, wait_file
+from threadline import LeaseLostError
 from threadline.guard import current_lease, guarded, thread_lease
 from threadline.lifecycle import fsck
 
@@ -105,7 +106,7 @@ def test_a_holder_paused_past_its_lease_writes_nothing_once_another_run_took_the
         assert result["thread_id"] == "chat" and result["token"] == taken.token
         assert result["holder"] == b.holder and result["holder_token"] == b.state.token
         message = result["lost"]
-        assert "thread 'chat'" in message and f"token {taken.token}" in message and "was not written" in message
+        assert "thread 'chat'" in message and f"token {taken.token}" in message and "nothing was written" in message
         assert repr(b.holder) in message and f"token {b.state.token}" in message and "lease_seconds" in message
         # B's history is whole: its turn is the head, A's reply is nowhere
         assert out["messages"][-2:] == ["B", "reply to B"] and head_messages(saver) == out["messages"]
@@ -136,3 +137,25 @@ def test_renewals_keep_the_token_and_the_runs_puts_go_through(kind: str, fresh_b
             assert again.state.token == first.token + 1
             (tmp_path / "y.in").touch()
             assert app.graph.invoke({"messages": ["y"]}, CFG)["messages"][-1] == "reply to y"
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres", "redis", "redis-cluster"])
+def test_a_run_whose_lease_was_taken_over_cannot_put_a_checkpoint(kind: str, fresh_backend: Any, tmp_path: Path) -> None:
+    """Two runs given the same holder string: the second takes the lease over (a new token), so
+    the first run's next checkpoint — a ``put``, checked in its statement or script — is refused."""
+    backend = fresh_backend(kind)
+    with backend.open() as saver, backend.open() as other:
+        first = build(str(tmp_path), {}).compile(checkpointer=saver)
+        first.invoke({"messages": ["hello"]}, CFG)
+        before = backend.stored("chat")
+        with thread_lease(saver, CFG, holder="worker-1", lease_seconds=30) as a:
+            with thread_lease(other, CFG, holder="worker-1", lease_seconds=30) as b:
+                assert b.state.token == a.state.token + 1
+                with pytest.raises(LeaseLostError) as lost:
+                    first.invoke({"messages": ["A"]}, CFG)
+                assert backend.stored("chat") == before  # nothing of A's: not even its input checkpoint
+                assert lost.value.token == a.state.token and lost.value.holder_token == b.state.token
+                assert "not writing checkpoint" in str(lost.value) and "'worker-1'" in str(lost.value)
+                out = build(str(tmp_path), {}).compile(checkpointer=other).invoke({"messages": ["B"]}, CFG)
+        assert out["messages"] == ["hello", "reply to hello", "B", "reply to B"] == head_messages(saver)
+        assert fsck(saver).ok

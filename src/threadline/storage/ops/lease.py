@@ -121,8 +121,8 @@ def refuse(d: Dialect, fence: Fence, what: str) -> Op[None]:
     else:
         who = "it expired (no run holds the thread now)"
     raise LeaseLostError(
-        f"thread {fence.thread_id!r}: {what} was not written: this run's lease (token {fence.token}, holder "
-        f"{fence.holder!r}) is lost — {who}. This run went on past its lease (paused or cut off from the database "
+        f"thread {fence.thread_id!r}: not writing {what}: this run's lease (token {fence.token}, holder "
+        f"{fence.holder!r}) is lost — {who}; nothing was written. This run went on past its lease (paused or cut off from the database "
         "for longer than lease_seconds); its state is stale: run it again from the thread's head, or give runs "
         "that pause this long a longer lease_seconds",
         thread_id=fence.thread_id, token=fence.token, holder=now.holder if running else None,  # type: ignore[union-attr]
