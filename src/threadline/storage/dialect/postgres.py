@@ -58,7 +58,8 @@ def _put_statement(blobs: int, fence: str | None = None) -> str:
         parts.append(
             f"b AS (INSERT INTO threadline_blobs ({BLOB_COLUMNS}) "
             "SELECT thread_id, checkpoint_ns, channel, version, type, blob, base_version FROM v "
-            f"WHERE {held}{'(' if fence else ''}base_version IS NULL OR (SELECT o.type = v.base_type AND COALESCE(octet_length(o.blob), 0) = v.base_size "
+            f"WHERE {held}{'(' if fence else ''}base_version IS NULL OR (SELECT o.type = v.base_type "
+            "AND COALESCE(octet_length(o.blob), 0) = v.base_size "
             "FROM threadline_blobs o WHERE o.thread_id = v.thread_id AND o.checkpoint_ns = v.checkpoint_ns "
             f"AND o.channel = v.channel AND o.version = v.base_version){')' if fence else ''} "
             "ON CONFLICT DO NOTHING RETURNING channel, version)"

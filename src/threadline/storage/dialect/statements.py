@@ -356,15 +356,15 @@ class Statements:
             f"EXISTS (SELECT 1 FROM threadline_checkpoints c WHERE {same} = v.column3) "
             f"OR NOT EXISTS (SELECT 1 FROM threadline_checkpoints c WHERE {same} > v.column3)"
         )
+        on = "ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx)"
         if fenced:
             rows, returning = ", ".join([row] * fenced), " RETURNING task_id, idx" if replace else ""
             return (
                 f"WITH l AS ({self.check_fence()}), w AS ({_INSERT_WRITES}SELECT * FROM (VALUES {rows}) AS v "
-                f"WHERE EXISTS (SELECT 1 FROM l) AND ({keep}) "
-                f"ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) {conflict}{returning}) "
+                f"WHERE EXISTS (SELECT 1 FROM l) AND ({keep}) {on} {conflict}{returning}) "
                 "SELECT task_id, idx FROM w UNION ALL SELECT NULL, COUNT(*) FROM l"
             )
-        return _INSERT_WRITES + f"SELECT * FROM (VALUES {row}) AS v WHERE {keep} ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) {conflict}"
+        return _INSERT_WRITES + f"SELECT * FROM (VALUES {row}) AS v WHERE {keep} {on} {conflict}"
 
     def writes_by_write_keys(self, count: int) -> str:
         """(``count`` write keys (thread_id, checkpoint_ns, checkpoint_id, task_id, idx), flattened) → WRITE_COLUMNS"""

@@ -115,7 +115,8 @@ def refuse(d: Dialect, fence: Fence, what: str) -> Op[None]:
     now = _state(fence.thread_id, (yield Q(d.read_lease(), (fence.thread_id,))))
     running = now is not None and now.remaining > 0
     if running and now.token != fence.token:  # type: ignore[union-attr]
-        who = f"run {now.holder!r} took the thread over (token {now.token}; its lease expires in {now.remaining:.1f} s unless renewed)"  # type: ignore[union-attr]
+        who = (f"run {now.holder!r} took the thread over (token {now.token}; "  # type: ignore[union-attr]
+               f"its lease expires in {now.remaining:.1f} s unless renewed)")  # type: ignore[union-attr]
     elif now is not None and now.token != fence.token:
         who = f"run {now.holder!r} took the thread over meanwhile (token {now.token}; its lease has ended since)"
     else:

@@ -278,7 +278,8 @@ def put(
             if r.delta and k not in have:  # the delta was refused: store the value whole
                 retry.append(R.snapshot_row(v, key, bc))
         if one is not None:  # the checkpoint and thread rows, with the refused deltas as snapshots
-            again = (yield Q(d.put_statement(len(retry), fence is not None), [*row, 0, size, False, *flat((*r, None, None, False) for r in retry), *fenced]))[0]
+            params = [*row, 0, size, False, *flat((*r, None, None, False) for r in retry), *fenced]
+            again = (yield Q(d.put_statement(len(retry), fence is not None), params))[0]
             if fence is not None and not again[4]:
                 yield from lease.refuse(d, fence, what)
         elif retry:
