@@ -9,6 +9,7 @@ then waits until every file its turn is told to wait for exists.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import operator
 import time
@@ -17,7 +18,7 @@ from typing import Annotated, Any, TypedDict
 
 from langgraph.graph import END, START, StateGraph
 
-from threadline import ThreadBusyError
+from threadline import LeaseLostError, ThreadBusyError
 from threadline.backends import entry_of
 from threadline.guard import guarded
 
@@ -45,15 +46,29 @@ def build(directory: str, wait_for: dict[str, list[str]]) -> StateGraph:
 
 
 def run_turn(url: str, thread_id: str, turn: str, directory: str, wait_for: dict[str, list[str]],
-             guard: dict[str, Any] | None, result: str) -> None:
-    """One turn on ``thread_id`` (``guard``: ``guarded``'s options, None: unguarded); what happened
-    goes to the JSON file ``result``: ``{"ok": messages}`` or ``{"busy": message, "holder": …}``."""
-    with entry_of(url).get("saver").from_conn_string(url) as saver:
-        app: Any = build(directory, wait_for).compile(checkpointer=saver)
-        if guard is not None:
-            app = guarded(app, **guard)
-        try:
-            out = app.invoke({"messages": [turn]}, {"configurable": {"thread_id": thread_id}})
-            Path(result).write_text(json.dumps({"ok": out["messages"]}))
-        except ThreadBusyError as exc:
-            Path(result).write_text(json.dumps({"busy": str(exc), "holder": exc.holder}))
+             guard: dict[str, Any] | None, result: str, asynchronous: bool = False) -> None:
+    """One turn on ``thread_id`` (``guard``: ``guarded``'s options, None: unguarded; ``asynchronous``:
+    the async saver and ``ainvoke``); what happened goes to the JSON file ``result``: ``{"ok":
+    messages}``, ``{"busy": message, "holder": …}`` or ``{"lost": message, …}`` (``LeaseLostError``)."""
+    inputs, config = {"messages": [turn]}, {"configurable": {"thread_id": thread_id}}
+
+    def app_of(saver: Any) -> Any:
+        app = build(directory, wait_for).compile(checkpointer=saver)
+        return app if guard is None else guarded(app, **guard)
+
+    async def arun() -> Any:
+        async with entry_of(url).get("async_saver").from_conn_string(url) as saver:
+            return await app_of(saver).ainvoke(inputs, config)
+
+    try:
+        if asynchronous:
+            out = asyncio.run(arun())
+        else:
+            with entry_of(url).get("saver").from_conn_string(url) as saver:
+                out = app_of(saver).invoke(inputs, config)
+        Path(result).write_text(json.dumps({"ok": out["messages"]}))
+    except LeaseLostError as exc:
+        Path(result).write_text(json.dumps({"lost": str(exc), "thread_id": exc.thread_id, "token": exc.token,
+                                            "holder": exc.holder, "holder_token": exc.holder_token}))
+    except ThreadBusyError as exc:
+        Path(result).write_text(json.dumps({"busy": str(exc), "holder": exc.holder}))

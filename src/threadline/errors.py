@@ -75,7 +75,20 @@ class KeyTooLongError(ConfigError):
 class ValueTooLargeError(ThreadlineError, ValueError):
     """A channel value or pending write serializes to more than ``threadline.limits`` ``max_value_bytes``,
     checkpoint metadata to more than ``max_metadata_bytes``, or metadata or a Store value nests deeper
-    than ``max_json_depth``; nothing was written."""
+    than ``max_json_depth``; nothing was written.
+
+    For a value of a ``put`` or ``put_writes``, the message names the thread_id, checkpoint_ns and
+    checkpoint, the channel (and the task, for a pending write); the same are attributes:
+    ``thread_id``, ``checkpoint_ns``, ``checkpoint_id``, ``channel``, ``task_id`` (None when not
+    known or not a pending write), ``size`` and ``limit`` (bytes; None for the other limits)."""
+
+    def __init__(
+        self, *args: object, channel: str | None = None, task_id: str | None = None, size: int | None = None, limit: int | None = None,
+        thread_id: str | None = None, checkpoint_ns: str | None = None, checkpoint_id: str | None = None,
+    ) -> None:
+        super().__init__(*args)
+        self.channel, self.task_id, self.size, self.limit = channel, task_id, size, limit
+        self.thread_id, self.checkpoint_ns, self.checkpoint_id = thread_id, checkpoint_ns, checkpoint_id
 
 
 class SerializationError(ThreadlineError, TypeError):
@@ -122,3 +135,17 @@ class ThreadBusyError(ThreadlineError):
     def __init__(self, message: str, *, thread_id: str, holder: str | None, expires_at: float | None, remaining: float | None) -> None:
         super().__init__(message)
         self.thread_id, self.holder, self.expires_at, self.remaining = thread_id, holder, expires_at, remaining
+
+
+class LeaseLostError(ThreadBusyError):
+    """A put or put_writes made under a thread's lease (``threadline.guard``) after that lease
+    was lost: it expired, or another run took the thread (a holder paused past its lease by a
+    long tool call or a GC pause, or cut off from the database). Nothing of the call was written.
+
+    ``token`` is the lost lease's fencing token; ``holder``, ``holder_token``, ``expires_at``
+    and ``remaining`` describe the thread's lease now (None when no run holds it)."""
+
+    def __init__(self, message: str, *, thread_id: str, token: int, holder: str | None, holder_token: int | None,
+                 expires_at: float | None, remaining: float | None) -> None:
+        super().__init__(message, thread_id=thread_id, holder=holder, expires_at=expires_at, remaining=remaining)
+        self.token, self.holder_token = token, holder_token

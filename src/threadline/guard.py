@@ -26,8 +26,15 @@ within ``lease_seconds``. ``multitask_strategy`` takes the Agent Server's names:
 ``ThreadBusyError`` after ``timeout`` seconds; None: no limit; no order among waiters). Its
 ``"interrupt"`` and ``"rollback"`` are not offered: they cancel the other run.
 
+Fencing: each run that takes a thread's lease gets the thread's next *token* (1, 2, …). While
+a lease is held, the saver's ``put`` and ``put_writes`` on that thread (from this code: the
+graph's own, in LangGraph's worker threads and tasks too) carry it, and the storage checks in the
+put's own statement, transaction or script that the lease still has that holder and token and
+has not expired. A holder paused past its lease (a long tool call, a GC pause, a stopped
+process) that wakes after another run took the thread gets ``LeaseLostError`` and writes nothing.
+
 Leases live behind the storage seam (``storage/ops/lease.py``): a row of
-``threadline_leases`` on SQLite and Postgres, a ``SET NX PX`` key on Redis, each taken,
+``threadline_leases`` on SQLite and Postgres, a ``PX`` key on Redis, each taken,
 renewed and released in one atomic step on the database server's clock. Runs that do not take
 the lease are not stopped: the guard serializes the runs that use it.
 """
@@ -50,7 +57,7 @@ from threadline.errors import ConfigError, ThreadBusyError
 from threadline.keys import key_of, text_key, thread_id_of
 from threadline.read.common import iso
 from threadline.storage.ops import lease as lease_ops
-from threadline.storage.ops.lease import LeaseState
+from threadline.storage.ops.lease import FENCES, Fence, LeaseState
 
 logger = logging.getLogger(__name__)
 
@@ -114,9 +121,12 @@ class ThreadLease:
     On entry it takes the thread's lease (``multitask_strategy`` decides what happens when the
     thread is busy: ``ThreadBusyError`` at once, or waiting up to ``timeout`` seconds), then
     renews it every ``lease_seconds / 3`` in the background; on exit it stops renewing and
-    releases it. ``state`` is the lease as last taken or renewed; ``lost`` turns True when a
-    renewal found the thread taken by another run (this run's lease had expired: the database
-    was unreachable for longer than ``lease_seconds``). Make one per run: not re-entrant.
+    releases it. While held, the saver's puts on the thread check the lease's token (module
+    docstring, "Fencing"). ``state`` is the lease as last taken or renewed (``state.token``: its
+    fencing token); ``lost`` turns True when a renewal found the thread taken by another run (this
+    run's lease had expired: the process was paused, or the database unreachable, for longer than
+    ``lease_seconds``): renewing stops and the run's next put raises ``LeaseLostError``. Make one
+    per run: not re-entrant.
     """
 
     def __init__(self, saver: Any, config: Any, *, multitask_strategy: str = "reject", timeout: float | None = None,
@@ -131,6 +141,7 @@ class ThreadLease:
             raise ConfigError("holder must be a non-empty string")
         self.state: LeaseState | None = None
         self.lost = False
+        self._fence: Fence | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._task: asyncio.Task | None = None
@@ -140,8 +151,21 @@ class ThreadLease:
     def _take(self) -> Any:
         return lease_ops.take(self.saver.dialect, self.thread_id, self.holder, self.lease_seconds)
 
+    def _renew(self) -> Any:
+        return lease_ops.renew(self.saver.dialect, self.state, self.lease_seconds)  # type: ignore[arg-type]
+
     def _release(self) -> Any:
-        return lease_ops.release(self.saver.dialect, self.thread_id, self.holder)
+        return lease_ops.release(self.saver.dialect, self.state)  # type: ignore[arg-type]
+
+    def _fence_puts(self) -> None:
+        """From now on, the saver's puts on the thread in this context carry the lease's token."""
+        assert self.state is not None
+        self._fence = Fence(self.saver, self.thread_id, self.holder, self.state.token)
+        FENCES.set((*FENCES.get(), self._fence))
+
+    def _unfence_puts(self) -> None:
+        # set, not reset: a generator (``GuardedGraph.stream``) may end in another context
+        FENCES.set(tuple(f for f in FENCES.get() if f is not self._fence))
 
     def _polls(self) -> Iterator[float]:
         """Seconds to sleep before each next try while waiting; ends when ``timeout`` is spent."""
@@ -167,10 +191,10 @@ class ThreadLease:
         won, state = result
         if won:
             self.state = state
-        elif not self.lost:
+        else:
             self.lost = True
-            logger.warning("thread %r: lease lost to %r while running (it had expired); this run is no longer exclusive",
-                           self.thread_id, state.holder if state else None)
+            logger.warning("thread %r: lease (token %s) lost to %r while running (it had expired); this run's next put is refused",
+                           self.thread_id, self.state.token if self.state else None, state.holder if state else None)
 
     # --- sync -----------------------------------------------------------------------------
 
@@ -184,19 +208,21 @@ class ThreadLease:
                     break
             else:
                 raise self._refused()
+        self._fence_puts()
         self._thread = threading.Thread(target=self._keep, name=f"threadline-lease-{self.thread_id}", daemon=True)
         self._thread.start()
         return self
 
     def _keep(self) -> None:
-        while not self._stop.wait(self.lease_seconds / 3):
+        while not self.lost and not self._stop.wait(self.lease_seconds / 3):
             try:
-                self._renewed(self.saver.run(self._take(), write=True))
+                self._renewed(self.saver.run(self._renew(), write=True))
             except Exception:  # the next tick tries again; the lease outlives a third of it
                 logger.warning("thread %r: renewing the lease failed", self.thread_id, exc_info=True)
 
     def __exit__(self, *exc: Any) -> None:
         self._stop.set()
+        self._unfence_puts()
         if self._thread is not None:
             self._thread.join()
         try:
@@ -216,18 +242,20 @@ class ThreadLease:
                     break
             else:
                 raise self._refused()
+        self._fence_puts()
         self._task = asyncio.get_running_loop().create_task(self._akeep())
         return self
 
     async def _akeep(self) -> None:
-        while True:
+        while not self.lost:
             await asyncio.sleep(self.lease_seconds / 3)
             try:
-                self._renewed(await self.saver.arun(self._take(), write=True))
+                self._renewed(await self.saver.arun(self._renew(), write=True))
             except Exception:
                 logger.warning("thread %r: renewing the lease failed", self.thread_id, exc_info=True)
 
     async def __aexit__(self, *exc: Any) -> None:
+        self._unfence_puts()
         if self._task is not None:
             self._task.cancel()
             try:

@@ -131,6 +131,21 @@ def check_depth(value: Any, text: str, what: str, error: type[ThreadlineError]) 
         stack.extend((child, depth + 1) for child in node)
 
 
+def value_too_large(exc: Any, thread_id: str, checkpoint_ns: str, checkpoint_id: str | None) -> ThreadlineError:
+    """``exc`` (a ``ValueTooLargeError`` of ``max_value_bytes`` raised while a put or put_writes
+    serialized a value) again, naming the thread, namespace, checkpoint, channel and task, and the fix."""
+    if exc.channel is None or exc.limit is None:  # another limit's, or not a value's: as raised
+        return exc
+    what = f"the pending write of task {exc.task_id!r} to channel {exc.channel!r}" if exc.task_id is not None else f"channel {exc.channel!r}"
+    return type(exc)(
+        f"thread {thread_id!r}, checkpoint_ns {checkpoint_ns!r}, checkpoint {checkpoint_id!r}: {what} serializes to {exc.size} "
+        f"bytes, more than max_value_bytes={exc.limit}; nothing was written. Store less in it, or raise the limit: "
+        "threadline.limits.configure(max_value_bytes=…) (values that large are best kept in an object store: offload, docs/offload.md)",
+        channel=exc.channel, task_id=exc.task_id, size=exc.size, limit=exc.limit,
+        thread_id=thread_id, checkpoint_ns=checkpoint_ns, checkpoint_id=checkpoint_id,
+    )
+
+
 def check_filter_json(filter: Any, what: str) -> None:
     """FilterTooLargeError for a filter of more than ``max_filter_bytes`` of JSON or nested more
     than ``max_json_depth``; FilterError for one that is not JSON."""

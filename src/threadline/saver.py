@@ -32,6 +32,7 @@ from threadline.storage import ops
 from threadline.storage import rows as R
 from threadline.storage.dialect import Dialect
 from threadline.storage.ops import sweep as sweep_ops
+from threadline.storage.ops.lease import FENCES, Fence, fence_of
 from threadline.errors import ConfigError
 from threadline.objectstore import Offload
 from threadline.keys import key_of
@@ -218,17 +219,23 @@ class EngineSaver(Sweeping, BaseCheckpointSaver[str]):
     async def _arun(self, op: ops.Op, *, write: bool) -> Any:
         raise NotImplementedError
 
+    def _fence(self, config: dict) -> Fence | None:
+        """The thread guard lease this saver's put on ``config``'s thread is made under (``threadline.guard``), or None."""
+        fences = FENCES.get()
+        return fence_of(fences, self, config) if fences else None
+
     def _put_op(self, config: dict, checkpoint: Checkpoint, metadata: CheckpointMetadata, new_versions: ChannelVersions) -> ops.Op:
         """``put`` (recording this saver's default TTL on the thread), and the thread's own TTL when
         the run names one (``threadline.ttl``)."""
         own = thread_ttl_of(config, metadata)
         default_ttl = self.ttl.default_ttl if self.ttl is not None else None
-        op = metrics.counted(ops.put(self.dialect, self.serde, config, checkpoint, metadata, new_versions, self.blob_codec,
-                                     default_ttl=default_ttl), self.dialect.name)
+        op = ops.put(self.dialect, self.serde, config, checkpoint, metadata, new_versions, self.blob_codec,
+                     default_ttl=default_ttl, fence=self._fence(config))
+        op = metrics.counted(op, self.dialect.name)
         return op if own is None else sweep_ops.with_thread_ttl(self.dialect, op, key_of(config).thread_id, own)
 
     def _put_writes_op(self, config: dict, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str) -> ops.Op:
-        op = ops.put_writes(self.dialect, self.serde, config, writes, task_id, task_path, self.blob_codec)
+        op = ops.put_writes(self.dialect, self.serde, config, writes, task_id, task_path, self.blob_codec, self._fence(config))
         return metrics.counted(op, self.dialect.name)
 
     def _remember_writes(self, stored: tuple | None) -> None:

@@ -41,11 +41,13 @@ DELTA_MAX_RATIO = 0.5  # a delta larger than this fraction of its value is writt
 DELTA_PIECE_BYTES = 1024  # a chain holds at most one delta per this many bytes of its value
 
 
-def check_size(size: int, what: str = "value") -> None:
-    """ValueTooLargeError when a serialized value of ``size`` bytes exceeds ``max_value_bytes``."""
+def check_size(size: int, what: str = "value", channel: str | None = None, task_id: str | None = None) -> None:
+    """ValueTooLargeError (with ``channel``, ``task_id``, ``size`` and the limit as attributes) when a
+    serialized value of ``size`` bytes exceeds ``max_value_bytes``."""
     top = limits.current().max_value_bytes
     if size > top:
-        raise ValueTooLargeError(f"{what} serializes to {size} bytes, more than max_value_bytes={top} (threadline.limits)")
+        raise ValueTooLargeError(f"{what} serializes to {size} bytes, more than max_value_bytes={top} (threadline.limits)",
+                                 channel=channel, task_id=task_id, size=size, limit=top)
 
 
 def encode(serde: SerializerProtocol, value: Any, channel: str | None = None, task_id: str | None = None) -> tuple[str, bytes]:
@@ -61,7 +63,7 @@ def encode(serde: SerializerProtocol, value: Any, channel: str | None = None, ta
         raise unserializable(serde, value, exc, channel, task_id) from exc
     if tag in _REFUSED:
         raise TypeError(f"threadline does not store {tag!r} payloads; value of type {type(value).__name__} is not serializable")
-    check_size(len(data), f"a value of type {type(value).__name__}")
+    check_size(len(data), f"a value of type {type(value).__name__}", channel, task_id)
     return tag, data
 
 

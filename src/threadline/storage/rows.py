@@ -223,7 +223,7 @@ def serialize_values(
         base = bases.get(channel) if bases else None
         fast = bc.encode_list(serde, value, base[1]) if base is not None and type(value) is list else None
         if fast is not None:
-            codec.check_size(len(fast[0]), f"channel {channel!r}")
+            codec.check_size(len(fast[0]), f"channel {channel!r}", channel)
             out.append(Value(channel, version_key(version), "msgpack", fast[0], fast[1]))
         else:
             tag, data = encoded[channel] if encoded and channel in encoded else codec.encode(serde, value, channel)

@@ -252,6 +252,15 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
             "ALTER TABLE threadline_cold ADD COLUMN default_ttl {real}",
         ],
     ),
+    (
+        16,
+        [
+            # The guard's fencing token (docs/concurrency.md, "Fencing"): a number per thread that
+            # grows with every run taking the lease; a put under a lease checks it. A released lease
+            # keeps its row (expired) so the number keeps growing; running leases keep token 1.
+            "ALTER TABLE threadline_leases ADD COLUMN token {int} NOT NULL DEFAULT 1",
+        ],
+    ),
 ]
 
 LATEST_VERSION = max(v for v, _ in MIGRATIONS)

@@ -185,9 +185,10 @@ class Dialect(
         """``text`` (``?`` placeholders) in the driver's parameter style."""
         return text
 
-    def put_statement(self, blobs: int) -> str | None:
-        """A whole ``put`` as one statement (see ``PostgresDialect.put_statement``), or None:
-        the backend runs ``put`` as several statements in one transaction."""
+    def put_statement(self, blobs: int, fenced: bool = False) -> str | None:
+        """A whole ``put`` as one statement (see ``PostgresDialect.put_statement``; ``fenced``:
+        under a thread guard lease), or None: the backend runs ``put`` as several statements in
+        one transaction."""
         return None
 
     def get_statement(self, latest: bool) -> str | None:

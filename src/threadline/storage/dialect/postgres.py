@@ -30,7 +30,7 @@ def _to_pyformat(text: str) -> str:
 
 
 @lru_cache(maxsize=256)
-def _put_statement(blobs: int) -> str:
+def _put_statement(blobs: int, fence: str | None = None) -> str:
     # Data-modifying CTEs all see the snapshot from before the statement, so a checked row
     # is stored as written when this statement inserted it (``b``) or it was already there.
     # Rows already stored are probed by primary key in scalar subqueries: an EXISTS there may be
@@ -43,6 +43,9 @@ def _put_statement(blobs: int) -> str:
         "CAST(? AS DOUBLE PRECISION), CAST(? AS TEXT), CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS BOOLEAN), "
         "CAST(? AS DOUBLE PRECISION)))",
     ]
+    # under a thread guard lease (``fence``: ``check_fence``, its parameters last): nothing is written
+    # unless the lease holds, and its row stays locked until this statement commits
+    held = "EXISTS (SELECT 1 FROM l) AND " if fence else ""
     stored = "0"
     if blobs:
         first = (
@@ -51,12 +54,15 @@ def _put_statement(blobs: int) -> str:
         )
         rows = ", ".join([first] + ["(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"] * (blobs - 1))
         parts.append(f"v(thread_id, checkpoint_ns, channel, version, type, blob, base_version, base_type, base_size, checked) AS (VALUES {rows})")
+        if fence:
+            parts.append(f"l AS ({fence})")
         parts.append(
             f"b AS (INSERT INTO threadline_blobs ({BLOB_COLUMNS}) "
             "SELECT thread_id, checkpoint_ns, channel, version, type, blob, base_version FROM v "
-            "WHERE base_version IS NULL OR (SELECT o.type = v.base_type AND COALESCE(octet_length(o.blob), 0) = v.base_size "
+            f"WHERE {held}{'(' if fence else ''}base_version IS NULL OR (SELECT o.type = v.base_type "
+            "AND COALESCE(octet_length(o.blob), 0) = v.base_size "
             "FROM threadline_blobs o WHERE o.thread_id = v.thread_id AND o.checkpoint_ns = v.checkpoint_ns "
-            "AND o.channel = v.channel AND o.version = v.base_version) "
+            f"AND o.channel = v.channel AND o.version = v.base_version){')' if fence else ''} "
             "ON CONFLICT DO NOTHING RETURNING channel, version)"
         )
         stored = (
@@ -65,6 +71,8 @@ def _put_statement(blobs: int) -> str:
             "FROM threadline_blobs o WHERE o.thread_id = v.thread_id AND o.checkpoint_ns = v.checkpoint_ns "
             "AND o.channel = v.channel AND o.version = v.version)))"
         )
+    elif fence:
+        parts.append(f"l AS ({fence})")
     parts += [
         f"n(stored) AS (SELECT {stored})",
         "e AS (SELECT 1 FROM threadline_checkpoints x JOIN r ON x.thread_id = r.thread_id AND x.checkpoint_ns = r.checkpoint_ns "
@@ -75,7 +83,7 @@ def _put_statement(blobs: int) -> str:
         "c AS (INSERT INTO threadline_checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, "
         "metadata, step, source, run_id, created_at, checksum) SELECT r.thread_id, r.checkpoint_ns, r.checkpoint_id, "
         "r.parent_checkpoint_id, r.checkpoint, r.metadata, r.step, r.source, r.run_id, r.created_at, r.checksum FROM r, n "
-        "WHERE n.stored = r.expected AND (NOT r.parent_required OR EXISTS (SELECT 1 FROM p) OR EXISTS (SELECT 1 FROM e)) "
+        f"WHERE {held}n.stored = r.expected AND (NOT r.parent_required OR EXISTS (SELECT 1 FROM p) OR EXISTS (SELECT 1 FROM e)) "
         "ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET checkpoint = excluded.checkpoint, "
         "metadata = excluded.metadata, step = excluded.step, source = excluded.source, run_id = excluded.run_id, "
         # the row keeps its parent: the new checksum holds only when that parent is the one given
@@ -88,7 +96,8 @@ def _put_statement(blobs: int) -> str:
         "checkpoint_count = threadline_threads.checkpoint_count + excluded.checkpoint_count, "
         "bytes = threadline_threads.bytes + excluded.bytes)",
     ]
-    return "WITH " + ", ".join(parts) + " SELECT n.stored, (SELECT COUNT(*) FROM c), (SELECT COUNT(*) FROM e), (SELECT COUNT(*) FROM p) FROM n"
+    flag = ", (SELECT COUNT(*) FROM l)" if fence else ""
+    return "WITH " + ", ".join(parts) + f" SELECT n.stored, (SELECT COUNT(*) FROM c), (SELECT COUNT(*) FROM e), (SELECT COUNT(*) FROM p){flag} FROM n"
 
 
 def _probe(table: str, on: str, alias: str = "t") -> str:
@@ -200,6 +209,8 @@ class PostgresDialect(Dialect):
     prune_refuses_delta_threads = True
     reads_outside_transaction = True  # BEGIN and COMMIT are two round trips; READ COMMITTED reads gain nothing
     lock_rows = " FOR UPDATE"
+    lock_shared = " FOR SHARE"
+    fences_in_statement = True
     partitions = True
     snapshot_sql = "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY"
     # transaction-scoped, so it works behind PgBouncer's transaction pooling
@@ -217,7 +228,7 @@ class PostgresDialect(Dialect):
     def tables_among(self, names: tuple[str, ...]) -> str:
         return _tables_among(names)
 
-    def put_statement(self, blobs: int) -> str:
+    def put_statement(self, blobs: int, fenced: bool = False) -> str:
         """A whole ``put`` in one statement (one round trip, atomic without a transaction):
         ``blobs`` guarded blob rows, the checkpoint row (an upsert: a checkpoint put again
         takes the new checkpoint, metadata, step, source and run_id, as the official upsert)
@@ -230,8 +241,10 @@ class PostgresDialect(Dialect):
         INSERT_BLOB parameters, the type and stored size the base row must have, NULL for a
         snapshot, and whether the row is checked)) → how many checked rows are stored, whether
         the checkpoint row was written (1 or 0), whether it existed before (1 or 0), whether
-        the parent is stored (1 or 0)"""
-        return _put_statement(blobs)
+        the parent is stored (1 or 0). ``fenced``: a put under a thread guard lease, with
+        ``check_fence``'s parameters last, and a fifth column: whether the lease held (1 or 0;
+        nothing is written when it did not)."""
+        return _put_statement(blobs, self.check_fence() if fenced else None)
 
     def get_statement(self, latest: bool) -> str:
         """A whole ``get_tuple`` in one statement: the checkpoint row, the blob rows its

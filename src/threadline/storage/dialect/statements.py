@@ -335,26 +335,38 @@ class Statements:
     # (thread_id, channel) → checkpoint_ns, checkpoint_id of the checkpoints with writes to that channel
     CHECKPOINTS_WRITING = "SELECT DISTINCT checkpoint_ns, checkpoint_id FROM threadline_writes WHERE thread_id = ? AND channel = ?"
 
-    def insert_writes(self, replace: bool, live: bool = False) -> str:
+    def insert_writes(self, replace: bool, live: bool = False, fenced: int = 0) -> str:
         """(WRITE_COLUMNS, created_at): insert-or-ignore → task_id, idx of the rows inserted; or with
         ``replace`` (special channels) an upsert of the dialect's ``replaced_write_columns``.
 
         ``live`` (a running graph's ``put_writes``): a row whose checkpoint is not stored while a
         newer one of its namespace is, is not inserted. Its checkpoint was pruned after LangGraph
         wrote the next one (its writes are saved in the background, and may land after a sweep's
-        prune): they could only be orphans. Writes ahead of their checkpoint are kept."""
+        prune): they could only be orphans. Writes ahead of their checkpoint are kept.
+
+        ``fenced`` (with ``live``, on a dialect with ``fences_in_statement``): ``fenced`` rows
+        written under a thread guard lease, checked in this statement — (thread_id, holder, token
+        as ``check_fence``, then the rows' parameters) → task_id, idx of the rows written, and
+        (NULL, 1 or 0): whether the lease held (nothing is written when it did not)."""
         replaced = ", ".join(f"{c} = excluded.{c}" for c in self.replaced_write_columns)
         conflict = f"DO UPDATE SET {replaced}" if replace else "DO NOTHING RETURNING task_id, idx"
         row = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
         if not live:
             return _INSERT_WRITES + f"VALUES {row} ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) {conflict}"
         same = "c.thread_id = v.column1 AND c.checkpoint_ns = v.column2 AND c.checkpoint_id"
-        return (
-            _INSERT_WRITES + f"SELECT * FROM (VALUES {row}) AS v "
-            f"WHERE EXISTS (SELECT 1 FROM threadline_checkpoints c WHERE {same} = v.column3) "
-            f"OR NOT EXISTS (SELECT 1 FROM threadline_checkpoints c WHERE {same} > v.column3) "
-            f"ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) {conflict}"
+        keep = (
+            f"EXISTS (SELECT 1 FROM threadline_checkpoints c WHERE {same} = v.column3) "
+            f"OR NOT EXISTS (SELECT 1 FROM threadline_checkpoints c WHERE {same} > v.column3)"
         )
+        on = "ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx)"
+        if fenced:
+            rows, returning = ", ".join([row] * fenced), " RETURNING task_id, idx" if replace else ""
+            return (
+                f"WITH l AS ({self.check_fence()}), w AS ({_INSERT_WRITES}SELECT * FROM (VALUES {rows}) AS v "
+                f"WHERE EXISTS (SELECT 1 FROM l) AND ({keep}) {on} {conflict}{returning}) "
+                "SELECT task_id, idx FROM w UNION ALL SELECT NULL, COUNT(*) FROM l"
+            )
+        return _INSERT_WRITES + f"SELECT * FROM (VALUES {row}) AS v WHERE {keep} {on} {conflict}"
 
     def writes_by_write_keys(self, count: int) -> str:
         """(``count`` write keys (thread_id, checkpoint_ns, checkpoint_id, task_id, idx), flattened) → WRITE_COLUMNS"""

@@ -49,8 +49,8 @@ class SchemaState:
             )
 
 
-_LEGACY = ("blobs", "migrations", "checkpoints")
-_ADD_COLUMN = re.compile(r"ALTER TABLE (threadline_\w+) ADD COLUMN (\w+) ")  # tables of the unprefixed layout that tell it
+_LEGACY = ("blobs", "migrations", "checkpoints")  # tables of the unprefixed layout that tell it
+_ADD_COLUMN = re.compile(r"ALTER TABLE (threadline_\w+) ADD COLUMN (\w+) ")  # a migration's added column
 
 
 def looked_up(d: Dialect) -> tuple[str, ...]:

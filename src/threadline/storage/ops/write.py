@@ -19,6 +19,7 @@ from threadline import codec, limits
 from threadline.storage import rows as R
 from threadline.storage.dialect import Dialect, dumps_json
 from threadline.storage.ops.base import Op, Q, flat
+from threadline.storage.ops import lease
 from threadline.storage.ops.read import fetch_blob_rows, fetch_blobs
 from threadline.errors import ConfigError, CorruptRowError, ValueTooLargeError
 from threadline.keys import Key, config_of, key_of
@@ -156,6 +157,7 @@ def put(
     bc: codec.BlobCodec | None = None,
     absent: Sequence[str] | None = None,
     default_ttl: float | None = None,
+    fence: lease.Fence | None = None,
 ) -> Op[dict]:
     """Store a checkpoint: its changed channels' blobs, its row, and the thread index, atomically
     (one statement where the dialect has ``put_statement``, else one transaction).
@@ -172,6 +174,9 @@ def put(
 
     ``default_ttl``: the writing saver's default TTL in minutes, recorded on the thread, which
     makes it subject to TTL (``threadline.ttl``); None keeps what the thread has.
+
+    ``fence``: the put is made under a thread guard lease (``threadline.guard``), checked in the
+    put's own statement or transaction: ``LeaseLostError``, nothing written, when it was lost.
     """
     bc = bc or codec.PLAIN
     key = key_of(config)
@@ -210,8 +215,11 @@ def put(
         encoded[channel] = codec.encode(serde, checkpoint["channel_values"][channel], channel)
         return len(encoded[channel][1]) >= bc.delta_min_bytes
 
-    bases = (yield from _delta_bases(d, bc, key, candidates, worth_reading, parent)) if candidates and parent is not None else {}
-    values = R.serialize_values(serde, checkpoint, new_versions, bc, bases, encoded)
+    try:
+        bases = (yield from _delta_bases(d, bc, key, candidates, worth_reading, parent)) if candidates and parent is not None else {}
+        values = R.serialize_values(serde, checkpoint, new_versions, bc, bases, encoded)
+    except ValueTooLargeError as exc:  # named with the thread and checkpoint (the codec knows only the channel)
+        raise limits.value_too_large(exc, key.thread_id, key.checkpoint_ns, checkpoint["id"]) from None
     blob_rows = R.blob_rows(key, values, bases, bc)
     size = sum(len(r.params[5] or b"") for r in blob_rows)
     # The rows the cache will remember (deltas and list/dict snapshots) are checked in the
@@ -226,7 +234,14 @@ def put(
     required = key.checkpoint_id if inherits and parent is not None else None
     # one statement when its parameters fit, else several in one transaction (the blobs in chunks)
     in_one = [] if wide else blob_rows
-    one = d.put_statement(len(in_one))
+    one = d.put_statement(len(in_one), fence is not None)
+    fenced: tuple = ()  # the fence's parameters, last in a fenced put statement's
+    if fence is not None:
+        what = f"checkpoint {checkpoint['id']!r}"
+        if one is None or wide:  # checked first, in the put's transaction
+            yield from lease.check(d, fence, what)
+        if one is not None:
+            fenced = (fence.thread_id, fence.holder, fence.token)
     if one is not None:
         if wide:
             yield Q(d.INSERT_BLOB, [r.params for r in blob_rows], many=True, stores=(("blobs", size),))
@@ -235,8 +250,10 @@ def put(
         is_checked = [r.value is not None and bc.cache is not None for r in in_one]
         blob_params = flat((*r.params, *r.guard, c) for r, c in zip(in_one, is_checked))
         stores = (("checkpoints", len(doc_json) + len(meta_json)), ("blobs", 0 if wide else size))
-        params = [*row, len(checked), size, required is not None, default_ttl, *blob_params]
-        stored, _, existed, parent_stored = (yield Q(one, params, single=True, stores=stores))[0]
+        params = [*row, len(checked), size, required is not None, default_ttl, *blob_params, *fenced]
+        stored, _, existed, parent_stored, *held = (yield Q(one, params, single=True, stores=stores))[0]
+        if held and not held[0]:
+            yield from lease.refuse(d, fence, what)  # type: ignore[arg-type]
         if required is not None and not existed and not parent_stored:
             stored = None
         elif existed and not d.reput_sets_parent:
@@ -249,7 +266,7 @@ def put(
         # PostgresSaver reads such a checkpoint: without the channels whose blobs are gone).
         if bc.cache is not None:
             bc.cache.forget_threads([key.thread_id])
-        return (yield from put(d, serde, config, checkpoint, metadata, new_versions, bc, default_ttl=default_ttl))
+        return (yield from put(d, serde, config, checkpoint, metadata, new_versions, bc, default_ttl=default_ttl, fence=fence))
     if checked and stored != len(checked):
         # Rare: a delta's base row changed since it was cached, or a key was already stored
         # with other bytes. Find out which rows are not stored as written.
@@ -265,7 +282,10 @@ def put(
             if r.delta and k not in have:  # the delta was refused: store the value whole
                 retry.append(R.snapshot_row(v, key, bc))
         if one is not None:  # the checkpoint and thread rows, with the refused deltas as snapshots
-            yield Q(d.put_statement(len(retry)), [*row, 0, size, False, default_ttl, *flat((*r, None, None, False) for r in retry)])
+            params = [*row, 0, size, False, default_ttl, *flat((*r, None, None, False) for r in retry), *fenced]
+            again = (yield Q(d.put_statement(len(retry), fence is not None), params))[0]
+            if fence is not None and not again[4]:
+                yield from lease.refuse(d, fence, what)
         elif retry:
             yield Q(d.INSERT_BLOB, retry, many=True, stores=(("blobs", sum(len(r[5] or b"") for r in retry)),))
     if bc.cache is not None:
@@ -291,6 +311,7 @@ def put_writes(
     task_id: str,
     task_path: str,
     bc: codec.BlobCodec | None = None,
+    fence: lease.Fence | None = None,
 ) -> Op[tuple[tuple[str, str, str], list[tuple]] | None]:
     """Store a task's pending writes against a checkpoint (LangGraph ``WRITES_IDX_MAP`` rules).
 
@@ -298,19 +319,28 @@ def put_writes(
     saver's ``bc`` (deltas on), returns the msgpack values inserted — a write ignored because
     its key was already stored is not — as ``codec.BlobCache.add_writes`` arguments, for
     the saver to remember once they are committed, so that the child checkpoint's delta can
-    reference them instead of storing their items again (``codec.refs``); else None."""
+    reference them instead of storing their items again (``codec.refs``); else None.
+
+    ``fence``: as ``put``'s (``LeaseLostError``, nothing written, when the lease was lost)."""
     key = key_of(config)
     if not key.checkpoint_id:
         raise ConfigError("put_writes needs config['configurable']['checkpoint_id']")
     if not isinstance(task_id, str):
         raise ConfigError(f"task_id must be a string, got {type(task_id).__name__}")
     now = time.time()
-    replace, rows, encoded = R.write_rows(serde, key, writes, task_id, task_path or "", now, bc or codec.PLAIN)
+    try:
+        replace, rows, encoded = R.write_rows(serde, key, writes, task_id, task_path or "", now, bc or codec.PLAIN)
+    except ValueTooLargeError as exc:
+        raise limits.value_too_large(exc, key.thread_id, key.checkpoint_ns, key.checkpoint_id) from None
     if not rows:
         return
     if replace:  # the same special channel twice: the last write wins, as with one upsert after another
         rows = list({r[4]: r for r in rows}.values())
-    inserted = yield Q(d.insert_writes(replace, live=True), rows, many=True, single=True, stores=(("writes", sum(len(r[8] or b"") for r in rows)),))
+    stores = (("writes", sum(len(r[8] or b"") for r in rows)),)
+    if fence is None:
+        inserted = yield Q(d.insert_writes(replace, live=True), rows, many=True, single=True, stores=stores)
+    else:
+        inserted = yield from lease.fenced_writes(d, fence, replace, rows, f"the pending writes of task {task_id!r}", stores)
     if bc is None or not bc.deltas or replace or not inserted:
         return None
     return _item_writes(key, rows, encoded, {(r[0], r[1]) for r in inserted})

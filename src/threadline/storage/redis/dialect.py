@@ -26,7 +26,7 @@ from threadline.errors import FilterError
 from threadline.storage.dialect.base import Dialect, check_filter, metadata_matcher, split_filter
 from threadline.storage import rows as R
 from threadline.storage.redis import layout as L
-from threadline.storage.redis.leases import RedisLeaseStatements
+from threadline.storage.redis.leases import RedisLeaseStatements, lease_keys
 from threadline.storage.redis.records import RedisRecordsStatements
 from threadline.storage.redis.lifecycle import RedisLifecycleStatements
 from threadline.storage.redis.reads import RedisReadsStatements
@@ -255,18 +255,26 @@ def delete_blob(d: RedisDialect, params: Sequence[Any], many: bool) -> Generator
 # --- writes ----------------------------------------------------------------------------------
 
 
-def insert_writes(d: RedisDialect, params: Sequence[Any], many: bool, replace: bool, live: bool) -> Generator:
+def insert_writes(d: RedisDialect, params: Sequence[Any], many: bool, replace: bool, live: bool, fenced: int = 0) -> Generator:
     """(WRITE_COLUMNS, created_at) rows → task_id, idx of those inserted (none with ``replace``);
-    ``live`` as the SQL statement's (a running graph's writes, all of one checkpoint)."""
-    rows = rows_of(params, many)
+    ``live`` as the SQL statement's (a running graph's writes, all of one checkpoint); ``fenced``
+    as the SQL statement's (thread_id, holder, token, then the rows' parameters; one thread)."""
+    fence = params[:3] if fenced else None
+    rows = list(group(params[3:], 10)) if fenced else rows_of(params, many)
     threads = by_thread(rows)
     calls = []
     for tid, part in threads.items():
         args: list[Any] = ["1" if replace else "0", L.field(part[0][1], part[0][2]) if live else ""]
         for r in part:
             args += [L.field(r[1], r[2], r[3], r[4]), L.pack((r[5], r[6], r[7], r[8], r[9]))]
-        calls.append(Call("writes", d.keys(tid), [frame(args)]))
+        if fence is None:
+            calls.append(Call("writes", d.keys(tid), [frame(args)]))
+        else:
+            calls.append(Call("writes", (*d.keys(tid), L.lease_key(d.prefix, tid)), [frame(args), fence[1], str(fence[2])]))
     found = yield calls
+    if fence is not None:
+        reply = found[0] if found else []
+        return [(None, 0)] if 0 in reply else [(None, 1)] + ([] if replace else [(rows[i - 1][3], rows[i - 1][4]) for i in reply])
     if replace:
         return []
     return [(part[i - 1][3], part[i - 1][4]) for part, reply in zip(threads.values(), found) for i in reply]
@@ -357,7 +365,7 @@ def drop_empty_thread(d: RedisDialect, params: Sequence[Any], many: bool) -> Gen
 
 
 def delete_thread(d: RedisDialect, params: Sequence[Any], many: bool) -> Generator:
-    yield [("DEL", *d.keys(params[0]), L.lease_key(d.prefix, params[0])), ("ZREM", d.index, params[0])]
+    yield [("DEL", *d.keys(params[0]), *lease_keys(d.prefix, params[0])), ("ZREM", d.index, params[0])]
     return []
 
 
@@ -416,20 +424,26 @@ def get_checkpoint(d: RedisDialect, params: Sequence[Any], many: bool, latest: b
 # --- put ---------------------------------------------------------------------------------------
 
 
-def put_checkpoint(d: RedisDialect, params: Sequence[Any], many: bool, blobs: int) -> Generator:
+def put_checkpoint(d: RedisDialect, params: Sequence[Any], many: bool, blobs: int, fenced: bool = False) -> Generator:
     """``Dialect.put_statement``'s parameters and result, as one script."""
+    fence = params[-3:] if fenced else None
     tid, ns, cid, parent, doc, meta, step, source, run_id, created, checksum, expected, size, needs_parent, default_ttl = params[:15]
     args: list[Any] = [
         L.field(ns, cid), L.pack_checkpoint((parent, doc, meta, step, source, run_id, created, checksum)),
         L.field(ns, parent) if parent else "", "1" if needs_parent else "0", expected, size, repr(float(created)), default_ttl or 0, blobs,
     ]
-    for b in group(params[15:], 10):
+    for b in group(params[15 : len(params) - 3 if fenced else None], 10):
         _, bns, ch, v, type_, blob, base, guard_type, guard_size, checked = b
         guarded = base is not None and guard_type is not None
         args += [L.field(bns, ch, v), L.pack_blob(type_, blob, base), L.field(bns, ch, base) if guarded else "",
                  guard_type or "", guard_size if guard_size is not None else 0, "1" if checked else "0"]
     args.append(tid)
-    if d.single_node:  # the thread index in the script: one command, not a pipeline of two
+    if fence is not None:  # the lease checked in the script; on a cluster the index once it held
+        keys = (*d.keys(tid), L.lease_key(d.prefix, tid), *((d.index,) if d.single_node else ()))
+        found = yield [Call("put", keys, [frame(args), fence[1], str(fence[2])])]
+        if not d.single_node and int(found[-1][4]):
+            yield [("ZADD", d.index, "GT", float(created), tid)]
+    elif d.single_node:  # the thread index in the script: one command, not a pipeline of two
         found = yield [Call("put", (*d.keys(tid), d.index), [frame(args)])]
     else:
         found = yield [("ZADD", d.index, "GT", float(created), tid), Call("put", d.keys(tid), [frame(args)])]
@@ -531,14 +545,14 @@ class RedisDialect(
         return L.thread_keys(self.prefix, thread_id)
 
     # statements with parameters in their name (the SQL dialects' methods)
-    def put_statement(self, blobs: int) -> Cmd:
-        return Cmd(put_checkpoint, (blobs,), "put")
+    def put_statement(self, blobs: int, fenced: bool = False) -> Cmd:
+        return Cmd(put_checkpoint, (blobs, fenced) if fenced else (blobs,), "put")
 
     def get_statement(self, latest: bool) -> Cmd:  # type: ignore[override]
         return GET_LATEST if latest else GET_CHECKPOINT
 
-    def insert_writes(self, replace: bool, live: bool = False) -> Cmd:  # type: ignore[override]
-        return Cmd(insert_writes, (replace, live), "insert_writes")
+    def insert_writes(self, replace: bool, live: bool = False, fenced: int = 0) -> Cmd:  # type: ignore[override]
+        return Cmd(insert_writes, (replace, live, fenced) if fenced else (replace, live), "insert_writes")
 
     def writes_by_keys(self, count: int, channel: bool = False) -> Cmd:
         return Cmd(writes_by_keys, (channel,), "writes_by_keys")

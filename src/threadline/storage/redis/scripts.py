@@ -14,7 +14,14 @@ removes whole threads.
 
 from __future__ import annotations
 
-_COMMON = r"""
+# Whether a guard lease's value ``v`` (``LEASE``) has this holder and token.
+_HOLDS = r"""
+local function holds(v, holder, token)
+  return v and string.sub(v, 1, #holder + 1) == holder .. '\0' and string.match(v, '%z(%d+)$') == token
+end
+"""
+
+_COMMON = _HOLDS + r"""
 local SEP = '\0'
 local function btype(v) local i = string.find(v, SEP, 1, true); return string.sub(v, 1, i - 1) end
 local function bbase(v)
@@ -55,12 +62,20 @@ end
 # then the thread_id. KEYS[9], on a single server only: the thread index, updated here (on a
 # cluster it lives in another slot, and the caller updates it in the same round trip).
 # → {checked rows stored as written, row written (1/0), existed before (1/0), parent stored (1/0)}
+# Under a guard lease: ARGV[2], ARGV[3] its holder and token, KEYS[9] the lease (the index, if
+# any, KEYS[10]); nothing is written unless the lease holds, and the reply has a fifth element,
+# whether it held (1/0).
 PUT = _COMMON + r"""
 local A = unframe(ARGV[1])
+local index, held = KEYS[9], nil
+if ARGV[2] then
+  index, held = KEYS[10], 1
+  if not holds(redis.call('GET', KEYS[9]), ARGV[2], ARGV[3]) then return {0, 0, 0, 0, 0} end
+end
 local existed = redis.call('HEXISTS', KEYS[1], A[1])
 local parent_ok = 1
 if A[4] == '1' then parent_ok = redis.call('HEXISTS', KEYS[1], A[3]) end
-if existed == 0 and parent_ok == 0 then return {0, 0, 0, 0} end
+if existed == 0 and parent_ok == 0 then return {0, 0, 0, 0, held} end
 local stored = 0
 for b = 10, 9 + 6 * tonumber(A[9]), 6 do
   local f, v = A[b], A[b + 1]
@@ -75,7 +90,7 @@ for b = 10, 9 + 6 * tonumber(A[9]), 6 do
     if cur and btype(cur) == btype(v) and bsize(cur) == bsize(v) then stored = stored + 1 end
   end
 end
-if stored ~= tonumber(A[5]) then return {stored, 0, existed, parent_ok} end
+if stored ~= tonumber(A[5]) then return {stored, 0, existed, parent_ok, held} end
 redis.call('HSET', KEYS[1], A[1], A[2])
 redis.call('ZADD', KEYS[2], 0, A[1])
 local now = tonumber(A[7])
@@ -88,16 +103,19 @@ end
 if existed == 0 then redis.call('HINCRBY', KEYS[6], 'count', 1) end
 redis.call('HINCRBY', KEYS[6], 'bytes', tonumber(A[6]))
 expire(A[8])
-if KEYS[9] then redis.call('ZADD', KEYS[9], 'GT', A[7], A[10 + 6 * tonumber(A[9])]) end
-return {stored, 1, existed, parent_ok}
+if index then redis.call('ZADD', index, 'GT', A[7], A[10 + 6 * tonumber(A[9])]) end
+return {stored, 1, existed, parent_ok, held}
 """
 
 # ARGV[1], framed: replace ('1': special channels, last write wins; '0': insert-or-ignore), the
 # checkpoint field of a running graph's writes ('' none: see ``insert_writes(live=)`` of the SQL
-# statements), then per row: field, packed row. → the 1-based positions of the rows inserted
+# statements), then per row: field, packed row. → the 1-based positions of the rows inserted.
+# Under a guard lease: ARGV[2], ARGV[3] its holder and token, KEYS[9] the lease; {0} when it does
+# not hold (nothing written).
 WRITES = _COMMON + r"""
 local A = unframe(ARGV[1])
 local inserted = {}
+if ARGV[2] and not holds(redis.call('GET', KEYS[9]), ARGV[2], ARGV[3]) then return {0} end
 if A[2] ~= '' and redis.call('HEXISTS', KEYS[1], A[2]) == 0 then
   local ns = string.match(A[2], '^[^%z]*')
   if #redis.call('ZRANGE', KEYS[2], '(' .. A[2], '(' .. ns .. '\1', 'BYLEX', 'LIMIT', 0, 1) > 0 then return inserted end
@@ -215,29 +233,33 @@ return 1
 """
 
 # A thread's guard lease (``storage/redis/leases.py``). KEYS[1]: the lease (STRING: holder, NUL,
-# acquired_at in ms of the server's clock; its expiry is the lease's end). ARGV: 'take', holder, lease
-# ms → {1 won / 0 busy, value, ms left, now ms}: won when no lease is set (SET NX PX) or holder's own
-# (its expiry moved, acquired_at kept); busy: the other holder's value and ms left.
-# 'read' → {0, value or false, ms left, now ms}; 'release', holder → deleted when holder's.
-LEASE = r"""
+# acquired_at in ms of the server's clock, NUL, token; its expiry is the lease's end); KEYS[2]: the
+# thread's token count (STRING: the last token given; kept a day past the last lease). ARGV:
+# 'take', holder, lease ms → {1 won / 0 busy, value, ms left, now ms}: won when no lease is set or
+# holder's own, with the next token; busy: the other holder's value and ms left.
+# 'renew', holder, lease ms, token → won while the lease has that holder and token, or has expired
+# with no other run taking it since (the count is still that token). 'read' → {0, value or false,
+# ms left, now ms}; 'release', holder, token → deleted when it has that holder and token.
+LEASE = _HOLDS + r"""
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local op, cur = ARGV[1], redis.call('GET', KEYS[1])
-local mine = cur and string.sub(cur, 1, #ARGV[2] + 1) == ARGV[2] .. '\0'
 if op == 'release' then
-  if mine then redis.call('DEL', KEYS[1]) end
+  if holds(cur, ARGV[2], ARGV[3]) then redis.call('DEL', KEYS[1]) end
   return 1
 end
-if op == 'take' then
-  if not cur then
-    cur = ARGV[2] .. '\0' .. now
-    redis.call('SET', KEYS[1], cur, 'NX', 'PX', ARGV[3])
-    return {1, cur, tonumber(ARGV[3]), now}
-  end
-  if mine then
-    redis.call('PEXPIRE', KEYS[1], ARGV[3])
-    return {1, cur, tonumber(ARGV[3]), now}
-  end
+local won = false
+if op == 'take' and (not cur or string.sub(cur, 1, #ARGV[2] + 1) == ARGV[2] .. '\0') then
+  cur = ARGV[2] .. '\0' .. now .. '\0' .. redis.call('INCR', KEYS[2])
+  won = true
+elseif op == 'renew' and (holds(cur, ARGV[2], ARGV[4]) or (not cur and redis.call('GET', KEYS[2]) == ARGV[4])) then
+  cur = cur or (ARGV[2] .. '\0' .. now .. '\0' .. ARGV[4])
+  won = true
+end
+if won then
+  redis.call('SET', KEYS[1], cur, 'PX', ARGV[3])
+  redis.call('PEXPIRE', KEYS[2], tonumber(ARGV[3]) + 86400000)
+  return {1, cur, tonumber(ARGV[3]), now}
 end
 return {0, cur, redis.call('PTTL', KEYS[1]), now}
 """

@@ -31,7 +31,7 @@ COLUMNS = {
     "blobs": ("thread_id", "checkpoint_ns", "channel", "version", "type", "blob", "base_version"),
     "writes": ("thread_id", "checkpoint_ns", "checkpoint_id", "task_id", "idx", "channel", "task_path", "type", "blob", "created_at"),
     "thread_records": ("thread_id", "metadata", "archived", "created_at", "updated_at"),
-    "leases": ("thread_id", "holder", "acquired_at", "expires_at"),  # the guard's (never backed up: not a thread's data)
+    "leases": ("thread_id", "holder", "acquired_at", "expires_at", "token"),  # the guard's (never backed up: not a thread's data)
 }
 # the ``th`` fields of the threads table's columns after thread_id
 TH_FIELDS = ("created", "updated", "count", "bytes", "ttl", "accessed", "dttl")
