@@ -38,8 +38,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from langgraph.types import Overwrite
-
 from threadline.errors import ConfigError, NotFoundError
 from threadline.keys import key_of
 from threadline.lifecycle.annotate import annotate_op
@@ -233,6 +231,8 @@ def merge(
     if result.unresolved:
         raise ConfigError(f"conflicts on {', '.join(result.unresolved)}: changed on both sides since {base}; choose a side "
                           "for each (choose={channel: 'source' | 'target'})", flags={"choose={channel: 'source' | 'target'}": "--take CHANNEL=source|target"})
+    from langgraph.types import Overwrite  # imported here: `threadline show` loads this module without LangGraph's runtime
+
     updates = {c.channel: Overwrite(c.update) if c.replaces else c.update for c in result.channels if c.applies}
     if not updates:
         raise ConfigError(f"nothing to merge: {src} changed no channel the target takes")
