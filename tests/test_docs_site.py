@@ -50,13 +50,14 @@ def test_every_guide_and_reference_page_is_built_and_nothing_is_fetched(site: Pa
     guides = sorted(p.stem for p in (ROOT / "docs").glob("*.md") if p.stem != "index")
     assert guides, "no guides in docs/"
     for name in guides + ["cli-reference", "benchmarks", "reference/savers", "reference/errors"]:
-        assert (site / name / "index.html").is_file(), f"{name} is not on the site"
+        assert (site / f"{name}.html").is_file(), f"{name} is not on the site"
     # the API reference is rendered from the docstrings, not left as `::: identifier` lines
-    savers = (site / "reference" / "savers" / "index.html").read_text(encoding="utf-8")
+    savers = (site / "reference" / "savers.html").read_text(encoding="utf-8")
     assert ":::" not in savers and 'id="threadline.backends.sqlite.SqliteSaver"' in savers
     assert "threadline gives LangGraph agents" in _text(site / "index.html")  # the README's introduction
-    # the theme's web fonts are off: a page loads nothing from another host
-    assert not re.search(r'<(?:link|script)[^>]+(?:href|src)="https?://', (site / "index.html").read_text(encoding="utf-8"))
+    # the theme's web fonts are off: no page loads a style sheet or script from another host
+    fetching = [p.name for p in site.rglob("*.html") if re.search(r'<(?:link|script)[^>]+(?:href|src)="https?://', p.read_text(encoding="utf-8"))]
+    assert not fetching, f"pages that load from another host: {fetching}"
     # generated pages exist only in the build, so they cannot drift
     assert not (ROOT / "docs" / "cli-reference.md").exists() and not (ROOT / "docs" / "benchmarks.md").exists()
 
@@ -76,7 +77,7 @@ def _commands(path: tuple[str, ...] = ()) -> dict[tuple[str, ...], str]:
 def test_the_cli_reference_holds_every_command_as_its_help_prints_it(site: Path) -> None:
     commands = _commands()
     assert ("store", "put") in commands and ("threads",) in commands  # a sub-group's commands too
-    page = site / "cli-reference" / "index.html"
+    page = site / "cli-reference.html"
     headings = set(re.findall(r'<h2 id="([^"]+)"', page.read_text(encoding="utf-8")))
     expected = {"-".join(("threadline", *path)) for path in commands}
     assert expected <= headings, f"commands missing from the CLI reference: {sorted(expected - headings)}"
