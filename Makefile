@@ -9,6 +9,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 RUNTIME := $(VENV)/.runtime
 STAMP := $(VENV)/.installed
+DOCS := $(VENV)/.docs
 
 $(RUNTIME): pyproject.toml
 	@echo "make: installing threadline and its runtime dependencies into $(VENV) (about 20 s the first time)"
@@ -26,9 +27,20 @@ $(STAMP): $(RUNTIME)
 	$(BIN)/pip install -q -e '.[test]'
 	touch $(STAMP)
 
-.PHONY: demo test browser test-heavy bench bench-ops langgraph-suite fuzz
+.PHONY: demo test browser test-heavy bench bench-ops langgraph-suite fuzz docs
 demo: $(RUNTIME)
 	$(BIN)/threadline demo
+
+# The documentation site (mkdocs.yml) into site/: the guides of docs/, the API reference from the
+# docstrings and the CLI reference from the commands themselves (docs/hooks/), built with
+# --strict: a warning, a broken link or anchor fails it. Adds the [docs] extra to .venv.
+$(DOCS): $(RUNTIME)
+	@echo "make: adding the docs tools (the [docs] extra) to $(VENV)"
+	$(BIN)/uv pip install -q --python $(BIN)/python -e '.[docs]'
+	touch $(DOCS)
+
+docs: $(DOCS)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 # The suite needs Postgres (THREADLINE_TEST_POSTGRES, default postgresql://postgres@127.0.0.1:5432/test)
 # and Redis (THREADLINE_TEST_REDIS, default redis://127.0.0.1:6379/0); without them their tests skip.
