@@ -76,6 +76,14 @@ bench: $(STAMP)
 test-heavy: $(STAMP)
 	THREADLINE_HEAVY=1 $(BIN)/python -m pytest -q tests/test_sweeper.py tests/test_side_by_side.py
 
+# The supported range at both ends, each in a fresh venv of .cache/ends/: Python 3.11 with the
+# lowest LangGraph, langgraph-checkpoint and langchain-core the floors allow, and Python 3.13 with
+# the newest; a representative subset of the suite in each (docs/compatibility.md). Needs Postgres
+# and Redis as `make test` does; 3–4 minutes on 2 busy cores, so not part of `make test`.
+.PHONY: test-ends
+test-ends: $(RUNTIME)
+	$(BIN)/python compat/ends.py $(ENDS_ARGS)
+
 # Bytes on disk after sweeps, vacuum and monthly partitions (docs/operations.md).
 bench-ops: $(STAMP)
 	$(BIN)/python benchmarks/shrink.py

@@ -33,6 +33,7 @@ _LAZY = {
     **dict.fromkeys(("RedisSaver", "AsyncRedisSaver", "ShallowRedisSaver", "AsyncShallowRedisSaver"), "threadline.backends.redis"),
     **dict.fromkeys(("SqliteStore", "AsyncSqliteStore", "PostgresStore", "AsyncPostgresStore", "open_store", "aopen_store"), "threadline.store"),
     **dict.fromkeys(("SqliteCache", "PostgresCache", "open_cache"), "threadline.cache"),
+    "__version__": "threadline._version",
 }
 
 
