@@ -56,7 +56,7 @@ from threadline.backends import redisconn
 from threadline.errors import CorruptRowError, SchemaError, ThreadlineError
 from threadline.store import ops as O
 from threadline.store import values as V
-from threadline.store import vecmath
+from threadline.storage import vecmath
 from threadline.store.base import AsyncStore, SyncStore
 from threadline.store.pyfilter import compile_filter
 
