@@ -38,7 +38,8 @@ from threadline.codec.serde import default_serde
 from threadline.errors import CorruptRowError
 from threadline.store import checks, schema
 from threadline.store.postgres import PoolConfig, open_args
-from threadline.store.sql import CACHE, POSTGRES, SQLITE, StoreSql
+from threadline.storage.dialect.cache import CACHE
+from threadline.storage.dialect.store import POSTGRES, SQLITE, StoreSql
 
 
 class SqlCache(BaseCache[ValueT], Generic[ValueT]):
@@ -85,11 +86,11 @@ class SqlCache(BaseCache[ValueT], Generic[ValueT]):
             seconds = checks.ttl(ttl, 1, f"ttl of cache entry {ns!r}/{key!r}")
             encoding, data = codec.compress(*codec.encode(self.serde, value))
             rows.append((ns_text, key, encoding, data, now, None if seconds is None else now + seconds))
-        self._run(ops.put(rows, now), write=True)
+        self._run(ops.put(self.sql, rows, now), write=True)
 
     def clear(self, namespaces: Sequence[Namespace] | None = None) -> None:
         """Delete the entries of ``namespaces``, or every entry when None."""
-        self._run(ops.clear(None if namespaces is None else [ops.ns_text(ns) for ns in namespaces]), write=True)
+        self._run(ops.clear(self.sql, None if namespaces is None else [ops.ns_text(ns) for ns in namespaces]), write=True)
 
     async def aget(self, keys: Sequence[FullKey]) -> dict[FullKey, ValueT]:
         return await asyncio.to_thread(self.get, keys)

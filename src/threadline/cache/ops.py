@@ -10,7 +10,7 @@ import json
 from collections import defaultdict
 from collections.abc import Sequence
 from threadline.storage.ops import Op, Q, chunks
-from threadline.store.sql import CACHE, StoreSql
+from threadline.storage.dialect.store import StoreSql
 
 Row = tuple[str, str, str, bytes]  # (ns, key, encoding, value)
 
@@ -31,32 +31,20 @@ def get(d: StoreSql, keys: Sequence[tuple[str, str]], now: float) -> Op[list[Row
     rows: list[Row] = []
     for ns, names in by_ns.items():
         for part in chunks(sorted(set(names)), d.max_params - 2):
-            rows += (
-                yield Q(
-                    f"SELECT ns, key, encoding, value FROM {CACHE} WHERE ns = ? AND key IN ({','.join('?' * len(part))}) "
-                    "AND (expires_at IS NULL OR expires_at > ?)",
-                    (ns, *part, now),
-                )
-            )
+            rows += yield Q(d.cache_entries(len(part)), (ns, *part, now))
     return rows
 
 
-def put(rows: Sequence[tuple[str, str, str, bytes, float, float | None]], now: float) -> Op[None]:
+def put(d: StoreSql, rows: Sequence[tuple[str, str, str, bytes, float, float | None]], now: float) -> Op[None]:
     """Upsert (ns, key, encoding, value, created_at, expires_at) rows; expired entries are
     deleted in the same transaction, so the table does not keep what no get returns."""
-    yield Q(f"DELETE FROM {CACHE} WHERE expires_at < ?", (now,))
-    yield Q(
-        f"INSERT INTO {CACHE} (ns, key, encoding, value, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?) "
-        "ON CONFLICT (ns, key) DO UPDATE SET encoding = excluded.encoding, value = excluded.value, "
-        "created_at = excluded.created_at, expires_at = excluded.expires_at",
-        list(rows),
-        many=True,
-    )
+    yield Q(d.DELETE_EXPIRED_ENTRIES, (now,))
+    yield Q(d.PUT_ENTRY, list(rows), many=True)
 
 
-def clear(namespaces: Sequence[str] | None) -> Op[None]:
+def clear(d: StoreSql, namespaces: Sequence[str] | None) -> Op[None]:
     """Delete the entries of ``namespaces`` (ns texts), or every entry for None."""
     if namespaces is None:
-        yield Q(f"DELETE FROM {CACHE}")
+        yield Q(d.CLEAR_ENTRIES)
     else:
-        yield Q(f"DELETE FROM {CACHE} WHERE ns = ?", [(ns,) for ns in namespaces], many=True)
+        yield Q(d.CLEAR_NAMESPACE, [(ns,) for ns in namespaces], many=True)

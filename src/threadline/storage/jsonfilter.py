@@ -1,5 +1,5 @@
 """The one JSON filter of threadline: LangGraph's Store operators on a JSON column, read once
-and expressed per backend. The Store's ``search`` (``store/sql.py``, ``store/pyfilter.py``),
+and expressed per backend. The Store's ``search`` (``storage/dialect/store.py``, ``store/pyfilter.py``),
 the savers' ``list(filter=…)`` operators and the thread records' search all use it.
 
 A filter is ``{key: value}`` or ``{key: {"$op": bound, …}}``; a dotted key is a path through

@@ -2,10 +2,10 @@
 
 ``SqliteStore``, ``AsyncSqliteStore``, ``PostgresStore``, ``AsyncPostgresStore``: drop-in
 for the official ``langgraph.store.sqlite`` / ``langgraph.store.postgres`` classes, with
-one storage logic (``ops``, ``sql``) under thin backend shells. ``RedisStore``,
-``AsyncRedisStore`` (``store.redis``): drop-in for ``langgraph.store.redis``, on plain
-Redis and Redis Cluster. ``open_store(url)``
-picks the backend from a URL, as ``open_saver`` does. The SQL stores adopt the items of the
+one storage logic (``ops``, asking ``storage/dialect/store.py`` for its statements) under
+thin backend shells. ``RedisStore``, ``AsyncRedisStore`` (``store.redis``): drop-in for
+``langgraph.store.redis``, on plain Redis and Redis Cluster. ``open_store(url)`` picks
+the backend from a URL, as ``open_saver`` does. The SQL stores adopt the items of the
 official stores' table of the same database (``official``); ``official.import_langgraph_store``
 copies them from another database.
 """

@@ -32,7 +32,7 @@ from threadline.errors import ConfigError
 from threadline.store import ops as O
 from threadline.store import official, schema
 from threadline.store.index import Index
-from threadline.store.sql import StoreSql
+from threadline.storage.dialect.store import StoreSql
 
 logger = logging.getLogger(__name__)
 DEFAULT_SWEEP_MINUTES = 5.0
@@ -114,7 +114,7 @@ class SyncStore(_Core, BaseStore):
             self.setup()
         results, refresh = self._driver.run(self._batch_op(p, vec, time.time()), write=p.writes)
         if refresh:
-            self._driver.run(O.refresh(refresh, time.time(), omit_expired=self._omit_expired), write=True)
+            self._driver.run(O.refresh(self.sql, refresh, time.time(), omit_expired=self._omit_expired), write=True)
         return results
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
@@ -217,7 +217,7 @@ class AsyncStore(_Core, AsyncBatchedBaseStore):
             await self.setup()
         results, refresh = await self._driver.run(self._batch_op(p, vec, time.time()), write=p.writes)
         if refresh:
-            await self._driver.run(O.refresh(refresh, time.time(), omit_expired=self._omit_expired), write=True)
+            await self._driver.run(O.refresh(self.sql, refresh, time.time(), omit_expired=self._omit_expired), write=True)
         return results
 
     async def _aembed(self, p: O.Plan) -> O.Vectors:

@@ -16,7 +16,7 @@ import aiosqlite
 
 from threadline.backends.sqlite import AsyncSqliteDriver, SqliteDriver
 from threadline.storage.ops import Op
-from threadline.store import vecmath
+from threadline.storage import vecmath
 from threadline.store.ops import ns_match
 
 T = TypeVar("T")

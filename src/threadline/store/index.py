@@ -20,7 +20,7 @@ from typing import Any
 
 from langgraph.store.base import ensure_embeddings, get_text_at_path, tokenize_path
 
-from threadline.store.sql import DISTANCES, VECTOR_TYPES
+from threadline.storage.dialect.store import DISTANCES, VECTOR_TYPES
 
 
 class Index:

@@ -36,7 +36,7 @@ from threadline.storage.ops import Op, Q, chunks, flat
 from threadline.store import ops as O
 from threadline.store import values as V
 from threadline.store.index import Index
-from threadline.store.sql import OFFICIAL, OFFICIAL_COLUMNS, STORE, VECTORS, StoreSql
+from threadline.storage.dialect.store import OFFICIAL, OFFICIAL_COLUMNS, StoreSql
 
 
 @dataclass
@@ -165,10 +165,10 @@ def store_items_op(
     ]
     yield Q(d.PUT_ITEM, rows, many=True)
     if has_vectors:  # an item's vectors are replaced whole, as by a put
-        yield Q(f"DELETE FROM {VECTORS} WHERE prefix = ? AND key = ?", sorted(wanted), many=True)
+        yield Q(d.DELETE_VECTORS, sorted(wanted), many=True)
     embedded = [(prefix, key, name, d.vector_param(v)) for (prefix, key, name, _), v in zip(p.put_texts, vec.puts) if (prefix, key) in wanted]
     if embedded:
-        yield Q(f"INSERT INTO {VECTORS} (prefix, key, field_name, embedding) VALUES (?, ?, ?, ?)", embedded, many=True)
+        yield Q(d.INSERT_VECTOR, embedded, many=True)
     if adopt is not None:
         now = time.time()
         yield Q(d.MARK_ADOPTED, [(it.prefix, it.key, it.stamp, now) for _, it in sorted(wanted.items())], many=True)

@@ -24,10 +24,8 @@ from threadline.storage.ops import Q, chunks
 from threadline.store import checks
 from threadline.store import values as V
 from threadline.store.index import Index
-from threadline.store.sql import STORE, VECTORS, StoreSql, where_filter
+from threadline.storage.dialect.store import StoreSql
 
-ITEM = "s.key, s.value, s.created_at, s.updated_at, s.ttl_minutes"
-SEARCH = "s.prefix, s.key, s.value, s.created_at, s.updated_at, s.ttl_minutes"
 SWEEP_PAGE = 1000
 
 
@@ -100,15 +98,15 @@ def batch(
     with ``refresh_ttl`` that have a TTL."""
     results: list[Any] = [None] * p.size
     refresh: list[tuple[str, str]] = []
-    live, live_params = _live(omit_expired, now)
+    live = omit_expired  # the statements leave expired items out, ``now`` their parameter
+    live_params = [now] if live else []
     by_ns: dict[tuple[str, ...], list[tuple[int, GetOp]]] = defaultdict(list)
     for i, op in p.gets:
         by_ns[op.namespace].append((i, op))
     for namespace, ops in by_ns.items():
         prefix, rows = V.ns_text(namespace), {}
         for keys in chunks(sorted({op.key for _, op in ops}), d.max_params - 2):
-            sql = f"SELECT {ITEM} FROM {STORE} s WHERE s.prefix = ? AND s.key IN ({','.join('?' * len(keys))}){live}"
-            rows.update((r[0], r) for r in (yield Q(sql, (prefix, *keys, *live_params))))
+            rows.update((r[0], r) for r in (yield Q(d.get_items(len(keys), live), (prefix, *keys, *live_params))))
         for i, op in ops:
             row = rows.get(op.key)
             if row is not None:
@@ -127,37 +125,14 @@ def batch(
     return results, refresh
 
 
-def _live(omit_expired: bool, now: float) -> tuple[str, list[Any]]:
-    if not omit_expired:
-        return "", []
-    return " AND (s.expires_at IS NULL OR s.expires_at > ?)", [now]
-
-
-def _namespace_range(namespace: tuple[str, ...]) -> tuple[str, list[Any]]:
-    """The namespace and every namespace under it, as a range on the primary key ('/' follows '.')."""
-    text = V.ns_text(namespace)
-    return "(s.prefix = ? OR (s.prefix >= ? AND s.prefix < ?))", [text, text + ".", text + "/"]
-
-
 def _search_sql(
-    d: StoreSql, op: SearchOp, query: list[float] | None, vec: Vectors, live: str, live_params: list[Any]
+    d: StoreSql, op: SearchOp, query: list[float] | None, vec: Vectors, live: bool, live_params: list[Any]
 ) -> tuple[str, list[Any]]:
-    conditions, params = where_filter(d, op.filter)
-    if op.namespace_prefix:
-        ns, ns_params = _namespace_range(tuple(op.namespace_prefix))
-        conditions.insert(0, ns)
-        params = ns_params + params
-    where = " AND ".join(conditions) or "TRUE"
+    where, params = d.search_where(op.filter, V.ns_text(tuple(op.namespace_prefix)) if op.namespace_prefix else None)
     if query is None:
-        sql = f"SELECT {SEARCH}, NULL FROM {STORE} s WHERE {where}{live} ORDER BY s.updated_at DESC, s.prefix, s.key LIMIT ? OFFSET ?"
-        return sql, [*params, *live_params, op.limit, op.offset]
+        return d.search(where, live), [*params, *live_params, op.limit, op.offset]
     score, score_params = d.score(vec.distance, query, vec.vector_type)
-    sql = (
-        f"SELECT {SEARCH}, MAX({score}) AS score FROM {STORE} s "
-        f"JOIN {VECTORS} v ON v.prefix = s.prefix AND v.key = s.key WHERE {where}{live} "
-        "GROUP BY s.prefix, s.key ORDER BY score DESC NULLS LAST, s.prefix, s.key LIMIT ? OFFSET ?"
-    )
-    return sql, [*score_params, *params, *live_params, op.limit, op.offset]
+    return d.search(where, live, score), [*score_params, *params, *live_params, op.limit, op.offset]
 
 
 @lru_cache(maxsize=256)
@@ -176,9 +151,8 @@ def _pattern(path: tuple[str, ...], kind: str) -> str:
     return rf"(^|\.){body}\Z" if kind == "suffix" else rf"^{body}(\.|\Z)"
 
 
-def _list_namespaces(d: StoreSql, op: ListNamespacesOp, live: str, live_params: list[Any]) -> SqlOp[list[tuple[str, ...]]]:
-    conditions: list[str] = []
-    params: list[Any] = []
+def _list_namespaces(d: StoreSql, op: ListNamespacesOp, live: bool, live_params: list[Any]) -> SqlOp[list[tuple[str, ...]]]:
+    terms: list[tuple[str, str]] = []  # (kind, argument) of ``StoreSql.namespaces_where``
     for cond in op.match_conditions or ():
         path = tuple(cond.path)
         if cond.match_type not in ("prefix", "suffix"):
@@ -188,18 +162,14 @@ def _list_namespaces(d: StoreSql, op: ListNamespacesOp, live: str, live_params: 
         literal = path if cond.match_type == "prefix" and "*" not in path else ()
         lead = path[: path.index("*")] if cond.match_type == "prefix" and "*" in path else literal
         if lead:  # the labels before any wildcard narrow the scan to a key range
-            sql, args = _namespace_range(lead)
-            conditions.append(sql)
-            params += args
+            terms.append(("range", V.ns_text(lead)))
         if not literal:
-            conditions.append(d.ns_match)
-            params.append(_pattern(path, cond.match_type))
-    where = " AND ".join(conditions) or "TRUE"
-    sql = f"SELECT DISTINCT s.prefix FROM {STORE} s WHERE {where}{live} ORDER BY s.prefix"
+            terms.append(("match", _pattern(path, cond.match_type)))
+    where, params = d.namespaces_where(terms)
     if op.max_depth is None:
-        rows = yield Q(sql + " LIMIT ? OFFSET ?", (*params, *live_params, op.limit, op.offset))
+        rows = yield Q(d.list_namespaces(where, live, paged=True), (*params, *live_params, op.limit, op.offset))
         return [V.ns_tuple(r[0]) for r in rows]
-    rows = yield Q(sql, (*params, *live_params))
+    rows = yield Q(d.list_namespaces(where, live, paged=False), (*params, *live_params))
     truncated = sorted({V.SEP.join(V.ns_tuple(r[0])[: op.max_depth]) for r in rows})
     return [V.ns_tuple(t) for t in truncated[op.offset : op.offset + op.limit]]
 
@@ -212,46 +182,33 @@ def _write(d: StoreSql, p: Plan, vec: Vectors, now: float, has_vectors: bool) ->
             expires = None if op.ttl is None else now + float(op.ttl) * 60
             upserts.append((prefix, key, encoded, now, now, expires, None if op.ttl is None else float(op.ttl)))
     if deletes:
-        yield Q(f"DELETE FROM {STORE} WHERE prefix = ? AND key = ?", deletes, many=True)
+        yield Q(d.DELETE_ITEM, deletes, many=True)
     if upserts:
-        yield Q(
-            f"INSERT INTO {STORE} (prefix, key, value, created_at, updated_at, expires_at, ttl_minutes) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (prefix, key) DO UPDATE SET value = excluded.value, "
-            "updated_at = excluded.updated_at, expires_at = excluded.expires_at, ttl_minutes = excluded.ttl_minutes",
-            upserts,
-            many=True,
-        )
+        yield Q(d.UPSERT_ITEM, upserts, many=True)
     if has_vectors:  # an item's vectors are replaced whole: none stay from an earlier put
-        yield Q(f"DELETE FROM {VECTORS} WHERE prefix = ? AND key = ?", list(p.puts), many=True)
+        yield Q(d.DELETE_VECTORS, list(p.puts), many=True)
     if p.put_texts:
         rows = [(prefix, key, name, d.vector_param(v)) for (prefix, key, name, _), v in zip(p.put_texts, vec.puts)]
-        yield Q(f"INSERT INTO {VECTORS} (prefix, key, field_name, embedding) VALUES (?, ?, ?, ?)", rows, many=True)
+        yield Q(d.INSERT_VECTOR, rows, many=True)
 
 
-def refresh(keys: list[tuple[str, str]], now: float, *, omit_expired: bool) -> SqlOp[None]:
+def refresh(d: StoreSql, keys: list[tuple[str, str]], now: float, *, omit_expired: bool) -> SqlOp[None]:
     """Restart the TTL of the items read (``expires_at = now + ttl_minutes``); with
     ``omit_expired`` an already expired item is left to the sweeper."""
-    guard = " AND (expires_at IS NULL OR expires_at > ?)" if omit_expired else ""
     rows = [(now, prefix, key, *([now] if omit_expired else [])) for prefix, key in sorted(set(keys))]
-    yield Q(
-        f"UPDATE {STORE} SET expires_at = ? + ttl_minutes * 60 WHERE prefix = ? AND key = ? AND ttl_minutes IS NOT NULL{guard}",
-        rows,
-        many=True,
-    )
+    yield Q(d.refresh_ttl(omit_expired), rows, many=True)
 
 
 def sweep(d: StoreSql, now: float, has_vectors: bool, page: int = SWEEP_PAGE) -> SqlOp[int]:
     """Delete up to ``page`` items expired before ``now`` (and their vectors); returns how many.
 
     Safe with many sweepers at once: on Postgres each takes rows the others have not
-    locked (``FOR UPDATE SKIP LOCKED``); on SQLite the write transaction serializes them."""
-    rows = yield Q(
-        f"SELECT s.prefix, s.key FROM {STORE} s WHERE s.expires_at < ? ORDER BY s.expires_at LIMIT ?{d.skip_locked}",
-        (now, page),
-    )
+    locked (``StoreSql.EXPIRED_ITEMS`` skips locked rows); on SQLite the write transaction
+    serializes them."""
+    rows = yield Q(d.EXPIRED_ITEMS, (now, page))
     keys = [(r[0], r[1]) for r in rows]
     if keys:
-        yield Q(f"DELETE FROM {STORE} WHERE prefix = ? AND key = ?", keys, many=True)
+        yield Q(d.DELETE_ITEM, keys, many=True)
         if has_vectors:
-            yield Q(f"DELETE FROM {VECTORS} WHERE prefix = ? AND key = ?", keys, many=True)
+            yield Q(d.DELETE_VECTORS, keys, many=True)
     return len(keys)

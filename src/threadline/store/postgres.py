@@ -21,7 +21,7 @@ from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from threadline.backends.postgres import AsyncPostgresDriver, Piped, PostgresDriver, aconnect, at_door, connect
 from threadline.store.base import AsyncStore, SyncStore
-from threadline.store.sql import POSTGRES
+from threadline.storage.dialect.store import POSTGRES
 
 
 class PoolConfig(TypedDict, total=False):

@@ -19,7 +19,8 @@ from threadline.storage.ops.schema import tables_present
 from threadline.store.base import SyncStore
 from threadline.backends.registry import masked
 from threadline.store.official import unadopted_op
-from threadline.store.sql import CACHE, STORE, VECTORS, StoreSql
+from threadline.storage.dialect.cache import CACHE, COUNT_ENTRIES
+from threadline.storage.dialect.store import COUNT_ITEMS, STORE, VECTORS, StoreSql
 
 NO_STORE = "no threadline store in this database"
 
@@ -85,7 +86,7 @@ def counts_op(d: object) -> Op[dict[str, int]]:
     exist, on a saver's dialect (only its ``tables_sql`` is used); ``{}`` when neither does."""
     tables = {r[0] for r in (yield Q(d.tables_sql))}  # type: ignore[attr-defined]
     counts: dict[str, int] = {}
-    for name, table in (("store_items", STORE), ("cache_entries", CACHE)):
+    for name, table, count in (("store_items", STORE, COUNT_ITEMS), ("cache_entries", CACHE, COUNT_ENTRIES)):
         if table in tables:
-            counts[name] = int((yield Q(f"SELECT COUNT(*) FROM {table}"))[0][0])
+            counts[name] = int((yield Q(count))[0][0])
     return counts

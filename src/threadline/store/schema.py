@@ -14,7 +14,8 @@ from collections.abc import Sequence
 from threadline.errors import BackendError, SchemaError
 from threadline.storage.ops import Op, Q
 from threadline.store.index import Index
-from threadline.store.sql import CACHE_MIGRATIONS, MIGRATIONS, STORE_MIGRATIONS, VECTORS, StoreSql
+from threadline.storage.dialect.cache import CACHE_MIGRATIONS
+from threadline.storage.dialect.store import STORE_MIGRATIONS, VECTORS, StoreSql
 
 Migrations = list[tuple[int, list[str]]]
 
@@ -27,11 +28,8 @@ NO_PGVECTOR = (
 
 def apply(d: StoreSql, components: Sequence[tuple[str, Migrations]]) -> Op[frozenset[str]]:
     """Apply every migration of ``components`` not yet recorded; returns the tables present."""
-    yield Q(
-        f"CREATE TABLE IF NOT EXISTS {MIGRATIONS} (component {d.types['text']} NOT NULL, v {d.types['int']} NOT NULL, "
-        f"applied_at {d.types['real']} NOT NULL, PRIMARY KEY (component, v))"
-    )
-    done = {(r[0], int(r[1])) for r in (yield Q(f"SELECT component, v FROM {MIGRATIONS}"))}
+    yield Q(d.create_migrations_table())
+    done = {(r[0], int(r[1])) for r in (yield Q(d.APPLIED_MIGRATIONS))}
     for component, migrations in components:
         newest = max((v for c, v in done if c == component), default=0)
         if newest > max(v for v, _ in migrations):
@@ -45,7 +43,7 @@ def apply(d: StoreSql, components: Sequence[tuple[str, Migrations]]) -> Op[froze
                 continue
             for statement in statements:
                 yield Q(statement)
-            yield Q(f"INSERT INTO {MIGRATIONS} (component, v, applied_at) VALUES (?, ?, ?)", (component, v, time.time()))
+            yield Q(d.RECORD_MIGRATION, (component, v, time.time()))
     return frozenset(r[0] for r in (yield Q(d.tables_sql)))
 
 
@@ -64,7 +62,7 @@ def setup_store(d: StoreSql, index: Index | None) -> Op[bool]:
             if not installed:
                 if not available:
                     raise BackendError(NO_PGVECTOR)
-                yield Q("CREATE EXTENSION IF NOT EXISTS vector")
+                yield Q(d.CREATE_VECTOR_EXTENSION)
         components.append(("vectors", d.vector_migrations(index.dims, index.vector_type)))
     tables = yield from apply(d, components)
     if index is not None:

@@ -19,7 +19,7 @@ from langgraph.store.base import IndexConfig, TTLConfig
 from threadline.backends.sqlite import aconnect, at_door, connect
 from threadline.store.base import AsyncStore, SyncStore
 from threadline.store.drivers import AsyncStoreSqliteDriver, StoreSqliteDriver
-from threadline.store.sql import SQLITE
+from threadline.storage.dialect.store import SQLITE
 
 
 class SqliteStore(SyncStore):

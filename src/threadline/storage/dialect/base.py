@@ -18,6 +18,8 @@ from typing import Any
 from threadline import limits
 from threadline.storage.jsonfilter import Term, filter_terms, is_operators, terms_predicate
 from threadline.errors import CorruptRowError, FilterError, FilterTooLargeError
+from threadline.storage.dialect.adoption import AdoptionStatements
+from threadline.storage.dialect.blobs import BlobStatements
 from threadline.storage.dialect.leases import LeaseStatements
 from threadline.storage.dialect.lifecycle import LifecycleStatements
 from threadline.storage.dialect.objects import ObjectStatements
@@ -26,6 +28,7 @@ from threadline.storage.dialect.records import RecordsStatements
 from threadline.storage.dialect.statements import Statements
 from threadline.storage.dialect.tags import TagStatements
 from threadline.storage.dialect.transfer import TransferStatements
+from threadline.storage.dialect.writes import WriteStatements
 from threadline.storage.dialect.web import WebStatements
 from threadline.storage.schema import MIGRATIONS
 
@@ -114,8 +117,8 @@ def metadata_matcher(filter: Mapping[str, Any]) -> Callable[[Mapping[str, Any]],
 
 
 class Dialect(
-    Statements, RecordsStatements, ReadsStatements, LifecycleStatements, LeaseStatements, TransferStatements, WebStatements,
-    TagStatements, ObjectStatements,
+    Statements, BlobStatements, WriteStatements, AdoptionStatements, RecordsStatements, ReadsStatements, LifecycleStatements,
+    LeaseStatements, TransferStatements, WebStatements, TagStatements, ObjectStatements,
 ):
     """One backend's SQL. Subclasses set the attributes and implement the methods that
     raise NotImplementedError here (see ``sqlite.SqliteDialect``, ``postgres.PostgresDialect``)."""

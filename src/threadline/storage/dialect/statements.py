@@ -9,6 +9,11 @@ types, byte counts, JSON functions, introspection) are the ``Dialect`` hooks the
 methods call. Key columns: a checkpoint is (thread_id, checkpoint_ns,
 checkpoint_id), a blob (thread_id, checkpoint_ns, channel, version), a write
 (thread_id, checkpoint_ns, checkpoint_id, task_id, idx).
+
+This module holds the checkpoints', the thread index's and the migrations' statements and
+the helpers every statement module uses; the other tables' statements stand beside it, one
+module a concern (``blobs``, ``writes``, ``adoption``, ``reads``, ``lifecycle`` …), each
+a class mixed into ``Dialect``.
 """
 
 from __future__ import annotations
@@ -17,14 +22,12 @@ from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import Any
 
-from threadline.storage.rows import BLOB_COLUMNS, CHECKPOINT_COLUMNS, CHECKPOINT_ROW, WRITE_COLUMNS
+from threadline.storage.rows import CHECKPOINT_COLUMNS, CHECKPOINT_ROW
 
 BLOB_KEY = ("thread_id", "checkpoint_ns", "channel", "version")
 CHECKPOINT_KEY = ("thread_id", "checkpoint_ns", "checkpoint_id")
 WRITE_KEY = (*CHECKPOINT_KEY, "task_id", "idx")
 WHERE_CHECKPOINT = "WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?"
-_INSERT_BLOBS = f"INSERT INTO threadline_blobs ({BLOB_COLUMNS}) "
-_INSERT_WRITES = f"INSERT INTO threadline_writes ({WRITE_COLUMNS}, created_at) "
 _INSERT_CHECKPOINTS = (
     "INSERT INTO threadline_checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata, "
     "step, source, run_id, created_at, checksum) "
@@ -236,177 +239,6 @@ class Statements:
             f"{self.checkpoint_size()}, checksum FROM threadline_checkpoints WHERE thread_id = ?"
         )
 
-    # --- blobs ------------------------------------------------------------------------
-
-    # (thread_id, checkpoint_ns, channel, version, type, blob, base_version): insert-or-ignore (blobs are immutable)
-    INSERT_BLOB = _INSERT_BLOBS + "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING"
-    # (thread_id) → BLOB_COLUMNS of every blob of a thread
-    THREAD_BLOBS = f"SELECT {BLOB_COLUMNS} FROM threadline_blobs WHERE thread_id = ?"
-    # (type, blob, thread_id, checkpoint_ns, channel, version): a value re-sealed in place (``rekey``)
-    SET_BLOB_VALUE = "UPDATE threadline_blobs SET type = ?, blob = ? WHERE thread_id = ? AND checkpoint_ns = ? AND channel = ? AND version = ?"
-    # (thread_id, checkpoint_ns, channel, version)
-    DELETE_BLOB = "DELETE FROM threadline_blobs WHERE thread_id = ? AND checkpoint_ns = ? AND channel = ? AND version = ?"
-    # (thread_id) → checkpoint_ns, channel, version, base_version
-    THREAD_BLOB_BASES = "SELECT checkpoint_ns, channel, version, base_version FROM threadline_blobs WHERE thread_id = ?"
-    # (thread_id, LIKE pattern) → BLOB_COLUMNS of the thread's blobs whose type matches (``codec.DELTA_REF`` + "%")
-    THREAD_BLOBS_LIKE = f"SELECT {BLOB_COLUMNS} FROM threadline_blobs WHERE thread_id = ? AND type LIKE ?"
-    # (thread_id, type) → checkpoint_ns, channel, version of the blobs not of that type (``codec.EMPTY``: those with a value)
-    THREAD_BLOBS_NOT_OF_TYPE = "SELECT checkpoint_ns, channel, version FROM threadline_blobs WHERE thread_id = ? AND type <> ?"
-
-    def insert_blob_guarded(self) -> str:
-        """Insert-or-ignore of one blob row: (the INSERT_BLOB parameters, then the type and stored size
-        its base row must have, NULL for a snapshot). A delta is inserted only while its base row still
-        has that type and size, so a stale cache entry can never leave a delta on a base that changed."""
-        return (
-            _INSERT_BLOBS + f"SELECT column1, column2, column3, column4, column5, CAST(column6 AS {self.types['blob']}), column7 "
-            f"FROM ({values_list(9, 1)}) v "
-            "WHERE column7 IS NULL OR EXISTS (SELECT 1 FROM threadline_blobs b WHERE b.thread_id = v.column1 AND b.checkpoint_ns = v.column2 "
-            "AND b.channel = v.column3 AND b.version = v.column7 AND b.type = v.column8 "
-            f"AND {self.bytes_of('b.blob', 'blob')} = CAST(v.column9 AS {self.types['int']})) "
-            "ON CONFLICT DO NOTHING"
-        )
-
-    def count_stored(self, count: int) -> str:
-        """A scalar subquery: how many of ``count`` (channel, version, type, stored size) rows of one
-        (thread_id, checkpoint_ns) are stored exactly so. (the rows, flattened, then thread_id, checkpoint_ns)"""
-        return (
-            f"(SELECT COUNT(*) FROM ({values_list(4, count)}) k JOIN threadline_blobs b ON b.thread_id = ? AND b.checkpoint_ns = ? "
-            "AND b.channel = k.column1 AND b.version = k.column2 AND b.type = k.column3 "
-            f"AND {self.bytes_of('b.blob', 'blob')} = CAST(k.column4 AS {self.types['int']}))"
-        )
-
-    def delete_by_keys(self, table: str, key: Sequence[str]) -> str | None:
-        """One statement deleting the rows of ``table`` whose ``key`` columns (text) match one
-        of a list of keys; its parameters are one list per key column. None where the
-        dialect deletes a list of keys one statement each (``executemany``: SQLite runs them
-        in process, a client–server backend would pay a round trip each)."""
-        return None
-
-    def blob_sizes_by_keys(self, count: int) -> str:
-        """(``count`` blob keys, flattened) → channel, version, type, stored bytes"""
-        return self.join_keys("threadline_blobs", BLOB_KEY, count, f"t.channel, t.version, t.type, {self.bytes_of('t.blob', 'blob')}")
-
-    def blobs_with_value(self, count: int) -> str:
-        """(``count`` blob keys, flattened, then ``codec.EMPTY``) → channel, version of those holding a value"""
-        return self.join_keys("threadline_blobs", BLOB_KEY, count, "t.channel, t.version") + " WHERE t.type <> ?"
-
-    @lru_cache(maxsize=512)
-    def blob_chains(self, count: int) -> str:
-        """The blob rows of ``count`` keys and of every version their deltas are built on.
-        (``count`` blob keys, flattened) → BLOB_COLUMNS
-
-        A recursive CTE follows ``base_version`` (``UNION`` returns each row once however
-        many keys share a chain). Each step looks the next base up by a correlated
-        subquery, which both databases answer with one primary-key probe (a join there
-        lets Postgres plan a scan of ``blobs`` per step); the keys' rows and the chain's are
-        read by ``probe``."""
-        on = " AND ".join(f"t.{col} = k.column{i + 1}" for i, col in enumerate(BLOB_KEY))
-        return (
-            "WITH RECURSIVE chain(thread_id, checkpoint_ns, channel, version, base_version) AS ("
-            f" SELECT t.thread_id, t.checkpoint_ns, t.channel, t.version, t.base_version FROM ({values_list(4, count)}) k"
-            f" {self.probe('threadline_blobs', on)}"
-            " UNION"
-            " SELECT c.thread_id, c.checkpoint_ns, c.channel, c.base_version,"
-            " (SELECT b.base_version FROM threadline_blobs b WHERE b.thread_id = c.thread_id AND b.checkpoint_ns = c.checkpoint_ns"
-            " AND b.channel = c.channel AND b.version = c.base_version)"
-            " FROM chain c WHERE c.base_version IS NOT NULL"
-            f") SELECT {read_values(BLOB_COLUMNS, self.value_read, 't')} FROM chain c"
-            " " + self.probe("threadline_blobs", "t.thread_id = c.thread_id AND t.checkpoint_ns = c.checkpoint_ns"
-            " AND t.channel = c.channel AND t.version = c.version")
-        )
-
-    def thread_blob_sizes(self) -> str:
-        """(thread_id) → checkpoint_ns, channel, version, type, base_version, stored bytes"""
-        return f"SELECT checkpoint_ns, channel, version, type, base_version, {self.bytes_of('blob', 'blob')} FROM threadline_blobs WHERE thread_id = ?"
-
-    # --- writes -----------------------------------------------------------------------
-
-    # (thread_id, checkpoint_ns, checkpoint_id)
-    DELETE_WRITES = f"DELETE FROM threadline_writes {WHERE_CHECKPOINT}"
-    # (type, blob, thread_id, checkpoint_ns, checkpoint_id, task_id, idx): a value re-sealed in place (``rekey``)
-    SET_WRITE_VALUE = (
-        "UPDATE threadline_writes SET type = ?, blob = ? "
-        "WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ? AND task_id = ? AND idx = ?"
-    )
-    # (thread_id) → WRITE_COLUMNS, created_at of every write of a thread
-    THREAD_WRITES = f"SELECT {WRITE_COLUMNS}, created_at FROM threadline_writes WHERE thread_id = ?"
-    # (thread_id) → checkpoint_ns, checkpoint_id, task_id, idx of every pending write of a thread
-    THREAD_WRITE_KEYS = "SELECT checkpoint_ns, checkpoint_id, task_id, idx FROM threadline_writes WHERE thread_id = ?"
-    # (thread_id, channel) → checkpoint_ns, checkpoint_id of the checkpoints with writes to that channel
-    CHECKPOINTS_WRITING = "SELECT DISTINCT checkpoint_ns, checkpoint_id FROM threadline_writes WHERE thread_id = ? AND channel = ?"
-
-    def insert_writes(self, replace: bool, live: bool = False, fenced: int = 0) -> str:
-        """(WRITE_COLUMNS, created_at): insert-or-ignore → task_id, idx of the rows inserted; or with
-        ``replace`` (special channels) an upsert of the dialect's ``replaced_write_columns``.
-
-        ``live`` (a running graph's ``put_writes``): a row whose checkpoint is not stored while a
-        newer one of its namespace is, is not inserted. Its checkpoint was pruned after LangGraph
-        wrote the next one (its writes are saved in the background, and may land after a sweep's
-        prune): they could only be orphans. Writes ahead of their checkpoint are kept.
-
-        ``fenced`` (with ``live``, on a dialect with ``fences_in_statement``): ``fenced`` rows
-        written under a thread guard lease, checked in this statement — (thread_id, holder, token
-        as ``check_fence``, then the rows' parameters) → task_id, idx of the rows written, and
-        (NULL, 1 or 0): whether the lease held (nothing is written when it did not)."""
-        replaced = ", ".join(f"{c} = excluded.{c}" for c in self.replaced_write_columns)
-        conflict = f"DO UPDATE SET {replaced}" if replace else "DO NOTHING RETURNING task_id, idx"
-        row = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-        if not live:
-            return _INSERT_WRITES + f"VALUES {row} ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) {conflict}"
-        same = "c.thread_id = v.column1 AND c.checkpoint_ns = v.column2 AND c.checkpoint_id"
-        keep = (
-            f"EXISTS (SELECT 1 FROM threadline_checkpoints c WHERE {same} = v.column3) "
-            f"OR NOT EXISTS (SELECT 1 FROM threadline_checkpoints c WHERE {same} > v.column3)"
-        )
-        on = "ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx)"
-        if fenced:
-            rows, returning = ", ".join([row] * fenced), " RETURNING task_id, idx" if replace else ""
-            return (
-                f"WITH l AS ({self.check_fence()}), w AS ({_INSERT_WRITES}SELECT * FROM (VALUES {rows}) AS v "
-                f"WHERE EXISTS (SELECT 1 FROM l) AND ({keep}) {on} {conflict}{returning}) "
-                "SELECT task_id, idx FROM w UNION ALL SELECT NULL, COUNT(*) FROM l"
-            )
-        return _INSERT_WRITES + f"SELECT * FROM (VALUES {row}) AS v WHERE {keep} {on} {conflict}"
-
-    def writes_by_write_keys(self, count: int) -> str:
-        """(``count`` write keys (thread_id, checkpoint_ns, checkpoint_id, task_id, idx), flattened) → WRITE_COLUMNS"""
-        return self.join_keys("threadline_writes", WRITE_KEY, count, read_values(WRITE_COLUMNS, self.value_read, "t"))
-
-    @lru_cache(maxsize=512)
-    def writes_by_keys(self, count: int, channel: bool = False) -> str:
-        """(``count`` checkpoint keys, flattened[, a channel]) → WRITE_COLUMNS in LangGraph's
-        ``writes_sort_key`` order (task_path, task_id, idx); with ``channel`` only that channel's."""
-        return (
-            self.join_keys("threadline_writes", CHECKPOINT_KEY, count, read_values(WRITE_COLUMNS, self.value_read, "t"))
-            + (" WHERE t.channel = ?" if channel else "")
-            + " ORDER BY t.task_path, t.task_id, t.idx"
-        )
-
-    def sends_by_parent(self, count: int) -> str:
-        """(``count`` (thread_id, checkpoint_id) pairs, flattened, TASKS) → WRITE_COLUMNS of those
-        checkpoints' TASKS writes in ANY namespace, in ``writes_sort_key`` order: the pending sends
-        of a LangGraph < v4 child, looked up as the official PostgresSaver does."""
-        return (
-            self.join_keys("threadline_writes", ("thread_id", "checkpoint_id"), count, read_values(WRITE_COLUMNS, self.value_read, "t"))
-            + " WHERE t.channel = ? ORDER BY t.task_path, t.task_id, t.idx"
-        )
-
-    def channel_writes(self, checkpoints: int, channels: int) -> str:
-        """(thread_id, checkpoint_ns, ``checkpoints`` checkpoint_ids, ``channels`` channels) →
-        checkpoint_id, task_id, channel, type, blob, task_path, idx"""
-        return (
-            f"SELECT checkpoint_id, task_id, channel, type, {self.value_read.format('blob')}, task_path, idx FROM threadline_writes "
-            f"WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id IN ({placeholders(checkpoints)}) "
-            f"AND channel IN ({placeholders(channels)})"
-        )
-
-    def thread_write_sizes(self) -> str:
-        """(thread_id) → checkpoint_ns, checkpoint_id, writes, stored bytes: per checkpoint with writes"""
-        return (
-            f"SELECT checkpoint_ns, checkpoint_id, COUNT(*), COALESCE(SUM({self.bytes_of('blob', 'blob')}), 0) FROM threadline_writes "
-            "WHERE thread_id = ? GROUP BY checkpoint_ns, checkpoint_id"
-        )
-
     # --- threads (the index kept with every put) ------------------------------------------
 
     # (thread_id, created_at, updated_at, checkpoint_count, bytes, default_ttl): counts and bytes are added to an
@@ -462,83 +294,12 @@ class Statements:
         "SELECT ?, ?, ?, 0, 0 WHERE EXISTS (SELECT 1 FROM threadline_checkpoints WHERE thread_id = ?) ON CONFLICT (thread_id) DO NOTHING"
     )
 
-    # --- migrations and adoption --------------------------------------------------------
+    # --- migrations ---------------------------------------------------------------------
 
     # () → v of every applied migration
     APPLIED_MIGRATIONS = "SELECT v FROM threadline_migrations"
     # (v, applied_at)
     RECORD_MIGRATION = "INSERT INTO threadline_migrations (v, applied_at) VALUES (?, ?)"
-    # (thread_id, thread_id, thread_id) → newest official checkpoint_id of the thread, checkpoint_id adopted
-    # up to, newest checkpoint_id of the thread in threadline's own table
-    OFFICIAL_PROGRESS = (
-        "SELECT (SELECT MAX(checkpoint_id) FROM checkpoints WHERE thread_id = ?), "
-        "(SELECT checkpoint_id FROM threadline_adopted WHERE thread_id = ?), "
-        "(SELECT MAX(checkpoint_id) FROM threadline_checkpoints WHERE thread_id = ?)"
-    )
-    # (thread_id, checkpoint_id) → checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, checkpoint, metadata of
-    # the thread's official checkpoints newer than checkpoint_id, oldest first (both official savers' ``checkpoints``)
-    OFFICIAL_CHECKPOINTS = (
-        "SELECT checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, checkpoint, metadata FROM checkpoints "
-        "WHERE thread_id = ? AND checkpoint_id > ? ORDER BY checkpoint_id"
-    )
-    # () → thread_id of every thread in the official checkpoints table
-    OFFICIAL_THREAD_IDS = "SELECT DISTINCT thread_id FROM checkpoints ORDER BY thread_id"
-    # (thread_id, checkpoint_id, adopted_at)
-    MARK_ADOPTED = (
-        "INSERT INTO threadline_adopted (thread_id, checkpoint_id, adopted_at) VALUES (?, ?, ?) "
-        "ON CONFLICT (thread_id) DO UPDATE SET checkpoint_id = excluded.checkpoint_id, adopted_at = excluded.adopted_at"
-    )
-
-    # how a text column of the official tables compares with threadline's (byte order) text
-    collate_official = ""
-
-    def unadopted_threads(self, threadline: bool, thread_ids: Sequence[str] | None = None) -> tuple[str, list[Any]]:
-        """→ thread_id, how many official checkpoints are not adopted yet, the first and the last of
-        their checkpoint_ids, their stored bytes (checkpoint and metadata), whether threadline's
-        index holds the thread (1 or 0) — of every thread (of ``thread_ids``; None: any) with
-        official checkpoints to adopt as ``adopt.progress_op`` decides (newer than the thread's
-        marker, and none of threadline's own since), by thread_id. ``threadline``: whether
-        threadline's tables exist (without them every official checkpoint is still to adopt)."""
-        c = self.collate_official
-        size = f"SUM({self.bytes_of('o.checkpoint', 'json')} + {self.bytes_of('o.metadata', 'json')})"
-        where: list[str] = []
-        params: list[Any] = list(thread_ids or ())
-        if thread_ids is not None:
-            where.append(f"o.thread_id{c} IN ({placeholders(len(thread_ids))})")
-        head = f"SELECT o.thread_id, COUNT(*), MIN(o.checkpoint_id{c}), MAX(o.checkpoint_id{c}), {size}"
-        if not threadline:
-            clause = f" WHERE {' AND '.join(where)}" if where else ""
-            return f"{head}, 0 FROM checkpoints o{clause} GROUP BY o.thread_id ORDER BY o.thread_id{c}", params
-        where += [
-            f"(a.checkpoint_id IS NULL OR o.checkpoint_id{c} > a.checkpoint_id)",
-            f"NOT EXISTS (SELECT 1 FROM threadline_checkpoints t WHERE t.thread_id = o.thread_id{c} "
-            "AND (a.checkpoint_id IS NULL OR t.checkpoint_id > a.checkpoint_id))",
-        ]
-        return (
-            f"{head}, MAX(CASE WHEN x.thread_id IS NULL THEN 0 ELSE 1 END) FROM checkpoints o "
-            f"LEFT JOIN threadline_adopted a ON a.thread_id = o.thread_id{c} "
-            f"LEFT JOIN threadline_threads x ON x.thread_id = o.thread_id{c} "
-            f"WHERE {' AND '.join(where)} GROUP BY o.thread_id ORDER BY o.thread_id{c}",
-            params,
-        )
-
-    # (thread_id) → the newest official checkpoint_id of the thread (NULL: none)
-    OFFICIAL_LATEST = "SELECT MAX(checkpoint_id) FROM checkpoints WHERE thread_id = ?"
-    # (thread_id) → checkpoint_id, metadata of the newest official checkpoint of the thread's root namespace
-    OFFICIAL_ROOT_HEAD = "SELECT checkpoint_id, metadata FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = '' ORDER BY checkpoint_id DESC LIMIT 1"
-    # (thread_id, checkpoint_id) → metadata of the thread's official checkpoints newer than checkpoint_id
-    OFFICIAL_METADATA = "SELECT metadata FROM checkpoints WHERE thread_id = ? AND checkpoint_id > ?"
-    # (thread_id, checkpoint_id) → type, checkpoint of that official checkpoint (any namespace)
-    OFFICIAL_CHECKPOINT_DOC = "SELECT type, checkpoint FROM checkpoints WHERE thread_id = ? AND checkpoint_id = ? LIMIT 1"
-
-    def official_blobs(self, count: int) -> str:
-        """(``count`` (checkpoint_ns, channel, version) keys, flattened, then thread_id) → checkpoint_ns,
-        channel, version, type, blob from the official saver's blobs table (``official_blobs_table``)."""
-        return (
-            f"SELECT t.checkpoint_ns, t.channel, t.version, t.type, {self.value_read.format('t.blob')} FROM ({values_list(3, count)}) k "
-            f"JOIN {self.official_blobs_table} t ON t.thread_id = ? AND t.checkpoint_ns = k.column1 "
-            "AND t.channel = k.column2 AND t.version = k.column3"
-        )
 
     def create_migrations_table(self) -> str:
         return f"CREATE TABLE IF NOT EXISTS threadline_migrations (v INTEGER PRIMARY KEY, applied_at {self.types['real']} NOT NULL)"

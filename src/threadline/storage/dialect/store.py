@@ -1,9 +1,13 @@
-"""Named SQL and numbered migrations of the Store and Cache, per backend.
+"""Named SQL and numbered migrations of the Store and Cache, per backend (the Cache's
+statements are ``cache.CacheStatements``, mixed in).
 
-Nothing here executes. Statements are written once with ``?`` placeholders in SQL
-that SQLite (3.35+) and Postgres both accept; ``StoreSql`` (SQLite) and
-``PostgresStoreSql`` supply only what differs: column types, placeholder style,
-JSON access for metadata filters, namespace pattern matching and vector scores.
+Nothing here executes: ``store/ops.py``, ``store/official.py``, ``store/schema.py`` and
+``cache/ops.py`` ask for the statements by name, as ``storage/ops`` asks a ``Dialect``.
+Statements are written once with ``?`` placeholders in SQL that SQLite (3.35+) and
+Postgres both accept, each comment giving the parameters, then (→) the columns returned;
+``StoreSql`` (SQLite) and ``PostgresStoreSql`` supply only what differs: column types,
+placeholder style, JSON access for metadata filters, namespace pattern matching, vector
+scores and row locks.
 
 Tables (beside the saver's ``threadline_*`` tables, so one database holds all three):
 
@@ -31,17 +35,28 @@ import re
 from functools import lru_cache
 from typing import Any
 
+from threadline.storage.dialect.cache import CacheStatements
 from threadline.storage.dialect.postgres import COLUMNS_SQL, TABLES_SQL
+from threadline.storage.dialect.statements import placeholders
 from threadline.storage.jsonfilter import PostgresJson, SqliteJson, filter_terms, where_terms
-from threadline.store.vecmath import pack
+from threadline.storage.vecmath import pack
 
 STORE = "threadline_store"
 VECTORS = "threadline_store_vectors"
-CACHE = "threadline_cache"
 MIGRATIONS = "threadline_store_migrations"
 ADOPTED = "threadline_store_adopted"
 OFFICIAL = "store"  # the official SqliteStore's and PostgresStore's table
 OFFICIAL_COLUMNS = ("prefix", "key", "value", "created_at", "updated_at")  # what every version of it has
+ITEM = "s.key, s.value, s.created_at, s.updated_at, s.ttl_minutes"
+SEARCH = "s.prefix, s.key, s.value, s.created_at, s.updated_at, s.ttl_minutes"
+# the condition on alias ``s`` that leaves out expired items: (now)
+LIVE = " AND (s.expires_at IS NULL OR s.expires_at > ?)"
+# the condition on alias ``s`` of a namespace and every namespace under it, a range on the
+# primary key ('/' follows '.'): (``namespace_range``'s parameters)
+NAMESPACE_RANGE = "(s.prefix = ? OR (s.prefix >= ? AND s.prefix < ?))"
+# () → how many items the Store holds; the same SQL on every backend (``store.reader.counts_op``
+# runs it on a saver's dialect)
+COUNT_ITEMS = f"SELECT COUNT(*) FROM {STORE}"
 
 # {text} is byte-order TEXT, so ORDER BY and the namespace range agree with Python's order.
 STORE_MIGRATIONS: list[tuple[int, list[str]]] = [
@@ -77,29 +92,16 @@ STORE_MIGRATIONS: list[tuple[int, list[str]]] = [
     ),
 ]
 
-CACHE_MIGRATIONS: list[tuple[int, list[str]]] = [
-    (
-        1,
-        [
-            f"""CREATE TABLE IF NOT EXISTS {CACHE} (
-                ns {{text}} NOT NULL,
-                key {{text}} NOT NULL,
-                encoding {{text}} NOT NULL,
-                value {{blob}} NOT NULL,
-                created_at {{real}} NOT NULL,
-                expires_at {{real}},
-                PRIMARY KEY (ns, key)
-            )""",
-            f"CREATE INDEX IF NOT EXISTS {CACHE}_expires_at ON {CACHE} (expires_at) WHERE expires_at IS NOT NULL",
-        ],
-    ),
-]
-
 DISTANCES = ("cosine", "l2", "inner_product")
 VECTOR_TYPES = ("vector", "halfvec")
 
 
-class StoreSql:
+def namespace_range(text: str) -> list[str]:
+    """``NAMESPACE_RANGE``'s parameters for a namespace (its labels joined with dots)."""
+    return [text, text + ".", text + "/"]
+
+
+class StoreSql(CacheStatements):
     """SQLite: JSON1 functions for filters, sqlite-vec functions for scores."""
 
     name = "sqlite"
@@ -107,7 +109,6 @@ class StoreSql:
     types = {"text": "TEXT", "json": "TEXT", "blob": "BLOB", "real": "REAL", "int": "INTEGER", "stamp": ""}
     max_params = 900
     setup_lock: tuple[str, tuple] | None = None  # SQLite's write lock serializes setup
-    skip_locked = ""  # the sweep's SELECT runs under the write lock already
     tables_sql = "SELECT name FROM sqlite_master WHERE type = 'table'"
     ns_match = "threadline_ns_match(s.prefix, ?) = 1"  # a function each connection registers
     json_filter: SqliteJson = SqliteJson("s.value")  # filter conditions on an item's value
@@ -119,6 +120,81 @@ class StoreSql:
 
     def sql(self, text: str) -> str:
         return text
+
+    # --- items (``store/ops.py``) ---------------------------------------------------------
+
+    def get_items(self, count: int, live: bool) -> str:
+        """(prefix, ``count`` keys[, now when ``live``]) → key, value, created_at, updated_at,
+        ttl_minutes of the items of those keys in that namespace (with ``live``, not expired)"""
+        return f"SELECT {ITEM} FROM {STORE} s WHERE s.prefix = ? AND s.key IN ({placeholders(count)}){LIVE if live else ''}"
+
+    def search_where(self, filter: dict[str, Any] | None, namespace: str | None) -> tuple[str, list[Any]]:
+        """``search``'s condition on alias ``s`` and its parameters: under ``namespace`` (its labels
+        joined with dots; None: any) and matching ``filter`` (``jsonfilter.filter_terms``)."""
+        conditions, params = where_filter(self, filter)
+        if namespace is not None:
+            conditions.insert(0, NAMESPACE_RANGE)
+            params = namespace_range(namespace) + params
+        return " AND ".join(conditions) or "TRUE", params
+
+    def search(self, where: str, live: bool, score: str | None = None) -> str:
+        """One ``search`` page: (the parameters of ``score``, of ``where``[, now when ``live``], limit,
+        offset) → prefix, key, value, created_at, updated_at, ttl_minutes, score. Without ``score``
+        (NULL) the newest updated first; with it (``score``: SQL on ``v.embedding``) the items with
+        vectors, each by the best score of its fields, highest first."""
+        live_sql = LIVE if live else ""
+        if score is None:
+            return f"SELECT {SEARCH}, NULL FROM {STORE} s WHERE {where}{live_sql} ORDER BY s.updated_at DESC, s.prefix, s.key LIMIT ? OFFSET ?"
+        return (
+            f"SELECT {SEARCH}, MAX({score}) AS score FROM {STORE} s "
+            f"JOIN {VECTORS} v ON v.prefix = s.prefix AND v.key = s.key WHERE {where}{live_sql} "
+            "GROUP BY s.prefix, s.key ORDER BY score DESC NULLS LAST, s.prefix, s.key LIMIT ? OFFSET ?"
+        )
+
+    def namespaces_where(self, terms: list[tuple[str, str]]) -> tuple[str, list[Any]]:
+        """``list_namespaces``' condition on alias ``s`` and its parameters: every term holds, a
+        ``("range", namespace)`` the namespace (labels joined with dots) and those under it, a
+        ``("match", regex)`` the namespaces the regex matches (``ns_match``)."""
+        conditions: list[str] = []
+        params: list[Any] = []
+        for kind, arg in terms:
+            if kind == "range":
+                conditions.append(NAMESPACE_RANGE)
+                params += namespace_range(arg)
+            else:
+                conditions.append(self.ns_match)
+                params.append(arg)
+        return " AND ".join(conditions) or "TRUE", params
+
+    def list_namespaces(self, where: str, live: bool, paged: bool) -> str:
+        """(the parameters of ``where``[, now when ``live``][, limit, offset when ``paged``]) → prefix:
+        the namespaces holding items, in byte order"""
+        sql = f"SELECT DISTINCT s.prefix FROM {STORE} s WHERE {where}{LIVE if live else ''} ORDER BY s.prefix"
+        return sql + " LIMIT ? OFFSET ?" if paged else sql
+
+    # (prefix, key), many: an item deleted
+    DELETE_ITEM = f"DELETE FROM {STORE} WHERE prefix = ? AND key = ?"
+    # (prefix, key, value, created_at, updated_at, expires_at, ttl_minutes), many: a put; an item of that key
+    # keeps its created_at
+    UPSERT_ITEM = (
+        f"INSERT INTO {STORE} (prefix, key, value, created_at, updated_at, expires_at, ttl_minutes) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (prefix, key) DO UPDATE SET value = excluded.value, "
+        "updated_at = excluded.updated_at, expires_at = excluded.expires_at, ttl_minutes = excluded.ttl_minutes"
+    )
+    # (prefix, key), many: an item's vectors, every field
+    DELETE_VECTORS = f"DELETE FROM {VECTORS} WHERE prefix = ? AND key = ?"
+    # (prefix, key, field_name, embedding as ``vector_param``), many
+    INSERT_VECTOR = f"INSERT INTO {VECTORS} (prefix, key, field_name, embedding) VALUES (?, ?, ?, ?)"
+
+    def refresh_ttl(self, live: bool) -> str:
+        """(now, prefix, key[, now when ``live``]), many: an item's TTL restarted (``expires_at = now +
+        ttl_minutes``); with ``live`` an item already expired is left to the sweep"""
+        guard = " AND (expires_at IS NULL OR expires_at > ?)" if live else ""
+        return f"UPDATE {STORE} SET expires_at = ? + ttl_minutes * 60 WHERE prefix = ? AND key = ? AND ttl_minutes IS NOT NULL{guard}"
+
+    # (now, limit) → prefix, key of the items expired before now, soonest expired first (SQLite: the
+    # sweep's write transaction already holds the database's one write lock)
+    EXPIRED_ITEMS = f"SELECT s.prefix, s.key FROM {STORE} s WHERE s.expires_at < ? ORDER BY s.expires_at LIMIT ?"
 
     # --- the official store's table (``threadline.store.official``) ------------------------
 
@@ -172,6 +248,19 @@ class StoreSql:
         pairs = " OR ".join(["(prefix = ? AND key = ?)"] * count)
         return f"SELECT prefix, key FROM {STORE} WHERE {pairs}"
 
+    # --- migrations (``store/schema.py``) ----------------------------------------------------
+
+    def create_migrations_table(self) -> str:
+        return (
+            f"CREATE TABLE IF NOT EXISTS {MIGRATIONS} (component {self.types['text']} NOT NULL, v {self.types['int']} NOT NULL, "
+            f"applied_at {self.types['real']} NOT NULL, PRIMARY KEY (component, v))"
+        )
+
+    # () → component, v of every migration applied
+    APPLIED_MIGRATIONS = f"SELECT component, v FROM {MIGRATIONS}"
+    # (component, v, applied_at)
+    RECORD_MIGRATION = f"INSERT INTO {MIGRATIONS} (component, v, applied_at) VALUES (?, ?, ?)"
+
     def migrations(self, migrations: list[tuple[int, list[str]]]) -> list[tuple[int, list[str]]]:
         return [(v, [s.format(**self.types) for s in stmts]) for v, stmts in migrations]
 
@@ -202,6 +291,8 @@ class StoreSql:
     dims_sql = f"SELECT length(embedding) / 4, NULL FROM {VECTORS} LIMIT 1"
     # (extension available, extension installed); None: nothing to install
     vector_extension_sql: str | None = None
+    # () installs the vector extension (where ``vector_extension_sql`` is set)
+    CREATE_VECTOR_EXTENSION: str | None = None
 
     def vector_param(self, vector: list[float]) -> Any:
         return pack(vector)
@@ -233,7 +324,8 @@ class PostgresStoreSql(StoreSql):
     collate_official = ' COLLATE "C"'  # the official table's text has the database's collation
     max_params = 20000
     setup_lock = ("SELECT pg_advisory_xact_lock(?)", (0x746C7374,))  # one setup at a time across workers
-    skip_locked = " FOR UPDATE SKIP LOCKED"  # concurrent sweepers take disjoint rows, never wait
+    # concurrent sweepers take disjoint rows, never wait
+    EXPIRED_ITEMS = StoreSql.EXPIRED_ITEMS + " FOR UPDATE SKIP LOCKED"
     tables_sql = TABLES_SQL
     ns_match = "s.prefix ~ ?"
     json_filter = PostgresJson("s.value")
@@ -245,6 +337,7 @@ class PostgresStoreSql(StoreSql):
         "SELECT EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'vector'), "
         "EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'vector')"
     )
+    CREATE_VECTOR_EXTENSION = "CREATE EXTENSION IF NOT EXISTS vector"
 
     def sql(self, text: str) -> str:
         return _to_pyformat(text)
