@@ -20,13 +20,13 @@ from threadline.errors import (
     UnsafeOperationError,
     ValueTooLargeError,
 )
-from threadline.codec import BlobCodec, Keyring
-from threadline.backends import aopen_saver, open_saver
 from threadline.lazy import lazy_names
 
-# Each backend's classes load on first use: a SQLite user never imports psycopg or redis-py
-# (a cold start pays only for the driver it uses).
+# Every class and opener loads on first use: a SQLite user never imports psycopg or redis-py,
+# and ``import threadline`` (the CLI's --help) imports no LangGraph.
 _LAZY = {
+    **dict.fromkeys(("BlobCodec", "Keyring"), "threadline.codec"),
+    **dict.fromkeys(("open_saver", "aopen_saver"), "threadline.backends"),
     **dict.fromkeys(("SqliteSaver", "AsyncSqliteSaver"), "threadline.backends.sqlite"),
     **dict.fromkeys(("InMemorySaver", "MemorySaver"), "threadline.backends.memory"),
     **dict.fromkeys(("PostgresSaver", "AsyncPostgresSaver"), "threadline.backends.postgres"),
