@@ -22,3 +22,20 @@ def lazy_names(namespace: dict[str, Any], modules: Mapping[str, str]) -> Callabl
         return value
 
     return __getattr__
+
+
+class LazyModule:
+    """A stand-in for a module, imported on first attribute access: the ``threadline`` command
+    names its implementation at module level but loads it only when a command runs, so
+    ``threadline --help`` imports no LangGraph, driver or web framework."""
+
+    __slots__ = ("_name",)
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(load(self._name, self._name), attr)
+
+    def __repr__(self) -> str:
+        return f"<lazy module {self._name!r}>"
