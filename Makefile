@@ -1,9 +1,10 @@
 # Each target sets up its own .venv, so a fresh clone needs nothing else installed.
-# `make demo` installs threadline and its runtime dependencies only: a venv without pip, uv
-# installed into it from PyPI, and uv fetching the dependencies in parallel (about 20 s on a
-# busy 2-core machine; Python compiles what the demo imports as it first runs). `make test`
-# and the other targets add pip and the test tools to the same .venv (about a minute more),
-# and `make test` Debian's chromium for the browser tests.
+# `make demo` installs threadline's base install and the ui extra (the demo ends by pointing
+# at `threadline ui`): a venv without pip, uv installed into it from PyPI, and uv fetching the
+# dependencies in parallel (about 20 s on a busy 2-core machine; Python compiles what the demo
+# imports as it first runs). `make test` and the other targets add pip and the [test] extra
+# (every extra, `threadline[all]`, and the test tools) to the same .venv (about a minute
+# more), and `make test` Debian's chromium for the browser tests.
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -11,16 +12,16 @@ RUNTIME := $(VENV)/.runtime
 STAMP := $(VENV)/.installed
 
 $(RUNTIME): pyproject.toml
-	@echo "make: installing threadline and its runtime dependencies into $(VENV) (about 20 s the first time)"
+	@echo "make: installing threadline (base install and the ui extra) into $(VENV) (about 20 s the first time)"
 	$(PY) -m venv --without-pip $(VENV)
 	@# uv into the venv with the system's pip when it has one (pip >= 22.3), else with the venv's own
 	$(PY) -m pip --python $(BIN)/python install -q uv 2>/dev/null \
 		|| { $(BIN)/python -m ensurepip >/dev/null && $(BIN)/python -m pip install -q uv; }
-	$(BIN)/uv pip install -q --python $(BIN)/python -e .
+	$(BIN)/uv pip install -q --python $(BIN)/python -e '.[ui]'
 	touch $(RUNTIME)
 
 $(STAMP): $(RUNTIME)
-	@echo "make: adding the test tools (the [test] extra) to $(VENV) (about a minute the first time)"
+	@echo "make: adding every extra and the test tools (the [test] extra) to $(VENV) (about a minute the first time)"
 	$(BIN)/python -m pip --version >/dev/null 2>&1 || $(BIN)/python -m ensurepip >/dev/null
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[test]'

@@ -1,7 +1,8 @@
 """threadline: durable, branchable, inspectable state for LangGraph agents.
 
 Public API: the savers, stores and caches, ``open_saver``/``open_store``/``open_cache``, encryption keys
-(``Keyring``), and the errors.
+(``Keyring``), and the errors. A feature of an extra that is not installed raises ``MissingExtraError``
+naming its ``pip install 'threadline[…]'`` (``threadline.extras``).
 """
 
 from threadline.errors import (
@@ -13,6 +14,7 @@ from threadline.errors import (
     FilterTooLargeError,
     KeyTooLongError,
     LeaseLostError,
+    MissingExtraError,
     NotFoundError,
     ThreadBusyError,
     SerializationError,
@@ -75,6 +77,7 @@ __all__ = [
     "FilterTooLargeError",
     "KeyTooLongError",
     "LeaseLostError",
+    "MissingExtraError",
     "NotFoundError",
     "ThreadBusyError",
     "SerializationError",
