@@ -241,3 +241,15 @@ def test_the_command_without_extras(venvs: Venvs, tmp_path: Path) -> None:
     ]:
         code, out, err = run(*args, env=env)
         assert (code, out, err) == (2, "", f"error: {line(extra, feature)}\n"), args
+
+
+def test_each_extra_named_by_the_code_is_one_of_pyproject() -> None:
+    """The extras ``threadline.extras`` requires are those pyproject.toml declares, ``all`` pulls
+    every one of them and ``test`` pulls ``all`` (so ``make test`` runs with every extra)."""
+    import tomllib
+
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert set(declared) == set(EXTRAS) | {"all", "test"}
+    (everything,) = declared["all"]
+    assert everything == f"threadline[{','.join(EXTRAS)}]"
+    assert "threadline[all]" in declared["test"]
