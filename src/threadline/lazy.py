@@ -1,5 +1,6 @@
 """Names a package exports but loads on first use (PEP 562 ``__getattr__``), so a program
-pays only for the backend it uses: a SQLite user never imports psycopg or redis-py."""
+pays only for the backend it uses: a SQLite user never imports psycopg or redis-py; and
+``LazyModule``, a module the ``threadline`` command names but loads only when a command runs."""
 
 from __future__ import annotations
 
