@@ -1,9 +1,10 @@
 # Each target sets up its own .venv, so a fresh clone needs nothing else installed.
-# `make demo` installs threadline and its runtime dependencies only: a venv without pip, uv
-# installed into it from PyPI, and uv fetching the dependencies in parallel (about 20 s on a
-# busy 2-core machine; Python compiles what the demo imports as it first runs). `make test`
-# and the other targets add pip and the test tools to the same .venv (about a minute more),
-# and `make test` Debian's chromium for the browser tests.
+# `make demo` installs threadline's base install and the ui extra (the demo ends by pointing
+# at `threadline ui`): a venv without pip, uv installed into it from PyPI, and uv fetching the
+# dependencies in parallel (about 20 s on a busy 2-core machine; Python compiles what the demo
+# imports as it first runs). `make test` and the other targets add pip and the [test] extra
+# (every extra, `threadline[all]`, and the test tools) to the same .venv (about a minute
+# more), and `make test` Debian's chromium for the browser tests.
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -12,16 +13,16 @@ STAMP := $(VENV)/.installed
 DOCS := $(VENV)/.docs
 
 $(RUNTIME): pyproject.toml
-	@echo "make: installing threadline and its runtime dependencies into $(VENV) (about 20 s the first time)"
+	@echo "make: installing threadline (base install and the ui extra) into $(VENV) (about 20 s the first time)"
 	$(PY) -m venv --without-pip $(VENV)
 	@# uv into the venv with the system's pip when it has one (pip >= 22.3), else with the venv's own
 	$(PY) -m pip --python $(BIN)/python install -q uv 2>/dev/null \
 		|| { $(BIN)/python -m ensurepip >/dev/null && $(BIN)/python -m pip install -q uv; }
-	$(BIN)/uv pip install -q --python $(BIN)/python -e .
+	$(BIN)/uv pip install -q --python $(BIN)/python -e '.[ui]'
 	touch $(RUNTIME)
 
 $(STAMP): $(RUNTIME)
-	@echo "make: adding the test tools (the [test] extra) to $(VENV) (about a minute the first time)"
+	@echo "make: adding every extra and the test tools (the [test] extra) to $(VENV) (about a minute the first time)"
 	$(BIN)/python -m pip --version >/dev/null 2>&1 || $(BIN)/python -m ensurepip >/dev/null
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[test]'
@@ -54,7 +55,8 @@ browser:
 		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } \
 			|| echo "note: could not install chromium (as root: apt-get install -y chromium): browser tests will skip, and fail under CI=true"; }
 
-# Every figure of benchmarks/RESULTS.md, side by side with the official savers. The scale run
+# Every figure of benchmarks/RESULTS.md, side by side with the official savers: first the start
+# times of the command and of `from threadline import SqliteSaver` (about a minute). The scale run
 # here: 300 threads × 50 supersteps and one thread of 20,000 (scale.py's own defaults are issue
 # 14's 10,000 threads: 51 min for the four savers on this 2-core machine, quiet, see RESULTS.md):
 # `make bench SCALE_ARGS=` for the issue's sizes.
@@ -64,6 +66,7 @@ browser:
 # cProfile and py-spy profiles of the SQLite fleet).
 SCALE_ARGS ?= --threads 300
 bench: $(STAMP)
+	$(BIN)/python benchmarks/startup.py --write-results $(STARTUP_ARGS)
 	$(BIN)/python benchmarks/run.py --write-results
 	$(BIN)/python benchmarks/chat_fleet.py --write-results $(CHAT_FLEET_ARGS)
 	$(BIN)/python benchmarks/scale.py --write-results $(SCALE_ARGS)

@@ -285,7 +285,7 @@ def test_export_suggests_the_duckdb_python_package_and_the_suggestion_runs(demo,
     lines = proc.stdout.splitlines()
     start = next(i for i, line in enumerate(lines) if line.strip() == "import duckdb")
     snippet = "\n".join(line[2:] for line in lines[start:start + 2])
-    python = re.search(r"installed with threadline\), in (\S+):", " ".join(proc.stdout.split())).group(1)
+    python = re.search(r"installed with threadline\[export\]\), in (\S+):", " ".join(proc.stdout.split())).group(1)
     assert Path(python).exists()
     ran = subprocess.run([python, "-c", snippet], capture_output=True, text=True, timeout=120)
     assert ran.returncode == 0, ran.stderr

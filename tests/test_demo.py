@@ -229,7 +229,8 @@ def test_make_demo_installs_the_runtime_only_and_make_test_says_what_it_installs
     for name in ("Makefile", "pyproject.toml"):
         shutil.copy(root / name, tmp_path / name)
     demo = _make_plan(tmp_path, "demo")
-    assert "-m venv --without-pip .venv" in demo and "uv pip install" in demo and " -e .\n" in demo + "\n"
+    # the base install and the ui extra (the demo ends by pointing at `threadline ui`), no other extra
+    assert "-m venv --without-pip .venv" in demo and "uv pip install" in demo and " -e '.[ui]'\n" in demo + "\n"
     assert "[test]" not in demo and "apt-get" not in demo and "chromium" not in demo
     assert demo.strip().endswith(".venv/bin/threadline demo")
     test = _make_plan(tmp_path, "test")

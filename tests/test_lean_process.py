@@ -104,3 +104,60 @@ async def test_an_async_sqlite_operation_is_one_call_into_aiosqlites_thread(tmp_
     assert got is not None and got.checkpoint["channel_values"]["a"] == checkpoint["channel_values"]["a"]
     assert sorted((w[1], w[2]) for w in got.pending_writes) == [("a", ["y"] * 3), ("b", 2)]
     assert [t.checkpoint["id"] for t in listed] == ["1"]
+
+
+# What a command or an import may load (issue 44): LangGraph only where a command reads or writes
+# checkpoints, a driver or framework only where its feature runs. The venv has every extra
+# installed, so a module missing from a listing was not imported, not merely absent.
+OPTIONAL = ("psycopg", "psycopg_pool", "redis", "starlette", "uvicorn", "jinja2", "pyarrow", "duckdb", "cryptography",
+            "obstore", "opentelemetry", "sqlite_vec")
+LANGGRAPH = ("langgraph", "langchain_core", "langsmith")
+
+
+def _loaded_by_command(args: list[str], cwd: Path) -> list[str]:
+    """The top-level packages of ``OPTIONAL + LANGGRAPH`` that ``threadline ARGS`` imports (run in
+    a fresh process, through the console script's own entry ``threadline.cli._run``)."""
+    code = (
+        "import json, sys\n"
+        f"sys.argv = ['threadline', *{args!r}]\n"
+        "import threadline.cli as cli\n"
+        "status = cli._run()\n"
+        f"names = {OPTIONAL + LANGGRAPH!r}\n"
+        "print(json.dumps([status, sorted({m.split('.')[0] for m in sys.modules} & set(names))]), file=sys.stderr)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, "PYTHONPATH": SRC},
+                          cwd=cwd, timeout=120)
+    status, loaded = json.loads(done.stderr.strip().splitlines()[-1])
+    assert status == 0, done.stderr
+    return loaded
+
+
+def test_help_and_version_import_no_langgraph_driver_or_framework(tmp_path: Path) -> None:
+    for args in (["--help"], ["--version"], ["threads", "--help"], ["export", "--help"], ["store", "--help"]):
+        assert _loaded_by_command(args, tmp_path) == [], args
+
+
+def test_listing_threads_imports_no_driver_or_framework(tmp_path: Path) -> None:
+    """``threadline threads`` on a SQLite file loads LangGraph (its checkpoints are LangGraph's)
+    but no other backend's driver, no web framework, no Parquet, no cipher."""
+    from threadline import SqliteSaver
+
+    db = str(tmp_path / "app.db")
+    config = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
+    checkpoint = {"v": 4, "id": "1", "ts": "2026-01-01T00:00:00+00:00", "channel_values": {"a": 1},
+                  "channel_versions": {"a": "1"}, "versions_seen": {}}
+    with SqliteSaver.from_conn_string(db) as saver:
+        saver.put(config, checkpoint, {}, {"a": "1"})
+    loaded = _loaded_by_command(["threads", "--db", db], tmp_path)
+    assert not set(loaded) & set(OPTIONAL), loaded
+
+
+def test_importing_the_sqlite_saver_loads_no_other_feature() -> None:
+    """``from threadline import SqliteSaver`` imports LangGraph's checkpoint base and nothing of
+    the other backends, the CLI, the web app, export or encryption."""
+    code = (
+        "import json, sys\n"
+        "from threadline import SqliteSaver\n"
+        f"print(json.dumps(sorted({{m.split('.')[0] for m in sys.modules}} & set({OPTIONAL + ('typer', 'rich')!r}))))"
+    )
+    assert _run(code) == []

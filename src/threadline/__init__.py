@@ -1,7 +1,8 @@
 """threadline: durable, branchable, inspectable state for LangGraph agents.
 
 Public API: the savers, stores and caches, ``open_saver``/``open_store``/``open_cache``, encryption keys
-(``Keyring``), and the errors.
+(``Keyring``), and the errors. A feature of an extra that is not installed raises ``MissingExtraError``
+naming its ``pip install 'threadline[…]'`` (``threadline.extras``).
 """
 
 from threadline.errors import (
@@ -13,6 +14,7 @@ from threadline.errors import (
     FilterTooLargeError,
     KeyTooLongError,
     LeaseLostError,
+    MissingExtraError,
     NotFoundError,
     ThreadBusyError,
     SerializationError,
@@ -20,13 +22,13 @@ from threadline.errors import (
     UnsafeOperationError,
     ValueTooLargeError,
 )
-from threadline.codec import BlobCodec, Keyring
-from threadline.backends import aopen_saver, open_saver
 from threadline.lazy import lazy_names
 
-# Each backend's classes load on first use: a SQLite user never imports psycopg or redis-py
-# (a cold start pays only for the driver it uses).
+# Every class and opener loads on first use: a SQLite user never imports psycopg or redis-py,
+# and ``import threadline`` (the CLI's --help) imports no LangGraph.
 _LAZY = {
+    **dict.fromkeys(("BlobCodec", "Keyring"), "threadline.codec"),
+    **dict.fromkeys(("open_saver", "aopen_saver"), "threadline.backends"),
     **dict.fromkeys(("SqliteSaver", "AsyncSqliteSaver"), "threadline.backends.sqlite"),
     **dict.fromkeys(("InMemorySaver", "MemorySaver"), "threadline.backends.memory"),
     **dict.fromkeys(("PostgresSaver", "AsyncPostgresSaver"), "threadline.backends.postgres"),
@@ -76,6 +78,7 @@ __all__ = [
     "FilterTooLargeError",
     "KeyTooLongError",
     "LeaseLostError",
+    "MissingExtraError",
     "NotFoundError",
     "ThreadBusyError",
     "SerializationError",

@@ -57,6 +57,16 @@ class SchemaError(BackendError):
     """The database's threadline schema is from a newer release, or is not threadline's."""
 
 
+class MissingExtraError(ThreadlineError, ImportError):
+    """A feature needs an optional part of threadline that is not installed. The message is one
+    line naming the feature and the command that installs it (``pip install 'threadline[postgres]'``);
+    ``extra`` is that extra's name. An ``ImportError`` too, as a missing package is."""
+
+    def __init__(self, message: str, *, extra: str) -> None:
+        super().__init__(message)
+        self.extra = extra
+
+
 class AdoptionError(ThreadlineError):
     """A thread of the official saver's tables did not read back identically once imported; nothing was stored."""
 

@@ -1,22 +1,42 @@
 """Names a package exports but loads on first use (PEP 562 ``__getattr__``), so a program
-pays only for the backend it uses: a SQLite user never imports psycopg or redis-py."""
+pays only for the backend it uses: a SQLite user never imports psycopg or redis-py; and
+``LazyModule``, a module the ``threadline`` command names but loads only when a command runs."""
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Mapping
 from typing import Any
+
+from threadline.extras import load
 
 
 def lazy_names(namespace: dict[str, Any], modules: Mapping[str, str]) -> Callable[[str], Any]:
     """A module's ``__getattr__``: each name of ``modules`` (name → module) imported from its
     module on first access and kept in ``namespace`` (the module's ``globals()``), so later
-    look-ups do not come here. AttributeError for any other name."""
+    look-ups do not come here. AttributeError for any other name; MissingExtraError for a name
+    whose module needs an extra that is not installed (``threadline.extras``)."""
 
     def __getattr__(name: str) -> Any:
         if name not in modules:
             raise AttributeError(f"module {namespace['__name__']!r} has no attribute {name!r}")
-        value = namespace[name] = getattr(importlib.import_module(modules[name]), name)
+        value = namespace[name] = getattr(load(modules[name], name), name)
         return value
 
     return __getattr__
+
+
+class LazyModule:
+    """A stand-in for a module, imported on first attribute access: the ``threadline`` command
+    names its implementation at module level but loads it only when a command runs, so
+    ``threadline --help`` imports no LangGraph, driver or web framework."""
+
+    __slots__ = ("_name",)
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(load(self._name, self._name), attr)
+
+    def __repr__(self) -> str:
+        return f"<lazy module {self._name!r}>"

@@ -44,6 +44,8 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
+from threadline.extras import require
+
 INSTRUMENTS = (
     "threadline.operation.duration",
     "threadline.bytes_written",
@@ -70,13 +72,12 @@ _proxy: Any = None
 
 def configure(meter_provider: Any = None) -> bool:
     """Record on ``meter_provider``'s meter (default: the global MeterProvider from now on).
-    Returns False, recording nothing, when opentelemetry-api is not installed."""
+    Returns True. Raises MissingExtraError when opentelemetry-api is not installed
+    (``pip install 'threadline[otel]'``); without it, and without a call, nothing is recorded."""
     global _meters, _available
-    try:
-        from opentelemetry import metrics as otel
-    except ImportError:
-        _available, _meters = False, None
-        return False
+    require("otel", "OpenTelemetry metrics")
+    from opentelemetry import metrics as otel
+
     global _proxy
     provider = meter_provider or otel.get_meter_provider()
     _proxy = None if meter_provider is not None else provider

@@ -24,6 +24,7 @@ from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 from threadline.errors import BackendError, ConfigError
+from threadline.extras import require
 
 ENV = "THREADLINE_OFFLOAD"
 MIN_BYTES = 256 << 10  # values whose stored bytes exceed this go to the object store
@@ -102,13 +103,11 @@ class ObjectStore:
 
 def open_store(url: str) -> ObjectStore:
     """The object store at ``url`` (module docstring). ConfigError for an unknown scheme or a
-    malformed URL, or when ``obstore`` is not installed."""
+    malformed URL; MissingExtraError when ``obstore`` is not installed (``threadline[offload]``)."""
     if not isinstance(url, str) or not url:
         raise ConfigError(f"an object store URL must be a non-empty string, got {url!r}")
-    try:
-        import obstore.store as S
-    except ImportError:
-        raise ConfigError("offload needs the obstore package: pip install 'threadline[offload]'") from None
+    require("offload", "offload to an object store")
+    import obstore.store as S
     parts = urlsplit(url)
     opts = dict(parse_qsl(parts.query))
     if parts.scheme in ("", "file"):

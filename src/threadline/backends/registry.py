@@ -9,13 +9,13 @@ backend's name.
 
 from __future__ import annotations
 
-import importlib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from threadline.errors import BackendError
+from threadline.extras import load
 
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 _USER_INFO = re.compile(r"//[^/@]*@")  # //user:password@
@@ -57,13 +57,14 @@ class BackendEntry:
         return scheme in self.schemes or scheme.startswith(self.scheme_prefixes)
 
     def get(self, role: str) -> Any:
-        """The part playing ``role`` (a class or an opener); BackendError when this backend has none.
+        """The part playing ``role`` (a class or an opener); BackendError when this backend has none,
+        MissingExtraError when its driver is not installed (``pip install 'threadline[postgres]'``).
 
         A part is a name in ``module``, or ``"package.module:name"`` for one elsewhere."""
         if role not in self.parts:
             raise BackendError(f"the {self.name} backend has no {role.replace('_', ' ')}")
         module, _, name = self.parts[role].rpartition(":")
-        return getattr(importlib.import_module(module or self.module), name)
+        return getattr(load(module or self.module, f"the {self.name} backend"), name)
 
 
 REGISTRY: tuple[BackendEntry, ...] = (
@@ -97,7 +98,7 @@ REGISTRY: tuple[BackendEntry, ...] = (
             "describe": "describe",
             "store": "threadline.store.postgres:PostgresStore",
             "async_store": "threadline.store.postgres:AsyncPostgresStore",
-            "cache": "threadline.cache:PostgresCache",
+            "cache": "threadline.cache.postgres:PostgresCache",
         },
         example="postgresql://",
     ),

@@ -23,23 +23,19 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, Generic
 
-import psycopg
 from langgraph.cache.base import BaseCache, FullKey, Namespace, ValueT
 from langgraph.checkpoint.serde.base import SerializerProtocol
-from psycopg_pool import ConnectionPool
 
 from threadline import codec
 from threadline.backends import entry_of
 from threadline.lazy import lazy_names
-from threadline.backends.postgres import PostgresDriver, at_door as pg_at_door, connect as pg_connect
 from threadline.backends.sqlite import SqliteDriver, connect, door_error as sqlite_door_error
 from threadline.cache import ops
 from threadline.codec.serde import default_serde
 from threadline.errors import CorruptRowError
 from threadline.store import checks, schema
-from threadline.store.postgres import PoolConfig, open_args
 from threadline.storage.dialect.cache import CACHE
-from threadline.storage.dialect.store import POSTGRES, SQLITE, StoreSql
+from threadline.storage.dialect.store import SQLITE, StoreSql
 
 
 class SqlCache(BaseCache[ValueT], Generic[ValueT]):
@@ -140,39 +136,6 @@ class SqliteCache(SqlCache[ValueT]):
         self.conn.close()
 
 
-class PostgresCache(SqlCache[ValueT]):
-    """Node cache on Postgres through psycopg 3: a ``Connection`` (autocommit) or a
-    ``ConnectionPool``; ``from_conn_string(url, pool_config=…)`` opens one. The table is
-    ``threadline_cache`` in the connection's current schema.
-
-    Raises BackendError when the server cannot be reached or refuses the user.
-    """
-
-    sql = POSTGRES
-
-    def __init__(self, conn: psycopg.Connection | ConnectionPool, *, serde: SerializerProtocol | None = None) -> None:
-        self.conn = conn
-        super().__init__(PostgresDriver(conn, POSTGRES), serde=serde)
-
-    @classmethod
-    @contextmanager
-    def from_conn_string(
-        cls, conn_string: str, *, serde: SerializerProtocol | None = None, pool_config: PoolConfig | None = None
-    ) -> Iterator[PostgresCache]:
-        """Connect to ``conn_string`` (a libpq URL or DSN), set up the table, close on exit."""
-        resource = pg_connect(conn_string, **open_args(pool_config))
-        try:
-            cache = cls(resource, serde=serde)
-            cache.setup()
-            yield cache
-        finally:
-            resource.close()
-
-    def setup(self) -> None:
-        with pg_at_door():
-            super().setup()
-
-
 @contextmanager
 def open_cache(url: str, *, serde: SerializerProtocol | None = None) -> Iterator[SqlCache]:
     """A cache for ``url`` (a path, ``sqlite:///path`` or ``postgresql://…``), table set up,
@@ -181,8 +144,8 @@ def open_cache(url: str, *, serde: SerializerProtocol | None = None) -> Iterator
         yield cache
 
 
-# redis-py is imported on first use of RedisCache: SQLite and Postgres users never load it
-__getattr__ = lazy_names(globals(), {"RedisCache": "threadline.cache.redis"})
+# psycopg and redis-py are imported on first use of their cache: a SQLite user never loads them
+__getattr__ = lazy_names(globals(), {"PostgresCache": "threadline.cache.postgres", "RedisCache": "threadline.cache.redis"})
 
 
 __all__ = ["PostgresCache", "RedisCache", "SqliteCache", "open_cache"]

@@ -13,7 +13,6 @@ import logging
 import os
 import sys
 import traceback
-from importlib.metadata import PackageNotFoundError, version
 
 import typer
 import typer.core
@@ -65,6 +64,8 @@ app = typer.Typer(
 
 def _version(value: bool) -> None:
     if value:
+        from importlib.metadata import PackageNotFoundError, version
+
         try:
             typer.echo(f"threadline {version('threadline')}")
         except PackageNotFoundError:  # pragma: no cover - running from a source tree

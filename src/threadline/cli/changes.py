@@ -9,28 +9,30 @@ from typing import Any
 import typer
 from rich.markup import escape
 
-from threadline import lifecycle
-from threadline.lifecycle import objects
 from threadline.cli import options as O
-from threadline.cli.render import changes as R
-from threadline.cli.render.format import size
-from threadline.backends import entry_of
 from threadline.cli.shared import Db, command, named_db, opened, out
 from threadline.errors import ConfigError
-from threadline.lifecycle import erase as E
-from threadline.read import names
-from threadline.store import open_store
-from threadline.store.reader import namespace
+from threadline.lazy import LazyModule
+
+# loaded when a command runs (``threadline --help`` loads none of them)
+lifecycle = LazyModule("threadline.lifecycle")
+objects = LazyModule("threadline.lifecycle.objects")
+E = LazyModule("threadline.lifecycle.erase")
+F = LazyModule("threadline.cli.render.format")
+backends = LazyModule("threadline.backends")
+names = LazyModule("threadline.read.names")
+stores = LazyModule("threadline.store")
+reader = LazyModule("threadline.store.reader")
 
 
-@command("rollback", render=R.rollback, opens="write")
+@command("rollback", render="changes.rollback", opens="write")
 def rollback(saver: Any, thread: str = O.Thread, checkpoint: str = O.checkpoint(), ns: str = O.Ns) -> lifecycle.BranchResult:
     """Make an earlier checkpoint's state the head again, as a new branch (nothing is deleted)."""
     cid = names.resolve_checkpoint(saver, thread, checkpoint, checkpoint_ns=ns)
     return lifecycle.rollback(saver, thread, cid, checkpoint_ns=ns)
 
 
-@command("fork", render=R.fork, opens="write")
+@command("fork", render="changes.fork", opens="write")
 def fork(
     saver: Any,
     thread: str = O.Thread,
@@ -43,7 +45,7 @@ def fork(
     return lifecycle.fork(saver, thread, cid, to, checkpoint_ns=ns)
 
 
-@command("delete", render=R.delete, opens="write")
+@command("delete", render="changes.delete", opens="write")
 def delete(
     saver: Any,
     thread: str = O.Thread,
@@ -63,11 +65,11 @@ def delete(
     cid = names.resolve_checkpoint(saver, thread, checkpoint, checkpoint_ns=ns)
     if not dry_run:
         plan = lifecycle.delete_checkpoint(saver, thread, cid, checkpoint_ns=ns, mode=mode, dry_run=True, force=force)
-        confirm(plan, f"Delete {len(plan.checkpoints)} checkpoint(s) of {thread}, freeing {size(plan.bytes_freed)}?")
+        confirm(plan, f"Delete {len(plan.checkpoints)} checkpoint(s) of {thread}, freeing {F.size(plan.bytes_freed)}?")
     return _collected(saver, dry_run, lifecycle.delete_checkpoint(saver, thread, cid, checkpoint_ns=ns, mode=mode, dry_run=dry_run, force=force))
 
 
-@command("prune", render=R.prune, opens="write")
+@command("prune", render="changes.prune", opens="write")
 def prune(
     saver: Any,
     keep_last: int = typer.Option(None, "--keep-last", min=1, metavar="N",
@@ -95,7 +97,7 @@ def prune(
     if not dry_run:
         plan = lifecycle.prune(saver, policy, thread_ids=ids, dry_run=True, progress=progress, force=force)
         if plan.checkpoints:
-            confirm(plan, f"Delete {plan.checkpoints} checkpoint(s) from {len(plan.plans)} thread(s), freeing {size(plan.bytes_freed)}?")
+            confirm(plan, f"Delete {plan.checkpoints} checkpoint(s) from {len(plan.plans)} thread(s), freeing {F.size(plan.bytes_freed)}?")
     return _collected(saver, dry_run, lifecycle.prune(saver, policy, thread_ids=ids, dry_run=dry_run, progress=progress, force=force))
 
 
@@ -110,8 +112,8 @@ def _collected(saver: Any, dry_run: bool, result: Any) -> Any:
 def _erased(r: E.ErasureReceipt, **_: Any) -> None:
     c = r.to_json()["counts"]
     what = (f"{c['threads']} thread(s) ({c['checkpoints']} checkpoints, {c['blobs']} values, {c['writes']} pending writes; "
-            f"{size(sum(r.bytes.values()))} stored)")
-    objects = "".join(f", {c[kind]} {label} ({size(r.object_bytes[kind])})" for kind, label in
+            f"{F.size(sum(r.bytes.values()))} stored)")
+    objects = "".join(f", {c[kind]} {label} ({F.size(r.object_bytes[kind])})" for kind, label in
                       (("cold_archives", "cold archive(s)"), ("objects", "offloaded value(s)")) if c[kind])
     kept = f", {r.kept_objects} offloaded value(s) kept (other threads hold the same value)" if r.kept_objects else ""
     items = "".join(f", {n} Store item(s) under {escape(ns)}" for ns, n in r.store_items.items())
@@ -120,7 +122,7 @@ def _erased(r: E.ErasureReceipt, **_: Any) -> None:
     if r.threads:
         out.print("threads: " + escape(", ".join(r.threads[:10])) + (f" … and {len(r.threads) - 10} more" if len(r.threads) > 10 else ""))
     if r.space is not None and r.space.bytes_before is not None:
-        out.print(f"on disk: {size(r.space.bytes_before)} → {size(r.space.bytes_after)} ({size(r.space.bytes_freed)} freed)")
+        out.print(f"on disk: {F.size(r.space.bytes_before)} → {F.size(r.space.bytes_after)} ({F.size(r.space.bytes_freed)} freed)")
     if r.verified is not None and not r.problems:
         out.print("verified: the selection, the Store search and the object store find nothing of it")
     for p in r.problems:
@@ -143,9 +145,9 @@ def erase(
 ) -> E.ErasureReceipt:
     """Erase a user's or tenant's data: threads by id pattern and/or metadata (cold ones included, with the objects only they name), Store items by namespace; then reclaim the space and verify."""
     db = named_db(url, "erase")
-    selection = E.Selection(thread_pattern, O.metadata(where) or None, tuple(namespace(n) for n in store_namespace or ()))
-    name = entry_of(db).get("describe")(db)
-    with opened(db, "write", "erase") as saver, (open_store(db) if selection.store_namespaces else nullcontext()) as store:
+    selection = E.Selection(thread_pattern, O.metadata(where) or None, tuple(reader.namespace(n) for n in store_namespace or ()))
+    name = backends.entry_of(db).get("describe")(db)
+    with opened(db, "write", "erase") as saver, (stores.open_store(db) if selection.store_namespaces else nullcontext()) as store:
         if not dry_run:
             plan = E.erase(saver, selection, store=store, dry_run=True, database=name)
             if plan.threads or any(plan.store_items.values()):  # nothing to erase: verified and receipted without asking

@@ -6,8 +6,6 @@ import os
 
 import typer
 
-from threadline.backends import entry_of
-from threadline.backends.sqlite import path_of
 from threadline.cli import DEMO_DB, Command, app
 from threadline.cli.shared import fail, out
 
@@ -25,6 +23,8 @@ def demo(
     file is ./threadline-demo.db — deliberately not $THREADLINE_DB, since the demo
     starts by deleting the file.
     """
+    from threadline.backends import entry_of
+    from threadline.backends.sqlite import path_of
     from threadline.demo.scenario import NotADemoDatabase, run_demo  # the agent (langgraph.graph) only loads for the demo
 
     if not entry_of(db).paths:

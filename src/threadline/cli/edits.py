@@ -6,18 +6,25 @@ preview unless told to apply (``--apply``)."""
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.markup import escape
 
 from threadline.cli import options as O
-from threadline.cli.render.format import short, table, value_text
 from threadline.cli.shared import command, out
 from threadline.errors import ConfigError
-from threadline.lifecycle.bulk import BulkEditReport, bulk_edit, create_thread
-from threadline.lifecycle.merge import MergeResult, merge as merge_branches
-from threadline.read import names
+from threadline.lazy import LazyModule
+
+if TYPE_CHECKING:
+    from threadline.lifecycle.bulk import BulkEditReport
+    from threadline.lifecycle.merge import MergeResult
+
+# loaded when a command runs (``threadline --help`` loads none of them)
+F = LazyModule("threadline.cli.render.format")
+bulk = LazyModule("threadline.lifecycle.bulk")
+merging = LazyModule("threadline.lifecycle.merge")
+names = LazyModule("threadline.read.names")
 
 
 def _needs_graph(graph: Any, name: str) -> Any:
@@ -37,18 +44,18 @@ def _choices(items: list[str] | None) -> dict[str, str]:
 
 
 def _merged(r: MergeResult, **_: Any) -> None:
-    t = table(f"merge {short(r.source)} into {short(r.target)} of {r.thread_id} (fork point {short(r.fork_point)})",
+    t = F.table(f"merge {F.short(r.source)} into {F.short(r.target)} of {r.thread_id} (fork point {F.short(r.fork_point)})",
               "channel", "source", "target", "take", "~after the merge")
     for c in r.channels:
         if not (c.changed_source or c.changed_target):
             continue
         take = "[red]conflict[/red]" if c.conflict and c.choice is None else c.choice or ""
         t.add_row(escape(c.channel), "changed" if c.changed_source else "-", "changed" if c.changed_target else "-", take,
-                  escape(c.summary + ("" if c.result is None else ": " + value_text(c.result, 60))))
+                  escape(c.summary + ("" if c.result is None else ": " + F.value_text(c.result, 60))))
     out.print(t)
     if r.applied:
-        out.print(f"[green]merged[/green]: new checkpoint {short(r.checkpoint_id)} on {short(r.target)}, metadata merge = "
-                  f"{{source: {short(r.source)}, target: {short(r.target)}}}")
+        out.print(f"[green]merged[/green]: new checkpoint {F.short(r.checkpoint_id)} on {F.short(r.target)}, metadata merge = "
+                  f"{{source: {F.short(r.source)}, target: {F.short(r.target)}}}")
     elif r.unresolved:
         out.print(f"preview: conflicts on {escape(', '.join(r.unresolved))}; choose with --take CHANNEL=source|target, then --apply")
     else:
@@ -76,7 +83,7 @@ def merge(
     tid = names.resolve_thread(saver, thread)
     src, dst = (names.resolve_checkpoint(saver, tid, name, checkpoint_ns=ns) for name in (source, into))
     config = lambda cid: {"configurable": {"thread_id": tid, "checkpoint_ns": ns, "checkpoint_id": cid}}  # noqa: E731
-    return merge_branches(saver, g, config(src), into=config(dst), choose=choose, apply=apply, as_node=as_node)
+    return merging.merge(saver, g, config(src), into=config(dst), choose=choose, apply=apply, as_node=as_node)
 
 
 def _json_file(path: str, what: str) -> Any:
@@ -107,7 +114,7 @@ def _values(path: str | None, items: list[str] | None) -> dict[str, Any]:
 
 
 def _edited(r: BulkEditReport, **_: Any) -> None:
-    t = table(f"edit {r.mark}", "thread_id", "status", "~changes")
+    t = F.table(f"edit {r.mark}", "thread_id", "status", "~changes")
     for e in r.threads:
         t.add_row(escape(e.thread_id), e.status, escape("; ".join(f"{ch}: {s}" for ch, s in e.changes.items())))
     out.print(t)
@@ -134,12 +141,12 @@ def edit(
     Preview first; --apply writes. Rerunning an edit skips the threads it already changed, so an interrupted run resumes."""
     g = _needs_graph(graph, "edit")
     update = _values(values, set_)
-    return bulk_edit(saver, g, update, threads=thread or None, metadata=O.metadata(where) or None, apply=apply, as_node=as_node,
+    return bulk.bulk_edit(saver, g, update, threads=thread or None, metadata=O.metadata(where) or None, apply=apply, as_node=as_node,
                      mark=name, progress=progress)
 
 
 @command("create-thread", opens="target", render=lambda cid, thread="", **_: out.print(
-    f"[green]created[/green] thread {escape(thread)}: checkpoint {short(cid)}"))
+    f"[green]created[/green] thread {escape(thread)}: checkpoint {F.short(cid)}"))
 def create(
     saver: Any,
     thread: str = typer.Argument(..., metavar="THREAD", help="The new thread_id.", show_default=False),
@@ -148,4 +155,4 @@ def create(
     as_node: str = typer.Option(None, "--as-node", metavar="NODE", help="Write the state as this node (default: LangGraph's rule)."),
 ) -> str:
     """Start a thread from a JSON state (for tests and fixtures), written through the graph."""
-    return create_thread(saver, _needs_graph(graph, "create-thread"), thread, _values(state, None), as_node=as_node)
+    return bulk.create_thread(saver, _needs_graph(graph, "create-thread"), thread, _values(state, None), as_node=as_node)

@@ -11,12 +11,14 @@ from typing import Any
 
 import typer
 
-from threadline import evolve
 from threadline.cli import options as O
-from threadline.cli.render import evolve as R
 from threadline.cli.shared import command
 from threadline.errors import ConfigError
-from threadline.read import names
+from threadline.lazy import LazyModule
+
+# loaded when a command runs (``threadline --help`` loads none of them)
+evolve = LazyModule("threadline.evolve")
+names = LazyModule("threadline.read.names")
 
 Migrations = typer.Option(None, "--migrations", metavar="MODULE:ATTR",
                           help="The app's threadline.evolve.Migrations registry (or a function returning it).")
@@ -28,7 +30,7 @@ def _graph_of(graph: Any) -> Any:
     return graph
 
 
-@command("check", render=R.check, problems=lambda r: not r.ok)
+@command("check", render="evolve.check", problems=lambda r: not r.ok)
 def check(
     saver: Any,
     graph: str = O.Graph,
@@ -47,7 +49,7 @@ def check(
     return evolve.check(saver, _graph_of(graph), all_checkpoints=all_checkpoints, migrations=registry, thread_ids=ids, progress=progress)
 
 
-@command("migrate", render=R.migrate, problems=lambda r: not r.ok, opens=lambda o: "write" if o["apply"] else "read")
+@command("migrate", render="evolve.migrate", problems=lambda r: not r.ok, opens=lambda o: "write" if o["apply"] else "read")
 def migrate(
     saver: Any,
     graph: str = O.Graph,

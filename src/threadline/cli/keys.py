@@ -11,20 +11,24 @@ from typing import Any
 
 import typer
 from rich.markup import escape
-from rich.table import Table
 
-from threadline import lifecycle
 from threadline.cli import options as O
 from threadline.cli.shared import command, out
-from threadline.lifecycle.rekey import TABLES
+from threadline.lazy import LazyModule
+
+# loaded when a command runs (``threadline --help`` loads none of them)
+lifecycle = LazyModule("threadline.lifecycle")
+rekeying = LazyModule("threadline.lifecycle.rekey")
 
 
 def _render(report: lifecycle.RekeyReport, **_: Any) -> None:
+    from rich.table import Table
+
     target = f"key {report.key_id}" if report.key_id else "checksums only (no encryption key configured)"
     table = Table(title=f"rekey → {target}{' (dry run)' if report.dry_run else ''}: {report.threads} thread(s)")
     for col in ("rows", "re-sealed" if not report.dry_run else "to re-seal", "already current"):
         table.add_column(col, justify="left" if col == "rows" else "right")
-    for t in TABLES:
+    for t in rekeying.TABLES:
         table.add_row(t, str(report.resealed[t]), str(report.current[t]))
     out.print(table)
     for problem in report.unreadable[:20]:

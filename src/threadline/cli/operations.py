@@ -8,27 +8,30 @@ from typing import Any
 
 import typer
 from rich.markup import escape
-from rich.table import Table
 
-from threadline.backends import backend_of, open_saver
-from threadline.backends.readonly import open_readonly, require_threadline
+from threadline import defaults
 from threadline.cli import options as O
-from threadline.cli.render.format import size
 from threadline.cli.shared import Db, command, explain, named_db, out
 from threadline.errors import ConfigError, ThreadlineError
-from threadline.lifecycle import RetentionPolicy
-from threadline.lifecycle import health as H
-from threadline.lifecycle import partition as P
-from threadline.lifecycle import vacuum as V
-from threadline.transfer import backup as B
-from threadline.transfer import bundle as BU
-from threadline.ttl import ttl_of
+from threadline.lazy import LazyModule
+
+# loaded when a command runs (``threadline --help`` loads none of them)
+backends = LazyModule("threadline.backends")
+readonly = LazyModule("threadline.backends.readonly")
+F = LazyModule("threadline.cli.render.format")
+lifecycle = LazyModule("threadline.lifecycle")
+H = LazyModule("threadline.lifecycle.health")
+P = LazyModule("threadline.lifecycle.partition")
+V = LazyModule("threadline.lifecycle.vacuum")
+B = LazyModule("threadline.transfer.backup")
+BU = LazyModule("threadline.transfer.bundle")
+ttls = LazyModule("threadline.ttl")
 
 
 def _space(report: Any, verb: str = "on disk") -> None:
     if report is None or report.bytes_before is None:
         return
-    out.print(f"{verb}: {size(report.bytes_before)} → {size(report.bytes_after)} ({size(report.bytes_freed)} freed)")
+    out.print(f"{verb}: {F.size(report.bytes_before)} → {F.size(report.bytes_after)} ({F.size(report.bytes_freed)} freed)")
     if report.needs_full:
         out.print("[yellow]free space is left that only `threadline vacuum --full` gives back "
                   "(this SQLite file predates incremental auto-vacuum; --full converts it once)[/yellow]")
@@ -71,9 +74,9 @@ def sweep(
     if ttl is not None and not all_threads:
         raise ConfigError("--ttl gives a TTL to threads written without one, which a sweep leaves alone: add --all-threads to "
                           "expire every thread idle longer than it (threads written under a TTL expire by theirs without --ttl)")
-    saver.ttl = ttl_of({"default_ttl": ttl / 60}) if ttl is not None else ttl_of({})
+    saver.ttl = ttls.ttl_of({"default_ttl": ttl / 60}) if ttl is not None else ttls.ttl_of({})
     if keep_last is not None or older_than is not None or idle is not None:
-        saver.retention = RetentionPolicy(keep_last=keep_last, older_than=older_than, idle_longer_than=idle, keep_last_per=per)
+        saver.retention = lifecycle.RetentionPolicy(keep_last=keep_last, older_than=older_than, idle_longer_than=idle, keep_last_per=per)
     return saver.sweep(dry_run=dry_run, all_threads=all_threads)
 
 
@@ -91,7 +94,7 @@ def vacuum(
     f"{len(r.created)} partition(s) created"))
 def partition(
     saver: Any,
-    months_ahead: int = typer.Option(P.MONTHS_AHEAD, "--months-ahead", min=1, metavar="N", help="Months to create partitions for ahead of now."),
+    months_ahead: int = typer.Option(defaults.MONTHS_AHEAD, "--months-ahead", min=1, metavar="N", help="Months to create partitions for ahead of now."),
 ) -> P.PartitionReport:
     """Postgres: partition checkpoints and writes by month, so the sweeper drops emptied months (locks both tables meanwhile)."""
     return P.partition(saver, months_ahead=months_ahead)
@@ -99,7 +102,7 @@ def partition(
 
 def _backed_up(r: Any, **_: Any) -> None:
     out.print(f"[green]backed up[/green] {r.threads} thread(s) ({r.rows['checkpoints']} checkpoints, {r.rows['blobs']} blobs, "
-              f"{r.rows['writes']} writes) to {escape(r.path)}: {size(r.bytes)} ({r.method})")
+              f"{r.rows['writes']} writes) to {escape(r.path)}: {F.size(r.bytes)} ({r.method})")
 
 
 @command("backup", render=_backed_up)
@@ -113,6 +116,8 @@ def backup(
 
 
 def _restored(r: Any, **_: Any) -> None:
+    from rich.table import Table
+
     table = Table(title=f"restored from {escape(r.source)}")
     for col in ("thread_id", "checkpoints", "blobs", "writes", "verified"):
         table.add_column(col)
@@ -134,8 +139,8 @@ Replace = typer.Option(False, "--replace", help="Overwrite threads that already 
 def _archive(options: dict[str, Any]) -> None:
     """The source must be a threadline archive safe to read, checked read-only before the target
     is opened (so a missing, wrong or crafted source creates no target file)."""
-    with open_readonly(options["source"]) as (source, state):
-        require_threadline(options["source"], state, type(source).__name__, current=False)
+    with readonly.open_readonly(options["source"]) as (source, state):
+        readonly.require_threadline(options["source"], state, type(source).__name__, current=False)
     B.check_archive(options["source"])
 
 
@@ -153,7 +158,7 @@ def restore(
 
 
 @command("bundle-export", render=lambda r, **_: out.print(
-    f"[green]bundled[/green] {len(r.threads)} thread(s) ({r.rows['checkpoints']} checkpoints) to {escape(r.path)}: {size(r.bytes)}"
+    f"[green]bundled[/green] {len(r.threads)} thread(s) ({r.rows['checkpoints']} checkpoints) to {escape(r.path)}: {F.size(r.bytes)}"
     + (f"; redacted: {escape(', '.join(r.redacted))}" if r.redacted else "")))
 def bundle_export(
     saver: Any,
@@ -196,8 +201,8 @@ def _health_lines(h: H.Health, **_: Any) -> None:
         out.print("sweeper: never run on this database")
     if h.growth:
         g = h.growth
-        out.print(f"last hour: {g['checkpoints']} checkpoint(s) ({size(g['checkpoint_bytes'])}), "
-                  f"{g['writes']} pending write(s) ({size(g['write_bytes'])})")
+        out.print(f"last hour: {g['checkpoints']} checkpoint(s) ({F.size(g['checkpoint_bytes'])}), "
+                  f"{g['writes']} pending write(s) ({F.size(g['write_bytes'])})")
     if h.errors:
         out.print("errors in this process: " + ", ".join(f"{k} ×{n}" for k, n in sorted(h.errors.items())))
     for status, line in h.problems:
@@ -208,17 +213,17 @@ def _probe(url: str, max_round_trip_ms: float, max_sweep_lag: float | None) -> H
     """The health of the database at ``url``, opened here: never migrated (a probe with
     migrations pending reports them, degraded); one that cannot be opened is unhealthy."""
     try:
-        name = backend_of(url)
+        name = backends.backend_of(url)
     except ThreadlineError as exc:
         return H.unreachable("unknown", explain(exc)[0])
     try:
-        with open_readonly(url) as (checked, state):
-            require_threadline(url, state, type(checked).__name__, current=False)
+        with readonly.open_readonly(url) as (checked, state):
+            readonly.require_threadline(url, state, type(checked).__name__, current=False)
         if not state.current:
             h = H.Health(name, time.time(), schema=H.schema_of(state))
             H.pending_problem(h)
             return h
-        with open_saver(url) as saver:
+        with backends.open_saver(url) as saver:
             return H.check(saver, max_round_trip_ms=max_round_trip_ms, max_sweep_lag=max_sweep_lag)
     except Exception as exc:  # any reason the database cannot be used is the probe's answer
         return H.unreachable(name, explain(exc)[0])
@@ -227,7 +232,7 @@ def _probe(url: str, max_round_trip_ms: float, max_sweep_lag: float | None) -> H
 @command("health", opens="none", render=_health_lines, problems=lambda h: h.exit_code)
 def health(
     url: str = Db,  # --db (named apart: ``command`` takes ``db`` for the databases it opens itself)
-    max_round_trip_ms: float = typer.Option(H.DEFAULT_MAX_ROUND_TRIP_MS, "--max-round-trip-ms", min=0, metavar="MS",
+    max_round_trip_ms: float = typer.Option(defaults.MAX_ROUND_TRIP_MS, "--max-round-trip-ms", min=0, metavar="MS",
                                             help="Degraded when the put/get round trip takes longer."),
     max_sweep_lag: str = O.duration("--max-sweep-lag", "Degraded when no sweep finished within this long (e.g. 15m)."),
 ) -> H.Health:
@@ -241,7 +246,7 @@ def _tiered(report: Any, **_: Any) -> None:
         return
     verb = "would move" if report.dry_run else "moved"
     out.print(f"{verb} {len(report.threads)} idle thread(s), {report.checkpoints} checkpoint(s), to the object store: "
-              f"{size(report.row_bytes)} of rows → {size(report.archive_bytes)} of archives")
+              f"{F.size(report.row_bytes)} of rows → {F.size(report.archive_bytes)} of archives")
     for tid in report.skipped:
         out.print(f"[yellow]skipped[/yellow] {escape(tid)}: it changed while being moved")
 

@@ -12,7 +12,9 @@ from typing import Any
 import typer
 
 from threadline.errors import ThreadlineError
-from threadline.read import load_graph, parse_duration
+from threadline.lazy import LazyModule
+
+read = LazyModule("threadline.read")  # loaded by the callbacks, when a command runs
 
 CHECKPOINT_HELP = ("Checkpoint: its full id, 6 or more of its hex digits (as tables show them), a tag, HEAD, HEAD~N or step:N; "
                    "any of them followed by ~N or ^ goes up that many parents (HEAD^, 7fd56a87~2).")
@@ -22,7 +24,7 @@ def _duration(value: str | None) -> float | None:
     if value is None:
         return None
     try:
-        return parse_duration(value)
+        return read.parse_duration(value)
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from None
 
@@ -53,7 +55,7 @@ def _graph(spec: str | None) -> Any:
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
     try:
-        return load_graph(spec)
+        return read.load_graph(spec)
     except ThreadlineError as exc:
         raise typer.BadParameter(str(exc)) from None
 

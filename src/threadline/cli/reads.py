@@ -8,17 +8,19 @@ from typing import Any
 
 import typer
 
-from threadline import read
-from threadline.lifecycle import objects
 from threadline.cli import options as O
-from threadline.cli.render import reads as R
 from threadline.cli.shared import command
 from threadline.errors import ConfigError, NotFoundError
-from threadline.read import names
-from threadline.read.status import STATUS_NAMES
-from threadline.read.official import scope_of, unadopted_threads_op
-from threadline.transfer.official import thread_view
-from threadline.store.reader import counts_op
+from threadline.lazy import LazyModule
+
+# loaded when a command runs (``threadline --help`` loads none of them)
+read = LazyModule("threadline.read")
+objects = LazyModule("threadline.lifecycle.objects")
+names = LazyModule("threadline.read.names")
+statuses = LazyModule("threadline.read.status")
+official = LazyModule("threadline.read.official")
+transfer = LazyModule("threadline.transfer.official")
+reader = LazyModule("threadline.store.reader")
 
 ORDERS = ("updated", "created", "bytes", "thread_id", "updated_asc", "created_asc", "thread_id_desc")
 
@@ -30,12 +32,12 @@ def _order(value: str) -> str:
 
 
 def _status(value: str | None) -> str | None:
-    if value is not None and value not in STATUS_NAMES:
-        raise typer.BadParameter(f"{value!r} is not one of {', '.join(STATUS_NAMES)}")
+    if value is not None and value not in statuses.STATUS_NAMES:
+        raise typer.BadParameter(f"{value!r} is not one of {', '.join(statuses.STATUS_NAMES)}")
     return value
 
 
-@command("threads", render=R.threads, official=True, problems=lambda page: bool(page.damaged))
+@command("threads", render="reads.threads", official=True, problems=lambda page: bool(page.damaged))
 def threads(
     saver: Any,
     where: list[str] = O.Where,
@@ -46,7 +48,7 @@ def threads(
     order: str = typer.Option("updated", "--order", metavar="|".join(ORDERS), callback=_order,
                               help="Sort by: most recently updated, newest, largest, or thread_id (…_asc / _desc: the other way)."),
     meta: list[str] = O.Meta,
-    status: str = typer.Option(None, "--status", metavar="|".join(STATUS_NAMES), callback=_status,
+    status: str = typer.Option(None, "--status", metavar="STATUS", callback=_status,
                                help="Only threads of this status (idle, busy, interrupted, error) or kind (done, pending, errored, new)."),
     archived: bool = typer.Option(False, "--archived", help="List archived threads too (hidden by default)."),
 ) -> read.ThreadPage:
@@ -59,7 +61,7 @@ def threads(
 
 
 
-@command("history", render=R.history, official=True, thread="thread")
+@command("history", render="reads.history", official=True, thread="thread")
 def history(
     saver: Any,
     thread: str = O.Thread,
@@ -83,7 +85,7 @@ def history(
     return read.thread_history(saver, tid, checkpoint_ns=ns, include_subgraphs=subgraphs)
 
 
-@command("show", render=R.state, official=True, thread="thread")
+@command("show", render="reads.state", official=True, thread="thread")
 def show(
     saver: Any,
     thread: str = O.Thread,
@@ -98,7 +100,7 @@ def show(
     return read.state_at(saver, names.resolve_thread(saver, thread), cid, checkpoint_ns=ns, graph=graph)
 
 
-@command("diff", render=R.diff, official=True, thread="thread")
+@command("diff", render="reads.diff", official=True, thread="thread")
 def diff(
     saver: Any,
     thread: str = O.Thread,
@@ -123,7 +125,7 @@ def diff(
     return read.diff(saver, thread, before, after, checkpoint_ns=ns, include_internal=internal)
 
 
-@command("audit", render=R.audit, official=True, thread="thread")
+@command("audit", render="reads.audit", official=True, thread="thread")
 def audit(
     saver: Any,
     thread: str = typer.Argument(None, metavar="[THREAD]", help="thread_id (omit for statistics over the whole database)."),
@@ -144,16 +146,16 @@ def audit(
 
 def _expand(saver: Any, patterns: list[str]) -> list[str]:
     """The threads ``patterns`` name (``names.expand_threads``), official threads not adopted yet included."""
-    scope = scope_of(saver, True)
+    scope = official.scope_of(saver, True)
     if not scope.official:
         return names.expand_threads(saver, patterns)
-    known = [t.thread_id for t in saver.run(unadopted_threads_op(saver.dialect, scope))]
+    known = [t.thread_id for t in saver.run(official.unadopted_threads_op(saver.dialect, scope))]
     if scope.threadline:
         known += saver.run(read.all_thread_ids_op(saver.dialect))
     return names.match_threads(patterns, known)
 
 
-@command("latest", render=R.latest, official=True)
+@command("latest", render="reads.latest", official=True)
 def latest(
     saver: Any,
     channel: str = typer.Argument(..., metavar="CHANNEL", help="Channel name, e.g. messages."),
@@ -169,7 +171,7 @@ def latest(
         ids = _expand(saver, threads)[offset:offset + limit]
     else:
         ids = [t.thread_id for t in read.list_threads(saver, limit=limit, offset=offset, official=True).threads]
-    with thread_view(saver, ids, official=True) as view:  # the threads not adopted yet, as adopted
+    with transfer.thread_view(saver, ids, official=True) as view:  # the threads not adopted yet, as adopted
         viewed = set(getattr(view, "viewed", ())) if view is not saver else set()
         found = {v.thread_id: v for v in read.latest_values(saver, channel, [i for i in ids if i not in viewed], checkpoint_ns=ns)}
         if viewed:
@@ -177,12 +179,12 @@ def latest(
     return [found[i] for i in ids if i in found]
 
 
-@command("stats", render=R.stats, problems=lambda s: bool(s.damaged))
+@command("stats", render="reads.stats", problems=lambda s: bool(s.damaged))
 def stats(saver: Any, top: int = typer.Option(10, "--top", min=0, metavar="N", help="List the N largest threads.")) -> read.Stats:
     """Rows and bytes per table, store items and cache entries, the dedup ratio, the largest threads.
 
     Exit 1 when one of the threads listed cannot be read (shown as damaged)."""
     result = read.stats(saver, top=top)
-    result.others = saver.run(counts_op(saver.dialect))
+    result.others = saver.run(reader.counts_op(saver.dialect))
     result.offloaded = objects.offload_summary(saver, result)
     return result

@@ -7,16 +7,18 @@ from typing import Any
 
 import typer
 
-from threadline import lifecycle
 from threadline.cli import options as O
-from threadline.cli.render import changes as R
 from threadline.cli.shared import command
 from threadline.errors import ConfigError
-from threadline.read import names
-from threadline.storage import ops
+from threadline.lazy import LazyModule
+
+# loaded when a command runs (``threadline --help`` loads none of them)
+lifecycle = LazyModule("threadline.lifecycle")
+names = LazyModule("threadline.read.names")
+ops = LazyModule("threadline.storage.ops")
 
 
-@command("fsck", render=R.fsck, problems=lambda report: not report.ok, opens=lambda o: "write" if o["repair"] else "read")
+@command("fsck", render="changes.fsck", problems=lambda report: not report.ok, opens=lambda o: "write" if o["repair"] else "read")
 def fsck(
     saver: Any,
     repair: bool = typer.Option(False, "--repair", help="Fix what is safe: orphan writes/blobs, broken parent links, the threads index."),
@@ -33,7 +35,7 @@ def fsck(
     return lifecycle.fsck(saver, thread_ids=ids, repair=repair, deep=deep, progress=progress)
 
 
-@command("rebuild", render=R.rebuild, opens=lambda o: "write" if o["apply"] else "read")
+@command("rebuild", render="changes.rebuild", opens=lambda o: "write" if o["apply"] else "read")
 def rebuild(
     saver: Any,
     thread: str = O.Thread,
@@ -49,7 +51,7 @@ def rebuild(
     return lifecycle.rebuild(saver, graph, thread, cid, checkpoint_ns=ns, apply=apply)
 
 
-@command("setup", render=R.setup, opens="target")
+@command("setup", render="changes.setup", opens="target")
 def setup(saver: Any) -> dict[str, Any]:
     """Create threadline's tables in the database named by --db, or migrate them to this release."""
     state = saver.run(ops.schema_state(saver.dialect))

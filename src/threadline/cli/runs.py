@@ -10,11 +10,14 @@ from typing import Any
 
 import typer
 
-from threadline import read, runs
 from threadline.cli import options as O
-from threadline.cli.render import runs as R
 from threadline.cli.shared import command
-from threadline.read.names import resolve_checkpoint
+from threadline.lazy import LazyModule
+
+# loaded when a command runs (``threadline --help`` loads none of them)
+read = LazyModule("threadline.read")
+runs = LazyModule("threadline.runs")
+names = LazyModule("threadline.read.names")
 
 
 def _value(text: str | None) -> str | None:
@@ -26,7 +29,7 @@ def _value(text: str | None) -> str | None:
     return text
 
 
-@command("inbox", render=R.inbox, problems=lambda items: any(i.damage is not None for i in items))
+@command("inbox", render="runs.inbox", problems=lambda items: any(i.damage is not None for i in items))
 def inbox(saver: Any, limit: int = O.limit(50, "threads"), offset: int = O.Offset) -> list[read.InboxItem]:
     """Every thread waiting on interrupt(), oldest first: the payload, the node, how long it has waited, the thread's metadata.
 
@@ -34,7 +37,7 @@ def inbox(saver: Any, limit: int = O.limit(50, "threads"), offset: int = O.Offse
     return read.inbox(saver, limit=limit, offset=offset)
 
 
-@command("resume", render=R.run, opens="write")
+@command("resume", render="runs.run", opens="write")
 def resume(
     saver: Any,
     thread: str = O.Thread,
@@ -47,9 +50,9 @@ def resume(
     return runs.resume(graph, saver, thread, runs.parse_value(value), interrupt_id=interrupt, on_event=stream)
 
 
-@command("replay", render=R.run, opens="write")
+@command("replay", render="runs.run", opens="write")
 def replay(saver: Any, thread: str = O.Thread, checkpoint: str = O.checkpoint(), graph: str = O.Graph, stream: Any = None) -> runs.RunResult:
     """Run the graph again from a past CHECKPOINT of THREAD (time travel): the new checkpoints fork a branch from it."""
     if graph is None:
         raise runs.needs_graph("replay")
-    return runs.replay(graph, saver, thread, resolve_checkpoint(saver, thread, checkpoint), on_event=stream)
+    return runs.replay(graph, saver, thread, names.resolve_checkpoint(saver, thread, checkpoint), on_event=stream)

@@ -23,6 +23,7 @@ thread or checkpoint, not a threadline database).
 from __future__ import annotations
 
 import functools
+import importlib
 import inspect
 import json
 import os
@@ -33,18 +34,18 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-import psycopg
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from threadline.backends import open_saver
-from threadline.errors import NotADatabaseError
-from threadline.backends.readonly import open_reader, open_readonly, require_threadline
 from threadline.cli import Command, app, default_db
-from threadline.errors import ConfigError, CorruptRowError, EncryptionError, FilterError, NotFoundError, SchemaError, ThreadlineError
-from threadline.read.names import AmbiguousNameError
+from threadline.errors import (ConfigError, CorruptRowError, EncryptionError, FilterError, MissingExtraError, NotADatabaseError,
+                               NotFoundError, SchemaError, ThreadlineError)
+from threadline.lazy import LazyModule
+
+# the library loads when a command runs, not for --help
+backends = LazyModule("threadline.backends")
+readonly = LazyModule("threadline.backends.readonly")
 
 out = Console(highlight=False)
 err = Console(stderr=True, highlight=False)
@@ -55,7 +56,7 @@ Db = typer.Option(None, "--db", metavar="URL", show_default=False,
 Json = typer.Option(False, "--json", help="Print JSON on stdout instead of tables.")
 Debug = typer.Option(False, "--debug", help="On an error, show the full traceback.")
 
-_INPUT_ERRORS = (NotFoundError, AmbiguousNameError, ConfigError, FilterError, NotADatabaseError, SchemaError, ValueError)
+_INPUT_ERRORS = (NotFoundError, ConfigError, FilterError, NotADatabaseError, SchemaError, MissingExtraError, ValueError)
 
 
 def fail(message: str, code: int = 1) -> None:
@@ -67,13 +68,15 @@ def fail(message: str, code: int = 1) -> None:
 def explain(exc: BaseException) -> tuple[str, int]:
     """One line and an exit code for an error: 2 for bad input, 1 for everything else."""
     text = " ".join((exc.cli_message() if isinstance(exc, ThreadlineError) else str(exc)).split())
-    if isinstance(exc, _INPUT_ERRORS):
+    names = sys.modules.get("threadline.read.names")  # an ambiguous name comes from there, once loaded
+    if isinstance(exc, _INPUT_ERRORS) or (names is not None and isinstance(exc, names.AmbiguousNameError)):
         return text, 2
     if isinstance(exc, CorruptRowError) and not isinstance(exc, EncryptionError):  # a key problem names its own fix
         return f"{text} — `threadline fsck` lists the damaged rows and how each is repaired; `threadline restore` brings threads back from a backup", 1
     if isinstance(exc, (ThreadlineError, OSError)):
         return text, 1
-    if isinstance(exc, (sqlite3.Error, psycopg.Error)):
+    psycopg = sys.modules.get("psycopg")  # a psycopg error only once psycopg is loaded
+    if isinstance(exc, sqlite3.Error) or (psycopg is not None and isinstance(exc, psycopg.Error)):
         return f"database error: {text}", 1
     return f"unexpected {type(exc).__name__}: {text} (run again with --debug for the traceback)", 1
 
@@ -110,7 +113,7 @@ def opened(db: str | None, mode: str, name: str, official: bool = False) -> Iter
     when missing."""
     if mode == "read":
         try:
-            with open_reader(db or default_db(), official=official) as saver:
+            with readonly.open_reader(db or default_db(), official=official) as saver:
                 yield saver
         except NotADatabaseError as exc:
             if db or os.environ.get("THREADLINE_DB"):
@@ -119,9 +122,9 @@ def opened(db: str | None, mode: str, name: str, official: bool = False) -> Iter
         return
     url = named_db(db, name)
     if mode == "write":
-        with open_readonly(url) as (checked, state):
-            require_threadline(url, state, type(checked).__name__, current=False)  # setup below migrates an older one
-    with open_saver(url) as saver:
+        with readonly.open_readonly(url) as (checked, state):
+            readonly.require_threadline(url, state, type(checked).__name__, current=False)  # setup below migrates an older one
+    with backends.open_saver(url) as saver:
         yield saver
 
 
@@ -134,7 +137,7 @@ def _whole(saver: Any, db: str | None, thread: str | None, names_thread: bool) -
 
     state = saver.schema_state
     if names_thread and thread is None and not state.is_threadline:
-        require_threadline(db or default_db(), state, type(saver).__name__)
+        readonly.require_threadline(db or default_db(), state, type(saver).__name__)
     with thread_view(saver, [thread] if thread else [], official=True) as view:
         if view is saver and thread is not None and not state.is_threadline:
             raise NotFoundError(f"unknown thread {thread!r}")  # in an official saver's database that has none of that id
@@ -151,6 +154,8 @@ class _Bar:
     """A transient progress bar on stderr, shown from the first update until ``stop``."""
 
     def __init__(self, label: str, enabled: bool) -> None:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
         self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                             console=err, transient=True, disable=not enabled)
         self.task = self.bar.add_task(label, total=None)
@@ -183,10 +188,27 @@ def _confirmer(bar: _Bar, render: Callable[..., None] | None, options: dict[str,
     return confirm
 
 
+def signature(fn: Callable[..., Any]) -> inspect.Signature:
+    """``fn``'s signature with its parameters' annotations evaluated (typer reads them), its
+    return annotation left out: a result type may live in a module loaded only when it runs."""
+    sig = inspect.signature(fn)
+    params = [p.replace(annotation=eval(p.annotation, fn.__globals__)) if isinstance(p.annotation, str) else p  # noqa: S307
+              for p in sig.parameters.values()]
+    return sig.replace(parameters=params, return_annotation=inspect.Signature.empty)
+
+
+def renderer(render: str | Callable[..., None] | None) -> Callable[..., None] | None:
+    """``render`` itself, or the function ``"module.name"`` names in ``threadline.cli.render``."""
+    if not isinstance(render, str):
+        return render
+    module, _, attr = render.rpartition(".")
+    return getattr(importlib.import_module(f"threadline.cli.render.{module}"), attr)
+
+
 def command(
     name: str,
     *,
-    render: Callable[..., None] | None = None,
+    render: str | Callable[..., None] | None = None,
     opens: str | Callable[[dict[str, Any]], str] = "read",
     problems: Callable[[Any], bool] | None = None,
     prepare: Callable[[dict[str, Any]], None] | None = None,
@@ -206,14 +228,15 @@ def command(
     ``"target"``), ``"none"`` for a command without a database, or a function of the
     options choosing one (``fsck --repair`` writes, ``fsck`` reads). ``fn(saver,
     **options)`` gets the saver first. ``render(result, **options)`` prints the result
-    for people; ``problems(result)`` true makes the command exit 1 after printing (an int
+    for people (``"module.name"``: ``name`` of ``threadline.cli.render.module``, loaded when
+    the command runs); ``problems(result)`` true makes the command exit 1 after printing (an int
     other than 0: that exit code).
     ``prepare(options)`` checks (and may normalize) the options before the database is
     opened.
     """
 
     def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
-        sig = inspect.signature(fn, eval_str=True)
+        sig = signature(fn)
         params = list(sig.parameters.values())
         if opens != "none":
             params = params[1:]  # the saver
@@ -230,6 +253,7 @@ def command(
             db, as_json, debug = options.pop("db", None), options.pop("as_json"), options.pop("debug")
             debug = debug or bool(os.environ.get("THREADLINE_DEBUG"))
             try:
+                show = renderer(render)
                 mode = opens(options) if callable(opens) else opens
                 if mode in ("write", "target"):
                     db = named_db(db, name)
@@ -240,9 +264,9 @@ def command(
                 if "progress" in injected:
                     extra["progress"] = bar
                 if "stream" in injected:
-                    extra["stream"] = None if as_json else getattr(render, "stream", None)
+                    extra["stream"] = None if as_json else getattr(show, "stream", None)
                 if "confirm" in injected:
-                    extra["confirm"] = _confirmer(bar, render, options, as_json, name)
+                    extra["confirm"] = _confirmer(bar, show, options, as_json, name)
                 try:
                     if mode == "none":
                         result = fn(**options, **extra)
@@ -257,8 +281,8 @@ def command(
                     bar.stop()
                 if as_json:
                     emit(jsonable(result))
-                elif render is not None:
-                    render(result, **options)
+                elif show is not None:
+                    show(result, **options)
             except (typer.Exit, typer.Abort):
                 raise
             except Exception as exc:

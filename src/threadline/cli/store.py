@@ -23,12 +23,15 @@ from rich.markup import escape
 
 from threadline.cli import Command, app, default_db
 from threadline.cli import options as O
-from threadline.cli.render.format import table, when
-from threadline.cli.shared import Db, Debug, Json, emit, err, explain, fail, out
+from threadline.cli.shared import Db, Debug, Json, emit, err, explain, fail, out, signature
 from threadline.errors import NotFoundError
-from threadline.store import open_store
-from threadline.store.official import import_langgraph_store, read_official_items
-from threadline.store.reader import dotted, namespace, open_store_reader, plural, unadopted
+from threadline.lazy import LazyModule
+
+# loaded when a command runs (``threadline --help`` loads none of them)
+F = LazyModule("threadline.cli.render.format")
+stores = LazyModule("threadline.store")
+official = LazyModule("threadline.store.official")
+reader = LazyModule("threadline.store.reader")
 
 store_app = typer.Typer(name="store", help="The LangGraph Store in the database: namespaces and items.",
                         no_args_is_help=True, rich_markup_mode=None)
@@ -50,7 +53,7 @@ def store_command(
     LangGraph's official store in the database that are not adopted yet."""
 
     def decorate(fn: Callable[..., Any]) -> Any:
-        sig = inspect.signature(fn, eval_str=True)
+        sig = signature(fn)
         kw = inspect.Parameter.KEYWORD_ONLY
         params = [*list(sig.parameters.values())[1:],
                   inspect.Parameter("db", kw, default=Db, annotation=str),
@@ -66,14 +69,14 @@ def store_command(
                         fail(f"store {name} writes to the database you name: pass --db URL (or set $THREADLINE_DB)", 2)
                     if prepare is not None:
                         prepare(options)
-                    opener = open_store(url)
+                    opener = stores.open_store(url)
                 else:
-                    opener = open_store_reader(db or default_db())
+                    opener = reader.open_store_reader(db or default_db())
                 with opener as store:
                     result = fn(store, **options)
-                    waiting = None if writes else unadopted(store)
+                    waiting = None if writes else reader.unadopted(store)
                 if waiting:
-                    err.print(f"note: {plural(waiting, 'item')} of LangGraph's official store in this database "
+                    err.print(f"note: {reader.plural(waiting, 'item')} of LangGraph's official store in this database "
                               f"{'is' if waiting == 1 else 'are'} not adopted yet and not shown: threadline's store adopts them "
                               "when a program opens it (or copy them now: `threadline store import DB --db DB`)", soft_wrap=True)
                 if as_json:
@@ -97,7 +100,7 @@ def store_command(
 
 def _item_json(item: Any) -> dict[str, Any]:
     data = item.dict()
-    data["namespace"] = dotted(item.namespace)
+    data["namespace"] = reader.dotted(item.namespace)
     return data
 
 
@@ -120,7 +123,7 @@ def _render_item(item: dict[str, Any]) -> None:
 
 
 def _render_items(items: list[dict[str, Any]]) -> None:
-    t = table(f"{len(items)} item{'' if len(items) == 1 else 's'}", "namespace", "key", "updated (UTC)", "…value")
+    t = F.table(f"{len(items)} item{'' if len(items) == 1 else 's'}", "namespace", "key", "updated (UTC)", "…value")
     for item in items:
         t.add_row(escape(item["namespace"]), escape(item["key"]), _updated(item["updated_at"]), escape(_value(item["value"])))
     out.print(t)
@@ -129,7 +132,7 @@ def _render_items(items: list[dict[str, Any]]) -> None:
 def _updated(stamp: Any) -> str:
     """An item's ISO time as ``YYYY-MM-DD HH:MM:SS`` (UTC), as the other tables show times."""
     try:
-        return when(datetime.fromisoformat(str(stamp)).timestamp())
+        return F.when(datetime.fromisoformat(str(stamp)).timestamp())
     except ValueError:
         return str(stamp)
 
@@ -147,15 +150,15 @@ def ls(
     offset: int = O.Offset,
 ) -> list[str]:
     """List namespaces (dotted), optionally under NAMESPACE."""
-    ns = namespace(prefix, root=True)
+    ns = reader.namespace(prefix, root=True)
     found = store.list_namespaces(prefix=ns or None, max_depth=max_depth, limit=limit, offset=offset)
-    return [dotted(n) for n in found]
+    return [reader.dotted(n) for n in found]
 
 
 @store_command("get", render=_render_item)
 def get(store: Any, ns: str = Namespace, key: str = Key) -> dict[str, Any]:
     """One item: its value (JSON), created_at, updated_at."""
-    item = store.get(namespace(ns), key, refresh_ttl=False)
+    item = store.get(reader.namespace(ns), key, refresh_ttl=False)
     if item is None:
         raise NotFoundError(f"no item {key!r} in namespace {ns!r} (see `threadline store search {ns}`)")
     return _item_json(item)
@@ -179,7 +182,7 @@ def search(
     offset: int = O.Offset,
 ) -> list[dict[str, Any]]:
     """Items under a namespace prefix, most recently updated first."""
-    ns, where = namespace(prefix, root=True), _filters(filters)
+    ns, where = reader.namespace(prefix, root=True), _filters(filters)
     if not query:
         items = store.search(ns, filter=where, limit=limit, offset=offset, refresh_ttl=False)
         return [_item_json(i) for i in items]
@@ -208,14 +211,14 @@ def put(
         raise ValueError(f"JSON is not valid JSON ({exc}); quote it for the shell, e.g. '{{\"theme\": \"dark\"}}'") from None
     if not isinstance(data, dict):
         raise ValueError(f"JSON must be an object (store values are objects), got {type(data).__name__}: wrap it, e.g. '{{\"value\": {value}}}'")
-    store.put(namespace(ns), key, data)
+    store.put(reader.namespace(ns), key, data)
     return {"done": "stored", "namespace": ns, "key": key}
 
 
 @store_command("delete", render=_render_done, writes=True)
 def delete(store: Any, ns: str = Namespace, key: str = Key) -> dict[str, Any]:
     """Delete the item under NAMESPACE and KEY (exit 2 when there is none)."""
-    labels = namespace(ns)
+    labels = reader.namespace(ns)
     if store.get(labels, key, refresh_ttl=False) is None:
         raise NotFoundError(f"no item {key!r} in namespace {ns!r}: nothing deleted")
     store.delete(labels, key)
@@ -225,13 +228,13 @@ def delete(store: Any, ns: str = Namespace, key: str = Key) -> dict[str, Any]:
 def _render_import(result: dict[str, Any]) -> None:
     spaces = result["namespaces"]
     shown = ", ".join(spaces[:8]) + (f" and {len(spaces) - 8} more" if len(spaces) > 8 else "")
-    out.print(f"imported {plural(result['items'], 'item')} from {escape(result['source'])}"
-              + (f" ({plural(len(spaces), 'namespace')}: {escape(shown)})" if spaces else ""), soft_wrap=True)
+    out.print(f"imported {reader.plural(result['items'], 'item')} from {escape(result['source'])}"
+              + (f" ({reader.plural(len(spaces), 'namespace')}: {escape(shown)})" if spaces else ""), soft_wrap=True)
     if result["kept"]:
-        out.print(f"kept {plural(result['kept'], 'item')} the store already held (--replace overwrites them)", soft_wrap=True)
+        out.print(f"kept {reader.plural(result['kept'], 'item')} the store already held (--replace overwrites them)", soft_wrap=True)
 
 
-@store_command("import", render=_render_import, writes=True, prepare=lambda o: read_official_items(o["source"], check_only=True))
+@store_command("import", render=_render_import, writes=True, prepare=lambda o: official.read_official_items(o["source"], check_only=True))
 def import_(
     store: Any,
     source: str = typer.Argument(..., metavar="SOURCE", show_default=False,
@@ -241,4 +244,4 @@ def import_(
     """Copy every item of an official LangGraph store into the store of --db (namespaces, keys,
     values, created and updated times, TTLs). SOURCE is only read; it may be the --db database
     itself (adopting its official items now)."""
-    return import_langgraph_store(source, store, replace=replace).to_json()
+    return official.import_langgraph_store(source, store, replace=replace).to_json()

@@ -9,10 +9,13 @@ import typer
 from rich.markup import escape
 
 from threadline.cli import options as O
-from threadline.cli.render.format import short, table
 from threadline.cli.shared import command, out
-from threadline.lifecycle import tags as T
-from threadline.read.common import iso
+from threadline.lazy import LazyModule
+
+# loaded when a command runs (``threadline --help`` loads none of them)
+F = LazyModule("threadline.cli.render.format")
+T = LazyModule("threadline.lifecycle.tags")
+common = LazyModule("threadline.read.common")
 
 
 def _listed(r: T.TagListing, **_: Any) -> None:
@@ -20,16 +23,16 @@ def _listed(r: T.TagListing, **_: Any) -> None:
         out.print("no tags and no pinned threads")
         return
     if r.tags:
-        t = table("tags", "thread_id", "tag", "checkpoint", "ns", "created")
+        t = F.table("tags", "thread_id", "tag", "checkpoint", "ns", "created")
         for tag in r.tags:
-            t.add_row(escape(tag.thread_id), escape(tag.name), short(tag.checkpoint_id), escape(tag.checkpoint_ns), iso(tag.created_at) or "")
+            t.add_row(escape(tag.thread_id), escape(tag.name), F.short(tag.checkpoint_id), escape(tag.checkpoint_ns), common.iso(tag.created_at) or "")
         out.print(t)
     for tid, pinned in r.pins:
-        out.print(f"pinned: {escape(tid)} (since {iso(pinned)})")
+        out.print(f"pinned: {escape(tid)} (since {common.iso(pinned)})")
 
 
 @command("tag", opens="write", render=lambda r, **_: out.print(
-    f"[green]tagged[/green] {short(r.checkpoint_id)} of {escape(r.thread_id)} as {escape(r.name)}"))
+    f"[green]tagged[/green] {F.short(r.checkpoint_id)} of {escape(r.thread_id)} as {escape(r.name)}"))
 def tag(saver: Any, thread: str = O.Thread, checkpoint: str = O.checkpoint(),
         name: str = typer.Argument(..., metavar="NAME", help="The tag (a letter or _ then letters, digits, _ . -).", show_default=False),
         ns: str = O.Ns) -> Any:
@@ -38,7 +41,7 @@ def tag(saver: Any, thread: str = O.Thread, checkpoint: str = O.checkpoint(),
 
 
 @command("untag", opens="write", render=lambda r, **_: out.print(
-    f"removed tag {escape(r.name)} ({short(r.checkpoint_id)}) of {escape(r.thread_id)}"))
+    f"removed tag {escape(r.name)} ({F.short(r.checkpoint_id)}) of {escape(r.thread_id)}"))
 def untag(saver: Any, thread: str = O.Thread,
           name: str = typer.Argument(..., metavar="NAME", help="The tag to remove.", show_default=False)) -> Any:
     """Remove a tag (the checkpoint stays)."""
@@ -51,7 +54,7 @@ def tags(saver: Any, thread: str = typer.Argument(None, metavar="THREAD", help="
     return T.listing(saver, thread)
 
 
-@command("pin", opens="write", render=lambda r, thread="", **_: out.print(f"[green]pinned[/green] {escape(thread)} (since {iso(r)})"))
+@command("pin", opens="write", render=lambda r, thread="", **_: out.print(f"[green]pinned[/green] {escape(thread)} (since {common.iso(r)})"))
 def pin(saver: Any, thread: str = O.Thread) -> float:
     """Pin a thread: retention, TTL expiry, the sweeper and delete keep all of it (unless --force)."""
     return T.pin(saver, thread)

@@ -6,17 +6,19 @@ from typing import Any
 
 import typer
 
-from threadline.backends.readonly import open_readonly
 from threadline.cli import options as O
-from threadline.cli.render import changes as R
 from threadline.cli.shared import command
-from threadline.read import names
-from threadline.storage import adopt
-from threadline.transfer import export as X
-from threadline.transfer import official
+from threadline.lazy import LazyModule
+
+# loaded when a command runs (``threadline --help`` loads none of them)
+readonly = LazyModule("threadline.backends.readonly")
+names = LazyModule("threadline.read.names")
+adopt = LazyModule("threadline.storage.adopt")
+X = LazyModule("threadline.transfer.export")
+official = LazyModule("threadline.transfer.official")
 
 
-@command("export", render=R.export)
+@command("export", render="changes.export")
 def export(
     saver: Any,
     to: str = typer.Option(..., "--to", metavar="DIR", help="Output directory (its checkpoints/, writes/, blobs/ are replaced)."),
@@ -33,11 +35,11 @@ def _source_threads(options: dict[str, Any]) -> None:
     """The source must be an official saver's database; --thread names its threads (globs expanded)."""
     official.check_source(options["source"])
     if options["thread"]:
-        with open_readonly(options["source"]) as (src, _):
+        with readonly.open_readonly(options["source"]) as (src, _):
             options["thread"] = names.match_threads(options["thread"], src.peek(adopt.official_thread_ids_op(src.dialect)))
 
 
-@command("import", render=R.imported, opens="target", problems=lambda report: not report.ok, prepare=_source_threads)
+@command("import", render="changes.imported", opens="target", problems=lambda report: not report.ok, prepare=_source_threads)
 def import_(
     saver: Any,
     source: str = typer.Argument(..., metavar="SOURCE",

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from threadline.errors import ConfigError
+from threadline import extras
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.ciphers.aead import AESGCM
@@ -86,7 +87,8 @@ class Keyring:
     keys for reading only (new rows are then stored unencrypted, with a checksum:
     how ``rekey`` decrypts a database).
 
-    Raises ConfigError for a malformed key or an empty key list.
+    Raises ConfigError for a malformed key or an empty key list; MissingExtraError without the
+    cryptography package (``pip install 'threadline[encryption]'``).
     """
 
     def __init__(self, keys: KeySource, *, require: bool = True, write: bool = True) -> None:
@@ -101,6 +103,7 @@ class Keyring:
 
     def _load(self) -> None:
         # imported here: OpenSSL's bindings cost ~6.6 MB of memory, paid only by a saver that encrypts
+        extras.require("encryption", "encryption at rest (a Keyring)")
         from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
         found = self._source() if callable(self._source) else self._source

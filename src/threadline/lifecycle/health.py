@@ -39,6 +39,7 @@ from typing import Any
 from langgraph.checkpoint.base import empty_checkpoint
 
 from threadline import metrics
+from threadline.defaults import MAX_ROUND_TRIP_MS as DEFAULT_MAX_ROUND_TRIP_MS
 from threadline.keys import RESERVED_THREAD_PREFIX, key_of
 from threadline.lifecycle.jobs import Job, arun_job, run_job
 from threadline.lifecycle.sweeper import JOB as SWEEPER
@@ -49,7 +50,6 @@ from threadline.storage.ops import sweep as sweep_ops
 from threadline.storage.schema import LATEST_VERSION, MIGRATIONS
 
 HEALTH_PREFIX = RESERVED_THREAD_PREFIX + "health:"
-DEFAULT_MAX_ROUND_TRIP_MS = 1000.0
 GROWTH_SECONDS = 3600.0
 RECENT_THREADS = 20  # the threads whose status a check reads: a probe stays cheap on any database
 LEFTOVER_MINUTES = 10.0  # the TTL of a probe's thread: one a probe that died left behind expires

@@ -25,11 +25,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from threadline.defaults import MONTHS_AHEAD
 from threadline.errors import ConfigError
 from threadline.storage.dialect import Dialect
 from threadline.storage.ops import Op, Q
 
-MONTHS_AHEAD = 3
 TABLES = ("checkpoints", "writes")
 _GREGORIAN = 0x01B21DD213814000  # 100-ns intervals from 1582-10-15 to 1970-01-01 (as uuid6)
 _UUID6 = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-6[0-9a-f]{3}-")

@@ -41,6 +41,7 @@ from threadline.storage import rows as R
 from threadline.storage.dialect import Dialect, dumps_json
 from threadline.storage.ops import Op, Q
 from threadline.errors import ConfigError
+from threadline.extras import require
 from threadline.read import all_thread_ids_op, jsonable
 from threadline.read.tasks import node_of_write, push_nodes_op
 from threadline.keys import thread_id_of
@@ -202,8 +203,10 @@ def export_parquet(
     and write's decoded value as JSON (``value``; CorruptRowError for a row that does not load).
     ``progress(done, total, thread_id)`` is called after each thread.
     Raises ConfigError when ``out_dir`` is an existing file, or it or one of the directories it
-    replaces is a symbolic link (an output is never written through one).
+    replaces is a symbolic link (an output is never written through one); MissingExtraError
+    without pyarrow (``pip install 'threadline[export]'``).
     """
+    require("export", "Parquet export")
     refuse_links(out_dir, *(os.path.join(out_dir, t) for t in TABLES))
     if os.path.isfile(out_dir):
         raise ConfigError(f"export target {out_dir!r} is a file, not a directory")

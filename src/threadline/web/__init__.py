@@ -9,7 +9,11 @@ layout), ``render`` (template helpers), ``security`` (token, CSRF, headers), ``d
 (opening read-only), ``server`` (uvicorn).
 """
 
-from threadline.web.app import UIConfig, create_app
-from threadline.web.server import serve
+from threadline.extras import require
+
+require("ui", "the web app (threadline ui)")  # before Starlette's imports: one line when it is missing
+
+from threadline.web.app import UIConfig, create_app  # noqa: E402
+from threadline.web.server import serve  # noqa: E402
 
 __all__ = ["UIConfig", "create_app", "serve"]

@@ -106,7 +106,7 @@ def export(report: Any, **_: Any) -> None:
     for name, n in report.rows.items():
         t.add_row(name, str(n), ", ".join(f"dt={p}" for p in report.partitions[name]))
     out.print(t)
-    out.print(f"[dim]query it with DuckDB's Python package (installed with threadline), in {escape(sys.executable)}:[/dim]")
+    out.print(f"[dim]query it with DuckDB's Python package (installed with {escape('threadline[export]')}), in {escape(sys.executable)}:[/dim]")
     for line in duckdb_example(report.out_dir).splitlines():  # whole lines (soft-wrapped): they are copied and pasted
         out.print(Text("  " + line, style="dim"), soft_wrap=True)
 

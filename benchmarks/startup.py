@@ -1,0 +1,111 @@
+"""How long the ``threadline`` command and ``from threadline import SqliteSaver`` take to start,
+each a fresh process, beside the official saver's import (issue 44's targets: ``--help`` and
+``--version`` ≤ 0.3 s, ``threads --db demo.db`` ≤ 0.6 s, the import no slower than the
+official's; medians on a quiet machine).
+
+Usage::
+
+    .venv/bin/python benchmarks/startup.py [--rounds 15] [--write-results]
+
+Writes the demo database once (``threadline demo``), then runs every case once per round, in
+turn (a warm-up round first, not counted), so a drift of the machine's speed touches every case
+alike; the import's ratio to the official one is taken round by round. Wall and CPU (user + sys)
+seconds of each finished process. ``--write-results`` rewrites the ``<!-- startup:start -->``
+section of ``RESULTS.md``. Figures, never assertions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from run_report import machine, write_results  # noqa: E402
+
+BIN = Path(sys.executable).parent
+EXE = str(BIN / "threadline")
+START, END = "<!-- startup:start -->", "<!-- startup:end -->"
+OFFICIAL_IMPORT = "from langgraph.checkpoint.sqlite import SqliteSaver"
+
+
+def cases(db: str) -> dict[str, tuple[list[str], float | None]]:
+    """Name → (command, target seconds or None)."""
+    return {
+        "threadline --help": ([EXE, "--help"], 0.3),
+        "threadline --version": ([EXE, "--version"], 0.3),
+        "threadline threads --db demo.db": ([EXE, "threads", "--db", db], 0.6),
+        "from threadline import SqliteSaver": ([sys.executable, "-c", "from threadline import SqliteSaver"], None),
+        f"{OFFICIAL_IMPORT} (official)": ([sys.executable, "-c", OFFICIAL_IMPORT], None),
+    }
+
+
+def timed(command: list[str], cwd: str) -> tuple[float, float]:
+    """(wall, CPU) seconds of one run of ``command``; its output is discarded."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    subprocess.run(command, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True,
+                   env={**os.environ, "COLUMNS": "120"})
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def measure(rounds: int) -> tuple[dict[str, list[tuple[float, float]]], dict[str, float | None]]:
+    with tempfile.TemporaryDirectory() as folder:
+        db = os.path.join(folder, "demo.db")
+        subprocess.run([EXE, "demo", "--db", db], cwd=folder, stdout=subprocess.DEVNULL, check=True)
+        runs = cases(db)
+        found: dict[str, list[tuple[float, float]]] = {name: [] for name in runs}
+        for n in range(rounds + 1):
+            for name, (command, _) in runs.items():
+                figure = timed(command, folder)
+                if n:  # round 0 warms the file cache and compiles the bytecode
+                    found[name].append(figure)
+        return found, {name: target for name, (_, target) in runs.items()}
+
+
+def report(found: dict[str, list[tuple[float, float]]], targets: dict[str, float | None], rounds: int) -> str:
+    lines = [
+        f"{machine()}\n",
+        f"Each a fresh process, {rounds} rounds (every case once per round, in turn, after a warm-up round); "
+        "wall and CPU (user + sys) seconds.\n",
+        "| command | median wall | min – max | median CPU | target |",
+        "|---|---|---|---|---|",
+    ]
+    for name, figures in found.items():
+        walls, cpus = [w for w, _ in figures], [c for _, c in figures]
+        target = targets[name]
+        lines.append(f"| `{name}` | {statistics.median(walls):.3f} s | {min(walls):.3f} – {max(walls):.3f} s | "
+                     f"{statistics.median(cpus):.3f} s | {'≤ %.1f s' % target if target else ''} |")
+    ours, theirs = found["from threadline import SqliteSaver"], found[f"{OFFICIAL_IMPORT} (official)"]
+    pairs = [a[0] / b[0] for a, b in zip(ours, theirs)]
+    cpu_pairs = [a[1] / b[1] for a, b in zip(ours, theirs) if b[1]]
+    lines.append(f"\n`from threadline import SqliteSaver` / the official import, round by round: median "
+                 f"{statistics.median(pairs):.2f}× wall (min {min(pairs):.2f}, max {max(pairs):.2f}), "
+                 f"{statistics.median(cpu_pairs):.2f}× CPU (target: ≤ 1.00×).")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rounds", type=int, default=15)
+    ap.add_argument("--write-results", action="store_true", help="rewrite the startup section of RESULTS.md")
+    args = ap.parse_args()
+    found, targets = measure(args.rounds)
+    md = report(found, targets, args.rounds)
+    print(md)
+    if args.write_results:
+        write_results(md, START, END)
+
+
+if __name__ == "__main__":
+    main()
