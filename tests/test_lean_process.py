@@ -161,3 +161,27 @@ def test_importing_the_sqlite_saver_loads_no_other_feature() -> None:
         f"print(json.dumps(sorted({{m.split('.')[0] for m in sys.modules}} & set({OPTIONAL + ('typer', 'rich')!r}))))"
     )
     assert _run(code) == []
+
+
+def test_a_sync_sqlite_saver_loads_only_its_own_path(tmp_path: Path) -> None:
+    """``from threadline import SqliteSaver``, a saver opened on a file, a put and a get load
+    neither aiosqlite (the async saver's) nor Postgres's SQL, the whole-thread maintenance
+    operations (delete, copy, prune), the delta history or the URL registry (``open_saver``'s);
+    each loads when first used (issue 44: the import no slower than the official saver's)."""
+    deferred = ("aiosqlite", "threadline.storage.dialect.postgres", "threadline.storage.ops.maintain",
+                "threadline.storage.ops.delta_history", "threadline.backends.registry")
+    code = f"""
+import json, sys
+from threadline import SqliteSaver
+config = {{"configurable": {{"thread_id": "t", "checkpoint_ns": ""}}}}
+checkpoint = {{"v": 4, "id": "1", "ts": "2026-01-01T00:00:00+00:00", "channel_values": {{"a": ["x"] * 3}},
+              "channel_versions": {{"a": "1"}}, "versions_seen": {{}}}}
+with SqliteSaver.from_conn_string({str(tmp_path / "t.db")!r}) as saver:
+    saver.put(config, checkpoint, {{}}, {{"a": "1"}})
+    got = saver.get_tuple(config).checkpoint["channel_values"]["a"]
+    before = sorted(set({deferred!r}) & set(sys.modules))
+    saver.delete_thread("t")
+    gone = saver.get_tuple(config) is None
+print(json.dumps({{"got": got, "before": before, "gone": gone, "after": "threadline.storage.ops.maintain" in sys.modules}}))
+"""
+    assert _run(code) == {"got": ["x"] * 3, "before": [], "gone": True, "after": True}

@@ -18,13 +18,19 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from threadline.backends.registry import REGISTRY, BackendEntry, backend_of, entry_of
 from threadline.codec import BlobCodec, Keyring
 from threadline.errors import ConfigError
+from threadline.lazy import lazy_names
 from threadline.objectstore import Offload
 from threadline.saver import EngineSaver
+
+if TYPE_CHECKING:
+    from threadline.backends.registry import BackendEntry
+
+# The URL registry loads when a saver is opened by URL, not with ``from threadline import SqliteSaver``.
+__getattr__ = lazy_names(globals(), dict.fromkeys(("REGISTRY", "BackendEntry", "backend_of", "entry_of"), "threadline.backends.registry"))
 
 
 def env_codec(codec: BlobCodec | None = None) -> BlobCodec:
@@ -33,12 +39,16 @@ def env_codec(codec: BlobCodec | None = None) -> BlobCodec:
     return codec if codec is not None else BlobCodec(keys=Keyring.from_env(), offload=Offload.from_env())
 
 
-def _with_offload(url: str, codec: BlobCodec | None, offload: Offload | str | None) -> BlobCodec:
-    """``codec`` (or ``env_codec``'s) with ``offload`` when given. ConfigError when an object store
-    is asked for (``offload``, or the given codec's) on a backend that cannot offload (Redis); the
-    environment's setting (``THREADLINE_OFFLOAD``) is left out there."""
+def _with_offload(url: str, codec: BlobCodec | None, offload: Offload | str | None) -> tuple[BackendEntry, BlobCodec]:
+    """``url``'s backend entry, and ``codec`` (or ``env_codec``'s) with ``offload`` when given.
+    ConfigError when an object store is asked for (``offload``, or the given codec's) on a
+    backend that cannot offload (Redis); the environment's setting (``THREADLINE_OFFLOAD``) is
+    left out there."""
+    from threadline.backends.registry import backend_of, entry_of  # once per open
+
     bc = env_codec(codec)
-    offloads = getattr(getattr(entry_of(url).get("saver"), "dialect", None), "offloads", False)
+    entry = entry_of(url)
+    offloads = getattr(getattr(entry.get("saver"), "dialect", None), "offloads", False)
     if offload is not None:
         bc.offload = Offload.of(offload)
     stored = bc.offload is not None and bc.offload.objects is not None
@@ -47,7 +57,7 @@ def _with_offload(url: str, codec: BlobCodec | None, offload: Offload | str | No
             bc.offload = None
         else:
             raise ConfigError(f"offload to an object store is not supported on {backend_of(url)} (SQLite and Postgres only; docs/offload.md)")
-    return bc
+    return entry, bc
 
 
 @contextmanager
@@ -58,8 +68,8 @@ def open_saver(url: str, *, codec: BlobCodec | None = None, offload: Offload | s
     any (see the module docstring). ``offload``: an ``Offload`` or its URL (docs/offload.md; by
     default ``THREADLINE_OFFLOAD``'s). ``options`` go to its ``from_conn_string`` (e.g. ``ttl=``,
     ``retention=``). Raises ConfigError for a malformed key or offload setting."""
-    bc = _with_offload(url, codec, offload)
-    with entry_of(url).get("saver").from_conn_string(url, **options) as saver:
+    entry, bc = _with_offload(url, codec, offload)
+    with entry.get("saver").from_conn_string(url, **options) as saver:
         saver.blob_codec = bc
         yield saver
 
@@ -68,8 +78,8 @@ def open_saver(url: str, *, codec: BlobCodec | None = None, offload: Offload | s
 async def aopen_saver(url: str, *, codec: BlobCodec | None = None, offload: Offload | str | None = None, **options: Any) -> AsyncIterator[EngineSaver]:
     """Open an async saver for ``url`` (tables set up), closing it on exit; ``codec``,
     ``offload`` and ``options`` as ``open_saver``."""
-    bc = _with_offload(url, codec, offload)
-    async with entry_of(url).get("async_saver").from_conn_string(url, **options) as saver:
+    entry, bc = _with_offload(url, codec, offload)
+    async with entry.get("async_saver").from_conn_string(url, **options) as saver:
         saver.blob_codec = bc
         yield saver
 

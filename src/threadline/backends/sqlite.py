@@ -21,9 +21,8 @@ import threading
 import urllib.parse
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-import aiosqlite
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from threadline.storage import ops
@@ -31,6 +30,9 @@ from threadline.storage.dialect import SQLITE
 from threadline.storage.runner import drive
 from threadline.errors import BackendError, CorruptRowError, NotADatabaseError, ThreadlineError
 from threadline.saver import AsyncShell, SyncShell
+
+if TYPE_CHECKING:
+    import aiosqlite
 
 T = TypeVar("T")
 BUSY_TIMEOUT_MS = 30_000
@@ -119,6 +121,8 @@ def connect(conn_string: str) -> sqlite3.Connection:
 
 async def aconnect(conn_string: str) -> aiosqlite.Connection:
     """``connect`` through ``aiosqlite``."""
+    import aiosqlite  # here, once per connection: a sync SqliteSaver's import loads no aiosqlite
+
     path = path_of(conn_string)
     conn = None
     try:

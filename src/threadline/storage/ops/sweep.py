@@ -22,7 +22,6 @@ from typing import Any
 from threadline import codec
 from threadline.storage.dialect import Dialect, dumps_json
 from threadline.storage.ops.base import Op, Q
-from threadline.storage.ops.maintain import delete_thread
 
 
 def claim(d: Dialect, job: str, owner: str, now: float, lease: float, min_gap: float) -> Op[bool]:
@@ -90,6 +89,8 @@ def expire_thread(d: Dialect, thread_id: str, default_ttl: float | None, now: fl
     found = yield Q(d.expiring_thread(), (thread_id, default_ttl, default_ttl, now))
     if not found:
         return None
+    from threadline.storage.ops.maintain import delete_thread  # once per expired thread, not on put/get
+
     yield from delete_thread(d, thread_id, bc)
     return int(found[0][0])
 
