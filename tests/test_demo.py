@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import sqlite3
 import subprocess
@@ -244,7 +245,10 @@ def test_make_demo_installs_the_runtime_only_and_make_test_says_what_it_installs
     assert "-m venv" not in test and "uv pip install" not in test and ".venv/bin/pip install -q -e '.[test]'" in test
     readme = " ".join((root / "README.md").read_text().split())
     assert "make demo # about 20 s the first time" in readme
-    assert "It needs a Postgres server" in readme and "and a Redis server" in readme and "takes 11–17 minutes" in readme
+    assert "It needs a Postgres server" in readme and "and a Redis server" in readme
+    # the README states the suite's time, and it stays under CI's 20-minute line for the default suite
+    took = re.search(r"takes (\d+)–(\d+) minutes", readme)
+    assert took and int(took.group(1)) <= int(took.group(2)) < 20
 
 
 # --- the agent on its own -------------------------------------------------------

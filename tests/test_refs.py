@@ -215,8 +215,12 @@ def test_a_topic_value_references_the_sends_that_hold_it(sync_backend: Backend) 
             agent_graph(saver, turn).invoke({"messages": [("user", "weather?")]}, {"configurable": {"thread_id": "a"}})
             before = everything(saver, "a")
         agent_graph(official, turn).invoke({"messages": [("user", "weather?")]}, {"configurable": {"thread_id": "a"}})
-        # each turn's second round (one Send) on the emptied []; the second turn's first round (two) too
-        assert sync_backend.sql(refs)[0][0] == [1, 3][turn], sync_backend.sql(tasks)
+        # each turn's second round (one Send) on the emptied []; the second turn's first round (two)
+        # too. LangGraph saves a task's writes from its background executor, so under load a put can
+        # come before a Send's writes are remembered and store that value whole (a reference is an
+        # optimization, best-effort): the new saver references at least one of its first round's.
+        found = sync_backend.sql(refs)[0][0]
+        assert [1, 2][turn] <= found <= [1, 3][turn], sync_backend.sql(tasks)
 
     def sends(saver: Any) -> list[int]:
         return [len(t.checkpoint["channel_values"].get("__pregel_tasks", [])) for t in saver.list({"configurable": {"thread_id": "a"}})]
