@@ -105,8 +105,9 @@ class BlobCache:
     per-entry overhead), so the bound holds for a few large values and for many threads'
     small ones alike; least recently used entries go first. The versions maps are held to
     at most ``max_bytes // 8`` of it and ``max_checkpoints`` entries, and the remembered
-    writes to ``max_bytes // 4`` and ``max_writes`` checkpoints, so they never push the
-    values out. ``nbytes`` is the bytes counted now (≤ ``max_bytes`` after every call).
+    writes to ``max_bytes // 4`` and ``max_writes`` checkpoints, and the head rows
+    (``head_row``) to ``max_bytes // 4`` and ``4 × max_writes`` namespaces, so they never push
+    the values out. ``nbytes`` is the bytes counted now (≤ ``max_bytes`` after every call).
     A stale entry can never corrupt data: a put writes a delta only if the base
     row still has the cached type and size, and every delta records the CRC-32
     of the value it reproduces.
@@ -124,6 +125,10 @@ class BlobCache:
         self._blobs: OrderedDict[tuple, tuple[Entry, int]] = OrderedDict()
         self._versions: OrderedDict[tuple, tuple[Versions, int]] = OrderedDict()
         self._heads: dict[tuple, str] = {}
+        # (thread_id, checkpoint_ns) → (checkpoint_id, head entries (``storage.heads``), bytes counted):
+        # the head row this process last wrote or read, so the next put carries its unchanged values
+        self._rows: OrderedDict[tuple, tuple[str, dict, int]] = OrderedDict()
+        self._rbytes = 0
         # thread_id → its keys in _blobs and _versions (a dict used as an ordered set: adding and
         # removing one is O(1) however many a long thread has), so forgetting a thread touches
         # only its own entries (a full cache holds tens of thousands; the sweeper forgets threads
@@ -177,7 +182,14 @@ class BlobCache:
     def _drop_oldest_versions(self) -> None:
         self._drop_versions(next(iter(self._versions)))
 
+    def _drop_oldest_row(self) -> None:
+        size = self._rows.popitem(last=False)[1][2]
+        self._rbytes -= size
+        self._bytes -= size
+
     def _shrink(self) -> None:
+        while self._rows and (self._rbytes > self.max_bytes // 4 or len(self._rows) > self.max_writes * 4):
+            self._drop_oldest_row()
         while self._writes and (self._wbytes > self.max_bytes // 4 or len(self._writes) > self.max_writes):
             self._drop_oldest_writes()
         while self._vbytes > self.max_bytes // 8 or len(self._versions) > self.max_checkpoints:
@@ -188,6 +200,8 @@ class BlobCache:
             self._drop_oldest_versions()
         while self._bytes > self.max_bytes and self._writes:
             self._drop_oldest_writes()
+        while self._bytes > self.max_bytes and self._rows:
+            self._drop_oldest_row()
 
     def put(self, key: tuple, entry: Entry) -> None:
         size = entry_bytes(key, entry)
@@ -231,6 +245,31 @@ class BlobCache:
         with self._lock:
             return self._heads.get((thread_id, checkpoint_ns))
 
+    def head_row(self, thread_id: str, checkpoint_ns: str, checkpoint_id: str | None) -> dict | None:
+        """The head entries remembered for the namespace when they are those of ``checkpoint_id``."""
+        with self._lock:
+            found = self._rows.get((thread_id, checkpoint_ns))
+            return found[1] if found is not None and found[0] == checkpoint_id else None
+
+    def put_head_row(self, thread_id: str, checkpoint_ns: str, checkpoint_id: str, entries: dict) -> None:
+        """Remember a namespace's head entries (``storage.heads``), replacing older ones."""
+        size = ENTRY_OVERHEAD + sum(len(e[2]) + len(ch) + PAIR_OVERHEAD for ch, e in entries.items())
+        key = (thread_id, checkpoint_ns)
+        with self._lock:
+            old = self._rows.pop(key, None)
+            if old is not None:
+                if old[0] > checkpoint_id:  # a sibling's older head: keep the newest
+                    self._rows[key] = old
+                    return
+                self._rbytes -= old[2]
+                self._bytes -= old[2]
+            if size > self.max_bytes // 4:
+                return
+            self._rows[key] = (checkpoint_id, entries, size)
+            self._rbytes += size
+            self._bytes += size
+            self._shrink()
+
     def add_writes(self, key: tuple, writes: list[tuple[str, str, str, int, tuple[int, bytes]]]) -> None:
         """Remember pending writes stored (inserted, not ignored) against checkpoint ``key``:
         (channel, task_path, task_id, idx, the digest of its items: ``codec.item_digest``) each."""
@@ -266,15 +305,20 @@ class BlobCache:
                 size = self._writes.pop(key)[1]
                 self._bytes -= size
                 self._wbytes -= size
+            for key in [k for k in self._rows if k[0] in tids]:  # at most 4 × max_writes
+                size = self._rows.pop(key)[2]
+                self._bytes -= size
+                self._rbytes -= size
 
     def clear(self) -> None:
         with self._lock:
             self._blobs.clear()
             self._versions.clear()
             self._writes.clear()
+            self._rows.clear()
             self._heads.clear()
             self._keys_of.clear()
-            self._bytes = self._vbytes = self._wbytes = 0
+            self._bytes = self._vbytes = self._wbytes = self._rbytes = 0
 
     @property
     def nbytes(self) -> int:

@@ -86,6 +86,11 @@ class BlobCodec:
             object.__setattr__(self, "_big", value.threshold if value is not None else 1 << 62)
 
     @property
+    def offload_min(self) -> int:
+        """Bytes above which a stored value goes to the object store (``Offload.threshold``; else 2**62)."""
+        return self._big
+
+    @property
     def deltas(self) -> bool:
         return self.max_depth > 0 and self.cache is not None
 

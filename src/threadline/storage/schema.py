@@ -14,6 +14,7 @@ PREFIX = "threadline_"
 # The logical tables, each stored as PREFIX + name.
 LOGICAL_TABLES = (
     "checkpoints", "blobs", "writes", "threads", "migrations", "adopted", "sweeps", "thread_records", "leases", "tags", "pins", "cold",
+    "heads",
 )
 
 
@@ -261,13 +262,29 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
             "ALTER TABLE threadline_leases ADD COLUMN token {int} NOT NULL DEFAULT 1",
         ],
     ),
+    (
+        17,
+        [
+            # Storage format 2, head rows (``storage.heads``): a namespace's latest channel values in one
+            # row, sealed, so that reading the latest checkpoint is one keyed read. Derived from the
+            # blobs (which stay the record): a database without them reads as before.
+            """CREATE TABLE IF NOT EXISTS threadline_heads (
+                thread_id {text} NOT NULL,
+                checkpoint_ns {text} NOT NULL DEFAULT '',
+                checkpoint_id {text} NOT NULL,
+                type {text} NOT NULL,
+                data {blob} NOT NULL,
+                PRIMARY KEY (thread_id, checkpoint_ns)
+            ){clustered}""",
+        ],
+    ),
 ]
 
 LATEST_VERSION = max(v for v, _ in MIGRATIONS)
 
 # Databases written before the table prefix (threadline 0.1) used the bare names; setup()
 # renames them in place, tables and indexes, before applying the migrations above.
-LEGACY_RENAMES = {name: table(name) for name in LOGICAL_TABLES if name not in ("adopted", "sweeps", "thread_records", "leases", "tags", "pins", "cold")}
+LEGACY_RENAMES = {name: table(name) for name in LOGICAL_TABLES if name not in ("adopted", "sweeps", "thread_records", "leases", "tags", "pins", "cold", "heads")}
 LEGACY_INDEXES = {
     "checkpoints_run_id": ("threadline_checkpoints_run_id", "threadline_checkpoints (run_id)"),
     "checkpoints_source_step": ("threadline_checkpoints_source_step", "threadline_checkpoints (source, step)"),

@@ -20,6 +20,7 @@ from threadline.storage.jsonfilter import Term, filter_terms, is_operators, term
 from threadline.errors import CorruptRowError, FilterError, FilterTooLargeError
 from threadline.storage.dialect.adoption import AdoptionStatements
 from threadline.storage.dialect.blobs import BlobStatements
+from threadline.storage.dialect.heads import HeadStatements
 from threadline.storage.dialect.leases import LeaseStatements
 from threadline.storage.dialect.lifecycle import LifecycleStatements
 from threadline.storage.dialect.objects import ObjectStatements
@@ -118,7 +119,7 @@ def metadata_matcher(filter: Mapping[str, Any]) -> Callable[[Mapping[str, Any]],
 
 class Dialect(
     Statements, BlobStatements, WriteStatements, AdoptionStatements, RecordsStatements, ReadsStatements, LifecycleStatements,
-    LeaseStatements, TransferStatements, WebStatements, TagStatements, ObjectStatements,
+    LeaseStatements, TransferStatements, WebStatements, TagStatements, ObjectStatements, HeadStatements,
 ):
     """One backend's SQL. Subclasses set the attributes and implement the methods that
     raise NotImplementedError here (see ``sqlite.SqliteDialect``, ``postgres.PostgresDialect``)."""

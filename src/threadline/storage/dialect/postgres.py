@@ -188,7 +188,7 @@ def _tables_among(names: tuple[str, ...]) -> str:
 
 class PostgresDialect(Dialect):
     name = "postgres"
-    types = {"text": 'TEXT COLLATE "C"', "json": "JSONB", "blob": "BYTEA", "real": "DOUBLE PRECISION", "int": "BIGINT"}
+    types = {"text": 'TEXT COLLATE "C"', "json": "JSONB", "blob": "BYTEA", "real": "DOUBLE PRECISION", "int": "BIGINT", "clustered": ""}
     max_params = 20000
     now_sql = "EXTRACT(EPOCH FROM statement_timestamp())::float8"
     setup_lock = ("SELECT pg_advisory_xact_lock(?)", (0x7468726C,))

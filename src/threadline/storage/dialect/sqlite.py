@@ -72,7 +72,7 @@ created_at REAL NOT NULL""",
 
 class SqliteDialect(Dialect):
     name = "sqlite"
-    types = {"text": "TEXT", "json": "TEXT", "blob": "BLOB", "real": "REAL", "int": "INTEGER"}
+    types = {"text": "TEXT", "json": "TEXT", "blob": "BLOB", "real": "REAL", "int": "INTEGER", "clustered": " WITHOUT ROWID"}
     max_params = 900
     now_sql = "((julianday('now') - 2440587.5) * 86400.0)"  # the Unix epoch is Julian day 2440587.5
     tables_sql = "SELECT name FROM sqlite_master WHERE type = 'table'"
@@ -85,6 +85,7 @@ class SqliteDialect(Dialect):
     )
     migrates_parent_sends = False
     echoes_config = True
+    heads = True
     value_read = "CAST({} AS BLOB)"
     THREAD_BLOBS = f"SELECT {read_values(BLOB_COLUMNS, value_read)} FROM threadline_blobs WHERE thread_id = ?"
     THREAD_BLOBS_LIKE = f"SELECT {read_values(BLOB_COLUMNS, value_read)} FROM threadline_blobs WHERE thread_id = ? AND type LIKE ?"

@@ -271,7 +271,7 @@ class Statements:
     # (thread_id) each, in this order: what deleting a thread deletes (its guard's lease too)
     DELETE_THREAD = tuple(
         f"DELETE FROM threadline_{name} WHERE thread_id = ?"
-        for name in ("writes", "blobs", "checkpoints", "threads", "leases", "thread_records", "cold")
+        for name in ("writes", "blobs", "checkpoints", "heads", "threads", "leases", "thread_records", "cold")
     )
 
     def restat_thread(self) -> str:

@@ -18,6 +18,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.types import TASKS
 
 from threadline import codec
+from threadline.storage import heads as H
 from threadline.storage import rows as R
 from threadline.storage.dialect import Dialect
 from threadline.storage.ops.base import Op, Q, chunks, flat
@@ -135,6 +136,7 @@ def load_tuples(
     *,
     lazy: bool = False,
     fetched: tuple[Mapping, Mapping, Mapping] | None = None,
+    head: tuple[Any, Any] | None = None,
 ) -> Op[list[Any]]:
     """Fetch the blobs and writes of checkpoint rows (``R.CHECKPOINT_COLUMNS`` or ``R.CHECKPOINT_ROW``)
     and build tuples, every row checked against its checksum or seal with ``bc``'s keys.
@@ -147,6 +149,9 @@ def load_tuples(
     and for a single row (``get_tuple``) the list/dict values read and the
     checkpoint's versions go into the cache, so the next ``put`` on this checkpoint
     can write deltas without reading them back.
+
+    ``head``: the stored (type, data) of the single row's head (``storage.heads``; NULLs: none),
+    opened only when a value is not cached: its values are not read from the blobs.
 
     ``lazy=True`` returns, instead of tuples, functions that build them: a caller
     that yields tuples one by one (``list``) deserializes each only when it is
@@ -185,6 +190,15 @@ def load_tuples(
                     value.decoded = codec.SEEN
                 blobs[k] = ("msgpack", None, value)
         wanted = [k for k in wanted if k not in blobs]
+    entries = None
+    if head is not None and wanted:
+        row = ck_rows[0]
+        entries = H.unpack(bc_, (row[0], row[1], row[2]), *head)
+        for k in wanted if entries else ():
+            entry = entries.get(k[2])
+            if entry is not None and entry[0] == k[3]:
+                blobs[k] = (entry[1], None if entry[1] == codec.EMPTY else entry[2], None)
+        wanted = [k for k in wanted if k not in blobs]
     pre_rows, pre_writes, referenced = fetched if fetched is not None else ({}, None, None)
     rows = yield from fetch_blob_rows(d, [k for k in wanted if k[3] not in pre_rows.get(k[:3], ())])
     for group, versions in pre_rows.items():
@@ -217,15 +231,19 @@ def load_tuples(
             if entry.value.kept:
                 bc.cache.put(k, entry)  # type: ignore[union-attr]
     if bc is not None and bc.deltas and len(docs) == 1:
-        _remember(bc, docs[0][0], docs[0][1], blobs, rows)
+        _remember(bc, docs[0][0], docs[0][1], blobs, rows, entries)
     return tuples
 
 
-def _remember(bc: codec.BlobCodec, row: Sequence[Any], doc: dict, blobs: Mapping[tuple, codec.Resolved], rows: Mapping) -> None:
-    """Cache what a get_tuple read: the checkpoint's versions and its list/dict values."""
+def _remember(
+    bc: codec.BlobCodec, row: Sequence[Any], doc: dict, blobs: Mapping[tuple, codec.Resolved], rows: Mapping, entries: H.Entries | None
+) -> None:
+    """Cache what a get_tuple read: the checkpoint's versions, its list/dict values and its head's entries."""
     assert bc.cache is not None
     tid, ns = row[0], row[1]
     pairs = R.blob_pairs(doc)
+    if entries:
+        bc.cache.put_head_row(tid, ns, row[2], entries)
     # a missing or small value, or one not a list or dict, is no delta base: the next put need
     # not read it back (write._versions_of); the empty list is (``BlobCodec.candidate``)
     no_base = set()
@@ -237,9 +255,13 @@ def _remember(bc: codec.BlobCodec, row: Sequence[Any], doc: dict, blobs: Mapping
         if resolved is None:
             no_base.add(ch)  # no blob
             continue
-        if stored is None:
+        if stored is not None:
+            size = (stored[0], len(stored[1]) if stored[1] is not None else 0)
+        elif entries and ch in entries and entries[ch][0] == v:
+            size = entries[ch][3:5]  # read from the head, which knows its blob row's type and size
+        else:
             continue
-        entry = codec.entry_of(resolved, stored[0], len(stored[1]) if stored[1] is not None else 0) if resolved[0] == "msgpack" else None
+        entry = codec.entry_of(resolved, *size) if resolved[0] == "msgpack" else None
         if entry is not None and (entry.value.body_len * 2 >= bc.delta_min_bytes or entry.value.empty_list):
             bc.cache.put((tid, ns, ch, v), entry)
         else:
@@ -283,6 +305,14 @@ def get_tuple(d: Dialect, serde: SerializerProtocol, key: Key, bc: codec.BlobCod
     one = d.get_statement(not key.checkpoint_id)
     if one is not None:
         return (yield from _get_one(d, serde, key, one, bc))
+    if d.heads:
+        if key.checkpoint_id:
+            found = yield Q(d.CHECKPOINT_WITH_HEAD, (key.thread_id, key.checkpoint_ns, key.checkpoint_id), read=True)
+        else:
+            found = yield Q(d.LATEST_WITH_HEAD, (key.thread_id, key.checkpoint_ns), read=True)
+        if not found:
+            return None
+        return (yield from load_tuples(d, serde, [found[0][:10]], bc, head=found[0][10:12]))[0]
     if key.checkpoint_id:
         found = yield Q(d.CHECKPOINT, (key.thread_id, key.checkpoint_ns, key.checkpoint_id), read=True)
     else:

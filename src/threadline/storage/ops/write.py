@@ -16,6 +16,7 @@ from langgraph.checkpoint.base import Checkpoint, CheckpointMetadata
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from threadline import codec, limits
+from threadline.storage import heads as H
 from threadline.storage import rows as R
 from threadline.storage.dialect import Dialect, dumps_json
 from threadline.storage.ops.base import Op, Q, flat
@@ -147,6 +148,24 @@ def _reseal(d: Dialect, bc: codec.BlobCodec, ck_key: tuple, given: str | None, d
         yield Q(d.SET_CHECKSUM, (checksum, *ck_key), single=True)
 
 
+def _put_head(
+    d: Dialect, bc: codec.BlobCodec, key: Key, checkpoint_id: str, pairs: Sequence[tuple[str, str]], values: Sequence[R.Value],
+    blob_rows: Sequence[R.BlobRow],
+) -> Op[None]:
+    """Write the namespace's head row (``storage.heads``) for the checkpoint just stored: the values
+    this put serialized, and those it took unchanged from the parent's head as this process knows it."""
+    written = {
+        v.channel: (v.version, v.tag or codec.EMPTY, v.data or b"", r.params[4], len(r.params[5] or b""))
+        for v, r in zip(values, blob_rows)
+    }
+    inherited = bc.cache.head_row(key.thread_id, key.checkpoint_ns, key.checkpoint_id) if bc.cache is not None else None
+    entries = H.entries_of(pairs, written, inherited, bc.offload_min)
+    ck_key = (key.thread_id, key.checkpoint_ns, checkpoint_id)
+    yield Q(d.UPSERT_HEAD, (*ck_key, *H.pack(bc, ck_key, entries)))
+    if bc.cache is not None:
+        bc.cache.put_head_row(*ck_key, entries)
+
+
 def put(
     d: Dialect,
     serde: SerializerProtocol,
@@ -267,7 +286,10 @@ def put(
         if bc.cache is not None:
             bc.cache.forget_threads([key.thread_id])
         return (yield from put(d, serde, config, checkpoint, metadata, new_versions, bc, default_ttl=default_ttl, fence=fence))
-    if checked and stored != len(checked):
+    retried = checked and stored != len(checked)
+    if d.heads and not retried:
+        yield from _put_head(d, bc, key, checkpoint["id"], pairs, values, blob_rows)
+    if retried:
         # Rare: a delta's base row changed since it was cached, or a key was already stored
         # with other bytes. Find out which rows are not stored as written.
         found = yield Q(d.blob_sizes_by_keys(len(checked)), flat(r.params[:4] for r in checked))

@@ -1,0 +1,38 @@
+"""The named statements of head rows (storage format 2, ``storage.heads``), in SQL for both
+dialects: one row of ``threadline_heads`` per (thread_id, checkpoint_ns), the latest values of
+the namespace sealed in one blob. Each statement's comment gives its parameters, then (→) the
+columns it returns."""
+
+from __future__ import annotations
+
+from threadline.storage.rows import CHECKPOINT_ROW
+
+_ROW = ", ".join(f"c.{column}" for column in CHECKPOINT_ROW.split(", "))
+_JOIN = (
+    f"SELECT {_ROW}, h.type, h.data FROM threadline_checkpoints c LEFT JOIN threadline_heads h "
+    "ON h.thread_id = c.thread_id AND h.checkpoint_ns = c.checkpoint_ns AND h.checkpoint_id = c.checkpoint_id "
+    "WHERE c.thread_id = ? AND c.checkpoint_ns = ? "
+)
+
+
+class HeadStatements:
+    """Mixed into ``Dialect``."""
+
+    # whether a put writes head rows and a get_tuple reads them (False: the backend reads as format 1)
+    heads: bool = False
+    # (thread_id, checkpoint_ns, checkpoint_id, type, data): the namespace's head, replaced only by a
+    # newer checkpoint's (a checkpoint put again keeps the head its first put wrote, as its blobs do)
+    UPSERT_HEAD = (
+        "INSERT INTO threadline_heads (thread_id, checkpoint_ns, checkpoint_id, type, data) VALUES (?, ?, ?, ?, ?) "
+        "ON CONFLICT (thread_id, checkpoint_ns) DO UPDATE SET checkpoint_id = excluded.checkpoint_id, "
+        "type = excluded.type, data = excluded.data WHERE excluded.checkpoint_id > threadline_heads.checkpoint_id"
+    )
+    # (thread_id, checkpoint_ns) → CHECKPOINT_ROW of the namespace's latest checkpoint, then the type and
+    # data of its head row (NULL when the namespace's head describes another checkpoint, or there is none)
+    LATEST_WITH_HEAD = _JOIN + "ORDER BY c.checkpoint_id DESC LIMIT 1"
+    # (thread_id, checkpoint_ns, checkpoint_id) → the same for one checkpoint
+    CHECKPOINT_WITH_HEAD = _JOIN + "AND c.checkpoint_id = ?"
+    # (thread_id): what re-sealing or deleting a thread's values deletes (the next put writes a new head)
+    DELETE_HEADS = "DELETE FROM threadline_heads WHERE thread_id = ?"
+    # (thread_id) → checkpoint_ns, checkpoint_id, type, data of the thread's head rows (``fsck``)
+    THREAD_HEADS = "SELECT checkpoint_ns, checkpoint_id, type, data FROM threadline_heads WHERE thread_id = ?"

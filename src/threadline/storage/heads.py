@@ -1,0 +1,91 @@
+"""Head rows (storage format 2): a thread namespace's latest channel values, readable in one keyed read.
+
+A put writes, beside its checkpoint and blob rows, one ``heads`` row per (thread_id,
+checkpoint_ns): the checkpoint_id it belongs to and, per channel the checkpoint names, the
+version, the serializer's ``(tag, bytes)`` of the whole value and the type and size of the
+channel's blob row (so the next put can write a delta on it without reading it back). A
+read of that checkpoint takes its values from the head row instead of resolving each
+blob's delta chain; a read of any other checkpoint ignores it.
+
+The head is derived data: the blob rows stay the record. It is served only when its
+checkpoint_id is the one read and, per channel, when its version is the one the
+checkpoint names (a version names one value); a channel it lacks (too large, or a value
+this process never saw) is read from the blobs as before. Its bytes are sealed to the row
+like every value (``codec.seal``: a checksum, or AES-256-GCM under a keyring). A head that
+does not open (damaged, or sealed under a key the keyring no longer holds) is not used:
+the read falls back to the blobs, which are checked as always; ``threadline fsck`` reports
+it. Deleting a thread's checkpoints or re-sealing its values (prune, delete, erase, tier,
+rekey) deletes its head rows; the next put writes a new one.
+
+Bounded on long threads: a value over ``VALUE_MAX`` bytes, or one the object store would take
+(offload), stays out, and so does any value once the head holds ``HEAD_MAX`` bytes, so a put's
+head costs at most that much however long the thread (its long list is then read from its
+blob's chain, as before).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import ormsgpack
+
+from threadline import codec
+from threadline.codec.seal import Row, seal
+from threadline.errors import CorruptRowError, EncryptionError
+
+VALUE_MAX = 64 << 10  # bytes of one serialized value a head holds at most
+HEAD_MAX = 256 << 10  # bytes of values one head holds at most
+TAG = "head"  # the packed type of a head's payload (sealed: ``head+sum`` / ``head+gcm``)
+
+# channel → (version, serializer tag, bytes (b"" for an empty channel), blob row type, blob row size)
+Entries = dict[str, tuple[str, str, bytes, str, int]]
+
+
+def head_ref(thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> Row:
+    """The head row a payload is sealed to: the namespace and the checkpoint it describes."""
+    return Row("head", (thread_id, checkpoint_ns, checkpoint_id))
+
+
+def entries_of(
+    pairs: Sequence[tuple[str, str]],
+    written: Mapping[str, tuple[str, str, bytes, str, int]],
+    inherited: Mapping[str, tuple[str, str, bytes, str, int]] | None,
+    offload_min: int,
+) -> Entries:
+    """A new checkpoint's head entries: its (channel, version) ``pairs`` from the values this put
+    ``written`` (channel → entry) and, for channels it took unchanged, from the parent's head
+    entries ``inherited`` (None: unknown) when their version matches; bounded (module doc)."""
+    out: Entries = {}
+    left = HEAD_MAX
+    limit = min(VALUE_MAX, offload_min)
+    for channel, version in pairs:
+        entry = written.get(channel)
+        if entry is None and inherited is not None:
+            entry = inherited.get(channel)
+        if entry is None or entry[0] != version or len(entry[2]) > limit or len(entry[2]) > left:
+            continue
+        out[channel] = entry
+        left -= len(entry[2])
+    return out
+
+
+def pack(bc: codec.BlobCodec, key: tuple[str, str, str], entries: Entries) -> tuple[str, bytes]:
+    """The stored ``(type, bytes)`` of a head: its entries as one msgpack array, sealed to ``key``."""
+    flat = [[ch, *entry] for ch, entry in entries.items()]
+    return seal(bc.keys, head_ref(*key), TAG, ormsgpack.packb(flat))
+
+
+def unpack(bc: codec.BlobCodec, key: tuple[str, str, str], stored_type: Any, data: Any) -> Entries | None:
+    """A stored head's entries, its seal checked; None when it does not open or is malformed
+    (the caller reads the blobs instead: the module doc)."""
+    if stored_type is None or data is None:
+        return None
+    try:
+        tag, payload = bc.open(head_ref(*key), stored_type, data)
+        if tag != TAG or payload is None:
+            return None
+        found = ormsgpack.unpackb(payload)
+        return {e[0]: (e[1], e[2], e[3], e[4], e[5]) for e in found}
+    except (CorruptRowError, EncryptionError, ValueError, TypeError, IndexError, KeyError):
+        return None
