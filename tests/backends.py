@@ -189,6 +189,10 @@ def fresh_postgres_url(request: pytest.FixtureRequest) -> str:
 # --- backends -----------------------------------------------------------------
 
 
+# a statement that changes value rows (``Backend.sql``)
+_DAMAGE = re.compile(r"\s*(UPDATE|DELETE\s+FROM|INSERT\s+(OR\s+\w+\s+)?INTO)\s+threadline_(blobs|writes)\b", re.IGNORECASE)
+
+
 def _norm(value: Any) -> Any:
     if isinstance(value, memoryview):
         return bytes(value)
@@ -251,11 +255,25 @@ class Backend:
                 conn.close()
 
     def sql(self, text: str, params: tuple | list = ()) -> list[tuple]:
-        """Run one statement (``?`` placeholders) in its own transaction; return its rows."""
+        """Run one statement (``?`` placeholders) in its own transaction; return its rows.
+
+        A statement that changes value rows (``threadline_blobs``, ``threadline_writes``: how these
+        tests damage the record) drops the head rows too, right after: the latest
+        checkpoint would otherwise be read from its head (``storage.heads``, derived data) and
+        never touch the damaged rows; ``test_format2`` tests what the head does on its own."""
         with self._raw() as conn:
             cur = conn.execute(POSTGRES.sql(text) if self.is_postgres else text, params)
             rows = cur.fetchall() if cur.description else []
+            if _DAMAGE.match(text) and self._has_heads(conn):
+                conn.execute("DELETE FROM threadline_heads")
             return [tuple(_norm(v) for v in r) for r in rows]
+
+    def _has_heads(self, conn: Any) -> bool:
+        found = conn.execute(
+            "SELECT 1 FROM pg_catalog.pg_tables WHERE tablename = 'threadline_heads' AND schemaname = current_schema()" if self.is_postgres
+            else "SELECT 1 FROM sqlite_master WHERE name = 'threadline_heads'"
+        ).fetchall()
+        return bool(found)
 
     def snapshot(self) -> dict[str, list[tuple]]:
         """Every row of every threadline table, in a stable order."""

@@ -66,7 +66,7 @@ def test_reads_the_foundation_database_exactly(foundation_db: Path) -> None:
         indexes = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'threadline_checkpoints'")}
     finally:
         conn.close()
-    assert clustered == {"threadline_blobs", "threadline_writes"}
+    assert clustered == {"threadline_blobs", "threadline_writes", "threadline_heads"}  # heads: schema 17, format 2
     # schema 6: the (source, step) index, which no query used, is gone
     assert {"threadline_checkpoints_run_id", "threadline_checkpoints_created_at"} <= indexes
     assert "threadline_checkpoints_source_step" not in indexes

@@ -1,5 +1,5 @@
-"""Consistency commands: fsck and rebuild (``threadline.lifecycle``), and setup. They read
-unless told to repair (``fsck --repair``, ``rebuild --apply``), which needs --db or $THREADLINE_DB."""
+"""Consistency commands: fsck and rebuild (``threadline.lifecycle``), migrate-format, and setup. They
+read unless told to repair (``fsck --repair``, ``rebuild --apply``), which needs --db or $THREADLINE_DB."""
 
 from __future__ import annotations
 
@@ -49,6 +49,17 @@ def rebuild(
         raise ConfigError("rebuild needs the compiled graph: --graph MODULE:ATTR (or $THREADLINE_GRAPH)")
     cid = names.resolve_checkpoint(saver, thread, checkpoint, checkpoint_ns=ns)
     return lifecycle.rebuild(saver, graph, thread, cid, checkpoint_ns=ns, apply=apply)
+
+
+@command("migrate-format", render="changes.migrate_format", problems=lambda report: not report.ok, opens="write")
+def migrate_format(saver: Any, thread: list[str] = O.Threads, progress: Any = None) -> lifecycle.FormatReport:
+    """Bring the database to storage format 2: a head row for every namespace's latest checkpoint.
+
+    Online and resumable (one transaction per thread; heads already current are skipped), each
+    head verified as it is written. Optional: a put writes its thread's head anyway; threads
+    without one read as before. Exit 1 when a thread could not be migrated."""
+    ids = names.expand_threads(saver, thread) if thread else None
+    return lifecycle.migrate_format(saver, thread_ids=ids, progress=progress)
 
 
 @command("setup", render="changes.setup", opens="target")

@@ -41,6 +41,7 @@ from __future__ import annotations
 from threadline.lifecycle.branch import BranchResult, fork, fork_op, rollback, rollback_op
 from threadline.lifecycle.delete import DELETE_MODES, DeletePlan, delete_checkpoint, delete_checkpoint_op
 from threadline.lifecycle.fsck import REPAIRS, Finding, FsckReport, every_thread_id_op, fsck, fsck_thread_op
+from threadline.lifecycle.heads import FormatReport, HeadVerificationError, migrate_format, write_heads_op
 from threadline.lifecycle.rebuild import RebuildResult, rebuild, recompute_values
 from threadline.lifecycle.records import update_thread, update_thread_op
 from threadline.lifecycle.rekey import RekeyReport, rekey, rekey_thread_op
@@ -53,7 +54,9 @@ __all__ = [
     "DELETE_MODES",
     "DeletePlan",
     "Finding",
+    "FormatReport",
     "FsckReport",
+    "HeadVerificationError",
     "PruneReport",
     "REPAIRS",
     "RebuildResult",
@@ -66,6 +69,8 @@ __all__ = [
     "fork_op",
     "fsck",
     "fsck_thread_op",
+    "migrate_format",
+    "write_heads_op",
     "prune",
     "prune_thread_op",
     "recompute_values",

@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +23,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from threadline import codec
 from threadline.codec.serde import inspecting
+from threadline.storage import heads as H
 from threadline.storage import ops
 from threadline.storage import rows as R
 from threadline.storage.dialect import Dialect
@@ -60,7 +61,9 @@ class Finding:
     record, ``read.records``, does not hold a JSON object: the listings show the thread as
     damaged) and ``unreadable_row`` (a row of the thread cannot be read at all, so its other
     checks could not run: on Redis, a value without threadline's framing; on SQLite, text that
-    is not UTF-8). ``repairable`` says whether
+    is not UTF-8), ``orphan_head``, ``unreadable_head`` and (``deep``) ``stale_head`` (a head row,
+    ``storage.heads``, of a checkpoint not stored, that does not open, or whose values differ from
+    the checkpoint's blobs: reads then take the blobs). ``repairable`` says whether
     ``repair`` fixes it safely; ``repaired`` whether it did.
     """
 
@@ -94,6 +97,9 @@ REPAIRS = {
     "broken_parent": "parent link cleared (the checkpoint becomes a root; its own state is complete)",
     "thread_index": "threads row recomputed from the tables",
     "dangling_tag": "tag removed (its checkpoint does not exist)",
+    "orphan_head": "the thread's head rows deleted (derived data: the next put writes them again)",
+    "unreadable_head": "the thread's head rows deleted (derived data: the next put writes them again)",
+    "stale_head": "the thread's head rows deleted (derived data: the next put writes them again)",
 }
 
 
@@ -184,6 +190,8 @@ def fsck_thread_op(
                                 f"tag {tg.name!r} names a checkpoint that does not exist", True))
     findings += yield from _mistyped_values(d, tid)
     findings += yield from _unreadable_record(d, tid)
+    heads = (yield from _head_findings(d, serde, tid, bc, t.rows, bad, deep)) if d.head_rows else []
+    findings += heads
     findings += _concurrent_forks(t)
     # deep: decode every value
     if deep:
@@ -204,6 +212,8 @@ def fsck_thread_op(
             yield from ops.gc_blobs(d, tid)
         for tg in dangling_tags:
             yield Q(d.DELETE_TAG, (tid, tg.name))
+        if heads:
+            yield Q(d.DELETE_HEADS, (tid,))
         if any(f.kind == "thread_index" for f in findings) or orphan_writes or orphan_blobs:
             if count:
                 now = time.time()
@@ -217,6 +227,31 @@ def fsck_thread_op(
             if f.repairable:
                 f.repaired = True
     return findings
+
+
+def _head_findings(
+    d: Dialect, serde: SerializerProtocol, tid: str, bc: codec.BlobCodec, rows: Mapping, bad: set, deep: bool
+) -> Op[list[Finding]]:
+    """Head rows (``storage.heads``) that do not open, that name a checkpoint not stored, or (``deep``)
+    whose values differ from the checkpoint's blobs. Repair deletes the thread's heads: derived
+    data, which the next put writes again; reads meanwhile take the blobs."""
+    out = []
+    plain = dataclasses.replace(bc, cache=None)  # the blobs as stored, not what a saver cached
+    for ns, cid, tag, data in (yield Q(d.THREAD_HEADS, (tid,))):
+        if (ns, cid) not in rows:
+            out.append(Finding("orphan_head", tid, ns, cid, "head row of a checkpoint that does not exist", True))
+        elif H.unpack(bc, (tid, ns, cid), tag, data) is None:
+            out.append(Finding("unreadable_head", tid, ns, cid, "head row does not open (damaged, or sealed under a key not in the keyring)", True))
+        elif deep and (ns, cid) not in bad:
+            found = yield Q(d.CHECKPOINT, (tid, ns, cid))
+            try:
+                record = (yield from ops.load_tuples(d, serde, found, plain))[0].checkpoint["channel_values"]
+                head = (yield from ops.load_tuples(d, serde, found, plain, head=(tag, data)))[0].checkpoint["channel_values"]
+            except CorruptRowError:
+                continue  # reported as unreadable_value
+            if head != record:
+                out.append(Finding("stale_head", tid, ns, cid, "head row's values differ from the checkpoint's blobs", True))
+    return out
 
 
 def _concurrent_forks(t: Any) -> list[Finding]:

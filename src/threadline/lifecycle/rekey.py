@@ -124,6 +124,8 @@ def rekey_thread_op(d: Dialect, thread_id: str, bc: codec.BlobCodec, *, dry_run:
         yield Q(d.SET_WRITE_VALUE, [(t, v, *r.key) for r, t, v, _ in writes], many=True)
     if cks:
         yield Q(d.SET_CHECKPOINT_DOC, cks, many=True)
+    if d.head_rows and (blobs or writes or cks):  # sealed under the old key: the next put writes a new head
+        yield Q(d.DELETE_HEADS, (tid,))
     yield from _verify(d, tid, bc, [*blobs, *writes], {c[2:]: c[1] for c in cks})
     return report
 

@@ -28,15 +28,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import orjson
 import ormsgpack
 
 from threadline import codec
 from threadline.codec.seal import Row, seal
 from threadline.errors import CorruptRowError, EncryptionError
 
-VALUE_MAX = 64 << 10  # bytes of one serialized value a head holds at most
-HEAD_MAX = 256 << 10  # bytes of values one head holds at most
-TAG = "head"  # the packed type of a head's payload (sealed: ``head+sum`` / ``head+gcm``)
+VALUE_MAX = 32 << 10  # bytes of one serialized value a head holds at most
+HEAD_MAX = 128 << 10  # bytes of values one head holds at most
+TAG = "head"  # the packed type of a head's payload (sealed: ``head+sum`` / ``head+gcm``; ``+zstd`` is read too)
 
 # channel → (version, serializer tag, bytes (b"" for an empty channel), blob row type, blob row size)
 Entries = dict[str, tuple[str, str, bytes, str, int]]
@@ -71,9 +72,18 @@ def entries_of(
 
 
 def pack(bc: codec.BlobCodec, key: tuple[str, str, str], entries: Entries) -> tuple[str, bytes]:
-    """The stored ``(type, bytes)`` of a head: its entries as one msgpack array, sealed to ``key``."""
+    """The stored ``(type, bytes)`` of a head: its entries as one msgpack array, sealed to ``key``.
+    Not compressed: zstd would cost a put ~40 µs per 10 KB of state, as much as the rest of its head
+    (the blobs, which are, stay the record of every value)."""
     flat = [[ch, *entry] for ch, entry in entries.items()]
     return seal(bc.keys, head_ref(*key), TAG, ormsgpack.packb(flat))
+
+
+def row_params(bc: codec.BlobCodec, key: tuple[str, str, str], entries: Entries, versions: bool) -> tuple:
+    """``UPSERT_HEAD``'s parameters for a head of ``entries``; ``versions``: with the JSON of the
+    versions it holds (a dialect whose one-statement get reads only the other blobs), else NULL."""
+    held = orjson.dumps({ch: e[0] for ch, e in entries.items()}).decode() if versions else None
+    return (*key, *pack(bc, key, entries), held)
 
 
 def unpack(bc: codec.BlobCodec, key: tuple[str, str, str], stored_type: Any, data: Any) -> Entries | None:
@@ -82,8 +92,9 @@ def unpack(bc: codec.BlobCodec, key: tuple[str, str, str], stored_type: Any, dat
     if stored_type is None or data is None:
         return None
     try:
-        tag, payload = bc.open(head_ref(*key), stored_type, data)
-        if tag != TAG or payload is None:
+        ref = head_ref(*key)
+        tag, payload = codec.decompress(*bc.open(ref, stored_type, data), ref)
+        if tag != TAG:
             return None
         found = ormsgpack.unpackb(payload)
         return {e[0]: (e[1], e[2], e[3], e[4], e[5]) for e in found}

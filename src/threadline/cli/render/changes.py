@@ -94,6 +94,12 @@ def rebuild(r: Any, thread: str = "", **_: Any) -> None:
         out.print(f"[red]missing blobs[/red]: {', '.join(r.missing)}" + (" — restored" if r.restored else " (--apply restores them)"))
 
 
+def migrate_format(report: Any, **_: Any) -> None:
+    out.print(f"storage format 2: {report.written} head row(s) written over {report.threads} thread(s), {report.current} already current")
+    for tid, why in report.failed.items():
+        out.print(f"[red]not migrated[/red] {escape(tid)}: {escape(why)}")
+
+
 def setup(result: dict[str, Any], **_: Any) -> None:
     out.print(f"threadline tables ready (schema version {result['schema_version']})")
     if result["official_saver_tables"]:

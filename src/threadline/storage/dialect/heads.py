@@ -8,6 +8,10 @@ from __future__ import annotations
 from threadline.storage.rows import CHECKPOINT_ROW
 
 _ROW = ", ".join(f"c.{column}" for column in CHECKPOINT_ROW.split(", "))
+UPSERT_HEAD_CONFLICT = (
+    "ON CONFLICT (thread_id, checkpoint_ns) DO UPDATE SET checkpoint_id = excluded.checkpoint_id, type = excluded.type, "
+    "data = excluded.data, versions = excluded.versions WHERE excluded.checkpoint_id > threadline_heads.checkpoint_id"
+)
 _JOIN = (
     f"SELECT {_ROW}, h.type, h.data FROM threadline_checkpoints c LEFT JOIN threadline_heads h "
     "ON h.thread_id = c.thread_id AND h.checkpoint_ns = c.checkpoint_ns AND h.checkpoint_id = c.checkpoint_id "
@@ -19,13 +23,14 @@ class HeadStatements:
     """Mixed into ``Dialect``."""
 
     # whether a put writes head rows and a get_tuple reads them (False: the backend reads as format 1)
-    heads: bool = False
-    # (thread_id, checkpoint_ns, checkpoint_id, type, data): the namespace's head, replaced only by a
-    # newer checkpoint's (a checkpoint put again keeps the head its first put wrote, as its blobs do)
+    head_rows: bool = False
+    # (thread_id, checkpoint_ns, checkpoint_id, type, data, versions): the namespace's head, replaced only by
+    # a newer checkpoint's (a checkpoint put again keeps the head its first put wrote, as its blobs do).
+    # ``versions``: channel → version of the values it holds, as JSON, where a one-statement get reads
+    # only the other blobs (``get_statement``); NULL elsewhere.
     UPSERT_HEAD = (
-        "INSERT INTO threadline_heads (thread_id, checkpoint_ns, checkpoint_id, type, data) VALUES (?, ?, ?, ?, ?) "
-        "ON CONFLICT (thread_id, checkpoint_ns) DO UPDATE SET checkpoint_id = excluded.checkpoint_id, "
-        "type = excluded.type, data = excluded.data WHERE excluded.checkpoint_id > threadline_heads.checkpoint_id"
+        "INSERT INTO threadline_heads (thread_id, checkpoint_ns, checkpoint_id, type, data, versions) VALUES (?, ?, ?, ?, ?, ?) "
+        f"{UPSERT_HEAD_CONFLICT}"
     )
     # (thread_id, checkpoint_ns) → CHECKPOINT_ROW of the namespace's latest checkpoint, then the type and
     # data of its head row (NULL when the namespace's head describes another checkpoint, or there is none)
@@ -34,5 +39,9 @@ class HeadStatements:
     CHECKPOINT_WITH_HEAD = _JOIN + "AND c.checkpoint_id = ?"
     # (thread_id): what re-sealing or deleting a thread's values deletes (the next put writes a new head)
     DELETE_HEADS = "DELETE FROM threadline_heads WHERE thread_id = ?"
+    # (thread_id, checkpoint_ns): one namespace's head
+    DELETE_HEAD = "DELETE FROM threadline_heads WHERE thread_id = ? AND checkpoint_ns = ?"
+    # (thread_id) → checkpoint_ns of each namespace with checkpoints
+    THREAD_NAMESPACES = "SELECT DISTINCT checkpoint_ns FROM threadline_checkpoints WHERE thread_id = ?"
     # (thread_id) → checkpoint_ns, checkpoint_id, type, data of the thread's head rows (``fsck``)
     THREAD_HEADS = "SELECT checkpoint_ns, checkpoint_id, type, data FROM threadline_heads WHERE thread_id = ?"

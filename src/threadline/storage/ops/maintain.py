@@ -154,6 +154,8 @@ def delete_checkpoints(d: Dialect, keys: Sequence[tuple[str, str, str]], bc: cod
     yield from delete_keys(d, "threadline_writes", CHECKPOINT_KEY, keys, d.DELETE_WRITES)
     for tid in sorted(doomed):
         yield from gc_blobs(d, tid, found[tid])
+        if d.head_rows:  # a deleted checkpoint's values go with it (the next put writes a new head)
+            yield Q(d.DELETE_HEADS, (tid,))
     yield from restat(d, sorted(doomed))
 
 

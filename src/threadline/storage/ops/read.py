@@ -255,13 +255,9 @@ def _remember(
         if resolved is None:
             no_base.add(ch)  # no blob
             continue
-        if stored is not None:
-            size = (stored[0], len(stored[1]) if stored[1] is not None else 0)
-        elif entries and ch in entries and entries[ch][0] == v:
-            size = entries[ch][3:5]  # read from the head, which knows its blob row's type and size
-        else:
-            continue
-        entry = codec.entry_of(resolved, *size) if resolved[0] == "msgpack" else None
+        if stored is None:
+            continue  # not read from a blob row: cached, or read from the head (a put finds it there)
+        entry = codec.entry_of(resolved, stored[0], len(stored[1]) if stored[1] is not None else 0) if resolved[0] == "msgpack" else None
         if entry is not None and (entry.value.body_len * 2 >= bc.delta_min_bytes or entry.value.empty_list):
             bc.cache.put((tid, ns, ch, v), entry)
         else:
@@ -284,9 +280,11 @@ def _get_one(d: Dialect, serde: SerializerProtocol, key: Key, one: str, bc: code
     rows miss is read after)."""
     params = [key.thread_id, key.checkpoint_ns, *([key.checkpoint_id] if key.checkpoint_id else []), *_cached_pairs(bc, key)]
     found = yield Q(one, params, read=True)
-    ck_rows, blobs, writes, referenced = [], defaultdict(dict), defaultdict(list), {}
+    ck_rows, blobs, writes, referenced, head = [], defaultdict(dict), defaultdict(list), {}, None
     for r in found:
-        if r[0] == 0:
+        if r[0] == 4:
+            head = (r[4], r[12])
+        elif r[0] == 0:
             ck_rows.append((r[1], r[2], r[3], r[4], r[10], r[11], r[8], r[5], r[9], r[6]))
         elif r[0] == 1:
             blobs[(r[1], r[2], r[3])][r[4]] = (r[5], r[12], r[6])
@@ -296,7 +294,7 @@ def _get_one(d: Dialect, serde: SerializerProtocol, key: Key, one: str, bc: code
             referenced[(r[1], r[2], r[3], r[4], r[8])] = (r[1], r[2], r[3], r[4], r[8], r[5], r[6], r[7], r[12])
     if not ck_rows:
         return None
-    return (yield from load_tuples(d, serde, ck_rows, bc, fetched=(blobs, writes, referenced)))[0]
+    return (yield from load_tuples(d, serde, ck_rows, bc, fetched=(blobs, writes, referenced), head=head))[0]
 
 
 def get_tuple(d: Dialect, serde: SerializerProtocol, key: Key, bc: codec.BlobCodec | None = None) -> Op[CheckpointTuple | None]:
@@ -305,7 +303,7 @@ def get_tuple(d: Dialect, serde: SerializerProtocol, key: Key, bc: codec.BlobCod
     one = d.get_statement(not key.checkpoint_id)
     if one is not None:
         return (yield from _get_one(d, serde, key, one, bc))
-    if d.heads:
+    if d.head_rows:
         if key.checkpoint_id:
             found = yield Q(d.CHECKPOINT_WITH_HEAD, (key.thread_id, key.checkpoint_ns, key.checkpoint_id), read=True)
         else:

@@ -69,11 +69,14 @@ def _delta_bases(
     assert bc.cache is not None
     bases: dict[str, tuple[str, codec.Entry]] = {}
     missing: dict[str, str] = {}
+    head = bc.cache.head_row(key.thread_id, key.checkpoint_ns, key.checkpoint_id)
     for channel, version in candidates:
         base_version = parent.of.get(channel)
         if base_version is None or base_version == version or channel in parent.no_base:
             continue
         entry = bc.cache.get((key.thread_id, key.checkpoint_ns, channel, base_version))
+        if entry is None and head is not None and (h := head.get(channel)) is not None and h[0] == base_version:
+            entry = codec.entry_of((h[1], h[2], None), h[3], h[4])  # the parent's head, read or written here
         if entry is not None:
             bases[channel] = (base_version, entry)
         else:
@@ -148,12 +151,13 @@ def _reseal(d: Dialect, bc: codec.BlobCodec, ck_key: tuple, given: str | None, d
         yield Q(d.SET_CHECKSUM, (checksum, *ck_key), single=True)
 
 
-def _put_head(
+def _head(
     d: Dialect, bc: codec.BlobCodec, key: Key, checkpoint_id: str, pairs: Sequence[tuple[str, str]], values: Sequence[R.Value],
     blob_rows: Sequence[R.BlobRow],
-) -> Op[None]:
-    """Write the namespace's head row (``storage.heads``) for the checkpoint just stored: the values
-    this put serialized, and those it took unchanged from the parent's head as this process knows it."""
+) -> tuple[tuple, H.Entries]:
+    """The namespace's head row (``storage.heads``) for the checkpoint a put stores, as ``UPSERT_HEAD``'s
+    parameters, and its entries: the values this put serialized, and those it took unchanged from the
+    parent's head as this process knows it."""
     written = {
         v.channel: (v.version, v.tag or codec.EMPTY, v.data or b"", r.params[4], len(r.params[5] or b""))
         for v, r in zip(values, blob_rows)
@@ -161,9 +165,7 @@ def _put_head(
     inherited = bc.cache.head_row(key.thread_id, key.checkpoint_ns, key.checkpoint_id) if bc.cache is not None else None
     entries = H.entries_of(pairs, written, inherited, bc.offload_min)
     ck_key = (key.thread_id, key.checkpoint_ns, checkpoint_id)
-    yield Q(d.UPSERT_HEAD, (*ck_key, *H.pack(bc, ck_key, entries)))
-    if bc.cache is not None:
-        bc.cache.put_head_row(*ck_key, entries)
+    return H.row_params(bc, ck_key, entries, d.put_statement(0) is not None), entries
 
 
 def put(
@@ -253,7 +255,8 @@ def put(
     required = key.checkpoint_id if inherits and parent is not None else None
     # one statement when its parameters fit, else several in one transaction (the blobs in chunks)
     in_one = [] if wide else blob_rows
-    one = d.put_statement(len(in_one), fence is not None)
+    head = _head(d, bc, key, checkpoint["id"], pairs, values, blob_rows) if d.head_rows else None
+    one = d.put_statement(len(in_one), fence is not None, head is not None)
     fenced: tuple = ()  # the fence's parameters, last in a fenced put statement's
     if fence is not None:
         what = f"checkpoint {checkpoint['id']!r}"
@@ -269,7 +272,7 @@ def put(
         is_checked = [r.value is not None and bc.cache is not None for r in in_one]
         blob_params = flat((*r.params, *r.guard, c) for r, c in zip(in_one, is_checked))
         stores = (("checkpoints", len(doc_json) + len(meta_json)), ("blobs", 0 if wide else size))
-        params = [*row, len(checked), size, required is not None, default_ttl, *blob_params, *fenced]
+        params = [*row, len(checked), size, required is not None, default_ttl, *blob_params, *fenced, *(head[0] if head else ())]
         stored, _, existed, parent_stored, *held = (yield Q(one, params, single=True, stores=stores))[0]
         if held and not held[0]:
             yield from lease.refuse(d, fence, what)  # type: ignore[arg-type]
@@ -287,8 +290,11 @@ def put(
             bc.cache.forget_threads([key.thread_id])
         return (yield from put(d, serde, config, checkpoint, metadata, new_versions, bc, default_ttl=default_ttl, fence=fence))
     retried = checked and stored != len(checked)
-    if d.heads and not retried:
-        yield from _put_head(d, bc, key, checkpoint["id"], pairs, values, blob_rows)
+    if head is not None and not retried:
+        if one is None:
+            yield Q(d.UPSERT_HEAD, head[0])
+        if bc.cache is not None:
+            bc.cache.put_head_row(key.thread_id, key.checkpoint_ns, checkpoint["id"], head[1])
     if retried:
         # Rare: a delta's base row changed since it was cached, or a key was already stored
         # with other bytes. Find out which rows are not stored as written.

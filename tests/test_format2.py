@@ -1,0 +1,162 @@
+"""Storage format 2, head rows: databases made by the release before it (format 1) read exactly,
+migrate online (``threadline migrate-format``) and read back identical; the head serves the latest
+checkpoint alone, never a wrong value; every operation that deletes or re-seals values takes the
+head with it.
+
+``tests/fixtures/format1.db`` and ``format1.pg.sql`` were written by that release
+(``make_format1.py``); the fixtures are copied or loaded first, never modified.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+import sqlite3
+import sys
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from typer.testing import CliRunner
+
+from backends import fresh_postgres_url
+from threadline import PostgresSaver, SqliteSaver, lifecycle
+from threadline.cli import app
+from threadline.codec import BlobCodec, Keyring
+from threadline.errors import CorruptRowError
+from threadline.lifecycle.erase import Selection, erase
+
+FIXTURES = Path(__file__).parent / "fixtures"
+KEY = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="
+
+
+def _fixture_module():
+    spec = importlib.util.spec_from_file_location("make_foundation", FIXTURES / "make_foundation.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["make_foundation"] = module
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module
+
+
+FX = _fixture_module()
+
+
+def _expected(name: str) -> dict:
+    return json.loads((FIXTURES / name).read_text())
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def format1(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[Any, str, dict]:
+    """(saver class, its connection string, what every reader must see) of a format 1 database."""
+    if request.param == "sqlite":
+        target = tmp_path / "format1.db"
+        shutil.copyfile(FIXTURES / "format1.db", target)
+        return SqliteSaver, str(target), _expected("format1.json")
+    url = fresh_postgres_url(request)
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute((FIXTURES / "format1.pg.sql").read_text())
+    return PostgresSaver, url, _expected("format1.pg.json")
+
+
+def _heads(saver: Any) -> list[tuple]:
+    return saver.run(_q("SELECT thread_id, checkpoint_ns, checkpoint_id FROM threadline_heads ORDER BY 1, 2"))
+
+
+def _q(sql: str, params: tuple = ()) -> Any:
+    from threadline.storage.ops import Q
+
+    return (yield Q(sql, params))
+
+
+def _namespaces(saver: Any) -> set[tuple[str, str]]:
+    return {tuple(r) for r in saver.run(_q("SELECT DISTINCT thread_id, checkpoint_ns FROM threadline_checkpoints"))}
+
+
+def test_a_format1_database_reads_exactly_migrates_and_reads_back_identical(format1: tuple) -> None:
+    cls, url, want = format1
+    with cls.from_conn_string(url) as saver:
+        assert _heads(saver) == []  # written before format 2
+        got = FX.expected(saver, FX.build_graph(saver))
+        assert got["tuples"] == want["tuples"] and got["threads"] == want["threads"]
+        report = lifecycle.migrate_format(saver)
+        assert report.ok and report.written == len(_namespaces(saver)) and report.threads == len(want["threads"]) + 1  # + "long"
+        again = lifecycle.migrate_format(saver)  # resumable: what is current is skipped
+        assert again.written == 0 and again.current == report.written
+        assert not [f for f in lifecycle.fsck(saver, deep=True).findings if "head" in f.kind]
+    with cls.from_conn_string(url) as fresh:  # nothing cached: the latest checkpoints come from their heads
+        got = FX.expected(fresh, FX.build_graph(fresh))
+    assert got["tuples"] == want["tuples"] and got["threads"] == want["threads"]
+
+
+def test_the_head_alone_serves_the_latest_checkpoint(format1: tuple) -> None:
+    """With every blob gone, the latest checkpoint of each namespace still reads exactly (its head holds
+    its values), and any older one fails loudly: the head is never used for another checkpoint."""
+    cls, url, want = format1
+    with cls.from_conn_string(url) as saver:
+        lifecycle.migrate_format(saver)
+        latest = {(t["config"]["thread_id"], t["config"]["checkpoint_ns"]): t for t in reversed(want["tuples"])}
+        older = [t for t in want["tuples"] if latest[(t["config"]["thread_id"], t["config"]["checkpoint_ns"])] is not t]
+        saver.run(_q("DELETE FROM threadline_blobs"), write=True)
+    with cls.from_conn_string(url) as fresh:
+        for (tid, ns), t in latest.items():
+            got = fresh.get_tuple({"configurable": {"thread_id": tid, "checkpoint_ns": ns}})
+            assert FX.jsonable(got.checkpoint["channel_values"]) == t["channel_values"]
+            assert FX.jsonable([list(w) for w in got.pending_writes]) == t["pending_writes"]
+        named = [t for t in older if t["channel_versions"]][0]["config"]
+        with pytest.raises(CorruptRowError, match="not stored"):
+            fresh.get_tuple({"configurable": named})
+
+
+def test_new_puts_write_heads_and_a_damaged_head_falls_back_to_the_blobs(format1: tuple) -> None:
+    cls, url, _ = format1
+    with cls.from_conn_string(url) as saver:
+        graph = FX.build_graph(saver)
+        graph.invoke({**FX.human("one more turn " * 20, 900), "mode": "plain"}, FX.cfg("chat"))
+        state = graph.get_state(FX.cfg("chat"))
+        assert [h[:2] for h in _heads(saver)] == [("chat", "")]
+        head_id = _heads(saver)[0][2]
+        assert head_id == state.config["configurable"]["checkpoint_id"]
+        flip = "UPDATE threadline_heads SET data = ? WHERE thread_id = 'chat'"
+        data = bytes(saver.run(_q("SELECT data FROM threadline_heads WHERE thread_id = 'chat'"))[0][0])
+        saver.run(_q(flip, (data[:-1] + bytes([data[-1] ^ 1]),)), write=True)
+    with cls.from_conn_string(url) as fresh:
+        assert FX.build_graph(fresh).get_state(FX.cfg("chat")).values == state.values  # from the blobs
+        report = lifecycle.fsck(fresh, thread_ids=["chat"])
+        assert [f.kind for f in report.findings] == ["unreadable_head"] and not report.ok
+        lifecycle.fsck(fresh, thread_ids=["chat"], repair=True)
+        assert _heads(fresh) == [] and lifecycle.fsck(fresh, thread_ids=["chat"], deep=True).ok
+
+
+def test_deleting_or_resealing_values_takes_the_head_with_them(tmp_path: Path) -> None:
+    db = str(tmp_path / "t.db")
+    shutil.copyfile(FIXTURES / "format1.db", db)
+    with SqliteSaver.from_conn_string(db) as saver:
+        lifecycle.migrate_format(saver)
+        heads = {h[0] for h in _heads(saver)}
+        assert {"chat", "long", "branch", "sub-open"} <= heads
+        saver.delete_thread("chat")
+        saver.prune(["long"], strategy="keep_latest")
+        erase(saver, Selection(thread_pattern="branch"))
+        left = {h[0] for h in _heads(saver)}
+        assert not {"chat", "long", "branch"} & left and "sub-open" in left
+    with SqliteSaver.from_conn_string(db) as saver:
+        saver.blob_codec = BlobCodec(keys=Keyring([KEY], require=False))
+        lifecycle.rekey(saver, thread_ids=["sub-open"])
+        assert "sub-open" not in {h[0] for h in _heads(saver)}  # its plaintext copy is gone with the plaintext rows
+
+
+def test_migrate_format_from_the_command_line(tmp_path: Path) -> None:
+    db = tmp_path / "format1.db"
+    shutil.copyfile(FIXTURES / "format1.db", db)
+    first = CliRunner().invoke(app, ["migrate-format", "--db", str(db)])
+    assert first.exit_code == 0, first.output
+    assert "head row(s) written over 7 thread(s), 0 already current" in first.output
+    again = CliRunner().invoke(app, ["migrate-format", "--db", str(db), "--json"])
+    assert again.exit_code == 0 and json.loads(again.output)["written"] == 0
+    conn = sqlite3.connect(db)
+    try:
+        assert conn.execute("SELECT MAX(v) FROM threadline_migrations").fetchone() == (17,)
+    finally:
+        conn.close()
