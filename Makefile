@@ -64,11 +64,16 @@ browser:
 # official and threadline savers, each run in fresh processes: 25 min on this 2-core machine
 # under a load of 4–7 (`CHAT_FLEET_ARGS=--pairs 2` for a quicker look; `--profile DIR` adds
 # cProfile and py-spy profiles of the SQLite fleet).
+# Per call CPU (issue 43, target 1): the chat fleet's recorded conversation replayed call by call on
+# the official and threadline savers, open at once and interleaved, plus cold gets and time travel
+# through the graph: about 2 minutes (`PER_CALL_ARGS=--rounds 9` for a steadier median).
 SCALE_ARGS ?= --threads 300
+PER_CALL_ARGS ?=
 bench: $(STAMP)
 	$(BIN)/python benchmarks/startup.py --write-results $(STARTUP_ARGS)
 	$(BIN)/python benchmarks/run.py --write-results
 	$(BIN)/python benchmarks/chat_fleet.py --write-results $(CHAT_FLEET_ARGS)
+	$(BIN)/python benchmarks/per_call.py --write-results $(PER_CALL_ARGS)
 	$(BIN)/python benchmarks/scale.py --write-results $(SCALE_ARGS)
 	$(BIN)/python benchmarks/concurrency.py --write-results $(CONCURRENCY_ARGS)
 	$(BIN)/python benchmarks/seed002.py --write-results $(SEED002_ARGS)

@@ -1,4 +1,4 @@
-"""The run, scale, concurrency and seed 002 benchmarks run at a tiny size (no timing is asserted):
+"""The run, scale, concurrency, seed 002 and per-call benchmarks run at a tiny size (no timing is asserted):
 their workloads read back through the real graph, and their reports render."""
 
 from __future__ import annotations
@@ -111,3 +111,16 @@ def test_chat_fleet_tiny(tmp_path: Path) -> None:
     spec = next(r["spec"] for r in results if r["spec"]["name"] == "threadline SqliteSaver")
     run = chat_fleet.one_run(spec, str(tmp_path), 0)  # the worker and the reader in processes of their own
     assert run["cpu_ms"] > 0 and run["get_p50_ms"] > 0 and run["rss_mb"] > 0 and run["statements"]["INSERT"] > 0
+
+
+def test_per_call_tiny(capsys: pytest.CaptureFixture[str]) -> None:
+    """The per-call benchmark at a tiny size, SQLite only: every row of its table is printed."""
+    import per_call
+
+    md = per_call.main(["--threads", "2", "--rounds", "1", "--cold", "1", "--long-turns", "2", "--points", "2",
+                        "--forks", "1", "--no-postgres"])
+    assert md in capsys.readouterr().out
+    for label in per_call.KINDS.values():
+        assert f"| {label}" in md, label
+    assert "| bytes on disk after the 2 threads |" in md
+    assert "### SqliteSaver" in md and "### PostgresSaver" not in md
