@@ -160,3 +160,20 @@ def test_migrate_format_from_the_command_line(tmp_path: Path) -> None:
         assert conn.execute("SELECT MAX(v) FROM threadline_migrations").fetchone() == (17,)
     finally:
         conn.close()
+
+
+def test_heads_are_encrypted_under_a_keyring_and_checksummed_without(tmp_path: Path) -> None:
+    secret = "the launch code is 0000"
+    for keys, suffix in ((Keyring([KEY]), "+gcm"), (None, "+x3")):
+        db = str(tmp_path / f"{suffix[1:]}.db")
+        with SqliteSaver.from_conn_string(db) as saver:
+            saver.blob_codec = BlobCodec(keys=keys)
+            graph = FX.build_graph(saver)
+            graph.invoke({**FX.human(secret, 1), "mode": "plain"}, FX.cfg("s"))
+            ((kind, data),) = saver.run(_q("SELECT type, data FROM threadline_heads"))
+            assert kind == "head" + suffix and (secret.encode() in bytes(data)) is (keys is None)
+            state = graph.get_state(FX.cfg("s")).values
+        with SqliteSaver.from_conn_string(db) as fresh:
+            fresh.blob_codec = BlobCodec(keys=keys)
+            assert FX.build_graph(fresh).get_state(FX.cfg("s")).values == state
+            assert lifecycle.fsck(fresh, deep=True).ok

@@ -106,8 +106,8 @@ class BlobCache:
     small ones alike; least recently used entries go first. The versions maps are held to
     at most ``max_bytes // 8`` of it and ``max_checkpoints`` entries, and the remembered
     writes to ``max_bytes // 4`` and ``max_writes`` checkpoints, and the head rows
-    (``head_row``) to ``max_bytes // 4`` and ``4 × max_writes`` namespaces, so they never push
-    the values out. ``nbytes`` is the bytes counted now (≤ ``max_bytes`` after every call).
+    (``head_row``) to ``max_bytes // 8`` and ``4 × max_writes`` namespaces (the first to go when
+    the bound is reached), so they never push the values out. ``nbytes`` is the bytes counted now (≤ ``max_bytes`` after every call).
     A stale entry can never corrupt data: a put writes a delta only if the base
     row still has the cached type and size, and every delta records the CRC-32
     of the value it reproduces.
@@ -188,20 +188,20 @@ class BlobCache:
         self._bytes -= size
 
     def _shrink(self) -> None:
-        while self._rows and (self._rbytes > self.max_bytes // 4 or len(self._rows) > self.max_writes * 4):
+        while self._rows and (self._rbytes > self.max_bytes // 8 or len(self._rows) > self.max_writes * 4):
             self._drop_oldest_row()
         while self._writes and (self._wbytes > self.max_bytes // 4 or len(self._writes) > self.max_writes):
             self._drop_oldest_writes()
         while self._vbytes > self.max_bytes // 8 or len(self._versions) > self.max_checkpoints:
             self._drop_oldest_versions()
+        while self._bytes > self.max_bytes and self._rows:  # head rows go before the values deltas build on
+            self._drop_oldest_row()
         while self._bytes > self.max_bytes and self._blobs:
             self._drop_blob(next(iter(self._blobs)))
         while self._bytes > self.max_bytes and self._versions:
             self._drop_oldest_versions()
         while self._bytes > self.max_bytes and self._writes:
             self._drop_oldest_writes()
-        while self._bytes > self.max_bytes and self._rows:
-            self._drop_oldest_row()
 
     def put(self, key: tuple, entry: Entry) -> None:
         size = entry_bytes(key, entry)
@@ -263,7 +263,7 @@ class BlobCache:
                     return
                 self._rbytes -= old[2]
                 self._bytes -= old[2]
-            if size > self.max_bytes // 4:
+            if size > self.max_bytes // 8:
                 return
             self._rows[key] = (checkpoint_id, entries, size)
             self._rbytes += size

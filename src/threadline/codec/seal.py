@@ -20,10 +20,11 @@ other tampering (``sealed_as``).
 Rows written before sealing existed (no suffix; an ``empty`` row with NULL bytes) still
 load; ``Keyring(require=True)`` refuses them, and ``+sum`` rows, when encryption is required.
 
-A checkpoint row is checked as a whole: its key, parent and the canonical form of its
-checkpoint and metadata JSON (``canonical``: the same on SQLite's text and Postgres's
-JSONB) hash into the ``checksum`` column: ``b2:`` + BLAKE2b-64, or, with a keyring,
-``hm:<key id>:`` + HMAC-SHA-256 (128 bits) under a key derived from the write key,
+A checkpoint row is checked as a whole: its key, parent and its checkpoint and metadata JSON
+hash into the ``checksum`` column: ``x3:`` + xxh3-128 of the JSON texts as stored, where the
+backend keeps them (SQLite; storage format 2), else ``b2:`` + BLAKE2b-64 of their canonical form
+(``canonical``: the same on SQLite's text and Postgres's JSONB), or, with a keyring, ``hm:<key
+id>:`` + HMAC-SHA-256 (128 bits) of the canonical form under a key derived from the write key,
 which also makes the checkpoint row tamper-evident.
 """
 
@@ -36,8 +37,12 @@ import os
 import struct
 from dataclasses import dataclass
 from decimal import Decimal
+from functools import lru_cache
 from typing import Any
 
+import xxhash
+
+from threadline.codec.jsontext import dumps_json
 from threadline.codec.keyring import KEY_ID_BYTES, Keyring
 from threadline.codec.tags import EMPTY
 from threadline.errors import CorruptRowError, EncryptionError
@@ -73,16 +78,16 @@ class Row:
         return f"{self.table} ({', '.join(repr(k) for k in self.key)})"
 
     def ad(self, tag: str) -> bytes:
-        out = [b"threadline/1\x00"]  # joined once: every row read and written builds one
-        add = out.append
-        for part in (self.table, *self.key, *self.bound, tag):
-            if part is None:
-                add(b"\x00")
-            else:
-                raw = (part if type(part) is str else str(part)).encode("utf-8", "surrogatepass")
-                add(_FIELD(1, len(raw)))
-                add(raw)
-        return b"".join(out)
+        # joined once: every row read and written builds one; its fields repeat (thread ids,
+        # channels, tags), so each is encoded once (``_field``)
+        return b"".join([b"threadline/1\x00", *[b"\x00" if p is None else _field(p if type(p) is str else str(p)) for p in (self.table, *self.key, *self.bound, tag)]])
+
+
+@lru_cache(maxsize=4096)
+def _field(text: str) -> bytes:
+    """An associated-data field: 0x01, the UTF-8 length (4 bytes, little-endian), the UTF-8 bytes."""
+    raw = text.encode("utf-8", "surrogatepass")
+    return _FIELD(1, len(raw)) + raw
 
 
 def _digest(ad: bytes, payload: bytes | memoryview) -> bytes:
@@ -231,20 +236,53 @@ def _canon(x: Any, put: Any) -> None:
         raise CorruptRowError(f"not JSON data: {type(x).__name__}")
 
 
+def _parsed(value: Any) -> Any:
+    return json.loads(value) if isinstance(value, str) else value
+
+
 def _content(key: tuple, parent: str | None, doc: Any, meta: Any) -> bytes:
     try:
-        return canonical([list(key), parent, doc, meta])
+        return canonical([list(key), parent, _parsed(doc), _parsed(meta)])
     except RecursionError:
         raise CorruptRowError(f"checkpoint {key!r}: checkpoint or metadata is nested too deeply") from None
+    except ValueError as exc:
+        raise CorruptRowError(f"checkpoint {key!r}: checkpoint or metadata is not JSON ({exc})") from None
 
 
-def checkpoint_checksum(keys: Keyring | None, key: tuple, parent: str | None, doc: Any, meta: Any) -> str:
+def _text_digest(key: tuple, parent: str | None, doc: Any, meta: Any) -> str:
+    """``x3:`` + xxh3-128 of the key, the parent and the JSON texts as stored (``jsontext.dumps_json``:
+    the text itself where the backend keeps it, else the parsed value encoded again, which gives the
+    same text), each part length-prefixed so that the encoding is injective."""
+    try:
+        texts = (doc if isinstance(doc, str) else dumps_json(doc), meta if isinstance(meta, str) else dumps_json(meta, sort_keys=False))
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise CorruptRowError(f"checkpoint {key!r}: checkpoint or metadata is not JSON as stored ({exc})") from None
+    out = [b"threadline/ck1\x00"]
+    for part in (*key, parent, *texts):
+        if part is None:
+            out.append(b"\x00")
+        else:
+            raw = part.encode("utf-8", "surrogatepass") if type(part) is str else str(part).encode("utf-8", "surrogatepass")
+            out.append(_FIELD(1, len(raw)))
+            out.append(raw)
+    return "x3:" + xxhash.xxh3_128_hexdigest(b"".join(out))
+
+
+def checkpoint_checksum(keys: Keyring | None, key: tuple, parent: str | None, doc: Any, meta: Any, *, text: bool = False) -> str:
     """The ``checksum`` column of a checkpoint row: key (thread_id, checkpoint_ns, checkpoint_id),
-    parent_checkpoint_id, and the checkpoint and metadata as they read back (parsed JSON)."""
-    content = _content(key, parent, doc, meta)
+    parent_checkpoint_id, and the checkpoint and metadata (JSON text as stored, or parsed).
+
+    ``text``: the backend keeps the JSON text as written (SQLite): without a keyring, an ``x3:`` digest
+    of the texts (``_text_digest``: no parse, no canonical form); else, and always under a keyring,
+    the canonical form of the parsed JSON (``b2:`` BLAKE2b, ``hm:`` HMAC-SHA-256), the same whether
+    read back from text or from Postgres's JSONB. xxh3-128 is as strong as unkeyed BLAKE2b-64 for what
+    an unkeyed checksum does (find damage); the keyed one is what makes a row tamper-evident."""
     mac = keys.mac_key() if keys is not None else None
     if mac is None and keys is not None and keys.require:
         raise EncryptionError("this keyring requires encryption but holds no write key (write=False): nothing was stored")
+    if mac is None and text:
+        return _text_digest(key, parent, doc, meta)
+    content = _content(key, parent, doc, meta)
     if mac is None:
         return "b2:" + hashlib.blake2b(content, digest_size=_DIGEST).hexdigest()
     return f"hm:{mac[0].hex()}:" + hmac.new(mac[1], content, hashlib.sha256).hexdigest()[:32]
@@ -263,12 +301,15 @@ def check_checkpoint(
     """
     if stored is not None and not isinstance(stored, str):
         raise CorruptRowError(f"{where}: its checksum is not text ({type(stored).__name__})")
-    if stored is None or stored.startswith("b2:"):
+    if stored is None or stored.startswith(("b2:", "x3:")):
         if keys is not None and keys.require:
             raise EncryptionError(f"{where}: has no keyed checksum but this keyring requires encryption; {UNSEALED_HELP}")
         if stored is None:
             return
-        expected = "b2:" + hashlib.blake2b(_content(key, parent, doc, meta), digest_size=_DIGEST).hexdigest()
+        if stored.startswith("x3:"):
+            expected = _text_digest(key, parent, doc, meta)
+        else:
+            expected = "b2:" + hashlib.blake2b(_content(key, parent, doc, meta), digest_size=_DIGEST).hexdigest()
     elif stored.startswith("hm:") and len(stored) == 3 + 2 * KEY_ID_BYTES + 1 + 32:
         try:
             kid = bytes.fromhex(stored[3 : 3 + 2 * KEY_ID_BYTES])

@@ -30,6 +30,7 @@ from typing import Any
 
 import orjson
 import ormsgpack
+import xxhash
 
 from threadline import codec
 from threadline.codec.seal import Row, seal
@@ -37,7 +38,8 @@ from threadline.errors import CorruptRowError, EncryptionError
 
 VALUE_MAX = 32 << 10  # bytes of one serialized value a head holds at most
 HEAD_MAX = 128 << 10  # bytes of values one head holds at most
-TAG = "head"  # the packed type of a head's payload (sealed: ``head+sum`` / ``head+gcm``; ``+zstd`` is read too)
+TAG = "head"  # the packed type of a head's payload (``head+x3``, or sealed ``head+gcm``; ``+zstd`` is read too)
+X3 = "+x3"
 
 # channel → (version, serializer tag, bytes (b"" for an empty channel), blob row type, blob row size)
 Entries = dict[str, tuple[str, str, bytes, str, int]]
@@ -72,11 +74,29 @@ def entries_of(
 
 
 def pack(bc: codec.BlobCodec, key: tuple[str, str, str], entries: Entries) -> tuple[str, bytes]:
-    """The stored ``(type, bytes)`` of a head: its entries as one msgpack array, sealed to ``key``.
-    Not compressed: zstd would cost a put ~40 µs per 10 KB of state, as much as the rest of its head
-    (the blobs, which are, stay the record of every value)."""
+    """The stored ``(type, bytes)`` of a head: its entries as one msgpack array, sealed to ``key``:
+    under a keyring that writes, as every value (``codec.seal``: AES-256-GCM); else with an xxh3-128
+    checksum of the row and the payload (``head+x3``: a head is rewritten whole at every put, and
+    BLAKE2b over its bytes would cost a put ~1 µs per KB). Not compressed: zstd would cost a put
+    ~40 µs per 10 KB of state (the blobs, which are, stay the record of every value)."""
     flat = [[ch, *entry] for ch, entry in entries.items()]
-    return seal(bc.keys, head_ref(*key), TAG, ormsgpack.packb(flat))
+    payload = ormsgpack.packb(flat)
+    if bc.keys is not None and (bc.keys.writer is not None or bc.keys.require):
+        return seal(bc.keys, head_ref(*key), TAG, payload)
+    return TAG + X3, xxhash.xxh3_128_digest(head_ref(*key).ad(TAG) + payload) + payload
+
+
+def _open(bc: codec.BlobCodec, ref: Row, stored_type: str, data: bytes) -> tuple[str, bytes]:
+    """A stored head's packed ``(type, payload)``, its checksum or seal checked (CorruptRowError,
+    EncryptionError as ``BlobCodec.open``); an ``x3`` head is refused where encryption is required."""
+    if stored_type != TAG + X3:
+        return bc.open(ref, stored_type, data)
+    if bc.keys is not None and bc.keys.require:
+        raise EncryptionError(f"{ref}: not encrypted, and this keyring requires encryption")
+    raw = bytes(data)
+    if len(raw) < 16 or xxhash.xxh3_128_digest(ref.ad(TAG) + raw[16:]) != raw[:16]:
+        raise CorruptRowError(f"{ref}: checksum mismatch")
+    return TAG, raw[16:]
 
 
 def row_params(bc: codec.BlobCodec, key: tuple[str, str, str], entries: Entries, versions: bool) -> tuple:
@@ -93,7 +113,7 @@ def unpack(bc: codec.BlobCodec, key: tuple[str, str, str], stored_type: Any, dat
         return None
     try:
         ref = head_ref(*key)
-        tag, payload = codec.decompress(*bc.open(ref, stored_type, data), ref)
+        tag, payload = codec.decompress(*_open(bc, ref, stored_type, data), ref)
         if tag != TAG:
             return None
         found = ormsgpack.unpackb(payload)

@@ -11,11 +11,11 @@ Nothing here executes; operations ask a Dialect for SQL.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from threadline import limits
+from threadline.codec.jsontext import dumps_json
 from threadline.storage.jsonfilter import Term, filter_terms, is_operators, terms_predicate
 from threadline.errors import CorruptRowError, FilterError, FilterTooLargeError
 from threadline.storage.dialect.adoption import AdoptionStatements
@@ -33,24 +33,8 @@ from threadline.storage.dialect.writes import WriteStatements
 from threadline.storage.dialect.web import WebStatements
 from threadline.storage.schema import MIGRATIONS
 
-_NUL = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")  # \u0000 after an even number of backslashes
 
 
-def dumps_json(obj: Any, *, sort_keys: bool = True) -> str:
-    """JSON as stored: compact, UTF-8 kept, sorted keys unless ``sort_keys=False`` (metadata
-    keeps its own key order, which the official SQLite saver's object filters compare).
-
-    Raises ValueError for what a JSON column cannot hold on every backend: NaN or
-    Infinity, NUL characters (Postgres JSONB refuses them) and unpaired surrogates (not UTF-8).
-    """
-    text = json.dumps(obj, sort_keys=sort_keys, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-    if "\\u0000" in text and _NUL.search(text):  # an escaped NUL, not the text "\\u0000" (an escaped backslash)
-        raise ValueError("NUL character in a JSON value")
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        raise ValueError("unpaired surrogate character in a JSON value (not UTF-8)") from None
-    return text
 
 
 def _check_storable(obj: Any, path: str = "$") -> None:

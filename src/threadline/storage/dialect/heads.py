@@ -24,6 +24,9 @@ class HeadStatements:
 
     # whether a put writes head rows and a get_tuple reads them (False: the backend reads as format 1)
     head_rows: bool = False
+    # whether a JSON column reads back as the very text written (a checkpoint's checksum then covers
+    # the text: ``codec.seal``'s ``x3:``; False where JSONB normalizes it)
+    keeps_json_text: bool = False
     # (thread_id, checkpoint_ns, checkpoint_id, type, data, versions): the namespace's head, replaced only by
     # a newer checkpoint's (a checkpoint put again keeps the head its first put wrote, as its blobs do).
     # ``versions``: channel → version of the values it holds, as JSON, where a one-statement get reads

@@ -86,6 +86,7 @@ class SqliteDialect(Dialect):
     migrates_parent_sends = False
     echoes_config = True
     head_rows = True
+    keeps_json_text = True
     value_read = "CAST({} AS BLOB)"
     THREAD_BLOBS = f"SELECT {read_values(BLOB_COLUMNS, value_read)} FROM threadline_blobs WHERE thread_id = ?"
     THREAD_BLOBS_LIKE = f"SELECT {read_values(BLOB_COLUMNS, value_read)} FROM threadline_blobs WHERE thread_id = ? AND type LIKE ?"

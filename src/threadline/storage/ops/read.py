@@ -255,9 +255,13 @@ def _remember(
         if resolved is None:
             no_base.add(ch)  # no blob
             continue
-        if stored is None:
-            continue  # not read from a blob row: cached, or read from the head (a put finds it there)
-        entry = codec.entry_of(resolved, stored[0], len(stored[1]) if stored[1] is not None else 0) if resolved[0] == "msgpack" else None
+        if stored is not None:
+            size = (stored[0], len(stored[1]) if stored[1] is not None else 0)
+        elif entries and ch in entries and entries[ch][0] == v:
+            size = entries[ch][3:5]  # read from the head, which knows its blob row's type and size
+        else:
+            continue
+        entry = codec.entry_of(resolved, *size) if resolved[0] == "msgpack" else None
         if entry is not None and (entry.value.body_len * 2 >= bc.delta_min_bytes or entry.value.empty_list):
             bc.cache.put((tid, ns, ch, v), entry)
         else:

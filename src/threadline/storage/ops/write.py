@@ -7,7 +7,6 @@ through ``read.fetch_blob_rows`` / ``read.fetch_blobs``.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -134,7 +133,7 @@ def _put_statements(
         checksum = row[10]
         if not d.reput_sets_parent:  # the row keeps its parent: the checksum covers that one
             kept = yield Q(d.CHECKPOINT_PARENT, row[:3])
-            checksum = bc.checkpoint_checksum(row[:3], kept[0][0] if kept else None, json.loads(row[4]), json.loads(row[5]))
+            checksum = bc.checkpoint_checksum(row[:3], kept[0][0] if kept else None, row[4], row[5], text=d.keeps_json_text)
         yield Q(d.reput_checkpoint(), (*parent, *row[4:9], checksum, *row[:3]))
         stored = (yield Q(f"SELECT {d.count_stored(len(checked))}", count_params))[0][0] if checked else 0
     yield Q(d.UPSERT_THREAD, (key.thread_id, row[9], row[9], 1 if inserted else 0, size, default_ttl))
@@ -147,7 +146,7 @@ def _reseal(d: Dialect, bc: codec.BlobCodec, ck_key: tuple, given: str | None, d
     kept = yield Q(d.CHECKPOINT_PARENT, ck_key)
     parent = kept[0][0] if kept else None
     if kept and parent != given:
-        checksum = bc.checkpoint_checksum(ck_key, parent, json.loads(doc_json), json.loads(meta_json))
+        checksum = bc.checkpoint_checksum(ck_key, parent, doc_json, meta_json, text=d.keeps_json_text)
         yield Q(d.SET_CHECKSUM, (checksum, *ck_key), single=True)
 
 
@@ -228,7 +227,7 @@ def put(
     limits.check_bytes(meta_json, "max_metadata_bytes", where, ValueTooLargeError)
     limits.check_depth(meta, meta_json, where, ValueTooLargeError)
     ck_key = (key.thread_id, key.checkpoint_ns, checkpoint["id"])
-    checksum = bc.checkpoint_checksum(ck_key, key.checkpoint_id, json.loads(doc_json), json.loads(meta_json))
+    checksum = bc.checkpoint_checksum(ck_key, key.checkpoint_id, doc_json, meta_json, text=d.keeps_json_text)
     step, source, run_id = R.extracted_columns(meta)
     encoded: dict[str, tuple[str, bytes]] = {}
 
