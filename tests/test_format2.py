@@ -1,7 +1,7 @@
-"""Storage format 2, head rows: databases made by the release before it (format 1) read exactly,
-migrate online (``threadline migrate-format``) and read back identical; the head serves the latest
-checkpoint alone, never a wrong value; every operation that deletes or re-seals values takes the
-head with it.
+"""Storage format 2, head rows (SQLite): databases made by the release before it (format 1) read
+exactly, migrate online (``threadline migrate-format``) and read back identical; the head serves the
+latest checkpoint alone, never a wrong value; every operation that deletes or re-seals values takes
+the head with it. Postgres keeps format 1 in this release: its format 1 database reads exactly.
 
 ``tests/fixtures/format1.db`` and ``format1.pg.sql`` were written by that release
 (``make_format1.py``); the fixtures are copied or loaded first, never modified.
@@ -25,7 +25,7 @@ from backends import fresh_postgres_url
 from threadline import PostgresSaver, SqliteSaver, lifecycle
 from threadline.cli import app
 from threadline.codec import BlobCodec, Keyring
-from threadline.errors import CorruptRowError
+from threadline.errors import ConfigError, CorruptRowError
 from threadline.lifecycle.erase import Selection, erase
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -74,12 +74,26 @@ def _namespaces(saver: Any) -> set[tuple[str, str]]:
     return {tuple(r) for r in saver.run(_q("SELECT DISTINCT thread_id, checkpoint_ns FROM threadline_checkpoints"))}
 
 
+@pytest.fixture
+def sqlite_format1(tmp_path: Path) -> tuple[Any, str, dict]:
+    target = tmp_path / "format1.db"
+    shutil.copyfile(FIXTURES / "format1.db", target)
+    return SqliteSaver, str(target), _expected("format1.json")
+
+
 def test_a_format1_database_reads_exactly_migrates_and_reads_back_identical(format1: tuple) -> None:
     cls, url, want = format1
     with cls.from_conn_string(url) as saver:
         assert _heads(saver) == []  # written before format 2
         got = FX.expected(saver, FX.build_graph(saver))
         assert got["tuples"] == want["tuples"] and got["threads"] == want["threads"]
+        if cls is PostgresSaver:
+            with pytest.raises(ConfigError, match="not available on postgres"):
+                lifecycle.migrate_format(saver)
+            graph = FX.build_graph(saver)
+            graph.invoke({**FX.human("one more turn " * 20, 900), "mode": "plain"}, FX.cfg("chat"))
+            assert _heads(saver) == [] and len(graph.get_state(FX.cfg("chat")).values["messages"]) > 2
+            return
         report = lifecycle.migrate_format(saver)
         assert report.ok and report.written == len(_namespaces(saver)) and report.threads == len(want["threads"]) + 1  # + "long"
         again = lifecycle.migrate_format(saver)  # resumable: what is current is skipped
@@ -90,10 +104,10 @@ def test_a_format1_database_reads_exactly_migrates_and_reads_back_identical(form
     assert got["tuples"] == want["tuples"] and got["threads"] == want["threads"]
 
 
-def test_the_head_alone_serves_the_latest_checkpoint(format1: tuple) -> None:
+def test_the_head_alone_serves_the_latest_checkpoint(sqlite_format1: tuple) -> None:
     """With every blob gone, the latest checkpoint of each namespace still reads exactly (its head holds
     its values), and any older one fails loudly: the head is never used for another checkpoint."""
-    cls, url, want = format1
+    cls, url, want = sqlite_format1
     with cls.from_conn_string(url) as saver:
         lifecycle.migrate_format(saver)
         latest = {(t["config"]["thread_id"], t["config"]["checkpoint_ns"]): t for t in reversed(want["tuples"])}
@@ -109,8 +123,8 @@ def test_the_head_alone_serves_the_latest_checkpoint(format1: tuple) -> None:
             fresh.get_tuple({"configurable": named})
 
 
-def test_new_puts_write_heads_and_a_damaged_head_falls_back_to_the_blobs(format1: tuple) -> None:
-    cls, url, _ = format1
+def test_new_puts_write_heads_and_a_damaged_head_falls_back_to_the_blobs(sqlite_format1: tuple) -> None:
+    cls, url, _ = sqlite_format1
     with cls.from_conn_string(url) as saver:
         graph = FX.build_graph(saver)
         graph.invoke({**FX.human("one more turn " * 20, 900), "mode": "plain"}, FX.cfg("chat"))

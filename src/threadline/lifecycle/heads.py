@@ -1,7 +1,8 @@
 """Bringing a database to storage format 2 (``migrate_format``): a head row (``storage.heads``) for
 every namespace's latest checkpoint, so that a cold read of it is one keyed read.
 
-Format 1 threads (written before format 2, or by a backend without head rows) read as before:
+Format 1 threads (written before format 2, or by a backend without head rows: Postgres and Redis
+in this release) read as before:
 their values come from the blobs, and the first put on a thread writes its head. This pass writes
 the heads of threads that no put touches: one transaction per thread, so savers keep working
 meanwhile (online); a namespace whose head is current is skipped, so a pass stopped half-way
@@ -79,7 +80,7 @@ def write_heads_op(d: Dialect, bc: codec.BlobCodec, thread_id: str) -> Op[tuple[
         entries = H.entries_of(pairs, values, None, bc.offload_min)
         if head[0] is not None:
             yield Q(d.DELETE_HEAD, (thread_id, ns))  # one that does not open is replaced
-        yield Q(d.UPSERT_HEAD, H.row_params(bc, key, entries, d.put_statement(0) is not None))
+        yield Q(d.UPSERT_HEAD, H.row_params(bc, key, entries))
         back = yield Q(d.LATEST_WITH_HEAD, (thread_id, ns))
         if not back or back[0][2] != key[2] or H.unpack(bc, key, *back[0][10:12]) != entries:
             raise HeadVerificationError(f"checkpoint {key!r}: its head row did not read back as written; rolled back")

@@ -10,8 +10,8 @@ blob's delta chain; a read of any other checkpoint ignores it.
 The head is derived data: the blob rows stay the record. It is served only when its
 checkpoint_id is the one read and, per channel, when its version is the one the
 checkpoint names (a version names one value); a channel it lacks (too large, or a value
-this process never saw) is read from the blobs as before. Its bytes are sealed to the row
-like every value (``codec.seal``: a checksum, or AES-256-GCM under a keyring). A head that
+this process never saw) is read from the blobs as before. Its bytes are bound to the row and
+checked: an xxh3-128 checksum, or AES-256-GCM under a keyring (``pack``). A head that
 does not open (damaged, or sealed under a key the keyring no longer holds) is not used:
 the read falls back to the blobs, which are checked as always; ``threadline fsck`` reports
 it. Deleting a thread's checkpoints or re-sealing its values (prune, delete, erase, tier,
@@ -28,7 +28,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import orjson
 import ormsgpack
 import xxhash
 
@@ -99,11 +98,9 @@ def _open(bc: codec.BlobCodec, ref: Row, stored_type: str, data: bytes) -> tuple
     return TAG, raw[16:]
 
 
-def row_params(bc: codec.BlobCodec, key: tuple[str, str, str], entries: Entries, versions: bool) -> tuple:
-    """``UPSERT_HEAD``'s parameters for a head of ``entries``; ``versions``: with the JSON of the
-    versions it holds (a dialect whose one-statement get reads only the other blobs), else NULL."""
-    held = orjson.dumps({ch: e[0] for ch, e in entries.items()}).decode() if versions else None
-    return (*key, *pack(bc, key, entries), held)
+def row_params(bc: codec.BlobCodec, key: tuple[str, str, str], entries: Entries) -> tuple:
+    """``UPSERT_HEAD``'s parameters for a head of ``entries``."""
+    return (*key, *pack(bc, key, entries))
 
 
 def unpack(bc: codec.BlobCodec, key: tuple[str, str, str], stored_type: Any, data: Any) -> Entries | None:

@@ -274,7 +274,6 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
                 checkpoint_id {text} NOT NULL,
                 type {text} NOT NULL,
                 data {blob} NOT NULL,
-                versions {json},
                 PRIMARY KEY (thread_id, checkpoint_ns)
             ){clustered}""",
         ],

@@ -173,10 +173,10 @@ class Dialect(
         """``text`` (``?`` placeholders) in the driver's parameter style."""
         return text
 
-    def put_statement(self, blobs: int, fenced: bool = False, head: bool = False) -> str | None:
+    def put_statement(self, blobs: int, fenced: bool = False) -> str | None:
         """A whole ``put`` as one statement (see ``PostgresDialect.put_statement``; ``fenced``:
-        under a thread guard lease; ``head``: with the namespace's head row), or None: the backend
-        runs ``put`` as several statements in one transaction."""
+        under a thread guard lease), or None: the backend runs ``put`` as several statements in
+        one transaction."""
         return None
 
     def get_statement(self, latest: bool) -> str | None:

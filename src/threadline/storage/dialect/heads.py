@@ -8,10 +8,6 @@ from __future__ import annotations
 from threadline.storage.rows import CHECKPOINT_ROW
 
 _ROW = ", ".join(f"c.{column}" for column in CHECKPOINT_ROW.split(", "))
-UPSERT_HEAD_CONFLICT = (
-    "ON CONFLICT (thread_id, checkpoint_ns) DO UPDATE SET checkpoint_id = excluded.checkpoint_id, type = excluded.type, "
-    "data = excluded.data, versions = excluded.versions WHERE excluded.checkpoint_id > threadline_heads.checkpoint_id"
-)
 _JOIN = (
     f"SELECT {_ROW}, h.type, h.data FROM threadline_checkpoints c LEFT JOIN threadline_heads h "
     "ON h.thread_id = c.thread_id AND h.checkpoint_ns = c.checkpoint_ns AND h.checkpoint_id = c.checkpoint_id "
@@ -27,13 +23,12 @@ class HeadStatements:
     # whether a JSON column reads back as the very text written (a checkpoint's checksum then covers
     # the text: ``codec.seal``'s ``x3:``; False where JSONB normalizes it)
     keeps_json_text: bool = False
-    # (thread_id, checkpoint_ns, checkpoint_id, type, data, versions): the namespace's head, replaced only by
-    # a newer checkpoint's (a checkpoint put again keeps the head its first put wrote, as its blobs do).
-    # ``versions``: channel → version of the values it holds, as JSON, where a one-statement get reads
-    # only the other blobs (``get_statement``); NULL elsewhere.
+    # (thread_id, checkpoint_ns, checkpoint_id, type, data): the namespace's head, replaced only by a
+    # newer checkpoint's (a checkpoint put again keeps the head its first put wrote, as its blobs do)
     UPSERT_HEAD = (
-        "INSERT INTO threadline_heads (thread_id, checkpoint_ns, checkpoint_id, type, data, versions) VALUES (?, ?, ?, ?, ?, ?) "
-        f"{UPSERT_HEAD_CONFLICT}"
+        "INSERT INTO threadline_heads (thread_id, checkpoint_ns, checkpoint_id, type, data) VALUES (?, ?, ?, ?, ?) "
+        "ON CONFLICT (thread_id, checkpoint_ns) DO UPDATE SET checkpoint_id = excluded.checkpoint_id, type = excluded.type, "
+        "data = excluded.data WHERE excluded.checkpoint_id > threadline_heads.checkpoint_id"
     )
     # (thread_id, checkpoint_ns) → CHECKPOINT_ROW of the namespace's latest checkpoint, then the type and
     # data of its head row (NULL when the namespace's head describes another checkpoint, or there is none)

@@ -15,7 +15,6 @@ from threadline.codec.tags import DELTA_REF
 from threadline.errors import FilterError
 from threadline.storage.dialect.base import Dialect, check_filter, dumps_json, split_filter
 from threadline.storage.jsonfilter import PostgresJson, Term, where_terms
-from threadline.storage.dialect.heads import UPSERT_HEAD_CONFLICT
 from threadline.storage.dialect.statements import THREAD_DEFAULT_TTL, THREAD_UPDATED_AT
 from threadline.storage.rows import BLOB_COLUMNS, CHECKPOINT_ROW
 from threadline.storage.schema import LEGACY_INDEXES, LEGACY_RENAMES
@@ -31,7 +30,7 @@ def _to_pyformat(text: str) -> str:
 
 
 @lru_cache(maxsize=256)
-def _put_statement(blobs: int, fence: str | None = None, head: bool = False) -> str:
+def _put_statement(blobs: int, fence: str | None = None) -> str:
     # Data-modifying CTEs all see the snapshot from before the statement, so a checked row
     # is stored as written when this statement inserted it (``b``) or it was already there.
     # Rows already stored are probed by primary key in scalar subqueries: an EXISTS there may be
@@ -97,12 +96,6 @@ def _put_statement(blobs: int, fence: str | None = None, head: bool = False) -> 
         "checkpoint_count = threadline_threads.checkpoint_count + excluded.checkpoint_count, "
         "bytes = threadline_threads.bytes + excluded.bytes)",
     ]
-    if head:  # the namespace's head row, written with the checkpoint row (``UPSERT_HEAD``'s parameters last)
-        parts.append(
-            "h AS (INSERT INTO threadline_heads (thread_id, checkpoint_ns, checkpoint_id, type, data, versions) "
-            "SELECT CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS BYTEA), CAST(? AS JSONB) "
-            f"WHERE EXISTS (SELECT 1 FROM c) {UPSERT_HEAD_CONFLICT})"
-        )
     flag = ", (SELECT COUNT(*) FROM l)" if fence else ""
     return "WITH " + ", ".join(parts) + f" SELECT n.stored, (SELECT COUNT(*) FROM c), (SELECT COUNT(*) FROM e), (SELECT COUNT(*) FROM p){flag} FROM n"
 
@@ -122,8 +115,8 @@ _REF_JSON = 2 + _DIGEST + _HEADER.size + 1
 
 @lru_cache(maxsize=4)
 def _get_statement(latest: bool) -> str:
-    # ck: the checkpoint row; cv: the (channel, version) pairs its channel_versions name, but the
-    # skipped ones; hd: its head row when one is needed; k: those of cv the head does not hold; chain: their blob rows and every version their deltas are built on (as
+    # ck: the checkpoint row; k: the (channel, version) pairs its channel_versions name, but the
+    # skipped ones; chain: their blob rows and every version their deltas are built on (as
     # ``Statements.blob_chains``); cb: those rows; then the rows of ck and cb, the checkpoint's
     # writes, and the writes of the checkpoint each ``delta-ref`` row of cb names on its channel.
     # That checkpoint_id is read from the row's bytes unchecked, only to fetch the writes in this
@@ -133,14 +126,9 @@ def _get_statement(latest: bool) -> str:
     cid_at = f"position(CAST('\"' AS BYTEA) IN substring(cb.blob FROM {_REF_JSON + 2}))"
     return (
         f"WITH RECURSIVE ck AS (SELECT {CHECKPOINT_ROW} FROM threadline_checkpoints WHERE thread_id = ? AND checkpoint_ns = ? {which}), "
-        "cv AS (SELECT j.key AS channel, j.value AS version FROM ck CROSS JOIN LATERAL jsonb_each_text(CASE WHEN "
+        "k AS (SELECT j.key AS channel, j.value AS version FROM ck CROSS JOIN LATERAL jsonb_each_text(CASE WHEN "
         "jsonb_typeof(ck.checkpoint->'channel_versions') = 'object' THEN ck.checkpoint->'channel_versions' END) j "
         "WHERE (j.key, j.value) NOT IN (SELECT * FROM unnest(CAST(? AS TEXT[]), CAST(? AS TEXT[])))), "
-        # the head row, when a value is not cached
-        "hd AS (SELECT h.thread_id, h.checkpoint_ns, h.checkpoint_id, h.type, h.data, h.versions FROM ck JOIN threadline_heads h "
-        "ON h.thread_id = ck.thread_id AND h.checkpoint_ns = ck.checkpoint_ns AND h.checkpoint_id = ck.checkpoint_id "
-        "WHERE EXISTS (SELECT 1 FROM cv)), "
-        "k AS (SELECT cv.channel, cv.version FROM cv WHERE NOT EXISTS (SELECT 1 FROM hd WHERE hd.versions ->> cv.channel = cv.version)), "
         "chain(thread_id, checkpoint_ns, channel, version, base_version) AS ("
         "SELECT t.thread_id, t.checkpoint_ns, t.channel, t.version, t.base_version FROM ck CROSS JOIN k "
         f"{_probe('threadline_blobs', 't.thread_id = ck.thread_id AND t.checkpoint_ns = ck.checkpoint_ns AND t.channel = k.channel AND t.version = k.version')} "
@@ -160,8 +148,7 @@ def _get_statement(latest: bool) -> str:
         f"NULL, NULL, NULL, w.blob FROM ck {_probe('threadline_writes', 'w.thread_id = ck.thread_id AND w.checkpoint_ns = ck.checkpoint_ns AND w.checkpoint_id = ck.checkpoint_id', 'w')} "
         "UNION ALL SELECT 3, w.thread_id, w.checkpoint_ns, w.checkpoint_id, w.task_id, w.channel, w.task_path, w.type, w.idx, "
         f"NULL, NULL, NULL, w.blob FROM r {_probe('threadline_writes', 'w.thread_id = r.thread_id AND w.checkpoint_ns = r.checkpoint_ns AND w.checkpoint_id = r.checkpoint_id', 'w')} "
-        "WHERE w.channel = r.channel "
-        "UNION ALL SELECT 4, thread_id, checkpoint_ns, checkpoint_id, type, NULL, NULL, NULL, NULL, NULL, NULL, NULL, data FROM hd"
+        "WHERE w.channel = r.channel"
         ') u ORDER BY kind, c6 COLLATE "C", c4 COLLATE "C", n'
     )
 
@@ -201,7 +188,6 @@ def _tables_among(names: tuple[str, ...]) -> str:
 
 class PostgresDialect(Dialect):
     name = "postgres"
-    head_rows = True
     types = {"text": 'TEXT COLLATE "C"', "json": "JSONB", "blob": "BYTEA", "real": "DOUBLE PRECISION", "int": "BIGINT", "clustered": ""}
     max_params = 20000
     now_sql = "EXTRACT(EPOCH FROM statement_timestamp())::float8"
@@ -242,7 +228,7 @@ class PostgresDialect(Dialect):
     def tables_among(self, names: tuple[str, ...]) -> str:
         return _tables_among(names)
 
-    def put_statement(self, blobs: int, fenced: bool = False, head: bool = False) -> str:
+    def put_statement(self, blobs: int, fenced: bool = False) -> str:
         """A whole ``put`` in one statement (one round trip, atomic without a transaction):
         ``blobs`` guarded blob rows, the checkpoint row (an upsert: a checkpoint put again
         takes the new checkpoint, metadata, step, source and run_id, as the official upsert)
@@ -257,9 +243,8 @@ class PostgresDialect(Dialect):
         the checkpoint row was written (1 or 0), whether it existed before (1 or 0), whether
         the parent is stored (1 or 0). ``fenced``: a put under a thread guard lease, with
         ``check_fence``'s parameters last, and a fifth column: whether the lease held (1 or 0;
-        nothing is written when it did not). ``head``: with the namespace's head row (``UPSERT_HEAD``'s
-        parameters last), written when the checkpoint row is."""
-        return _put_statement(blobs, self.check_fence() if fenced else None, head)
+        nothing is written when it did not)."""
+        return _put_statement(blobs, self.check_fence() if fenced else None)
 
     def get_statement(self, latest: bool) -> str:
         """A whole ``get_tuple`` in one statement: the checkpoint row, the blob rows its
@@ -273,9 +258,8 @@ class PostgresDialect(Dialect):
         version, type, base_version, NULL × 5, blob); 2, a write (thread_id, checkpoint_ns,
         checkpoint_id, task_id, channel, task_path, type, idx, NULL × 3, blob), the writes in
         ``writes_sort_key`` order (task_path, task_id, idx); 3, a write a ``delta-ref`` row may
-        reference (as 2: every write of the checkpoint it names, on its channel); 4, the checkpoint's
-        head row (thread_id, checkpoint_ns, checkpoint_id, type, NULL × 7, data), whose values'
-        blobs are not returned (``storage.heads``). No rows: no such checkpoint."""
+        reference (as 2: every write of the checkpoint it names, on its channel). No rows: no
+        such checkpoint."""
         return _get_statement(latest)
 
     def probe(self, table: str, on: str) -> str:

@@ -284,11 +284,9 @@ def _get_one(d: Dialect, serde: SerializerProtocol, key: Key, one: str, bc: code
     rows miss is read after)."""
     params = [key.thread_id, key.checkpoint_ns, *([key.checkpoint_id] if key.checkpoint_id else []), *_cached_pairs(bc, key)]
     found = yield Q(one, params, read=True)
-    ck_rows, blobs, writes, referenced, head = [], defaultdict(dict), defaultdict(list), {}, None
+    ck_rows, blobs, writes, referenced = [], defaultdict(dict), defaultdict(list), {}
     for r in found:
-        if r[0] == 4:
-            head = (r[4], r[12])
-        elif r[0] == 0:
+        if r[0] == 0:
             ck_rows.append((r[1], r[2], r[3], r[4], r[10], r[11], r[8], r[5], r[9], r[6]))
         elif r[0] == 1:
             blobs[(r[1], r[2], r[3])][r[4]] = (r[5], r[12], r[6])
@@ -298,7 +296,7 @@ def _get_one(d: Dialect, serde: SerializerProtocol, key: Key, one: str, bc: code
             referenced[(r[1], r[2], r[3], r[4], r[8])] = (r[1], r[2], r[3], r[4], r[8], r[5], r[6], r[7], r[12])
     if not ck_rows:
         return None
-    return (yield from load_tuples(d, serde, ck_rows, bc, fetched=(blobs, writes, referenced), head=head))[0]
+    return (yield from load_tuples(d, serde, ck_rows, bc, fetched=(blobs, writes, referenced)))[0]
 
 
 def get_tuple(d: Dialect, serde: SerializerProtocol, key: Key, bc: codec.BlobCodec | None = None) -> Op[CheckpointTuple | None]:

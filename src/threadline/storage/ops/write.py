@@ -164,7 +164,7 @@ def _head(
     inherited = bc.cache.head_row(key.thread_id, key.checkpoint_ns, key.checkpoint_id) if bc.cache is not None else None
     entries = H.entries_of(pairs, written, inherited, bc.offload_min)
     ck_key = (key.thread_id, key.checkpoint_ns, checkpoint_id)
-    return H.row_params(bc, ck_key, entries, d.put_statement(0) is not None), entries
+    return H.row_params(bc, ck_key, entries), entries
 
 
 def put(
@@ -255,7 +255,7 @@ def put(
     # one statement when its parameters fit, else several in one transaction (the blobs in chunks)
     in_one = [] if wide else blob_rows
     head = _head(d, bc, key, checkpoint["id"], pairs, values, blob_rows) if d.head_rows else None
-    one = d.put_statement(len(in_one), fence is not None, head is not None)
+    one = d.put_statement(len(in_one), fence is not None)
     fenced: tuple = ()  # the fence's parameters, last in a fenced put statement's
     if fence is not None:
         what = f"checkpoint {checkpoint['id']!r}"
@@ -271,7 +271,7 @@ def put(
         is_checked = [r.value is not None and bc.cache is not None for r in in_one]
         blob_params = flat((*r.params, *r.guard, c) for r, c in zip(in_one, is_checked))
         stores = (("checkpoints", len(doc_json) + len(meta_json)), ("blobs", 0 if wide else size))
-        params = [*row, len(checked), size, required is not None, default_ttl, *blob_params, *fenced, *(head[0] if head else ())]
+        params = [*row, len(checked), size, required is not None, default_ttl, *blob_params, *fenced]
         stored, _, existed, parent_stored, *held = (yield Q(one, params, single=True, stores=stores))[0]
         if held and not held[0]:
             yield from lease.refuse(d, fence, what)  # type: ignore[arg-type]
@@ -290,8 +290,7 @@ def put(
         return (yield from put(d, serde, config, checkpoint, metadata, new_versions, bc, default_ttl=default_ttl, fence=fence))
     retried = checked and stored != len(checked)
     if head is not None and not retried:
-        if one is None:
-            yield Q(d.UPSERT_HEAD, head[0])
+        yield Q(d.UPSERT_HEAD, head[0])
         if bc.cache is not None:
             bc.cache.put_head_row(key.thread_id, key.checkpoint_ns, checkpoint["id"], head[1])
     if retried:

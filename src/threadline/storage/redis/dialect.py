@@ -105,7 +105,7 @@ class RedisDialect(
         return L.thread_keys(self.prefix, thread_id)
 
     # statements with parameters in their name (the SQL dialects' methods)
-    def put_statement(self, blobs: int, fenced: bool = False, head: bool = False) -> Cmd:
+    def put_statement(self, blobs: int, fenced: bool = False) -> Cmd:
         return Cmd(put_checkpoint, (blobs, fenced) if fenced else (blobs,), "put")
 
     def get_statement(self, latest: bool) -> Cmd:  # type: ignore[override]
