@@ -9,11 +9,9 @@ itself is never modified.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
 import sqlite3
-import sys
 from pathlib import Path
 
 import pytest
@@ -22,18 +20,8 @@ from langgraph.types import Command
 from threadline import AsyncSqliteSaver, SqliteSaver, codec
 from threadline.codec import BlobCodec
 
-FIXTURES = Path(__file__).parent / "fixtures"
+from foundation import FIXTURES, FX
 
-
-def _fixture_module():
-    spec = importlib.util.spec_from_file_location("make_foundation", FIXTURES / "make_foundation.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["make_foundation"] = module
-    spec.loader.exec_module(module)  # type: ignore[union-attr]
-    return module
-
-
-FX = _fixture_module()
 EXPECTED = json.loads((FIXTURES / "foundation.json").read_text())
 
 

@@ -9,11 +9,9 @@ the head with it. Postgres keeps format 1 in this release: its format 1 database
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
 import sqlite3
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -22,25 +20,16 @@ import pytest
 from typer.testing import CliRunner
 
 from backends import fresh_postgres_url
+from foundation import FIXTURES, FX
 from threadline import PostgresSaver, SqliteSaver, lifecycle
 from threadline.cli import app
 from threadline.codec import BlobCodec, Keyring
 from threadline.errors import ConfigError, CorruptRowError
 from threadline.lifecycle.erase import Selection, erase
 
-FIXTURES = Path(__file__).parent / "fixtures"
 KEY = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="
 
 
-def _fixture_module():
-    spec = importlib.util.spec_from_file_location("make_foundation", FIXTURES / "make_foundation.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["make_foundation"] = module
-    spec.loader.exec_module(module)  # type: ignore[union-attr]
-    return module
-
-
-FX = _fixture_module()
 
 
 def _expected(name: str) -> dict:
