@@ -29,7 +29,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import ormsgpack
-import xxhash
 
 from threadline import codec
 from threadline.codec.seal import Row, seal
@@ -78,6 +77,8 @@ def pack(bc: codec.BlobCodec, key: tuple[str, str, str], entries: Entries) -> tu
     checksum of the row and the payload (``head+x3``: a head is rewritten whole at every put, and
     BLAKE2b over its bytes would cost a put ~1 µs per KB). Not compressed: zstd would cost a put
     ~40 µs per 10 KB of state (the blobs, which are, stay the record of every value)."""
+    import xxhash  # on first use: importing the saver does not pay for it
+
     flat = [[ch, *entry] for ch, entry in entries.items()]
     payload = ormsgpack.packb(flat)
     if bc.keys is not None and (bc.keys.writer is not None or bc.keys.require):
@@ -92,6 +93,8 @@ def _open(bc: codec.BlobCodec, ref: Row, stored_type: str, data: bytes) -> tuple
         return bc.open(ref, stored_type, data)
     if bc.keys is not None and bc.keys.require:
         raise EncryptionError(f"{ref}: not encrypted, and this keyring requires encryption")
+    import xxhash
+
     raw = bytes(data)
     if len(raw) < 16 or xxhash.xxh3_128_digest(ref.ad(TAG) + raw[16:]) != raw[:16]:
         raise CorruptRowError(f"{ref}: checksum mismatch")
