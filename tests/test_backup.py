@@ -54,7 +54,13 @@ def test_backup_then_restore_every_thread_identical(db, fresh_backend, tmp_path,
         assert L.fsck(saver, deep=True).ok
         # every stored row is there too (JSON compared as data)
         for table in ("checkpoints", "blobs", "writes"):
-            assert comparable_rows(target.sql(f"SELECT * FROM threadline_{table}")) == comparable_rows(source.sql(f"SELECT * FROM threadline_{table}")), table
+            got, want = (comparable_rows(b.sql(f"SELECT * FROM threadline_{table}")) for b in (target, source))
+            if table == "checkpoints" and target.is_postgres and not source.is_postgres:
+                # an x3 checksum covers the JSON text SQLite keeps; JSONB keeps no text, so the restore
+                # checked it and gave the row the canonical checksum (the last column)
+                assert {r[-1][:3] for r in got} == {"b2:"} and {r[-1][:3] for r in want} == {"x3:"}
+                got, want = [r[:-1] for r in got], [r[:-1] for r in want]
+            assert got == want, table
         # a second restore refuses before writing anything, unless told to replace
         rows = target.snapshot()
         with pytest.raises(ConfigError, match="already exist"):

@@ -15,7 +15,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from threadline.errors import ConfigError
+from threadline import codec
+from threadline.errors import ConfigError, CorruptRowError
 from threadline.storage import ops
 from threadline.storage.dialect import Dialect, dumps_json
 from threadline.storage.ops import Op, Q
@@ -121,6 +122,8 @@ def store_thread_op(
         keep = [i for i, c in enumerate(cols) if c in columns[t]]
         shared = [cols[i] for i in keep]
         data = [tuple(r[i] for i in keep) for r in values]
+        if t == "checkpoints" and not d.keeps_json_text:
+            data = _canonical_checksums(shared, data)
         wanted[t] = (shared, data)
         if data:
             yield Q(d.insert_table_rows(t, tuple(shared)), data, many=True)
@@ -130,6 +133,33 @@ def store_thread_op(
         if not d.rolls_back:  # no transaction to undo the rows written: they go again
             yield from ops.delete_thread(d, thread_id, bc, tags=tags)
         raise
+
+
+def _canonical_checksums(cols: Sequence[str], data: list[tuple]) -> list[tuple]:
+    """Checkpoint rows whose ``x3:`` checksum covers their JSON text as a backend that keeps it wrote
+    it (``codec.seal``), for a backend that does not (Postgres's JSONB): each checked against its
+    text, then given the canonical ``b2:`` checksum, which reads back the same from any backend.
+    ``Differs`` for a row whose checksum does not match (a damaged row is never re-sealed)."""
+    at = {c: i for i, c in enumerate(cols)}
+    if not {"thread_id", "checkpoint_ns", "checkpoint_id", "parent_checkpoint_id", "checkpoint", "metadata", "checksum"} <= at.keys():
+        return data
+    out = []
+    for r in data:
+        stored = r[at["checksum"]]
+        if not (isinstance(stored, str) and stored.startswith("x3:")):
+            out.append(r)
+            continue
+        key, parent = (r[at["thread_id"]], r[at["checkpoint_ns"]], r[at["checkpoint_id"]]), r[at["parent_checkpoint_id"]]
+        doc, meta = r[at["checkpoint"]], r[at["metadata"]]
+        try:
+            codec.PLAIN.check_checkpoint(stored, key, parent, doc, meta)
+            parsed = [json.loads(v) if isinstance(v, str) else v for v in (doc, meta)]
+        except (CorruptRowError, ValueError) as exc:
+            raise Differs([f"checkpoint {key!r} does not match its checksum: {exc}"]) from None
+        fixed = list(r)
+        fixed[at["checksum"]] = codec.PLAIN.checkpoint_checksum(key, parent, *parsed)
+        out.append(tuple(fixed))
+    return out
 
 
 def _check_stored_op(d: Dialect, thread_id: str, wanted: Rows, expected: Expected | None) -> Op[None]:
