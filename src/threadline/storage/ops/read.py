@@ -305,20 +305,15 @@ def get_tuple(d: Dialect, serde: SerializerProtocol, key: Key, bc: codec.BlobCod
     one = d.get_statement(not key.checkpoint_id)
     if one is not None:
         return (yield from _get_one(d, serde, key, one, bc))
-    if d.head_rows:
-        if key.checkpoint_id:
-            found = yield Q(d.CHECKPOINT_WITH_HEAD, (key.thread_id, key.checkpoint_ns, key.checkpoint_id), read=True)
-        else:
-            found = yield Q(d.LATEST_WITH_HEAD, (key.thread_id, key.checkpoint_ns), read=True)
-        if not found:
-            return None
-        return (yield from load_tuples(d, serde, [found[0][:10]], bc, head=found[0][10:12]))[0]
     if key.checkpoint_id:
-        found = yield Q(d.CHECKPOINT, (key.thread_id, key.checkpoint_ns, key.checkpoint_id), read=True)
+        sql, params = d.CHECKPOINT_WITH_HEAD if d.head_rows else d.CHECKPOINT, (key.thread_id, key.checkpoint_ns, key.checkpoint_id)
     else:
-        found = yield Q(d.LATEST_CHECKPOINT, (key.thread_id, key.checkpoint_ns), read=True)
+        sql, params = d.LATEST_WITH_HEAD if d.head_rows else d.LATEST_CHECKPOINT, (key.thread_id, key.checkpoint_ns)
+    found = yield Q(sql, params, read=True)
     if not found:
         return None
+    if d.head_rows:  # the row, then its head's type and data (``storage.heads``)
+        return (yield from load_tuples(d, serde, [found[0][:10]], bc, head=found[0][10:12]))[0]
     return (yield from load_tuples(d, serde, found, bc))[0]
 
 
