@@ -61,6 +61,8 @@ def text_key(name: str, value: Any, limit: str = "max_key_bytes") -> str:
         KeyTooLongError: longer in UTF-8 than ``limit``, a field of ``threadline.limits``
             (``max_key_bytes``; ``max_namespace_bytes`` for a Store or Cache namespace).
     """
+    if type(value) is str and value.isascii() and "\x00" not in value and len(value) <= getattr(limits.current(), limit):
+        return value  # the common case: ASCII, whose UTF-8 length is its length
     if not isinstance(value, str):
         raise ConfigError(f"{name} must be a string, got {type(value).__name__} {value!r}")
     if "\x00" in value:

@@ -69,7 +69,10 @@ DEFAULT_MAX_BYTES = 4 << 20
 
 
 def _key_len(key: tuple) -> int:
-    return sum(len(k) for k in key if isinstance(k, str))
+    try:
+        return sum(map(len, key))  # keys are strings (a checkpoint_id may be None: below)
+    except TypeError:
+        return sum(len(k) for k in key if isinstance(k, str))
 
 
 def entry_bytes(key: tuple, entry: Entry) -> int:
@@ -88,8 +91,9 @@ def write_bytes(write: tuple[str, str, str, int, tuple[int, bytes]]) -> int:
 def versions_bytes(key: tuple, versions: Versions) -> int:
     """The bytes ``BlobCache`` counts for a checkpoint's versions map (a no-base or absent
     channel's set slot counted as a further pair: a bound)."""
-    pairs = sum(len(c) + len(v) + PAIR_OVERHEAD for c, v in versions.of.items())
-    return VERSIONS_OVERHEAD + _key_len(key) + pairs + PAIR_OVERHEAD * (len(versions.no_base) + len(versions.absent))
+    of = versions.of
+    pairs = sum(map(len, of)) + sum(map(len, of.values())) + PAIR_OVERHEAD * (len(of) + len(versions.no_base) + len(versions.absent))
+    return VERSIONS_OVERHEAD + _key_len(key) + pairs
 
 
 class BlobCache:
@@ -253,7 +257,7 @@ class BlobCache:
 
     def put_head_row(self, thread_id: str, checkpoint_ns: str, checkpoint_id: str, entries: dict) -> None:
         """Remember a namespace's head entries (``storage.heads``), replacing older ones."""
-        size = ENTRY_OVERHEAD + sum(len(e[2]) + len(ch) + PAIR_OVERHEAD for ch, e in entries.items())
+        size = ENTRY_OVERHEAD + sum(len(e[2]) for e in entries.values()) + sum(map(len, entries)) + PAIR_OVERHEAD * len(entries)
         key = (thread_id, checkpoint_ns)
         with self._lock:
             old = self._rows.pop(key, None)

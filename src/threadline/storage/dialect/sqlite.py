@@ -9,6 +9,7 @@ from typing import Any
 
 from threadline.storage.dialect.base import Dialect, check_filter, split_filter
 from threadline.storage.jsonfilter import SqliteJson, where_terms
+from threadline.storage.dialect.heads import get_with_head
 from threadline.storage.dialect.statements import read_values
 from threadline.storage.rows import BLOB_COLUMNS, WRITE_COLUMNS
 from threadline.storage.schema import LEGACY_INDEXES, LEGACY_RENAMES
@@ -109,6 +110,10 @@ class SqliteDialect(Dialect):
     after_large_delete_sql = ("PRAGMA optimize",)
     # VACUUM also turns a database made before incremental auto-vacuum into one that has it
     rebuild_sql = ("PRAGMA auto_vacuum=INCREMENTAL", "VACUUM", "PRAGMA wal_checkpoint(TRUNCATE)")
+
+    def get_statement(self, latest: bool) -> str:
+        """``get_tuple`` in one statement, the checkpoint with its head and writes (``heads.get_with_head``)."""
+        return get_with_head(latest)
 
     def extra_migrations(self) -> dict[int, list[str]]:
         return {5: _CLUSTERED}

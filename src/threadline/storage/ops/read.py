@@ -193,7 +193,9 @@ def load_tuples(
     entries = None
     if head is not None and wanted:
         row = ck_rows[0]
-        entries = H.unpack(bc_, (row[0], row[1], row[2]), *head)
+        # the head this process wrote or read for this checkpoint, else the stored one opened
+        cached = bc.cache.head_row(row[0], row[1], row[2]) if bc is not None and bc.cache is not None else None
+        entries = cached or H.unpack(bc_, (row[0], row[1], row[2]), *head)
         for k in wanted if entries else ():
             entry = entries.get(k[2])
             if entry is not None and entry[0] == k[3]:
@@ -281,13 +283,17 @@ def _cached_pairs(bc: codec.BlobCodec | None, key: Key) -> tuple[list[str], list
 
 def _get_one(d: Dialect, serde: SerializerProtocol, key: Key, one: str, bc: codec.BlobCodec | None) -> Op[CheckpointTuple | None]:
     """``get_tuple`` with ``Dialect.get_statement``: one round trip (a blob or referenced write its
-    rows miss is read after)."""
-    params = [key.thread_id, key.checkpoint_ns, *([key.checkpoint_id] if key.checkpoint_id else []), *_cached_pairs(bc, key)]
-    found = yield Q(one, params, read=True)
+    rows miss is read after). A backend that keeps heads reads the checkpoint's with it, not its blobs."""
+    params = [key.thread_id, key.checkpoint_ns, *([key.checkpoint_id] if key.checkpoint_id else [])]
+    if not d.head_rows:
+        params += _cached_pairs(bc, key)  # the blobs it reads, but those cached
+    found = yield Q(one, params, read=True, single=True)
     ck_rows, blobs, writes, referenced = [], defaultdict(dict), defaultdict(list), {}
+    head = None
     for r in found:
         if r[0] == 0:
             ck_rows.append((r[1], r[2], r[3], r[4], r[10], r[11], r[8], r[5], r[9], r[6]))
+            head = (r[7], r[12]) if d.head_rows else None
         elif r[0] == 1:
             blobs[(r[1], r[2], r[3])][r[4]] = (r[5], r[12], r[6])
         elif r[0] == 2:
@@ -296,7 +302,7 @@ def _get_one(d: Dialect, serde: SerializerProtocol, key: Key, one: str, bc: code
             referenced[(r[1], r[2], r[3], r[4], r[8])] = (r[1], r[2], r[3], r[4], r[8], r[5], r[6], r[7], r[12])
     if not ck_rows:
         return None
-    return (yield from load_tuples(d, serde, ck_rows, bc, fetched=(blobs, writes, referenced)))[0]
+    return (yield from load_tuples(d, serde, ck_rows, bc, fetched=(blobs, writes, referenced), head=head))[0]
 
 
 def get_tuple(d: Dialect, serde: SerializerProtocol, key: Key, bc: codec.BlobCodec | None = None) -> Op[CheckpointTuple | None]:
@@ -306,15 +312,11 @@ def get_tuple(d: Dialect, serde: SerializerProtocol, key: Key, bc: codec.BlobCod
     if one is not None:
         return (yield from _get_one(d, serde, key, one, bc))
     if key.checkpoint_id:
-        sql, params = d.CHECKPOINT_WITH_HEAD if d.head_rows else d.CHECKPOINT, (key.thread_id, key.checkpoint_ns, key.checkpoint_id)
+        sql, params = d.CHECKPOINT, (key.thread_id, key.checkpoint_ns, key.checkpoint_id)
     else:
-        sql, params = d.LATEST_WITH_HEAD if d.head_rows else d.LATEST_CHECKPOINT, (key.thread_id, key.checkpoint_ns)
+        sql, params = d.LATEST_CHECKPOINT, (key.thread_id, key.checkpoint_ns)
     found = yield Q(sql, params, read=True)
-    if not found:
-        return None
-    if d.head_rows:  # the row, then its head's type and data (``storage.heads``)
-        return (yield from load_tuples(d, serde, [found[0][:10]], bc, head=found[0][10:12]))[0]
-    return (yield from load_tuples(d, serde, found, bc))[0]
+    return (yield from load_tuples(d, serde, found, bc))[0] if found else None
 
 
 @dataclass(frozen=True)
