@@ -19,6 +19,7 @@ from langgraph.types import Command
 
 from threadline import AsyncSqliteSaver, SqliteSaver, codec
 from threadline.codec import BlobCodec
+from threadline.storage.dialect.sqlite import SqliteDialect
 
 from foundation import FIXTURES, FX
 
@@ -52,12 +53,17 @@ def test_reads_the_foundation_database_exactly(foundation_db: Path) -> None:
     try:  # schema 5: the rows were copied into tables stored in their primary key's order
         clustered = {name for name, sql in conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'table'") if sql.endswith("WITHOUT ROWID")}
         indexes = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'threadline_checkpoints'")}
+        run_index = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'threadline_checkpoints_run_id'").fetchone()[0]
+        plan = conn.execute("EXPLAIN QUERY PLAN " + SqliteDialect().checkpoints_of_runs(2), ("a", "b")).fetchall()
     finally:
         conn.close()
     assert clustered == {"threadline_blobs", "threadline_writes", "threadline_heads"}  # heads: schema 17, format 2
     # schema 6: the (source, step) index, which no query used, is gone
     assert {"threadline_checkpoints_run_id", "threadline_checkpoints_created_at"} <= indexes
     assert "threadline_checkpoints_source_step" not in indexes
+    # schema 18: only checkpoints given a run_id are in its index; delete_for_runs still finds them through it
+    assert run_index.endswith("WHERE run_id IS NOT NULL")
+    assert any("USING INDEX threadline_checkpoints_run_id" in step[-1] for step in plan)
 
 
 async def test_async_saver_reads_the_foundation_database_exactly(foundation_db: Path) -> None:

@@ -26,6 +26,7 @@ from threadline.cli import app
 from threadline.codec import BlobCodec, Keyring
 from threadline.errors import ConfigError, CorruptRowError
 from threadline.lifecycle.erase import Selection, erase
+from threadline.storage.schema import LATEST_VERSION
 
 KEY = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="
 
@@ -160,7 +161,7 @@ def test_migrate_format_from_the_command_line(tmp_path: Path) -> None:
     assert again.exit_code == 0 and json.loads(again.output)["written"] == 0
     conn = sqlite3.connect(db)
     try:
-        assert conn.execute("SELECT MAX(v) FROM threadline_migrations").fetchone() == (17,)
+        assert conn.execute("SELECT MAX(v) FROM threadline_migrations").fetchone() == (LATEST_VERSION,)
     finally:
         conn.close()
 

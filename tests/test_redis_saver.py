@@ -29,7 +29,7 @@ from langchain_core.messages import AIMessage
 from redis_support import RedisTarget, free_ports
 from threadline import BackendError, CorruptRowError, open_saver
 from threadline.codec import BlobCodec, Keyring
-from threadline.storage.redis.layout import THREAD_KEYS
+from threadline.storage.redis.layout import THREAD_KEYS, pack_checkpoint, unpack_checkpoint
 
 K1 = bytes(range(32)).hex()
 
@@ -223,6 +223,26 @@ def test_encrypted_values_on_redis_refuse_tampering(redis_target: RedisTarget) -
     with open_saver(url_of(redis_target), codec=BlobCodec(keys=Keyring([K1]))) as saver:
         with pytest.raises(CorruptRowError):
             saver.get_tuple(cfg("enc"))
+
+
+def test_checkpoint_rows_carry_x3_checksums_of_their_json_and_refuse_a_changed_text(redis_target: RedisTarget) -> None:
+    """Storage format 2 on Redis: a checkpoint row keeps its JSON texts as written, so its checksum
+    is ``x3:`` (xxh3-128 of those texts); a row whose text was changed behind threadline's back,
+    still valid JSON, fails the read with CorruptRowError."""
+    with open_saver(url_of(redis_target)) as saver:
+        chat().compile(checkpointer=saver).invoke({"messages": [("user", "hi")]}, cfg("x3"))
+    client = redis_target.client()
+    rows = client.hgetall(next(k for k in redis_target.keys() if k.endswith(b"{x3}:ck")))
+    unpacked = {f: unpack_checkpoint(v, "test") for f, v in rows.items()}
+    assert rows and {row[-1][:3] for row in unpacked.values()} == {"x3:"}
+    latest = max(rows)  # ns \0 checkpoint_id: uuid6 ids sort by time
+    row = unpacked[latest]
+    assert '"source":"loop"' in row[2] or '"source": "loop"' in row[2]
+    row[2] = row[2].replace("loop", "LOOP")  # metadata JSON, still valid
+    client.hset(next(k for k in redis_target.keys() if k.endswith(b"{x3}:ck")), latest, pack_checkpoint(row))
+    with open_saver(url_of(redis_target)) as saver:
+        with pytest.raises(CorruptRowError, match="checksum mismatch"):
+            saver.get_tuple(cfg("x3"))
 
 
 @contextmanager

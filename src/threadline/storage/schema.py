@@ -278,6 +278,18 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
             ){clustered}""",
         ],
     ),
+    (
+        18,
+        [
+            # Storage format 2: the run_id index holds only the checkpoints a run_id was given to (a
+            # graph run by LangGraph's server; local runs have none), so a put without one writes no
+            # index entry; ``delete_for_runs`` (``run_id IN (…)``) still finds them through it. On
+            # Redis it records that checkpoint rows may carry ``x3:`` checksums (of the JSON as
+            # stored), which a release before it would report as damaged rows.
+            "DROP INDEX IF EXISTS threadline_checkpoints_run_id",
+            "CREATE INDEX IF NOT EXISTS threadline_checkpoints_run_id ON threadline_checkpoints (run_id) WHERE run_id IS NOT NULL",
+        ],
+    ),
 ]
 
 LATEST_VERSION = max(v for v, _ in MIGRATIONS)

@@ -93,6 +93,7 @@ class RedisDialect(
     reput_sets_parent = True  # the official RedisSaver writes a checkpoint put again whole
     prune_refuses_delta_threads = False
     single_node = False  # set by the saver once its client is known not to be a cluster's
+    keeps_json_text = True  # a checkpoint row keeps its JSON texts as written (``codec.seal``'s ``x3:``)
 
     def __init__(self, prefix: str = "threadline") -> None:
         if not isinstance(prefix, str) or not prefix or any(c in prefix for c in "{}\x00"):
