@@ -254,12 +254,13 @@ class EngineSaver(Sweeping, BaseCheckpointSaver[str]):
     # --- sync ---------------------------------------------------------------
 
     def get_tuple(self, config: dict) -> CheckpointTuple | None:
-        self._adopt(_thread_of(config))
+        key = key_of(config)
+        self._adopt(key.thread_id)
         with metrics.observe("get_tuple", self.dialect.name):
-            found = self._run(ops.get_tuple(self.dialect, self.serde, key_of(config), self.blob_codec), write=False)
-        if found is None and (warm := self._cold_op(_thread_of(config))) is not None and self._run(warm, write=True):
-            found = self._run(ops.get_tuple(self.dialect, self.serde, key_of(config), self.blob_codec), write=False)
-        if found is not None and (touch := self._touch_op(_thread_of(config))) is not None:
+            found = self._run(ops.get_tuple(self.dialect, self.serde, key, self.blob_codec), write=False)
+        if found is None and (warm := self._cold_op(key.thread_id)) is not None and self._run(warm, write=True):
+            found = self._run(ops.get_tuple(self.dialect, self.serde, key, self.blob_codec), write=False)
+        if found is not None and (touch := self._touch_op(key.thread_id)) is not None:
             self._run(touch, write=True)
         if self.migrations is not None:
             found = self.migrations.read(found)
@@ -326,12 +327,13 @@ class EngineSaver(Sweeping, BaseCheckpointSaver[str]):
     # --- async --------------------------------------------------------------
 
     async def aget_tuple(self, config: dict) -> CheckpointTuple | None:
-        await self._aadopt(_thread_of(config))
+        key = key_of(config)
+        await self._aadopt(key.thread_id)
         with metrics.observe("get_tuple", self.dialect.name):
-            found = await self._arun(ops.get_tuple(self.dialect, self.serde, key_of(config), self.blob_codec), write=False)
-        if found is None and (warm := self._cold_op(_thread_of(config))) is not None and await self._arun(warm, write=True):
-            found = await self._arun(ops.get_tuple(self.dialect, self.serde, key_of(config), self.blob_codec), write=False)
-        if found is not None and (touch := self._touch_op(_thread_of(config))) is not None:
+            found = await self._arun(ops.get_tuple(self.dialect, self.serde, key, self.blob_codec), write=False)
+        if found is None and (warm := self._cold_op(key.thread_id)) is not None and await self._arun(warm, write=True):
+            found = await self._arun(ops.get_tuple(self.dialect, self.serde, key, self.blob_codec), write=False)
+        if found is not None and (touch := self._touch_op(key.thread_id)) is not None:
             await self._arun(touch, write=True)
         if self.migrations is not None:
             found = self.migrations.read(found)

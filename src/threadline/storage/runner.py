@@ -82,6 +82,8 @@ class _Plan:
     def __init__(self, d: Dialect) -> None:
         self.d = d
         self.begun = False
+        # the dialect's placeholder style, None when it is the ``?`` the statements are written in
+        self.translate = None if type(d).sql is Dialect.sql else d.sql
 
     def of(self, q: Q) -> tuple[bool | None, list[Statement]]:
         """(``needed`` for ``begin``, or None once it was called; the statements). A read
@@ -95,8 +97,8 @@ class _Plan:
         else:
             needed = needs_transaction(q, stmts)
             self.begun = True
-        sql = self.d.sql
-        return needed, [Statement(sql(s.sql), s.params, s.many) for s in stmts]
+        sql = self.translate
+        return needed, stmts if sql is None else [Statement(sql(s.sql), s.params, s.many) for s in stmts]
 
 
 def drive(
