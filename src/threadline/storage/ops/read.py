@@ -243,9 +243,12 @@ def _remember(
     """Cache what a get_tuple read: the checkpoint's versions, its list/dict values and its head's entries."""
     assert bc.cache is not None
     tid, ns = row[0], row[1]
-    pairs = R.blob_pairs(doc)
-    if entries:
+    if entries and bc.cache.head_row(tid, ns, row[2]) is not entries:
         bc.cache.put_head_row(tid, ns, row[2], entries)
+    known = bc.cache.versions((tid, ns, row[2]))
+    if known is not None and all(ch in known.no_base or bc.cache.get((tid, ns, ch, v)) is not None for ch, v in known.of.items()):
+        return  # this process wrote or read the checkpoint and still holds what a put on it builds on
+    pairs = R.blob_pairs(doc)
     # a missing or small value, or one not a list or dict, is no delta base: the next put need
     # not read it back (write._versions_of); the empty list is (``BlobCodec.candidate``)
     no_base = set()
