@@ -136,7 +136,7 @@ def test_lg_graphs_quick(capsys: pytest.CaptureFixture[str]) -> None:
     assert md in capsys.readouterr().out
     backends = ["SqliteSaver", "PostgresSaver"] if postgres else ["SqliteSaver"]
     assert md.count("### ") == len(backends) + 1 and "### Bytes by table and index" in md
-    assert ("| Postgres CPU |" in md) == postgres
+    assert ("| Postgres client CPU |" in md) == postgres
     for graph in lg_graphs.graphs(quick=True):
         assert sum(line.startswith(f"| {graph.label} | ") for line in md.splitlines()) == 1 + sum(
             5 if b == "SqliteSaver" else 7 for b in backends), graph.label
