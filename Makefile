@@ -67,13 +67,19 @@ browser:
 # Per call CPU (issue 43, target 1): the chat fleet's recorded conversation replayed call by call on
 # the official and threadline savers, open at once and interleaved, plus cold gets and time travel
 # through the graph: about 2 minutes (`PER_CALL_ARGS=--rounds 9` for a steadier median).
+# LangGraph's benchmark graphs (issue 43, target 2): react_agent with 10 and 100 tool calls,
+# wide_state(300), sequential with 100 no-op nodes and fanout_to_subgraph with 10 Sends, each on the
+# official and threadline savers (SQLite and Postgres) open at once, 5 runs each, interleaved: about
+# 5 minutes (`LG_GRAPHS_ARGS=--runs 9` for a steadier median, `--graphs NAME,...` for some).
 SCALE_ARGS ?= --threads 300
 PER_CALL_ARGS ?=
+LG_GRAPHS_ARGS ?=
 bench: $(STAMP)
 	$(BIN)/python benchmarks/startup.py --write-results $(STARTUP_ARGS)
 	$(BIN)/python benchmarks/run.py --write-results
 	$(BIN)/python benchmarks/chat_fleet.py --write-results $(CHAT_FLEET_ARGS)
 	$(BIN)/python benchmarks/per_call.py --write-results $(PER_CALL_ARGS)
+	$(BIN)/python benchmarks/lg_graphs.py --write-results $(LG_GRAPHS_ARGS)
 	$(BIN)/python benchmarks/scale.py --write-results $(SCALE_ARGS)
 	$(BIN)/python benchmarks/concurrency.py --write-results $(CONCURRENCY_ARGS)
 	$(BIN)/python benchmarks/seed002.py --write-results $(SEED002_ARGS)

@@ -1,4 +1,4 @@
-"""The run, scale, concurrency, seed 002 and per-call benchmarks run at a tiny size (no timing is asserted):
+"""The run, scale, concurrency, seed 002, per-call and LangGraph-graphs benchmarks run at a tiny size (no timing is asserted):
 their workloads read back through the real graph, and their reports render."""
 
 from __future__ import annotations
@@ -124,3 +124,22 @@ def test_per_call_tiny(capsys: pytest.CaptureFixture[str]) -> None:
         assert f"| {label}" in md, label
     assert "| bytes on disk after the 2 threads |" in md
     assert "### SqliteSaver" in md and "### PostgresSaver" not in md
+
+
+def test_lg_graphs_quick(capsys: pytest.CaptureFixture[str]) -> None:
+    """LangGraph's benchmark graphs, small (``--quick``): a row per graph and backend in the
+    summary and in each backend's table; the run itself checks what every saver reads back."""
+    import lg_graphs
+
+    postgres = postgres_unavailable() is None
+    md = lg_graphs.main(["--quick", "--postgres" if postgres else "--no-postgres"])
+    assert md in capsys.readouterr().out
+    backends = ["SqliteSaver", "PostgresSaver"] if postgres else ["SqliteSaver"]
+    assert md.count("### ") == len(backends) + 1 and "### Bytes by table and index" in md
+    assert ("| Postgres client CPU |" in md) == postgres
+    for graph in lg_graphs.graphs(quick=True):
+        assert sum(line.startswith(f"| {graph.label} | ") for line in md.splitlines()) == 1 + sum(
+            5 if b == "SqliteSaver" else 7 for b in backends), graph.label
+        for backend in backends:
+            for saver in ("official", "threadline"):
+                assert f"- {graph.label}, {saver} {backend} (" in md
