@@ -17,12 +17,15 @@ import base64
 import json
 import os
 import pickle
+import re
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
 import ormsgpack
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from backends import Backend
 from bad_input_access import CANARY, Canary, cfg, cid_of, ckpt, seeded
 from langgraph.graph import END, START, StateGraph
@@ -336,3 +339,24 @@ def test_json_refuses_a_nul_but_not_the_text_of_an_escaped_one() -> None:
     for bad in ({"\x00": 1}, {"k": "a\\\x00"}):
         with pytest.raises(ValueError, match="NUL"):
             dumps_json(bad)
+
+
+_SCALAR = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), st.text())
+_JSONISH = st.recursive(_SCALAR, lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(st.text(), inner, max_size=4)), max_leaves=20)
+
+
+@given(st.dictionaries(st.text(), _JSONISH, max_size=6))
+def test_a_checkpoint_documents_fast_text_reads_back_as_json_text_or_is_refused_alike(doc: dict) -> None:
+    """``dumps_doc`` (orjson, for a put's checkpoint document) writes a text that reads back as
+    ``dumps_json``'s does, or json's own text, and refuses exactly what ``dumps_json`` refuses
+    (NaN, infinity, NUL characters, unpaired surrogates)."""
+    from threadline.codec.jsontext import dumps_doc
+    from threadline.storage.dialect import dumps_json
+
+    try:
+        want = dumps_json(doc)
+    except ValueError as exc:
+        with pytest.raises(ValueError, match=re.escape(str(exc)[:20])):
+            dumps_doc(doc)
+        return
+    assert json.loads(dumps_doc(doc)) == json.loads(want)  # texts differ only in a small float's exponent (1e-7, 1e-07)

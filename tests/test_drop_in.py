@@ -238,8 +238,7 @@ def test_a_channel_named_at_a_version_never_stored_reads_back_without_a_value(sy
     with sync_backend.open() as fresh:
         assert fresh.get_tuple(c2).checkpoint == seen[0][0]
         assert not [f for f in lifecycle.fsck(fresh).findings if f.kind == "dangling_blob"]
-    sync_backend.sql("DELETE FROM threadline_blobs WHERE channel = 'rewrite_query'")
-    with sync_backend.open() as fresh:  # a saver that has not read the value before its blob was lost
+        sync_backend.sql("DELETE FROM threadline_blobs WHERE channel = 'rewrite_query'")
         with pytest.raises(CorruptRowError, match="rewrite_query"):
             fresh.get_tuple(c2)
         assert [f.checkpoint_id for f in lifecycle.fsck(fresh).findings if f.kind == "dangling_blob"] == [first["id"], second["id"]]

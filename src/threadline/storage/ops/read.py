@@ -193,9 +193,7 @@ def load_tuples(
     entries = None
     if head is not None and wanted:
         row = ck_rows[0]
-        # the head this process wrote or read for this checkpoint, else the stored one opened
-        cached = bc.cache.head_row(row[0], row[1], row[2]) if bc is not None and bc.cache is not None else None
-        entries = cached or H.unpack(bc_, (row[0], row[1], row[2]), *head)
+        entries = H.unpack(bc_, (row[0], row[1], row[2]), *head)
         for k in wanted if entries else ():
             entry = entries.get(k[2])
             if entry is not None and entry[0] == k[3]:
@@ -243,7 +241,7 @@ def _remember(
     """Cache what a get_tuple read: the checkpoint's versions, its list/dict values and its head's entries."""
     assert bc.cache is not None
     tid, ns = row[0], row[1]
-    if entries and bc.cache.head_row(tid, ns, row[2]) is not entries:
+    if entries:
         bc.cache.put_head_row(tid, ns, row[2], entries)
     known = bc.cache.versions((tid, ns, row[2]))
     if known is not None and all(ch in known.no_base or bc.cache.get((tid, ns, ch, v)) is not None for ch, v in known.of.items()):

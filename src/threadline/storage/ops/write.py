@@ -15,6 +15,7 @@ from langgraph.checkpoint.base import Checkpoint, CheckpointMetadata
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from threadline import codec, limits
+from threadline.codec.jsontext import dumps_doc
 from threadline.storage import heads as H
 from threadline.storage import rows as R
 from threadline.storage.dialect import Dialect, dumps_json
@@ -219,7 +220,7 @@ def put(
         doc[R.ABSENT] = list(absent)
     where = f"checkpoint {checkpoint['id']!r}: metadata"
     try:
-        doc_json, meta_json = dumps_json(doc), dumps_json(meta, sort_keys=False)
+        doc_json, meta_json = dumps_doc(doc), dumps_json(meta, sort_keys=False)
     except RecursionError:
         raise limits.too_deep(where, ValueTooLargeError) from None
     except (TypeError, ValueError) as exc:
