@@ -113,6 +113,30 @@ def test_the_head_alone_serves_the_latest_checkpoint(sqlite_format1: tuple) -> N
             fresh.get_tuple({"configurable": named})
 
 
+def test_a_sqlite_get_tuple_is_one_statement_without_a_transaction(tmp_path: Path) -> None:
+    """Format 2 on SQLite: reading the latest checkpoint, by the saver that wrote it or by a new one,
+    is one statement (the checkpoint row, its head and its pending writes), with no BEGIN or COMMIT
+    around it — and the tuple is the one the official saver's two statements would give."""
+    db = str(tmp_path / "one.db")
+    seen: list[str] = []
+    with SqliteSaver.from_conn_string(db) as saver:
+        graph = FX.build_graph(saver)
+        graph.invoke({**FX.human("hello", 1), "mode": "plain"}, FX.cfg("one"))
+        want = saver.get_tuple(FX.cfg("one"))
+        assert want.pending_writes == [] and want.checkpoint["channel_values"]
+        saver.conn.set_trace_callback(seen.append)
+        assert saver.get_tuple(FX.cfg("one")) == want
+        saver.conn.set_trace_callback(None)
+    assert len(seen) == 1 and seen[0].startswith("WITH ck AS"), seen
+    with SqliteSaver.from_conn_string(db) as fresh:
+        seen.clear()
+        fresh.conn.set_trace_callback(seen.append)
+        got = fresh.get_tuple(FX.cfg("one"))
+        fresh.conn.set_trace_callback(None)
+    assert len(seen) == 1 and seen[0].startswith("WITH ck AS"), seen
+    assert got.checkpoint == want.checkpoint and got.metadata == want.metadata and got.parent_config == want.parent_config
+
+
 def test_new_puts_write_heads_and_a_damaged_head_falls_back_to_the_blobs(sqlite_format1: tuple) -> None:
     cls, url, _ = sqlite_format1
     with cls.from_conn_string(url) as saver:
