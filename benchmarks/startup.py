@@ -1,7 +1,9 @@
 """How long the ``threadline`` command and ``from threadline import SqliteSaver`` take to start,
 each a fresh process, beside the official saver's import (issue 44's targets: ``--help`` and
 ``--version`` ≤ 0.3 s, ``threads --db demo.db`` ≤ 0.6 s, the import no slower than the
-official's; medians on a quiet machine).
+official's; medians on a quiet machine). Also, beside the official's, the import followed by a
+saver opened (``from_conn_string(":memory:")`` and ``setup()``): a saver loads its operations
+when constructed, not when imported, so this is the figure of a program that uses the saver.
 
 Usage::
 
@@ -9,8 +11,9 @@ Usage::
 
 Writes the demo database once (``threadline demo``), then runs every case once per round, in
 turn (a warm-up round first, not counted), so a drift of the machine's speed touches every case
-alike; the import's ratio to the official one is taken round by round. Wall and CPU (user + sys)
-seconds of each finished process. ``--write-results`` rewrites the ``<!-- startup:start -->``
+alike; the ratios to the official saver's (the import; the import and a saver opened) are taken
+round by round. Wall and CPU (user + sys) seconds of each finished process, and the load average
+at the start and the end (the figures hold on a quiet machine only). ``--write-results`` rewrites the ``<!-- startup:start -->``
 section of ``RESULTS.md``. Figures, never assertions.
 """
 
@@ -36,6 +39,9 @@ BIN = Path(sys.executable).parent
 EXE = str(BIN / "threadline")
 START, END = "<!-- startup:start -->", "<!-- startup:end -->"
 OFFICIAL_IMPORT = "from langgraph.checkpoint.sqlite import SqliteSaver"
+OPEN = "\nwith SqliteSaver.from_conn_string(':memory:') as saver:\n    saver.setup()"
+IMPORT, OPENED = "from threadline import SqliteSaver", "from threadline import SqliteSaver; a saver opened"
+OFFICIAL_OPENED = f"{OFFICIAL_IMPORT}; a saver opened (official)"
 
 
 def cases(db: str) -> dict[str, tuple[list[str], float | None]]:
@@ -44,8 +50,10 @@ def cases(db: str) -> dict[str, tuple[list[str], float | None]]:
         "threadline --help": ([EXE, "--help"], 0.3),
         "threadline --version": ([EXE, "--version"], 0.3),
         "threadline threads --db demo.db": ([EXE, "threads", "--db", db], 0.6),
-        "from threadline import SqliteSaver": ([sys.executable, "-c", "from threadline import SqliteSaver"], None),
+        IMPORT: ([sys.executable, "-c", "from threadline import SqliteSaver"], None),
         f"{OFFICIAL_IMPORT} (official)": ([sys.executable, "-c", OFFICIAL_IMPORT], None),
+        OPENED: ([sys.executable, "-c", "from threadline import SqliteSaver" + OPEN], None),
+        OFFICIAL_OPENED: ([sys.executable, "-c", OFFICIAL_IMPORT + OPEN], None),
     }
 
 
@@ -81,9 +89,10 @@ def measure(rounds: int) -> tuple[dict[str, list[tuple[float, float]]], dict[str
         return found, {name: target for name, (_, target) in runs.items()}
 
 
-def report(found: dict[str, list[tuple[float, float]]], targets: dict[str, float | None], rounds: int) -> str:
+def report(found: dict[str, list[tuple[float, float]]], targets: dict[str, float | None], rounds: int,
+           load: tuple[float, float]) -> str:
     lines = [
-        f"{machine()}\n",
+        f"{machine()}\n- load average (1 min) at the start / the end of the run: {load[0]:.1f} / {load[1]:.1f}\n",
         f"Each a fresh process, {rounds} rounds (every case once per round, in turn, after a warm-up round); "
         "wall and CPU (user + sys) seconds.\n",
         "| command | median wall | min – max | median CPU | target |",
@@ -94,12 +103,14 @@ def report(found: dict[str, list[tuple[float, float]]], targets: dict[str, float
         target = targets[name]
         lines.append(f"| `{name}` | {statistics.median(walls):.3f} s | {min(walls):.3f} – {max(walls):.3f} s | "
                      f"{statistics.median(cpus):.3f} s | {'≤ %.1f s' % target if target else ''} |")
-    ours, theirs = found["from threadline import SqliteSaver"], found[f"{OFFICIAL_IMPORT} (official)"]
-    pairs = [a[0] / b[0] for a, b in zip(ours, theirs)]
-    cpu_pairs = [a[1] / b[1] for a, b in zip(ours, theirs) if b[1]]
-    lines.append(f"\n`from threadline import SqliteSaver` / the official import, round by round: median "
-                 f"{statistics.median(pairs):.2f}× wall (min {min(pairs):.2f}, max {max(pairs):.2f}), "
-                 f"{statistics.median(cpu_pairs):.2f}× CPU (target: ≤ 1.00×).")
+    for ours, theirs, what, target in (
+        (IMPORT, f"{OFFICIAL_IMPORT} (official)", "`from threadline import SqliteSaver` / the official import", " (target: ≤ 1.00×)"),
+        (OPENED, OFFICIAL_OPENED, "The import and a saver opened / the official's", ""),
+    ):
+        pairs = [a[0] / b[0] for a, b in zip(found[ours], found[theirs])]
+        cpu_pairs = [a[1] / b[1] for a, b in zip(found[ours], found[theirs]) if b[1]]
+        lines.append(f"\n{what}, round by round: median {statistics.median(pairs):.2f}× wall (min {min(pairs):.2f}, "
+                     f"max {max(pairs):.2f}), {statistics.median(cpu_pairs):.2f}× CPU{target}.")
     return "\n".join(lines)
 
 
@@ -108,8 +119,9 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--write-results", action="store_true", help="rewrite the startup section of RESULTS.md")
     args = ap.parse_args()
+    load = os.getloadavg()[0]
     found, targets = measure(args.rounds)
-    md = report(found, targets, args.rounds)
+    md = report(found, targets, args.rounds, (load, os.getloadavg()[0]))
     print(md)
     if args.write_results:
         write_results(md, START, END)

@@ -163,6 +163,25 @@ def test_importing_the_sqlite_saver_loads_no_other_feature() -> None:
     assert _run(code) == []
 
 
+def test_the_saver_loads_its_operations_when_constructed_not_imported(tmp_path: Path) -> None:
+    """``from threadline import SqliteSaver`` defines the class only: the operations of setup,
+    put and get, the default serializer and the object store's settings load when the first
+    saver is constructed (so its first put or get pays no import); adoption and a thread's own
+    TTL when first used (issue 44: the import no slower than the official saver's)."""
+    construction = ("threadline.codec.serde", "threadline.objectstore", "threadline.storage.ops.read",
+                    "threadline.storage.ops.schema", "threadline.storage.ops.write")
+    later = ("threadline.storage.adopt", "threadline.storage.ops.sweep")
+    code = f"""
+import json, sqlite3, sys
+from threadline import SqliteSaver
+imported = sorted(set({construction + later!r}) & set(sys.modules))
+saver = SqliteSaver(sqlite3.connect({str(tmp_path / "t.db")!r}, check_same_thread=False))  # nothing run yet
+constructed = sorted(set({construction + later!r}) & set(sys.modules))
+print(json.dumps({{"imported": imported, "constructed": constructed}}))
+"""
+    assert _run(code) == {"imported": [], "constructed": sorted(construction)}
+
+
 def test_a_sync_sqlite_saver_loads_only_its_own_path(tmp_path: Path) -> None:
     """``from threadline import SqliteSaver``, a saver opened on a file, a put and a get load
     neither aiosqlite (the async saver's) nor Postgres's SQL, the whole-thread maintenance

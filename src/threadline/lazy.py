@@ -1,6 +1,7 @@
 """Names a package exports but loads on first use (PEP 562 ``__getattr__``), so a program
 pays only for the backend it uses: a SQLite user never imports psycopg or redis-py; and
-``LazyModule``, a module the ``threadline`` command names but loads only when a command runs."""
+``LazyModule``, a module named at module level but loaded only when first used (the
+``threadline`` command's implementation when a command runs, a saver's adoption when it adopts)."""
 
 from __future__ import annotations
 
@@ -28,7 +29,8 @@ def lazy_names(namespace: dict[str, Any], modules: Mapping[str, str]) -> Callabl
 class LazyModule:
     """A stand-in for a module, imported on first attribute access: the ``threadline`` command
     names its implementation at module level but loads it only when a command runs, so
-    ``threadline --help`` imports no LangGraph, driver or web framework."""
+    ``threadline --help`` imports no LangGraph, driver or web framework. Each access looks the
+    module up again (about a microsecond): for what is used rarely, not on a put or get."""
 
     __slots__ = ("_name",)
 

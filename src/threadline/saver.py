@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langgraph.checkpoint.base import (
     BaseCheckpointSaver,
@@ -24,20 +24,25 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from threadline import metrics
-from threadline.storage import adopt
 from threadline.codec import BlobCache, BlobCodec
 from threadline.codec.cache import DEFAULT_MAX_BYTES
-from threadline.codec.serde import default_serde
 from threadline.storage import ops
 from threadline.storage import rows as R
-from threadline.storage.dialect import Dialect
-from threadline.storage.ops import sweep as sweep_ops
 from threadline.storage.ops.lease import FENCES, Fence, fence_of
 from threadline.errors import ConfigError
-from threadline.objectstore import Offload
 from threadline.keys import key_of
+from threadline.lazy import LazyModule
 from threadline.sweeping import AsyncSweeping, Sweeping, SyncSweeping
 from threadline.ttl import TTL, thread_ttl_of
+
+# Adoption and a thread's own TTL load when a saver first adopts or a put names a TTL, not with
+# the import (issue 44).
+adopt = LazyModule("threadline.storage.adopt")
+sweep_ops = LazyModule("threadline.storage.ops.sweep")
+
+if TYPE_CHECKING:
+    from threadline.objectstore import Offload
+    from threadline.storage.dialect import Dialect
 
 
 class _Listing:
@@ -135,6 +140,14 @@ class EngineSaver(Sweeping, BaseCheckpointSaver[str]):
         cache_max_bytes: int | None = None,
         offload: Offload | str | None = None,
     ) -> None:
+        # What a saver needs beyond its class loads with the first one, not with the import
+        # (issue 44): the default serializer, the object store's settings, and the operations
+        # of setup, put and get (``storage.ops`` loads them on first use), so that the first
+        # put or get pays no import.
+        from threadline.codec.serde import default_serde
+        from threadline.objectstore import Offload
+        from threadline.storage.ops import read, schema, write  # noqa: F401
+
         super().__init__(serde=serde or default_serde())
         # Compression and delta settings plus the cache of recent values (codec.BlobCodec);
         # replace it to tune them, e.g. ``saver.blob_codec = BlobCodec(max_depth=32)``.

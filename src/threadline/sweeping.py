@@ -16,9 +16,11 @@ from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
+from threadline.lazy import LazyModule
 from threadline.storage import ops
-from threadline.storage.ops import sweep as sweep_ops
 from threadline.ttl import TTL, ttl_of
+
+sweep_ops = LazyModule("threadline.storage.ops.sweep")  # loaded once a read restarts a TTL clock
 
 # With ``refresh_on_read``, when each thread's TTL clock was last restarted by a read (so a
 # hot thread is touched at most once per ``TTL.refresh_every``): held to 1 MiB, counting a

@@ -20,14 +20,14 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import TYPE_CHECKING, Any
 
-from threadline.codec import BlobCodec, Keyring
 from threadline.errors import ConfigError
 from threadline.lazy import lazy_names
-from threadline.objectstore import Offload
-from threadline.saver import EngineSaver
 
 if TYPE_CHECKING:
     from threadline.backends.registry import BackendEntry
+    from threadline.codec import BlobCodec
+    from threadline.objectstore import Offload
+    from threadline.saver import EngineSaver
 
 # The URL registry loads when a saver is opened by URL, not with ``from threadline import SqliteSaver``.
 __getattr__ = lazy_names(globals(), dict.fromkeys(("REGISTRY", "BackendEntry", "backend_of", "entry_of"), "threadline.backends.registry"))
@@ -36,6 +36,9 @@ __getattr__ = lazy_names(globals(), dict.fromkeys(("REGISTRY", "BackendEntry", "
 def env_codec(codec: BlobCodec | None = None) -> BlobCodec:
     """``codec``, or the default one with the environment's keys (``Keyring.from_env``) and
     offload settings (``Offload.from_env``: ``THREADLINE_OFFLOAD``)."""
+    from threadline.codec import BlobCodec, Keyring  # once per open
+    from threadline.objectstore import Offload
+
     return codec if codec is not None else BlobCodec(keys=Keyring.from_env(), offload=Offload.from_env())
 
 
@@ -45,6 +48,7 @@ def _with_offload(url: str, codec: BlobCodec | None, offload: Offload | str | No
     backend that cannot offload (Redis); the environment's setting (``THREADLINE_OFFLOAD``) is
     left out there."""
     from threadline.backends.registry import backend_of, entry_of  # once per open
+    from threadline.objectstore import Offload
 
     bc = env_codec(codec)
     entry = entry_of(url)

@@ -8,18 +8,21 @@ so the logic below is shared by every backend, sync and async.
 """
 
 from threadline.storage.ops.base import PAGE_SIZE, Op, Q, T, chunks, flat
-from threadline.storage.ops.read import fetch_blob_rows, fetch_blobs, get_tuple, list_page, list_where, load_tuples, open_blob_rows, splice_refs
-from threadline.storage.ops.schema import SchemaState, schema_state, setup
-from threadline.storage.ops.write import put, put_writes
 from threadline.lazy import lazy_names
 
-# Whole-thread maintenance and the delta history load on first use: a saver's import and its
-# put/get path need neither (issue 44: the import no slower than the official saver's).
+# Every operation loads on first use (issue 44: the import no slower than the official saver's).
+# A saver loads the put and get paths and the schema's when it is constructed
+# (``EngineSaver.__init__``), so its first put or get pays no import; whole-thread maintenance
+# and the delta history load when first called.
 _MAINTAIN = (
     "DELTA_KEYS", "PRUNE_STRATEGIES", "copy_referenced_items", "copy_thread", "delete_checkpoints", "delete_for_runs",
     "delete_keys", "delete_thread", "gc_blobs", "open_ref", "prune", "reseal_blob", "restat", "set_parents", "thread_ids_of",
 )
+_READ = ("fetch_blob_rows", "fetch_blobs", "get_tuple", "list_page", "list_where", "load_tuples", "open_blob_rows", "splice_refs")
 __getattr__ = lazy_names(globals(), {
+    **dict.fromkeys(_READ, "threadline.storage.ops.read"),
+    **dict.fromkeys(("SchemaState", "schema_state", "setup"), "threadline.storage.ops.schema"),
+    **dict.fromkeys(("put", "put_writes"), "threadline.storage.ops.write"),
     **dict.fromkeys(_MAINTAIN, "threadline.storage.ops.maintain"),
     "delta_channel_history": "threadline.storage.ops.delta_history",
 })
