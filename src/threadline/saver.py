@@ -267,9 +267,9 @@ class EngineSaver(Sweeping, BaseCheckpointSaver[str]):
     # --- sync ---------------------------------------------------------------
 
     def get_tuple(self, config: dict) -> CheckpointTuple | None:
-        key = key_of(config)
-        self._adopt(key.thread_id)
-        with metrics.observe("get_tuple", self.dialect.name):
+        self._adopt(_thread_of(config))
+        with metrics.observe("get_tuple", self.dialect.name):  # a malformed config is counted as the call's error
+            key = key_of(config)
             found = self._run(ops.get_tuple(self.dialect, self.serde, key, self.blob_codec), write=False)
         if found is None and (warm := self._cold_op(key.thread_id)) is not None and self._run(warm, write=True):
             found = self._run(ops.get_tuple(self.dialect, self.serde, key, self.blob_codec), write=False)
@@ -340,9 +340,9 @@ class EngineSaver(Sweeping, BaseCheckpointSaver[str]):
     # --- async --------------------------------------------------------------
 
     async def aget_tuple(self, config: dict) -> CheckpointTuple | None:
-        key = key_of(config)
-        await self._aadopt(key.thread_id)
-        with metrics.observe("get_tuple", self.dialect.name):
+        await self._aadopt(_thread_of(config))
+        with metrics.observe("get_tuple", self.dialect.name):  # a malformed config is counted as the call's error
+            key = key_of(config)
             found = await self._arun(ops.get_tuple(self.dialect, self.serde, key, self.blob_codec), write=False)
         if found is None and (warm := self._cold_op(key.thread_id)) is not None and await self._arun(warm, write=True):
             found = await self._arun(ops.get_tuple(self.dialect, self.serde, key, self.blob_codec), write=False)

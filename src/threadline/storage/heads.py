@@ -60,14 +60,15 @@ def entries_of(
     out: Entries = {}
     left = HEAD_MAX
     limit = min(VALUE_MAX, offload_min)
+    mine, theirs = written.get, (inherited or {}).get
     for channel, version in pairs:
-        entry = written.get(channel)
-        if entry is None and inherited is not None:
-            entry = inherited.get(channel)
-        if entry is None or entry[0] != version or len(entry[2]) > limit or len(entry[2]) > left:
+        entry = mine(channel) or theirs(channel)
+        if entry is None or entry[0] != version:
             continue
-        out[channel] = entry
-        left -= len(entry[2])
+        size = len(entry[2])
+        if size <= limit and size <= left:
+            out[channel] = entry
+            left -= size
     return out
 
 
