@@ -35,8 +35,7 @@ from threadline.lazy import LazyModule
 from threadline.sweeping import AsyncSweeping, Sweeping, SyncSweeping
 from threadline.ttl import TTL, thread_ttl_of
 
-# Adoption and a thread's own TTL load when a saver first adopts or a put names a TTL, not with
-# the import (issue 44).
+# loaded when a saver first adopts or a put names a TTL, not with the import (issue 44)
 adopt = LazyModule("threadline.storage.adopt")
 sweep_ops = LazyModule("threadline.storage.ops.sweep")
 
@@ -140,10 +139,8 @@ class EngineSaver(Sweeping, BaseCheckpointSaver[str]):
         cache_max_bytes: int | None = None,
         offload: Offload | str | None = None,
     ) -> None:
-        # What a saver needs beyond its class loads with the first one, not with the import
-        # (issue 44): the default serializer, the object store's settings, and the operations
-        # of setup, put and get (``storage.ops`` loads them on first use), so that the first
-        # put or get pays no import.
+        # loaded with the first saver, not the import (issue 44): the default serializer, the object
+        # store's settings, and setup's, put's and get's operations, so a first put or get imports nothing
         from threadline.codec.serde import default_serde
         from threadline.objectstore import Offload
         from threadline.storage.ops import read, schema, write  # noqa: F401
