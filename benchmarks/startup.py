@@ -2,16 +2,18 @@
 each a fresh process, beside the official saver's import (issue 44's targets: ``--help`` and
 ``--version`` ≤ 0.3 s, ``threads --db demo.db`` ≤ 0.6 s, the import no slower than the
 official's; medians on a quiet machine). Also, beside the official's, the import followed by a
-saver opened (``from_conn_string(":memory:")`` and ``setup()``): a saver loads its operations
-when constructed, not when imported, so this is the figure of a program that uses the saver.
+saver opened (``from_conn_string(":memory:")`` and ``setup()``): a saver loads its engine
+when constructed, not when imported, so this is the figure of a program that uses the saver; and
+the import after LangGraph's (``import langgraph.checkpoint.base`` first, as an application that
+builds its graph first has it).
 
 Usage::
 
     .venv/bin/python benchmarks/startup.py [--rounds 15] [--write-results]
 
 Writes the demo database once (``threadline demo``), then runs every case once per round, in
-turn (a warm-up round first, not counted), so a drift of the machine's speed touches every case
-alike; the ratios to the official saver's (the import; the import and a saver opened) are taken
+turn, every other round in reverse order (a warm-up round first, not counted), so a drift of the
+machine's speed and a case's place in the round touch every case alike; the ratios to the official saver's (the import; the import and a saver opened) are taken
 round by round. Wall and CPU (user + sys) seconds of each finished process, and the load average
 at the start and the end (the figures hold on a quiet machine only). ``--write-results`` rewrites the ``<!-- startup:start -->``
 section of ``RESULTS.md``. Figures, never assertions.
@@ -42,6 +44,9 @@ OFFICIAL_IMPORT = "from langgraph.checkpoint.sqlite import SqliteSaver"
 OPEN = "\nwith SqliteSaver.from_conn_string(':memory:') as saver:\n    saver.setup()"
 IMPORT, OPENED = "from threadline import SqliteSaver", "from threadline import SqliteSaver; a saver opened"
 OFFICIAL_OPENED = f"{OFFICIAL_IMPORT}; a saver opened (official)"
+# as an application imports a saver: LangGraph loaded first (its graph classes), then the saver
+LANGGRAPH = "import langgraph.checkpoint.base; "
+AFTER, OFFICIAL_AFTER = f"{IMPORT}, LangGraph imported first", f"{OFFICIAL_IMPORT}, LangGraph imported first (official)"
 
 
 def cases(db: str) -> dict[str, tuple[list[str], float | None]]:
@@ -54,6 +59,8 @@ def cases(db: str) -> dict[str, tuple[list[str], float | None]]:
         f"{OFFICIAL_IMPORT} (official)": ([sys.executable, "-c", OFFICIAL_IMPORT], None),
         OPENED: ([sys.executable, "-c", "from threadline import SqliteSaver" + OPEN], None),
         OFFICIAL_OPENED: ([sys.executable, "-c", OFFICIAL_IMPORT + OPEN], None),
+        AFTER: ([sys.executable, "-c", LANGGRAPH + IMPORT], None),
+        OFFICIAL_AFTER: ([sys.executable, "-c", LANGGRAPH + OFFICIAL_IMPORT], None),
     }
 
 
@@ -82,7 +89,9 @@ def measure(rounds: int) -> tuple[dict[str, list[tuple[float, float]]], dict[str
         runs = cases(db)
         found: dict[str, list[tuple[float, float]]] = {name: [] for name in runs}
         for n in range(rounds + 1):
-            for name, (command, _) in runs.items():
+            # every other round in reverse order: a case's place in the round (what ran just before it)
+            # moves its time by a few per cent on this machine, the same way every round
+            for name, (command, _) in (list(runs.items()) if n % 2 else list(runs.items())[::-1]):
                 figure = timed(command, folder)
                 if n:  # round 0 warms the file cache
                     found[name].append(figure)
@@ -93,7 +102,8 @@ def report(found: dict[str, list[tuple[float, float]]], targets: dict[str, float
            load: tuple[float, float]) -> str:
     lines = [
         f"{machine()}\n- load average (1 min) at the start / the end of the run: {load[0]:.1f} / {load[1]:.1f}\n",
-        f"Each a fresh process, {rounds} rounds (every case once per round, in turn, after a warm-up round); "
+        f"Each a fresh process, {rounds} rounds (every case once per round, in turn, every other round in "
+        "reverse order, after a warm-up round); "
         "wall and CPU (user + sys) seconds.\n",
         "| command | median wall | min – max | median CPU | target |",
         "|---|---|---|---|---|",
@@ -106,6 +116,7 @@ def report(found: dict[str, list[tuple[float, float]]], targets: dict[str, float
     for ours, theirs, what, target in (
         (IMPORT, f"{OFFICIAL_IMPORT} (official)", "`from threadline import SqliteSaver` / the official import", " (target: ≤ 1.00×)"),
         (OPENED, OFFICIAL_OPENED, "The import and a saver opened / the official's", ""),
+        (AFTER, OFFICIAL_AFTER, "The import with LangGraph imported first / the official's", ""),
     ):
         pairs = [a[0] / b[0] for a, b in zip(found[ours], found[theirs])]
         cpu_pairs = [a[1] / b[1] for a, b in zip(found[ours], found[theirs]) if b[1]]

@@ -164,11 +164,15 @@ def test_importing_the_sqlite_saver_loads_no_other_feature() -> None:
 
 
 def test_the_saver_loads_its_operations_when_constructed_not_imported(tmp_path: Path) -> None:
-    """``from threadline import SqliteSaver`` defines the class only: the operations of setup,
-    put and get, the default serializer and the object store's settings load when the first
-    saver is constructed (so its first put or get pays no import); adoption and a thread's own
-    TTL when first used (issue 44: the import no slower than the official saver's)."""
-    construction = ("threadline.codec.serde", "threadline.objectstore", "threadline.storage.ops.read",
+    """``from threadline import SqliteSaver`` defines the class only: the engine (the dialect's
+    SQL, the codec, the rows, the statement loop, the lease a put is fenced by, TTL, metrics,
+    limits), the operations of setup, put and get, the default serializer and the object store's
+    settings load when the first saver is constructed (so its first put or get pays no import);
+    adoption and a thread's own TTL when first used (issue 44: the import no slower than the
+    official saver's)."""
+    construction = ("threadline.codec", "threadline.codec.serde", "threadline.objectstore", "threadline.storage.dialect",
+                    "threadline.storage.rows", "threadline.storage.runner", "threadline.storage.ops.lease",
+                    "threadline.ttl", "threadline.metrics", "threadline.limits", "threadline.storage.ops.read",
                     "threadline.storage.ops.schema", "threadline.storage.ops.write")
     later = ("threadline.storage.adopt", "threadline.storage.ops.sweep")
     code = f"""

@@ -5,6 +5,7 @@ pays only for the backend it uses: a SQLite user never imports psycopg or redis-
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -24,6 +25,45 @@ def lazy_names(namespace: dict[str, Any], modules: Mapping[str, str]) -> Callabl
         return value
 
     return __getattr__
+
+
+def deferred(namespace: dict[str, Any], names: Mapping[str, str]) -> Callable[[], None]:
+    """A loader of module-level names a module's classes use only once an instance exists:
+    ``names`` maps each to ``"module"`` or ``"module:attribute"``; the returned function imports
+    them into ``namespace`` (the module's ``globals()``) on its first call and does nothing after.
+    A constructor calls it, so the module's import stays light while its methods read plain
+    globals, with no look-up on every call (as ``LazyModule`` has)."""
+    loaded = False
+
+    def load() -> None:
+        nonlocal loaded
+        if loaded:
+            return
+        for name, target in names.items():
+            module, _, attr = target.partition(":")
+            value = importlib.import_module(module)
+            namespace[name] = getattr(value, attr) if attr else value
+        loaded = True
+
+    return load
+
+
+class LazyAttribute:
+    """A class attribute given as ``"module:attribute"``, imported on first access and then set
+    on the class in its place, so every later look-up is a plain one (a saver's ``dialect``:
+    the import of the class loads no SQL)."""
+
+    def __init__(self, target: str) -> None:
+        self.target = target
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.owner, self.name = owner, name
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        module, _, attr = self.target.partition(":")
+        value = getattr(importlib.import_module(module), attr)
+        setattr(self.owner, self.name, value)
+        return value
 
 
 class LazyModule:

@@ -23,25 +23,33 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from threadline import metrics
-from threadline.codec import BlobCache, BlobCodec
-from threadline.codec.cache import DEFAULT_MAX_BYTES
-from threadline.storage import ops
-from threadline.storage import rows as R
-from threadline.storage.ops.lease import FENCES, Fence, fence_of
 from threadline.errors import ConfigError
-from threadline.keys import key_of
-from threadline.lazy import LazyModule
+from threadline.lazy import LazyModule, deferred
 from threadline.sweeping import AsyncSweeping, Sweeping, SyncSweeping
-from threadline.ttl import TTL, thread_ttl_of
 
-# loaded when a saver first adopts or a put names a TTL, not with the import (issue 44)
+# The engine loads with the first saver constructed, not with the import (issue 44: the import no
+# slower than the official saver's); the methods then read these as plain globals.
+_load_engine = deferred(globals(), {
+    "ops": "threadline.storage.ops", "R": "threadline.storage.rows", "metrics": "threadline.metrics",
+    "BlobCache": "threadline.codec:BlobCache", "BlobCodec": "threadline.codec:BlobCodec",
+    "DEFAULT_MAX_BYTES": "threadline.codec.cache:DEFAULT_MAX_BYTES", "key_of": "threadline.keys:key_of",
+    "FENCES": "threadline.storage.ops.lease:FENCES", "fence_of": "threadline.storage.ops.lease:fence_of",
+    "thread_ttl_of": "threadline.ttl:thread_ttl_of",
+})
+# loaded when a saver first adopts or a put names a TTL
 adopt = LazyModule("threadline.storage.adopt")
 sweep_ops = LazyModule("threadline.storage.ops.sweep")
 
 if TYPE_CHECKING:
+    from threadline import metrics
+    from threadline.codec import BlobCache, BlobCodec
+    from threadline.codec.cache import DEFAULT_MAX_BYTES
+    from threadline.keys import key_of
     from threadline.objectstore import Offload
+    from threadline.storage import ops, rows as R
     from threadline.storage.dialect import Dialect
+    from threadline.storage.ops.lease import FENCES, Fence, fence_of
+    from threadline.ttl import TTL, thread_ttl_of
 
 
 class _Listing:
@@ -139,9 +147,8 @@ class EngineSaver(Sweeping, BaseCheckpointSaver[str]):
         cache_max_bytes: int | None = None,
         offload: Offload | str | None = None,
     ) -> None:
-        # loaded with the first saver, not the import (issue 44): the default serializer, the object
-        # store's settings, and setup's, put's and get's operations, so a first put or get imports nothing
-        from threadline.codec.serde import default_serde
+        _load_engine()  # and the serializer, the object store's settings, setup's, put's and get's operations:
+        from threadline.codec.serde import default_serde  # a first put or get imports nothing
         from threadline.objectstore import Offload
         from threadline.storage.ops import read, schema, write  # noqa: F401
 
@@ -277,12 +284,7 @@ class EngineSaver(Sweeping, BaseCheckpointSaver[str]):
         return self._as_official(config, found)
 
     def list(
-        self,
-        config: dict | None,
-        *,
-        filter: dict[str, Any] | None = None,
-        before: dict | None = None,
-        limit: int | None = None,
+        self, config: dict | None, *, filter: dict[str, Any] | None = None, before: dict | None = None, limit: int | None = None,
     ) -> Iterator[CheckpointTuple]:
         listing = _Listing(self, config, filter, before, limit)
         if config is None:
@@ -350,12 +352,7 @@ class EngineSaver(Sweeping, BaseCheckpointSaver[str]):
         return self._as_official(config, found)
 
     async def alist(
-        self,
-        config: dict | None,
-        *,
-        filter: dict[str, Any] | None = None,
-        before: dict | None = None,
-        limit: int | None = None,
+        self, config: dict | None, *, filter: dict[str, Any] | None = None, before: dict | None = None, limit: int | None = None,
     ) -> AsyncIterator[CheckpointTuple]:
         listing = _Listing(self, config, filter, before, limit)
         if config is None:

@@ -14,11 +14,13 @@ import concurrent.futures
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from threadline.lazy import LazyModule
-from threadline.storage import ops
-from threadline.ttl import TTL, ttl_of
+
+if TYPE_CHECKING:
+    from threadline.storage import ops
+    from threadline.ttl import TTL
 
 sweep_ops = LazyModule("threadline.storage.ops.sweep")  # loaded once a read restarts a TTL clock
 
@@ -36,6 +38,8 @@ class Sweeping:
     blob_codec: Any
 
     def _init_sweeping(self, ttl: Mapping[str, Any] | TTL | None, retention: Any) -> None:
+        from threadline.ttl import ttl_of  # with the first saver, not the import (issue 44)
+
         self.ttl = ttl_of(ttl)
         self.retention = None
         if retention is not None:

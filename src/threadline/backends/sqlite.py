@@ -23,16 +23,19 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from langgraph.checkpoint.serde.base import SerializerProtocol
-
-from threadline.storage import ops
-from threadline.storage.dialect import SQLITE
-from threadline.storage.runner import drive
 from threadline.errors import BackendError, CorruptRowError, NotADatabaseError, ThreadlineError
+from threadline.lazy import LazyAttribute, deferred
 from threadline.saver import AsyncShell, SyncShell
 
 if TYPE_CHECKING:
     import aiosqlite
+    from langgraph.checkpoint.serde.base import SerializerProtocol
+
+    from threadline.storage import ops
+    from threadline.storage.runner import drive
+
+# the statement loop loads with the first driver (a saver's, a store's or a cache's), not the import (issue 44)
+_load_runner = deferred(globals(), {"drive": "threadline.storage.runner:drive"})
 
 T = TypeVar("T")
 BUSY_TIMEOUT_MS = 30_000
@@ -172,6 +175,7 @@ class SqliteDriver:
     ``run(op, write=)`` runs a sans-IO operation in one transaction (``_transact``)."""
 
     def __init__(self, conn: sqlite3.Connection, dialect: Any) -> None:
+        _load_runner()
         self.conn = conn
         self.dialect = dialect
         self.lock = threading.RLock()
@@ -191,6 +195,7 @@ class AsyncSqliteDriver:
     statement by statement an agent's turn made about thirty of them."""
 
     def __init__(self, conn: aiosqlite.Connection, dialect: Any) -> None:
+        _load_runner()
         self.conn = conn
         self.dialect = dialect
         self.lock = asyncio.Lock()
@@ -210,7 +215,7 @@ class _SqliteSaverParts:
     value cache (``EngineSaver``)."""
 
     _driver_class: type[SqliteDriver] | type[AsyncSqliteDriver]
-    dialect = SQLITE
+    dialect = LazyAttribute("threadline.storage.dialect:SQLITE")  # loaded with the first saver (issue 44)
     # the connection came from ``connect``/``aconnect`` (``from_conn_string``): its file is set up
     # already (WAL, auto-vacuum); a connection the caller opened gets them in ``setup``
     _file_ready = False
@@ -321,6 +326,8 @@ def open_read_only(url: str, serde: Any = None) -> Iterator[tuple[SqliteSaver, o
     """A ``SqliteSaver`` on an existing file opened ``mode=ro`` (``immutable=1`` on read-only
     media, where a WAL database's ``-shm`` cannot be created), never set up, and what the
     file holds. NotADatabaseError for a missing file, a directory or a non-SQLite file."""
+    from threadline.storage import ops
+
     path = _existing_file(url)
     # On read-only media no -shm can be created next to a WAL database: read it as immutable.
     read_only_media = not os.access(os.path.dirname(os.path.abspath(path)), os.W_OK)

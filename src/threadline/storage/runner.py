@@ -20,10 +20,12 @@ from __future__ import annotations
 import re
 from collections.abc import Awaitable, Callable, Sequence
 from functools import lru_cache
-from typing import Any, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
-from threadline.storage.dialect import Dialect
 from threadline.storage.ops import Op, Q, chunks, flat
+
+if TYPE_CHECKING:
+    from threadline.storage.dialect import Dialect
 
 T = TypeVar("T")
 
@@ -76,6 +78,10 @@ def needs_transaction(q: Q, stmts: list[Statement]) -> bool:
     return not (q.single and len(stmts) == 1 and not stmts[0].many)
 
 
+# dialect class → whether its ``sql`` leaves the ``?`` placeholders as written
+_QMARK: dict[type, bool] = {}
+
+
 class _Plan:
     """The statements of each ``Q`` in the dialect's SQL, and the one ``begin`` call."""
 
@@ -83,7 +89,10 @@ class _Plan:
         self.d = d
         self.begun = False
         # the dialect's placeholder style, None when it is the ``?`` the statements are written in
-        self.translate = None if type(d).sql is Dialect.sql else d.sql
+        qmark = _QMARK.get(type(d))
+        if qmark is None:
+            qmark = _QMARK[type(d)] = d.sql("?") == "?"
+        self.translate = None if qmark else d.sql
 
     def of(self, q: Q) -> tuple[bool | None, list[Statement]]:
         """(``needed`` for ``begin``, or None once it was called; the statements). A read
