@@ -40,8 +40,7 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from threadline.extras import require
@@ -130,29 +129,36 @@ def error_counts() -> dict[str, int]:
         return dict(_errors)
 
 
-@contextmanager
-def observe(operation: str, backend: str) -> Iterator[None]:
+class observe:  # noqa: N801 (used as a function: ``with observe(...)``)
     """Time one saver call; count its error by kind when it raises (``error_counts``, and the
-    ``threadline.errors`` instrument when OpenTelemetry records)."""
-    m = _get()
-    if m is None:
-        try:
-            yield
-        except Exception as exc:  # the error path only: a call that returns pays nothing here
-            _tally(operation, exc)
-            raise
-        return
-    attrs = {"threadline.operation": operation, "db.system": _SYSTEMS.get(backend, backend)}
-    start = time.perf_counter()
-    try:
-        yield
-    except BaseException as exc:
-        _tally(operation, exc)
-        kind = {**attrs, "error.type": type(exc).__name__}
-        m["threadline.errors"].add(1, kind)
-        m["threadline.operation.duration"].record(time.perf_counter() - start, kind)
-        raise
-    m["threadline.operation.duration"].record(time.perf_counter() - start, attrs)
+    ``threadline.errors`` instrument when OpenTelemetry records). A class, not a generator
+    context manager: entered on every saver call, at a quarter of the cost."""
+
+    __slots__ = ("operation", "backend", "m", "attrs", "start")
+
+    def __init__(self, operation: str, backend: str) -> None:
+        self.operation = operation
+        self.backend = backend
+
+    def __enter__(self) -> None:
+        m = self.m = _get()
+        if m is not None:
+            self.attrs = {"threadline.operation": self.operation, "db.system": _SYSTEMS.get(self.backend, self.backend)}
+            self.start = time.perf_counter()
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
+        m = self.m
+        if m is None:
+            if isinstance(exc, Exception):  # the error path only: a call that returns pays nothing here
+                _tally(self.operation, exc)
+            return
+        if exc is not None:
+            _tally(self.operation, exc)
+            attrs = {**self.attrs, "error.type": type(exc).__name__}
+            m["threadline.errors"].add(1, attrs)
+            m["threadline.operation.duration"].record(time.perf_counter() - self.start, attrs)
+            return
+        m["threadline.operation.duration"].record(time.perf_counter() - self.start, self.attrs)
 
 
 def counted(op: Any, backend: str) -> Any:

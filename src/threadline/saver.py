@@ -171,9 +171,9 @@ class EngineSaver(Sweeping, BaseCheckpointSaver[str]):
         self.schema_state = state  # what the database holds (the read models ask: official tables?)
         self.is_setup = True
 
-    def _as_official(self, config: dict, found: CheckpointTuple | None) -> CheckpointTuple | None:
-        """The official SqliteSaver returns the caller's own config for a named checkpoint."""
-        if found is not None and self.dialect.echoes_config and key_of(config).checkpoint_id:
+    def _as_official(self, key: Any, config: dict, found: CheckpointTuple | None) -> CheckpointTuple | None:
+        """The official SqliteSaver returns the caller's own config (``key``) for a named checkpoint."""
+        if found is not None and key.checkpoint_id and self.dialect.echoes_config:
             return found._replace(config=config)
         return found
 
@@ -271,7 +271,8 @@ class EngineSaver(Sweeping, BaseCheckpointSaver[str]):
     # --- sync ---------------------------------------------------------------
 
     def get_tuple(self, config: dict) -> CheckpointTuple | None:
-        self._adopt(_thread_of(config))
+        if self._adopting:  # the thread is named only to adopt it: one key_of less otherwise
+            self._adopt(_thread_of(config))
         with metrics.observe("get_tuple", self.dialect.name):  # a malformed config is counted as the call's error
             key = key_of(config)
             found = self._run(ops.get_tuple(self.dialect, self.serde, key, self.blob_codec), write=False)
@@ -281,7 +282,7 @@ class EngineSaver(Sweeping, BaseCheckpointSaver[str]):
             self._run(touch, write=True)
         if self.migrations is not None:
             found = self.migrations.read(found)
-        return self._as_official(config, found)
+        return self._as_official(key, config, found)
 
     def list(
         self, config: dict | None, *, filter: dict[str, Any] | None = None, before: dict | None = None, limit: int | None = None,
@@ -339,7 +340,8 @@ class EngineSaver(Sweeping, BaseCheckpointSaver[str]):
     # --- async --------------------------------------------------------------
 
     async def aget_tuple(self, config: dict) -> CheckpointTuple | None:
-        await self._aadopt(_thread_of(config))
+        if self._adopting:
+            await self._aadopt(_thread_of(config))
         with metrics.observe("get_tuple", self.dialect.name):  # a malformed config is counted as the call's error
             key = key_of(config)
             found = await self._arun(ops.get_tuple(self.dialect, self.serde, key, self.blob_codec), write=False)
@@ -349,7 +351,7 @@ class EngineSaver(Sweeping, BaseCheckpointSaver[str]):
             await self._arun(touch, write=True)
         if self.migrations is not None:
             found = self.migrations.read(found)
-        return self._as_official(config, found)
+        return self._as_official(key, config, found)
 
     async def alist(
         self, config: dict | None, *, filter: dict[str, Any] | None = None, before: dict | None = None, limit: int | None = None,

@@ -5,13 +5,11 @@ generator of them), the page size, and chunking of parameter lists (``chunks``, 
 from __future__ import annotations
 
 from collections.abc import Generator, Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 T = TypeVar("T")
 
 
-@dataclass(frozen=True, slots=True)
 class Q:
     """One statement: SQL text with ``?`` placeholders and its parameters.
 
@@ -28,12 +26,22 @@ class Q:
     (``metrics.counted``): what ``put`` and ``put_writes`` write.
     """
 
-    sql: str
-    params: Sequence[Any] = ()
-    many: bool = False
-    single: bool = False
-    read: bool = False
-    stores: tuple[tuple[str, int], ...] = ()
+    # a plain class: built for every statement of every call, at half a dataclass's cost (issue 43)
+    __slots__ = ("sql", "params", "many", "single", "read", "stores")
+
+    def __init__(
+        self, sql: str, params: Sequence[Any] = (), many: bool = False, single: bool = False, read: bool = False,
+        stores: tuple[tuple[str, int], ...] = (),
+    ) -> None:
+        self.sql = sql
+        self.params = params
+        self.many = many
+        self.single = single
+        self.read = read
+        self.stores = stores
+
+    def __repr__(self) -> str:
+        return f"Q({self.sql!r}, {self.params!r}, many={self.many}, single={self.single}, read={self.read})"
 
 
 Op = Generator[Q, list, T]
