@@ -34,7 +34,8 @@ def _row(reply: list) -> list[tuple[str, float, float, float, int]]:
     if value is None or int(left) == -2:  # no lease (or it expired in between)
         return []
     holder, acquired, token = (text(value).rsplit(L.SEP, 2) + ["0"])[:3]  # (a release before fencing: no token)
-    remaining = int(left) / 1000 if int(left) >= 0 else float("inf")  # -1: set without expiry (not by threadline)
+    # PTTL rounds down: 0 is a lease still held for under a millisecond, which a take still refuses
+    remaining = max(int(left), 1) / 1000 if int(left) >= 0 else float("inf")  # -1: set without expiry (not by threadline)
     return [(holder, int(acquired) / 1000, int(now) / 1000 + remaining, remaining, int(token))]
 
 
