@@ -147,8 +147,9 @@ class EngineSaver(Sweeping, BaseCheckpointSaver[str]):
         cache_max_bytes: int | None = None,
         offload: Offload | str | None = None,
     ) -> None:
-        _load_engine()  # and the serializer, the object store's settings, setup's, put's and get's operations:
-        from threadline.codec.serde import default_serde  # a first put or get imports nothing
+        # loaded with the first saver, not the import (issue 44): a first put or get imports nothing
+        _load_engine()
+        from threadline.codec.serde import default_serde
         from threadline.objectstore import Offload
         from threadline.storage.ops import read, schema, write  # noqa: F401
 
@@ -172,7 +173,7 @@ class EngineSaver(Sweeping, BaseCheckpointSaver[str]):
         self.is_setup = True
 
     def _as_official(self, key: Any, config: dict, found: CheckpointTuple | None) -> CheckpointTuple | None:
-        """The official SqliteSaver returns the caller's own config (``key``) for a named checkpoint."""
+        """The official SqliteSaver returns the caller's own config when it names a checkpoint (``key``, its key)."""
         if found is not None and key.checkpoint_id and self.dialect.echoes_config:
             return found._replace(config=config)
         return found
