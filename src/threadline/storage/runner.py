@@ -121,6 +121,7 @@ def drive(
         if needed is not None:
             begin(needed)
         rows: list = []
+        changed = 0
         for s in stmts:
             if s.many:
                 cur.executemany(s.sql, s.params)
@@ -130,7 +131,8 @@ def drive(
                     flush()
                 # a read returns rows: no ``description`` (psycopg builds a Column per column at each ask)
                 rows += cur.fetchall() if q.read or cur.description else []
-        return rows
+            changed += cur.rowcount if q.count else 0
+        return [(changed,)] if q.count else rows
 
     try:
         q = next(op)
@@ -155,6 +157,7 @@ async def adrive(
         if needed is not None:
             await begin(needed)
         rows: list = []
+        changed = 0
         for s in stmts:
             if s.many:
                 await cur.executemany(s.sql, s.params)
@@ -163,7 +166,8 @@ async def adrive(
                 if flush is not None:
                     await flush()
                 rows += list(await cur.fetchall()) if q.read or cur.description else []
-        return rows
+            changed += cur.rowcount if q.count else 0
+        return [(changed,)] if q.count else rows
 
     try:
         q = next(op)

@@ -24,14 +24,16 @@ class Q:
     statement run on their own, and the transaction starts with that statement.
     ``stores``: (table, bytes of values) pairs the statement stores, for metrics
     (``metrics.counted``): what ``put`` and ``put_writes`` write.
+    ``count=True``: the runner returns ``[(n,)]``, n the rows the statement changed (the DB-API
+    ``rowcount``, summed when it runs as several statements), instead of its rows.
     """
 
     # a plain class: built for every statement of every call, at half a dataclass's cost (issue 43)
-    __slots__ = ("sql", "params", "many", "single", "read", "stores")
+    __slots__ = ("sql", "params", "many", "single", "read", "stores", "count")
 
     def __init__(
         self, sql: str, params: Sequence[Any] = (), many: bool = False, single: bool = False, read: bool = False,
-        stores: tuple[tuple[str, int], ...] = (),
+        stores: tuple[tuple[str, int], ...] = (), count: bool = False,
     ) -> None:
         self.sql = sql
         self.params = params
@@ -39,6 +41,7 @@ class Q:
         self.single = single
         self.read = read
         self.stores = stores
+        self.count = count
 
     def __repr__(self) -> str:
         return f"Q({self.sql!r}, {self.params!r}, many={self.many}, single={self.single}, read={self.read})"

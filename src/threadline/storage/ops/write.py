@@ -117,18 +117,21 @@ def _put_statements(
     the blobs, the checkpoint row (inserted, or updated when put again) and the thread index.
     Returns how many ``checked`` rows are stored as written, or None when a new checkpoint row
     was not written because its ``required_parent`` is no longer stored."""
+    added = 0
     if any(r.delta for r in blob_rows):
-        yield Q(d.insert_blob_guarded(), [r.params + r.guard for r in blob_rows], many=True, stores=(("blobs", size),))
+        added = (yield Q(d.insert_blob_guarded(), [r.params + r.guard for r in blob_rows], many=True, stores=(("blobs", size),), count=True))[0][0]
     elif blob_rows:
-        yield Q(d.INSERT_BLOB, [r.params for r in blob_rows], many=True, stores=(("blobs", size),))
-    checked_params = [p for r in checked for p in (r.params[2], r.params[3], r.params[4], len(r.params[5] or b""))]
-    count_params = [*checked_params, key.thread_id, key.checkpoint_ns] if checked else []
+        added = (yield Q(d.INSERT_BLOB, [r.params for r in blob_rows], many=True, stores=(("blobs", size),), count=True))[0][0]
+    # every row inserted: the checked ones are stored as written; else the checkpoint's statement counts them
+    recount = checked if added != len(blob_rows) else []
+    checked_params = [p for r in recount for p in (r.params[2], r.params[3], r.params[4], len(r.params[5] or b""))]
+    count_params = [*checked_params, key.thread_id, key.checkpoint_ns] if recount else []
     parent_key = (required_parent, key.thread_id, key.checkpoint_ns, required_parent)
-    inserted = yield Q(d.insert_checkpoint(len(checked)), [*row, *parent_key, *count_params], stores=(("checkpoints", len(row[4]) + len(row[5])),))
+    inserted = yield Q(d.insert_checkpoint(len(recount)), [*row, *parent_key, *count_params], stores=(("checkpoints", len(row[4]) + len(row[5])),))
     if not inserted and required_parent is not None and not (yield Q(d.CHECKPOINT_PARENT, row[:3])):
         return None  # not stored, and neither is the parent it was built on
     if inserted:
-        stored = inserted[0][1]
+        stored = inserted[0][1] if recount else len(checked)
     else:
         parent = (key.checkpoint_id,) if d.reput_sets_parent else ()
         checksum = row[10]
