@@ -188,6 +188,21 @@ async def test_drivers_run_every_statement_and_send_back_the_rows(backend: Backe
     assert backend.sql("SELECT COUNT(*) FROM t") == [(5,)]  # committed: the statements ran in autocommit
 
 
+def counted_op():
+    """Rows changed, as ``Q(count=True)`` reports them: a multi-row insert split into several
+    statements (some rows already there), then an executemany update."""
+    yield Q("CREATE TABLE t (a INTEGER PRIMARY KEY, b TEXT, c INTEGER)")
+    yield Q(INSERT, rows(3), many=True)
+    added = yield Q(INSERT, rows(7), many=True, count=True)  # rows 3–6 are new: 4 statements of 2 rows at most
+    updated = yield Q("UPDATE t SET b = ? WHERE a = ?", [("x", 0), ("y", 1), ("z", 99)], many=True, count=True)
+    return added, updated
+
+
+async def test_drivers_count_the_rows_a_statement_changed(backend: Backend) -> None:
+    assert await run(backend, counted_op(), Calls()) == ([(4,)], [(2,)])
+    assert backend.sql("SELECT COUNT(*) FROM t") == [(7,)]
+
+
 async def test_drivers_spare_the_transaction_of_a_single_statement(backend: Backend) -> None:
     def one():
         got = yield Q("SELECT 1 + 1", single=True)

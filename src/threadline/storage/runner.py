@@ -11,8 +11,9 @@ transaction (``needs_transaction``); the shell commits or rolls back afterwards.
 dialect whose reads need no transaction (``Dialect.reads_outside_transaction``),
 ``begin(False)`` comes first for leading reads (``Q.read``) and ``begin`` again with
 the operation's first other statement, so ``begin`` opens at most one transaction.
-``flush``, when given, is called after each statement whose rows are read (psycopg's
-``Pipeline.sync``: in pipeline mode the next statement may depend on these rows).
+``flush``, when given, is called after each statement whose rows are read or counted
+(``Q.count``; psycopg's ``Pipeline.sync``: in pipeline mode the next statement may depend on
+these rows, and a rowcount is known only once its results came back).
 """
 
 from __future__ import annotations
@@ -125,6 +126,8 @@ def drive(
         for s in stmts:
             if s.many:
                 cur.executemany(s.sql, s.params)
+                if q.count and flush is not None:
+                    flush()  # in a pipeline, the rowcount is known once its results came back
             else:
                 cur.execute(s.sql, s.params)
                 if flush is not None:
@@ -161,6 +164,8 @@ async def adrive(
         for s in stmts:
             if s.many:
                 await cur.executemany(s.sql, s.params)
+                if q.count and flush is not None:
+                    await flush()
             else:
                 await cur.execute(s.sql, s.params)
                 if flush is not None:
