@@ -43,6 +43,8 @@ def _mutate(messages: list) -> None:
     messages[0].tool_calls[0]["args"]["opts"][1]["deep"] = False
     messages[0].additional_kwargs["k"].append("x")
     messages[1].__pydantic_fields_set__.add("name")
+    messages[1].response_metadata["added"] = True  # an empty dict in the kept value: a new one in each copy
+    messages[1].__pydantic_extra__["added"] = True
     messages.append(HumanMessage(content="appended by user code"))
 
 

@@ -52,9 +52,13 @@ def fresh(value: Any) -> Any:
     cls = type(value)
     if cls in _SCALARS:
         return value
+    # an empty list or dict (a message's ``additional_kwargs``, ``tool_calls``: most of its
+    # containers) costs no comprehension: a warm get copies every message of a thread
     if cls is list:
-        return [v if type(v) in _SCALARS else fresh(v) for v in value]
+        return [v if type(v) in _SCALARS else fresh(v) for v in value] if value else []
     if cls is dict:
+        if not value:
+            return {}
         if not _SCALARS.issuperset(map(type, value)):
             raise NotCopyable(f"a dict key of type {type(next(k for k in value if type(k) not in _SCALARS)).__name__}")
         return {k: v if type(v) in _SCALARS else fresh(v) for k, v in value.items()}
@@ -64,9 +68,16 @@ def fresh(value: Any) -> Any:
         if not _SCALARS.issuperset(map(type, value)):
             raise NotCopyable("a set of non-scalar items")
         return cls(value)
-    if _model(cls):
+    model = _MODELS.get(cls)
+    if model is None:
+        model = _model(cls)
+    if model:
         copy = _new(cls)
-        _set(copy, "__dict__", {k: v if type(v) in _SCALARS else fresh(v) for k, v in value.__dict__.items()})
+        state = dict(value.__dict__)  # copied whole in C; only its containers are copied again
+        for k, v in state.items():
+            if type(v) not in _SCALARS:
+                state[k] = fresh(v)
+        _set(copy, "__dict__", state)
         extra, private = value.__pydantic_extra__, value.__pydantic_private__
         _set(copy, "__pydantic_extra__", None if extra is None else fresh(extra))
         _set(copy, "__pydantic_fields_set__", set(value.__pydantic_fields_set__))

@@ -49,3 +49,22 @@ def dumps_doc(doc: dict[str, Any]) -> str:
     if "null" in text or ("\\u0000" in text and _NUL.search(text)):
         return dumps_json(doc)  # a NaN or infinity, or a NUL character: json's refusal, or its text
     return text
+
+
+_LONG = re.compile(r"\d{19}")  # a run of 19 digits: maybe an integer beyond 64 bits
+_LONG_BYTES = re.compile(rb"\d{19}")
+
+
+def loads_json(text: str | bytes) -> Any:
+    """Stored JSON text decoded exactly as ``json.loads`` decodes it, by orjson (about four times
+    faster: a get reads its checkpoint's document and metadata, a history every checkpoint's).
+    json decodes what orjson would decode otherwise or refuse: text with a run of 19 digits (orjson
+    turns an integer beyond 64 bits into a float, a plausible wrong value), NaN, infinities, unpaired
+    surrogates, nesting deeper than orjson's limit. Raises as ``json.loads``."""
+    if not (_LONG.search(text) if isinstance(text, str) else _LONG_BYTES.search(text)):
+        try:
+            return orjson.loads(text)
+        except orjson.JSONDecodeError:
+            pass
+    return json.loads(text)
+
