@@ -51,15 +51,17 @@ def dumps_doc(doc: dict[str, Any]) -> str:
     return text
 
 
-_LONG = re.compile(r"\d{19}")  # a run of 19 digits: maybe an integer beyond 64 bits
-_LONG_BYTES = re.compile(rb"\d{19}")
+# a number of 19 digits or more (maybe an integer beyond 64 bits): one follows the start, a colon, a
+# comma or a bracket (a string's digits, as in LangGraph's zero-padded versions, do not)
+_LONG = re.compile(r"(?:^|[:,\[])\s*-?\d{19}")
+_LONG_BYTES = re.compile(rb"(?:^|[:,\[])\s*-?\d{19}")
 
 
 def loads_json(text: str | bytes) -> Any:
     """Stored JSON text decoded exactly as ``json.loads`` decodes it, by orjson (about four times
     faster: a get reads its checkpoint's document and metadata, a history every checkpoint's).
-    json decodes what orjson would decode otherwise or refuse: text with a run of 19 digits (orjson
-    turns an integer beyond 64 bits into a float, a plausible wrong value), NaN, infinities, unpaired
+    json decodes what orjson would decode otherwise or refuse: text with a number of 19 digits or
+    more (orjson turns an integer beyond 64 bits into a float, a plausible wrong value), NaN, infinities, unpaired
     surrogates, nesting deeper than orjson's limit. Raises as ``json.loads``."""
     if not (_LONG.search(text) if isinstance(text, str) else _LONG_BYTES.search(text)):
         try:
