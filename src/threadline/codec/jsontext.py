@@ -49,24 +49,3 @@ def dumps_doc(doc: dict[str, Any]) -> str:
     if "null" in text or ("\\u0000" in text and _NUL.search(text)):
         return dumps_json(doc)  # a NaN or infinity, or a NUL character: json's refusal, or its text
     return text
-
-
-# a number of 19 digits or more (maybe an integer beyond 64 bits): one follows the start, a colon, a
-# comma or a bracket (a string's digits, as in LangGraph's zero-padded versions, do not)
-_LONG = re.compile(r"(?:^|[:,\[])\s*-?\d{19}")
-_LONG_BYTES = re.compile(rb"(?:^|[:,\[])\s*-?\d{19}")
-
-
-def loads_json(text: str | bytes) -> Any:
-    """Stored JSON text decoded exactly as ``json.loads`` decodes it, by orjson (about four times
-    faster: a get reads its checkpoint's document and metadata, a history every checkpoint's).
-    json decodes what orjson would decode otherwise or refuse: text with a number of 19 digits or
-    more (orjson turns an integer beyond 64 bits into a float, a plausible wrong value), NaN, infinities, unpaired
-    surrogates, nesting deeper than orjson's limit. Raises as ``json.loads``."""
-    if not (_LONG.search(text) if isinstance(text, str) else _LONG_BYTES.search(text)):
-        try:
-            return orjson.loads(text)
-        except orjson.JSONDecodeError:
-            pass
-    return json.loads(text)
-

@@ -10,11 +10,12 @@ Nothing here executes; operations ask a Dialect for SQL.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from threadline import limits
-from threadline.codec.jsontext import dumps_json, loads_json
+from threadline.codec.jsontext import dumps_json
 from threadline.storage.jsonfilter import Term, filter_terms, is_operators, terms_predicate
 from threadline.errors import CorruptRowError, FilterError, FilterTooLargeError
 from threadline.storage.dialect.adoption import AdoptionStatements
@@ -206,7 +207,7 @@ class Dialect(
         """A JSON column's value as read back by the driver, decoded; CorruptRowError naming
         ``where`` when it is not JSON."""
         try:
-            return loads_json(value) if isinstance(value, (str, bytes)) else value
+            return json.loads(value) if isinstance(value, (str, bytes)) else value
         except (ValueError, RecursionError) as exc:
             raise CorruptRowError(f"{where}: stored JSON is unreadable ({exc})") from exc
 
