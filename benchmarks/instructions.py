@@ -1,0 +1,123 @@
+"""Instructions per saver call, threadline beside the official SQLite saver (issue 43, target 1),
+counted by valgrind's callgrind: a figure that repeats to within 0.1 % from run to run, where CPU
+time on a shared virtual machine moves by tens of per cent between two runs of the same script.
+
+Usage::
+
+    .venv/bin/python benchmarks/instructions.py [--threads 5] [--kinds put,put_writes,get_warm,get_new]
+        [--src DIR] [--jobs 2]
+
+Method: ``per_call.record`` runs ``--threads`` + 1 conversations of 4 turns of the chat fleet's
+``create_react_agent`` once and keeps every ``put`` / ``put_writes`` / ``get_tuple`` call. Then, for
+each call kind and each saver, one process under ``valgrind --tool=callgrind --collect-atstart=no``
+replays every conversation on a fresh SQLite file (the first conversation as a warm-up), and a small C
+helper built here (``CALLGRIND_TOGGLE_COLLECT``) switches counting on around each call of that kind
+only: the count is the instructions of those calls (the saver, its driver, SQLite, LangGraph's
+serializer), nothing else of the process. ``get_warm`` is a ``get_tuple`` of a thread the saver has
+written (a turn's first read, after its own puts), ``get_new`` one of a thread with nothing stored.
+``--src``: a threadline source tree to measure instead of this checkout's (a before/after pair).
+
+Instructions are not time: a cache miss or a page fault costs many. They settle whether a change
+makes a call do less work. Needs valgrind and gcc with valgrind's headers (Debian: ``valgrind``);
+about a minute a kind and saver. Figures, never assertions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import os
+import pickle
+import subprocess
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+KINDS = ("put", "put_writes", "get_warm", "get_new")
+TOGGLE_C = "#include <valgrind/callgrind.h>\nvoid toggle(void) { CALLGRIND_TOGGLE_COLLECT; }\n"
+
+
+def child(kind: str, saver_name: str, calls_file: str, lib: str) -> None:
+    """Replay every conversation, counting only the calls of ``kind`` (callgrind's collection toggled)."""
+    toggle = ctypes.CDLL(lib).toggle
+    calls = pickle.loads(Path(calls_file).read_bytes())
+    if saver_name == "official":
+        from langgraph.checkpoint.sqlite import SqliteSaver
+    else:
+        from threadline import SqliteSaver
+    counted = 0
+    with tempfile.TemporaryDirectory() as tmp, SqliteSaver.from_conn_string(os.path.join(tmp, "db.sqlite")) as saver:
+        saver.setup()
+        threads = sorted(calls)
+        for thread in threads:
+            wrote = False
+            for name, blob in calls[thread]:
+                args = pickle.loads(blob)
+                call = getattr(saver, name)
+                this = name if name != "get_tuple" else "get_warm" if wrote else "get_new"
+                if this == kind and thread != threads[0]:
+                    toggle()
+                    call(*args)
+                    toggle()
+                    counted += 1
+                else:
+                    call(*args)
+                wrote = wrote or name == "put"
+    print(f"counted {counted}", file=sys.stderr)
+
+
+def measure(kind: str, saver_name: str, src: str, calls_file: str, lib: str, tmp: str) -> tuple[int, int]:
+    """(instructions, calls) of ``kind`` on one saver, from one callgrind run."""
+    out = os.path.join(tmp, f"{kind}-{saver_name}.callgrind")
+    env = {**os.environ, "PYTHONHASHSEED": "0", "PYTHONPATH": src}
+    run = subprocess.run(
+        ["valgrind", "--tool=callgrind", "--collect-atstart=no", f"--callgrind-out-file={out}",
+         sys.executable, __file__, "--child", kind, saver_name, calls_file, lib],
+        env=env, capture_output=True, text=True, check=True,
+    )
+    calls = int(next(line.split()[1] for line in run.stderr.splitlines() if line.startswith("counted ")))
+    total = next(int(line.split()[1]) for line in Path(out).read_text().splitlines() if line.startswith(("summary:", "totals:")))
+    return total, calls
+
+
+def main(argv: list[str] | None = None) -> str:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--threads", type=int, default=5)
+    parser.add_argument("--kinds", default=",".join(KINDS))
+    parser.add_argument("--src", default=str(HERE.parent / "src"), help="the threadline source tree to measure")
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        child(*args.child)
+        return ""
+    sys.path.insert(0, str(HERE))
+    import per_call
+
+    kinds = [k for k in args.kinds.split(",") if k]
+    with tempfile.TemporaryDirectory() as tmp:
+        lib = os.path.join(tmp, "toggle.so")
+        Path(tmp, "toggle.c").write_text(TOGGLE_C)
+        subprocess.run(["gcc", "-shared", "-fPIC", "-O2", "-o", lib, os.path.join(tmp, "toggle.c")], check=True)
+        calls_file = os.path.join(tmp, "calls.pkl")
+        Path(calls_file).write_bytes(pickle.dumps(per_call.record(list(range(args.threads + 1)), 4)))
+        jobs = [(kind, saver) for kind in kinds for saver in ("threadline", "official")]
+        with ThreadPoolExecutor(args.jobs) as pool:
+            found = dict(zip(jobs, pool.map(lambda j: measure(*j, args.src, calls_file, lib, tmp), jobs)))
+    lines = [
+        f"Instructions per call (callgrind), {args.threads} conversations of 4 turns replayed after a warm-up one; "
+        f"threadline from `{args.src}`.", "",
+        "| call | official SqliteSaver | threadline SqliteSaver | threadline ÷ official | calls counted |", "|---|---|---|---|---|",
+    ]
+    for kind in kinds:
+        (ours, n), (theirs, _) = found[(kind, "threadline")], found[(kind, "official")]
+        lines.append(f"| {kind} | {theirs / n:,.0f} | {ours / n:,.0f} | {ours / theirs:.2f}× | {n} |")
+    report = "\n".join(lines)
+    print(report)
+    return report
+
+
+if __name__ == "__main__":
+    main()
