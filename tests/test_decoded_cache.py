@@ -100,6 +100,40 @@ def test_mutating_what_get_tuple_returned_changes_no_later_read(sync_backend: Ba
         assert type(saver.blob_codec.cache.get(latest).value.decoded) is list  # its second cache hit keeps it
 
 
+def test_a_list_extended_by_what_copies_cannot_copy_is_decoded_at_every_read(sync_backend: Backend) -> None:
+    """A list extended by an item holding what ``copies`` cannot copy (a deque) is decoded by every
+    read, each its own: nothing of it is kept."""
+    from collections import deque
+
+    with sync_backend.open() as saver:
+        config = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
+        live, versions = _messages(0, 4), {}
+        config = _put(saver, config, live, versions, 1)
+        saver.get_tuple(config)  # keeps the list
+        live = [*live, deque([1, 2])]
+        config = _put(saver, config, live, versions, 2)  # extends the kept list by the new item's bytes
+        reads = [saver.get_tuple(config).checkpoint["channel_values"]["messages"] for _ in range(3)]
+        assert all(got == live for got in reads) and reads[0][-1] is not reads[1][-1]
+        reads[0][-1].append(3)
+        _mutate(reads[1])
+        assert saver.get_tuple(config).checkpoint["channel_values"]["messages"] == live
+
+
+def test_new_items_kept_as_decoded_fall_back_to_a_decode_when_they_cannot_be_copied() -> None:
+    """The new items of an extended list are kept as their first read decodes them (nothing else
+    holds them); if the kept list cannot be copied, that read and every later one decode the value."""
+    from threadline.codec.containers import LIST, Container, Extended
+    from threadline.codec.deltas import load
+
+    tag, data = SERDE.dumps_typed([1, 2])
+    value = Container(LIST, 2, data, 1)
+    value.decoded = Extended([1], (SERDE.dumps_typed([2])[1],))
+    assert load(SERDE, ("msgpack", None, value), "row") == [1, 2] and value.decoded == [1, 2]  # kept
+    value.decoded = Extended([object()], (SERDE.dumps_typed([2])[1],))  # a kept item copies cannot copy
+    assert load(SERDE, ("msgpack", None, value), "row") == [1, 2]  # decoded from the row's bytes
+    assert value.decoded is None
+
+
 def test_a_kept_value_is_counted_in_the_cache_bytes(sync_backend: Backend) -> None:
     with sync_backend.open() as saver:
         config = _put(saver, {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}, _messages(0, 20), {}, 1)

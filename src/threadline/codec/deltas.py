@@ -16,7 +16,7 @@ from typing import Any
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from threadline.codec.containers import DICT, KEEP, LIST, Container, Extended, _header, _pairs, container, split
-from threadline.codec.copies import fresh, private
+from threadline.codec.copies import NotCopyable, fresh, private
 from threadline.codec.tags import DELTA_DICT, DELTA_LIST, DELTA_MAX_RATIO, DELTA_REF, EMPTY, decode, decompress
 from threadline.errors import CorruptRowError
 
@@ -192,11 +192,12 @@ def resolve(
 def _extended(serde: SerializerProtocol, ext: Extended, where: str) -> list | None:
     """The kept list of an ``Extended`` value: its base's items and the new items decoded
     from their bytes as a read would; None (decode the whole value) when they do not decode
-    as a list."""
+    as a list. The new items are kept as decoded, not copied: nothing else holds them yet
+    (``load`` hands out copies, and falls back to a whole decode where one cannot be made)."""
     out = list(ext.base)
     for tail in ext.tails:
         try:
-            items = private(decode(serde, "msgpack", tail, where))
+            items = decode(serde, "msgpack", tail, where)
         except CorruptRowError:
             return None
         if type(items) is not list:
@@ -216,7 +217,10 @@ def load(serde: SerializerProtocol, resolved: Resolved, where: str) -> Any:
         if type(value.decoded) is Extended:
             value.decoded = _extended(serde, value.decoded, where)
         if value.kept:
-            return fresh(value.decoded)
+            try:
+                return fresh(value.decoded)
+            except (NotCopyable, RecursionError):
+                value.decoded = None  # new items holding what ``copies`` cannot copy: decoded every time
         data = value.serialized() if data is None else data
     out = decode(serde, tag, data, where)
     if value is not None and value.decoded is KEEP:
