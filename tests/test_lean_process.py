@@ -137,19 +137,85 @@ def test_help_and_version_import_no_langgraph_driver_or_framework(tmp_path: Path
         assert _loaded_by_command(args, tmp_path) == [], args
 
 
-def test_listing_threads_imports_no_driver_or_framework(tmp_path: Path) -> None:
-    """``threadline threads`` on a SQLite file loads LangGraph (its checkpoints are LangGraph's)
-    but no other backend's driver, no web framework, no Parquet, no cipher."""
+def _graph_threads(db: str, *, interrupted: bool) -> None:
+    """A LangGraph graph run to its end on thread ``done`` of ``db``, and with ``interrupted``,
+    run on thread ``waiting`` until its ``interrupt()``."""
+    from typing import TypedDict
+
+    from langgraph.graph import END, START, StateGraph
+    from langgraph.types import interrupt
+
     from threadline import SqliteSaver
 
-    db = str(tmp_path / "app.db")
-    config = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
-    checkpoint = {"v": 4, "id": "1", "ts": "2026-01-01T00:00:00+00:00", "channel_values": {"a": 1},
-                  "channel_versions": {"a": "1"}, "versions_seen": {}}
+    class State(TypedDict):
+        question: str
+        answer: str
+
+    def answer(state: State) -> dict:
+        return {"answer": interrupt({"ask": state["question"]}) if state["question"] == "ask me" else "42"}
+
+    builder = StateGraph(State)
+    builder.add_node("answer", answer)
+    builder.add_edge(START, "answer")
+    builder.add_edge("answer", END)
     with SqliteSaver.from_conn_string(db) as saver:
-        saver.put(config, checkpoint, {}, {"a": "1"})
-    loaded = _loaded_by_command(["threads", "--db", db], tmp_path)
-    assert not set(loaded) & set(OPTIONAL), loaded
+        graph = builder.compile(checkpointer=saver)
+        graph.invoke({"question": "what?"}, {"configurable": {"thread_id": "done"}})
+        if interrupted:
+            graph.invoke({"question": "ask me"}, {"configurable": {"thread_id": "waiting"}})
+
+
+# LangGraph's checkpoint base and serializer (both import LangChain); its serializer's type constants
+# (``langgraph.checkpoint.serde.types``, ``.base``) are light and load with threadline's rows
+LANGGRAPH_HEAVY = ("langgraph.checkpoint.base", "langgraph.checkpoint.serde.jsonplus")
+
+
+def _listed(db: str, cwd: Path) -> tuple[dict, list[str]]:
+    """``threadline threads --json --db DB`` in a fresh process: its page, and which of
+    ``OPTIONAL + LANGGRAPH`` (top-level packages) and ``LANGGRAPH_HEAVY`` it loaded."""
+    code = (
+        "import io, json, sys, contextlib\n"
+        f"sys.argv = ['threadline', 'threads', '--json', '--db', {db!r}]\n"
+        "import threadline.cli as cli\n"
+        "out = io.StringIO()\n"
+        "with contextlib.redirect_stdout(out):\n"
+        "    status = cli._run()\n"
+        f"names = {OPTIONAL + LANGGRAPH!r}\n"
+        "loaded = {m.split('.')[0] for m in sys.modules} & set(names)\n"
+        f"loaded |= set({LANGGRAPH_HEAVY!r}) & set(sys.modules)\n"
+        "print(json.dumps([status, json.loads(out.getvalue()), sorted(loaded)]))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, "PYTHONPATH": SRC},
+                          cwd=cwd, timeout=120)
+    assert done.returncode == 0, done.stderr
+    status, page, loaded = json.loads(done.stdout.strip().splitlines()[-1])
+    assert status == 0, done.stderr
+    return page, loaded
+
+
+def test_listing_finished_threads_imports_no_langgraph_driver_or_framework(tmp_path: Path) -> None:
+    """``threadline threads`` on a SQLite file whose threads have finished their runs decodes no
+    value: it loads no LangGraph (LangChain's import is most of a command's start-up), no other
+    backend's driver, no web framework, no Parquet, no cipher (issue 44: ``threads`` ≤ 0.6 s)."""
+    db = str(tmp_path / "app.db")
+    _graph_threads(db, interrupted=False)
+    page, loaded = _listed(db, tmp_path)
+    assert [(t["thread_id"], t["status"]["kind"]) for t in page["threads"]] == [("done", "done")]
+    assert loaded == ["langgraph"]  # its light type constants only (LANGGRAPH_HEAVY)
+
+
+def test_listing_an_interrupted_thread_decodes_its_interrupt_on_demand(tmp_path: Path) -> None:
+    """A thread waiting on ``interrupt()`` is listed with its question: the serializer (and
+    LangGraph with it) loads when that value is decoded; no driver or web framework does."""
+    db = str(tmp_path / "app.db")
+    _graph_threads(db, interrupted=True)
+    page, loaded = _listed(db, tmp_path)
+    status = {t["thread_id"]: t["status"] for t in page["threads"]}
+    assert status["done"]["kind"] == "done" and status["waiting"]["kind"] == "interrupted"
+    assert [i["value"] for i in status["waiting"]["interrupts"]] == [{"ask": "ask me"}]
+    # the interrupt is LangGraph's ``Interrupt``: ``langgraph.types`` loads langsmith, which loads
+    # opentelemetry when it is installed (LangGraph's own imports)
+    assert "langgraph.checkpoint.serde.jsonplus" in loaded and not set(loaded) & (set(OPTIONAL) - {"opentelemetry"}), loaded
 
 
 def test_importing_the_sqlite_saver_loads_no_other_feature() -> None:

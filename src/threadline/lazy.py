@@ -48,6 +48,21 @@ def deferred(namespace: dict[str, Any], names: Mapping[str, str]) -> Callable[[]
     return load
 
 
+def on_first_call(namespace: dict[str, Any], name: str, target: str) -> Callable[..., Any]:
+    """A stand-in for a module-level function or class ``name``, ``target`` being
+    ``"module:attribute"``: its first call imports the real one, puts it in ``namespace`` (the
+    module's ``globals()``) in the stand-in's place and calls it. The module's import loads
+    nothing of ``target`` (LangGraph's checkpoint base loads LangChain: most of a CLI listing's
+    start-up), and every later call is a plain one."""
+    module, _, attr = target.partition(":")
+
+    def stand_in(*args: Any, **kwargs: Any) -> Any:
+        real = namespace[name] = getattr(importlib.import_module(module), attr)
+        return real(*args, **kwargs)
+
+    return stand_in
+
+
 class LazyAttribute:
     """A class attribute given as ``"module:attribute"``, imported on first access and then set
     on the class in its place, so every later look-up is a plain one (a saver's ``dialect``:

@@ -21,10 +21,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from langgraph.checkpoint.base import get_checkpoint_metadata
-
 from threadline import limits
 from threadline.errors import ConfigError
+from threadline.lazy import on_first_call
+
+# LangGraph's base (it loads LangChain) with the first thread TTL read, not with this module
+get_checkpoint_metadata = on_first_call(globals(), "get_checkpoint_metadata", "langgraph.checkpoint.base:get_checkpoint_metadata")
 
 TTL_KEY = "ttl_minutes"  # a thread's own TTL, in configurable or metadata
 NEVER = -1.0  # stored ttl_minutes of a thread that never expires

@@ -37,7 +37,8 @@ class BackendEntry:
     ``saver``, ``async_saver``, ``store``, ``async_store`` and ``cache`` (classes opened
     with ``from_conn_string(url)``), ``read_only`` (``open_read_only(url, serde=None)``: a sync
     saver on an existing database, opened read-only and never set up, with its
-    ``SchemaState``), ``write_refusal`` (``write_refusal(url)``: why this process cannot write
+    ``SchemaState``), ``database`` (``open_database(url)``: the same as a ``readonly.Database``,
+    which loads no LangGraph; optional), ``write_refusal`` (``write_refusal(url)``: why this process cannot write
     the existing database, or None; NotADatabaseError when there is none), ``describe``
     (``describe(url)``: how messages name it); a store or a
     cache adds its own roles beside them.
@@ -76,8 +77,9 @@ REGISTRY: tuple[BackendEntry, ...] = (
             "saver": "SqliteSaver",
             "async_saver": "AsyncSqliteSaver",
             "read_only": "open_read_only",
-            "write_refusal": "write_refusal",
-            "describe": "describe",
+            "database": "threadline.backends.sqliteconn:open_database",
+            "write_refusal": "threadline.backends.sqliteconn:write_refusal",
+            "describe": "threadline.backends.sqliteconn:describe",
             "store": "threadline.store.sqlite:SqliteStore",
             "async_store": "threadline.store.sqlite:AsyncSqliteStore",
             "cache": "threadline.cache:SqliteCache",

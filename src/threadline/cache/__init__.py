@@ -29,7 +29,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from threadline import codec
 from threadline.backends import entry_of
 from threadline.lazy import lazy_names
-from threadline.backends.sqlite import SqliteDriver, connect, door_error as sqlite_door_error
+from threadline.backends.sqliteconn import SqliteDriver, connect, door_error as sqlite_door_error
 from threadline.cache import ops
 from threadline.codec.serde import default_serde
 from threadline.errors import CorruptRowError

@@ -24,7 +24,7 @@ def demo(
     starts by deleting the file.
     """
     from threadline.backends import entry_of
-    from threadline.backends.sqlite import path_of
+    from threadline.backends.sqliteconn import path_of
     from threadline.demo.scenario import NotADemoDatabase, run_demo  # the agent (langgraph.graph) only loads for the demo
 
     if not entry_of(db).paths:

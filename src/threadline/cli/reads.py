@@ -37,7 +37,7 @@ def _status(value: str | None) -> str | None:
     return value
 
 
-@command("threads", render="reads.threads", official=True, problems=lambda page: bool(page.damaged))
+@command("threads", render="reads.threads", official=True, problems=lambda page: bool(page.damaged), lean=True)
 def threads(
     saver: Any,
     where: list[str] = O.Where,
@@ -179,7 +179,7 @@ def latest(
     return [found[i] for i in ids if i in found]
 
 
-@command("stats", render="reads.stats", problems=lambda s: bool(s.damaged))
+@command("stats", render="reads.stats", problems=lambda s: bool(s.damaged), lean=True)
 def stats(saver: Any, top: int = typer.Option(10, "--top", min=0, metavar="N", help="List the N largest threads.")) -> read.Stats:
     """Rows and bytes per table, store items and cache entries, the dedup ratio, the largest threads.
 

@@ -29,7 +29,7 @@ def _value(text: str | None) -> str | None:
     return text
 
 
-@command("inbox", render="runs.inbox", problems=lambda items: any(i.damage is not None for i in items))
+@command("inbox", render="runs.inbox", problems=lambda items: any(i.damage is not None for i in items), lean=True)
 def inbox(saver: Any, limit: int = O.limit(50, "threads"), offset: int = O.Offset) -> list[read.InboxItem]:
     """Every thread waiting on interrupt(), oldest first: the payload, the node, how long it has waited, the thread's metadata.
 

@@ -105,15 +105,16 @@ def named_db(db: str | None, name: str) -> str:
 
 
 @contextmanager
-def opened(db: str | None, mode: str, name: str, official: bool = False) -> Iterator[Any]:
+def opened(db: str | None, mode: str, name: str, official: bool = False, lean: bool = False) -> Iterator[Any]:
     """A saver for a command: ``"read"`` — read-only on an existing threadline database
     (default ``$THREADLINE_DB`` or the demo database; with ``official``, also one only
-    LangGraph's official saver wrote); ``"write"`` — on an existing threadline database named
+    LangGraph's official saver wrote; with ``lean``, a ``readonly.Database`` where the backend
+    has one); ``"write"`` — on an existing threadline database named
     explicitly (migrated if older); ``"target"`` — on the database named explicitly, created
     when missing."""
     if mode == "read":
         try:
-            with readonly.open_reader(db or default_db(), official=official) as saver:
+            with (readonly.open_database if lean else readonly.open_reader)(db or default_db(), official=official) as saver:
                 yield saver
         except NotADatabaseError as exc:
             if db or os.environ.get("THREADLINE_DB"):
@@ -214,6 +215,7 @@ def command(
     prepare: Callable[[dict[str, Any]], None] | None = None,
     official: bool = False,
     thread: str | None = None,
+    lean: bool = False,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Register ``fn`` as ``threadline NAME`` with the shared options.
 
@@ -232,7 +234,9 @@ def command(
     the command runs); ``problems(result)`` true makes the command exit 1 after printing (an int
     other than 0: that exit code).
     ``prepare(options)`` checks (and may normalize) the options before the database is
-    opened.
+    opened. ``lean``: a read command that uses only the read models (``threadline.read``),
+    never a saver's methods: it gets a ``backends.readonly.Database``, which loads no LangGraph
+    (most of a command's start-up) until a value is decoded.
     """
 
     def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -271,11 +275,11 @@ def command(
                     if mode == "none":
                         result = fn(**options, **extra)
                     elif official and mode == "read":
-                        with opened(db, mode, name, official=True) as saver, _whole(saver, db, options.get(thread) if thread else None,
+                        with opened(db, mode, name, official=True, lean=lean) as saver, _whole(saver, db, options.get(thread) if thread else None,
                                                                                      thread is not None) as view:
                             result = fn(view, **options, **extra)
                     else:
-                        with opened(db, mode, name) as saver:
+                        with opened(db, mode, name, lean=lean) as saver:
                             result = fn(saver, **options, **extra)
                 finally:
                     bar.stop()

@@ -15,7 +15,6 @@ from typing import Any
 import ormsgpack
 import zstandard
 from langgraph.checkpoint.serde.base import SerializerProtocol
-from langgraph.checkpoint.serde.jsonplus import EXT_DELTA_SNAPSHOT, JsonPlusSerializer
 
 from threadline import limits
 from threadline.codec import dictionary
@@ -134,9 +133,10 @@ _MARK = os.urandom(16)
 _END = ormsgpack.packb(_MARK)
 
 
-def _unpack_exact(serde: JsonPlusSerializer, raw: bytes, where: object) -> Any:
-    """``serde``'s msgpack decode, refusing bytes after the value (msgpack itself ignores them)."""
-    found = ormsgpack.unpackb(b"\x92" + raw + _END, ext_hook=serde._unpack_ext_hook, option=ormsgpack.OPT_NON_STR_KEYS)
+def _unpack_exact(ext_hook: Any, raw: bytes, where: object) -> Any:
+    """A msgpack decode with LangGraph's serializer's ``ext_hook``, refusing bytes after the value
+    (msgpack itself ignores them)."""
+    found = ormsgpack.unpackb(b"\x92" + raw + _END, ext_hook=ext_hook, option=ormsgpack.OPT_NON_STR_KEYS)
     if len(found) != 2 or found[1] != _MARK:
         raise CorruptRowError(f"{where}: 'msgpack' payload has bytes after its value")
     return found[0]
@@ -162,8 +162,10 @@ def decode(serde: SerializerProtocol, tag: str, data: bytes | None, where: objec
     if tag == "null" and raw:
         raise CorruptRowError(f"{where}: a 'null' payload holds {len(raw)} bytes")
     try:
-        if tag == "msgpack" and isinstance(serde, JsonPlusSerializer):
-            return _unpack_exact(serde, raw, where)
+        # LangGraph's JsonPlusSerializer (and threadline's, which derive from it) has an ext hook:
+        # looked up rather than isinstance-checked, so this module loads no LangGraph serializer
+        if tag == "msgpack" and (hook := getattr(serde, "_unpack_ext_hook", None)) is not None:
+            return _unpack_exact(hook, raw, where)
         return serde.loads_typed((tag, raw))
     except CorruptRowError:
         raise
@@ -182,6 +184,8 @@ def holds_delta_snapshot(tag: str, data: bytes | None, where: object) -> bool:
     decoded). False for delta rows and other serializers' tags. CorruptRowError as ``decompress``."""
     if tag.startswith((DELTA_LIST, DELTA_DICT, DELTA_REF)) or tag.removesuffix(ZSTD) != "msgpack":
         return False
+    from langgraph.checkpoint.serde.jsonplus import EXT_DELTA_SNAPSHOT  # loaded by maintenance only
+
     raw = decompress(tag, data, where)[1]
     at = _EXT_CODE_AT.get(raw[0]) if raw else None
     return at is not None and len(raw) > at and raw[at] == EXT_DELTA_SNAPSHOT

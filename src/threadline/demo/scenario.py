@@ -34,7 +34,8 @@ from rich.tree import Tree
 
 from threadline.demo.agent import compile_graph, new_id
 from threadline.storage.schema import LOGICAL_TABLES, table
-from threadline.backends.sqlite import SqliteSaver, path_of
+from threadline.backends.sqlite import SqliteSaver
+from threadline.backends.sqliteconn import path_of
 
 THREAD_ID = "thread_abc123"
 TURNS = [

@@ -16,7 +16,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from langgraph.checkpoint.base.id import uuid6
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from threadline import codec
@@ -34,6 +33,8 @@ from threadline.keys import checkpoint_id_of, checkpoint_ns_of, config_of, threa
 
 def _new_checkpoint_id(after: str | None, step: int) -> str:
     """A LangGraph checkpoint id (uuid6, as ``create_checkpoint`` makes) sorting after ``after``."""
+    from langgraph.checkpoint.base.id import uuid6  # LangGraph's base loads LangChain: not with the module
+
     for _ in range(1000):
         cid = str(uuid6(clock_seq=max(step, -1) + 1 if step is not None else None))
         if after is None or cid > after:

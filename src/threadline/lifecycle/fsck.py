@@ -22,7 +22,6 @@ from typing import Any
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from threadline import codec
-from threadline.codec.serde import inspecting
 from threadline.storage import heads as H
 from threadline.storage import ops
 from threadline.storage import rows as R
@@ -391,6 +390,8 @@ def fsck(
     """
     ids = [thread_id_of(t) for t in thread_ids] if thread_ids is not None else saver.run(every_thread_id_op(saver.dialect))
     findings: list[Finding] = []
+    from threadline.codec.serde import inspecting  # LangGraph's serializer: loaded when fsck decodes
+
     serde = inspecting(saver.serde)
     for i, tid in enumerate(ids):
         try:

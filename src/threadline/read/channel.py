@@ -19,13 +19,15 @@ from typing import Any
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from threadline import codec
-from threadline.codec.serde import showing
 from threadline.errors import ConfigError, NotFoundError
 from threadline.keys import checkpoint_ns_of, thread_id_of
 from threadline.read.audit import audit_op
 from threadline.read.common import iso, jsonable, load_channels_op
 from threadline.storage.dialect import Dialect
 from threadline.storage.ops import Op, Q
+from threadline.lazy import LazyModule
+
+serdes = LazyModule("threadline.codec.serde")  # LangGraph's serializer loads when a value is shown
 
 SHOWN_KEYS = 4  # keys a summary names before "…"
 
@@ -190,4 +192,4 @@ def channel_history_op(
 
 def channel_history(saver: Any, thread_id: Any, channel: str, **kwargs: Any) -> ChannelHistory:
     """Sync ``channel_history_op``."""
-    return saver.run(channel_history_op(saver.dialect, showing(saver.serde), thread_id, channel, bc=saver.blob_codec, **kwargs))
+    return saver.run(channel_history_op(saver.dialect, serdes.showing(saver.serde), thread_id, channel, bc=saver.blob_codec, **kwargs))

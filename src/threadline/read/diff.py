@@ -13,11 +13,14 @@ from typing import Any
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from threadline import codec
-from threadline.codec.serde import showing
 from threadline.storage.dialect import Dialect
 from threadline.storage.ops import Op
 from threadline.read.common import checkpoint_row_op, is_internal_channel, jsonable, load_channels_op
 from threadline.keys import checkpoint_id_of, checkpoint_ns_of, thread_id_of
+from threadline.lazy import LazyModule
+
+serdes = LazyModule("threadline.codec.serde")  # LangGraph's serializer loads when a value is shown
+
 
 def _message_id(item: Any) -> str | None:
     mid = getattr(item, "id", None)
@@ -149,4 +152,4 @@ def diff_op(
 
 def diff(saver: Any, thread_id: Any, a: str, b: str, **kwargs: Any) -> StateDiff:
     """Sync ``diff_op``."""
-    return saver.run(diff_op(saver.dialect, showing(saver.serde), thread_id, a, b, bc=saver.blob_codec, **kwargs))
+    return saver.run(diff_op(saver.dialect, serdes.showing(saver.serde), thread_id, a, b, bc=saver.blob_codec, **kwargs))

@@ -12,13 +12,16 @@ from typing import Any
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from threadline import codec
-from threadline.codec.serde import showing
 from threadline.storage import ops
 from threadline.storage.dialect import Dialect
 from threadline.storage.ops import Op, Q
 from threadline.errors import ConfigError
 from threadline.read.common import iso, jsonable, load_channels_op
 from threadline.keys import checkpoint_ns_of, thread_id_of
+from threadline.lazy import LazyModule
+
+serdes = LazyModule("threadline.codec.serde")  # LangGraph's serializer loads when a value is shown
+
 
 @dataclass
 class LatestValue:
@@ -82,4 +85,4 @@ def latest_op(
 
 def latest_values(saver: Any, channel: str, thread_ids: Sequence[Any] | None = None, **kwargs: Any) -> list[LatestValue]:
     """Sync ``latest_op``."""
-    return saver.run(latest_op(saver.dialect, showing(saver.serde), channel, thread_ids, bc=saver.blob_codec, **kwargs))
+    return saver.run(latest_op(saver.dialect, serdes.showing(saver.serde), channel, thread_ids, bc=saver.blob_codec, **kwargs))

@@ -19,11 +19,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from threadline import codec
-from threadline.codec.serde import transfer_serde
 from threadline.errors import CorruptRowError
+from threadline.lazy import LazyModule
 from threadline.storage import rows as R
 from threadline.storage.dialect import Dialect
 from threadline.storage.ops import Op, Q
+
+serdes = LazyModule("threadline.codec.serde")  # LangGraph's serializer loads when an official row is decoded
 
 
 @dataclass(frozen=True)
@@ -83,7 +85,7 @@ def _written_op(d: Dialect, thread_id: str, checkpoint_id: str) -> Op[float]:
     if rows:
         tag, doc = rows[0]
         where = f"official checkpoint ({thread_id!r}, {checkpoint_id!r})"
-        ck = doc if isinstance(doc, dict) else codec.decode(transfer_serde(), tag, bytes(doc), where)
+        ck = doc if isinstance(doc, dict) else codec.decode(serdes.transfer_serde(), tag, bytes(doc), where)
         try:
             return _dt.datetime.fromisoformat(str(ck.get("ts"))).timestamp()
         except (AttributeError, TypeError, ValueError):

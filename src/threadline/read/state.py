@@ -10,13 +10,11 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from threadline import codec
-from threadline.codec.serde import showing
 from threadline.storage import ops
 from threadline.storage.dialect import Dialect
 from threadline.storage.ops import Op, Q
@@ -37,6 +35,13 @@ from threadline.read.common import (
 )
 from threadline.read.tasks import node_of_write, push_nodes_op
 from threadline.keys import checkpoint_ns_of, thread_id_of
+from threadline.lazy import LazyModule
+
+if TYPE_CHECKING:
+    from langgraph.checkpoint.base import CheckpointTuple
+
+serdes = LazyModule("threadline.codec.serde")  # LangGraph's serializer loads when a value is shown
+
 
 @dataclass
 class PendingWriteView:
@@ -288,7 +293,7 @@ def state_at(
     Raises NotFoundError for an unknown thread or checkpoint.
     """
     view, tup = saver.run(
-        stored_state_op(saver.dialect, showing(saver.serde), thread_id, checkpoint_id, checkpoint_ns=checkpoint_ns, bc=saver.blob_codec)
+        stored_state_op(saver.dialect, serdes.showing(saver.serde), thread_id, checkpoint_id, checkpoint_ns=checkpoint_ns, bc=saver.blob_codec)
     )
     if graph is None:
         return view

@@ -38,13 +38,15 @@ from langgraph.checkpoint.serde.types import TASKS
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from threadline import codec
-from threadline.codec.serde import transfer_serde
 from threadline.storage import ops
 from threadline.storage import rows as R
 from threadline.storage.dialect import Dialect
 from threadline.storage.ops import Op, Q
 from threadline.errors import AdoptionError, CorruptRowError
 from threadline.keys import config_of, key_of, thread_id_of
+from threadline.lazy import LazyModule
+
+serdes = LazyModule("threadline.codec.serde")  # LangGraph's serializer loads when a thread is adopted
 
 
 @dataclass
@@ -250,7 +252,7 @@ def adopt_thread(d: Dialect, thread_id: Any, bc: codec.BlobCodec | None = None) 
     if progress is None:
         return 0  # another worker adopted it first, or threadline wrote to it since
     latest, adopted = progress
-    records = yield from read_thread_op(d, transfer_serde(), tid, adopted or "")
+    records = yield from read_thread_op(d, serdes.transfer_serde(), tid, adopted or "")
     return (yield from adopt_records_op(d, tid, records, latest, bc))
 
 
@@ -259,7 +261,7 @@ def adopt_records_op(d: Dialect, thread_id: str, records: Sequence[Record], late
     them and move the thread's marker to ``latest``, in the caller's one transaction: the tail of
     ``adopt_thread``, also run on another database than the official rows' (a read-only view of
     a thread not adopted yet). Returns the checkpoints stored. AdoptionError as ``adopt_thread``."""
-    serde = transfer_serde()
+    serde = serdes.transfer_serde()
     n, _ = yield from store_op(d, serde, thread_id, records, bc)
     problems = yield from verify_op(d, serde, thread_id, records, bc)
     if problems:

@@ -20,22 +20,23 @@ import base64
 import random
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from langgraph.checkpoint.base import (
-    WRITES_IDX_MAP,
-    ChannelVersions,
-    Checkpoint,
-    CheckpointMetadata,
-    CheckpointTuple,
-    get_checkpoint_metadata,
-)
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.types import TASKS
 
 from threadline import codec
 from threadline.errors import CorruptRowError
 from threadline.keys import Key, config_of, text_key
+from threadline.lazy import on_first_call
+
+if TYPE_CHECKING:
+    from langgraph.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMetadata, CheckpointTuple
+
+# LangGraph's checkpoint base loads with the first put or tuple built, not with this module: a
+# listing of threads reads rows and decodes nothing (the base imports LangChain)
+CheckpointTuple = on_first_call(globals(), "CheckpointTuple", "langgraph.checkpoint.base:CheckpointTuple")  # noqa: F811
+get_checkpoint_metadata = on_first_call(globals(), "get_checkpoint_metadata", "langgraph.checkpoint.base:get_checkpoint_metadata")
 
 # What ``to_tuple`` takes; the checksum is always the LAST column of a checkpoint row read for values.
 CHECKPOINT_COLUMNS = "thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata, checksum"
@@ -323,6 +324,8 @@ def write_rows(
     value is sealed to its row. ConfigError for a task_id, task_path or channel no key
     column can hold.
     """
+    from langgraph.checkpoint.base import WRITES_IDX_MAP  # here, not at the top: see CheckpointTuple above
+
     text_key("task_id", task_id)
     text_key("task_path", task_path)
     encoded = [codec.encode(serde, value, channel, task_id) for channel, value in writes]

@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 import aiosqlite
 
-from threadline.backends.sqlite import AsyncSqliteDriver, SqliteDriver
+from threadline.backends.sqliteconn import AsyncSqliteDriver, SqliteDriver
 from threadline.storage.ops import Op
 from threadline.storage import vecmath
 from threadline.store.ops import ns_match

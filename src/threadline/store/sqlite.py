@@ -16,7 +16,7 @@ from typing import Any
 import aiosqlite
 from langgraph.store.base import IndexConfig, TTLConfig
 
-from threadline.backends.sqlite import aconnect, at_door, connect
+from threadline.backends.sqliteconn import aconnect, at_door, connect
 from threadline.store.base import AsyncStore, SyncStore
 from threadline.store.drivers import AsyncStoreSqliteDriver, StoreSqliteDriver
 from threadline.storage.dialect.store import SQLITE

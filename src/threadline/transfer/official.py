@@ -23,7 +23,6 @@ from typing import Any
 
 from threadline.errors import NotADatabaseError
 from threadline.backends.readonly import open_readonly
-from threadline.codec.serde import transfer_serde
 from threadline.errors import ConfigError, ThreadlineError
 from threadline.keys import thread_id_of
 from threadline.storage import adopt, ops
@@ -31,6 +30,9 @@ from threadline.storage.dialect import Dialect
 from threadline.storage.ops import Op, Q
 from threadline.lifecycle.cold import cold_archives_op, cold_rows
 from threadline.lifecycle.thread_rows import columns_op, store_thread_op, thread_rows_op
+from threadline.lazy import LazyModule
+
+serdes = LazyModule("threadline.codec.serde")  # LangGraph's serializer loads when values are copied
 
 
 @dataclass
@@ -164,7 +166,7 @@ def import_langgraph(
     not such a database.
     """
     report = ImportReport(source, [])
-    serde = transfer_serde()
+    serde = serdes.transfer_serde()
     with _official_source(source) as src:
         d = src.dialect
         ids = [thread_id_of(t) for t in thread_ids] if thread_ids is not None else src.peek(adopt.official_thread_ids_op(d))
@@ -226,7 +228,7 @@ def thread_view(saver: Any, thread_ids: Sequence[Any], *, official: bool | None 
         for tid, rows in cold_rows(saver, cold):  # a cold thread: its rows from its archive
             view.run(store_thread_op(view.dialect, tid, rows, mine, replace=True, bc=view.blob_codec), write=True)
         theirs = saver.run(columns_op(d)) if scope.threadline else {}
-        serde = transfer_serde()
+        serde = serdes.transfer_serde()
         for tid, (latest, adopted) in waiting.items():
             if theirs and adopted is not None:  # adopted before: threadline's rows of it first
                 rows = saver.run(thread_rows_op(d, tid, theirs))
@@ -249,7 +251,8 @@ def adopt_now(saver: Any, thread_ids: Sequence[Any]) -> None:
 def _scratch(saver: Any) -> Iterator[Any]:
     """A threadline saver on a new in-memory SQLite database, with ``saver``'s serializer and keys
     (a cache of its own), set up."""
-    from threadline.backends.sqlite import SqliteSaver, connect
+    from threadline.backends.sqlite import SqliteSaver
+    from threadline.backends.sqliteconn import connect
     from threadline.codec import BlobCache
 
     conn = connect(":memory:")

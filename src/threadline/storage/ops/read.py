@@ -11,9 +11,8 @@ from collections import defaultdict
 from dataclasses import dataclass
 from collections.abc import Mapping, Sequence
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.types import TASKS
 
@@ -24,6 +23,9 @@ from threadline.storage.dialect import Dialect
 from threadline.storage.ops.base import Op, Q, chunks, flat
 from threadline.errors import ConfigError, CorruptRowError
 from threadline.keys import Key, key_of
+
+if TYPE_CHECKING:
+    from langgraph.checkpoint.base import CheckpointTuple
 
 
 def fetch_blob_rows(d: Dialect, keys: Sequence[tuple[str, str, str, str]]) -> Op[dict[tuple[str, str, str], dict[str, tuple]]]:

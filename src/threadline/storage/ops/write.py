@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from langgraph.checkpoint.base import Checkpoint, CheckpointMetadata
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from threadline import codec, limits
@@ -24,6 +23,9 @@ from threadline.storage.ops import lease
 from threadline.storage.ops.read import fetch_blob_rows, fetch_blobs
 from threadline.errors import ConfigError, CorruptRowError, ValueTooLargeError
 from threadline.keys import Key, config_of, key_of
+
+if TYPE_CHECKING:
+    from langgraph.checkpoint.base import Checkpoint, CheckpointMetadata
 
 # ``Dialect.put_statement``'s parameters: the checkpoint's, then each blob row's
 PUT_PARAMS, BLOB_PARAMS = 15, 10
