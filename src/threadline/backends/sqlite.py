@@ -19,7 +19,7 @@ from contextlib import asynccontextmanager, contextmanager
 from typing import TYPE_CHECKING, Any
 
 from threadline.backends.sqliteconn import (AUTO_VACUUM, PAGE_COUNT, WAL, AsyncSqliteDriver, SqliteDriver, aconnect, connect,
-                                            door_error, file_name, open_file)
+                                            door_error, file_name, open_file, transact)
 from threadline.lazy import LazyAttribute
 from threadline.saver import AsyncShell, SyncShell
 
@@ -86,8 +86,12 @@ class SqliteConnectionSaver(_SqliteSaverParts, SyncShell):
                 cur.close()
 
     def _run(self, op: ops.Op, *, write: bool) -> Any:
+        # every saver call comes here: the setup check and the driver's transaction in one step
+        # under the connection's lock (the shells' ``_run`` → ``_transaction`` → ``driver.run``)
         with self.lock:
-            return super()._run(op, write=write)
+            if not self.is_setup:
+                self.setup()
+            return transact(self.conn, op, self.dialect, write)
 
     def _transaction(self, op: ops.Op, write: bool) -> Any:
         return self._driver.run(op, write=write)

@@ -138,7 +138,7 @@ def _failed(exc: BaseException, conn: Any) -> BaseException:
     return run_error(exc, conn) if isinstance(exc, sqlite3.OperationalError) else exc
 
 
-def _transact(conn: sqlite3.Connection, op: ops.Op[T], dialect: Any, write: bool) -> T:
+def transact(conn: sqlite3.Connection, op: ops.Op[T], dialect: Any, write: bool) -> T:
     """Run ``op`` on ``conn`` in one transaction (``BEGIN IMMEDIATE`` for writes, so concurrent
     processes queue on the busy timeout instead of failing to upgrade a read lock), commit,
     and roll back on any error: stored whole or not at all."""
@@ -165,7 +165,7 @@ def _transact(conn: sqlite3.Connection, op: ops.Op[T], dialect: Any, write: bool
 
 class SqliteDriver:
     """One ``sqlite3`` connection shared by threads under a lock (savers, stores and caches):
-    ``run(op, write=)`` runs a sans-IO operation in one transaction (``_transact``)."""
+    ``run(op, write=)`` runs a sans-IO operation in one transaction (``transact``)."""
 
     def __init__(self, conn: sqlite3.Connection, dialect: Any) -> None:
         _load_runner()
@@ -175,14 +175,14 @@ class SqliteDriver:
 
     def run(self, op: ops.Op[T], *, write: bool) -> T:
         with self.lock:
-            return _transact(self.conn, op, self.dialect, write)
+            return transact(self.conn, op, self.dialect, write)
 
 
 class AsyncSqliteDriver:
     """One ``aiosqlite`` connection: ``run`` serializes operations by an ``asyncio.Lock``;
     ``transaction`` is the same for a caller already holding it.
 
-    A whole operation runs in aiosqlite's own thread as one call (``_transact`` on its
+    A whole operation runs in aiosqlite's own thread as one call (``transact`` on its
     ``sqlite3`` connection, through ``Connection._execute``, which every aiosqlite release
     since 0.17 has): each call is a hand-over between threads, costing CPU and latency, and
     statement by statement an agent's turn made about thirty of them."""
@@ -199,7 +199,7 @@ class AsyncSqliteDriver:
 
     async def transaction(self, op: ops.Op[T], write: bool) -> T:
         conn = self.conn
-        return await conn._execute(lambda: _transact(conn._conn, op, self.dialect, write))
+        return await conn._execute(lambda: transact(conn._conn, op, self.dialect, write))
 
 
 def _sqlite_connect(path: str, immutable: bool) -> sqlite3.Connection:
