@@ -15,7 +15,7 @@ Neither runs ``setup``: a database that is not threadline's, or whose threadline
 is older than this release, is reported (``NotADatabaseError``) rather than changed.
 
 ``open_database(url)`` gives a ``Database`` instead of a saver where the backend has one
-(SQLite): what the read models need of a saver, without LangGraph's saver classes — for the
+(SQLite, Postgres): what the read models need of a saver, without LangGraph's saver classes — for the
 commands that list threads, whose start-up LangGraph's import (LangChain's) would otherwise be
 most of.
 """
@@ -111,7 +111,7 @@ class Database:
 @contextmanager
 def open_database(url: str, *, official: bool = False) -> Iterator[Database | EngineSaver]:
     """``open_reader``'s check and result for the read models alone: a ``Database`` where the
-    backend has one (SQLite), else ``open_reader``'s saver. Errors as ``open_reader``."""
+    backend has one (SQLite, Postgres), else ``open_reader``'s saver (Redis). Errors as ``open_reader``."""
     try:
         entry = entry_of(url)
     except BackendError as exc:

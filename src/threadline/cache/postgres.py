@@ -10,7 +10,7 @@ from langgraph.cache.base import ValueT
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from psycopg_pool import ConnectionPool
 
-from threadline.backends.postgres import PostgresDriver, at_door, connect
+from threadline.backends.postgresconn import PostgresDriver, at_door, connect
 from threadline.cache import SqlCache
 from threadline.store.postgres import PoolConfig, open_args
 from threadline.storage.dialect.store import POSTGRES

@@ -19,7 +19,7 @@ from langgraph.store.base import IndexConfig, TTLConfig
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
-from threadline.backends.postgres import AsyncPostgresDriver, Piped, PostgresDriver, aconnect, at_door, connect
+from threadline.backends.postgresconn import AsyncPostgresDriver, Piped, PostgresDriver, aconnect, at_door, connect
 from threadline.store.base import AsyncStore, SyncStore
 from threadline.storage.dialect.store import POSTGRES
 
