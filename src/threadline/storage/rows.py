@@ -37,6 +37,14 @@ if TYPE_CHECKING:
 # listing of threads reads rows and decodes nothing (the base imports LangChain)
 CheckpointTuple = on_first_call(globals(), "CheckpointTuple", "langgraph.checkpoint.base:CheckpointTuple")  # noqa: F811
 get_checkpoint_metadata = on_first_call(globals(), "get_checkpoint_metadata", "langgraph.checkpoint.base:get_checkpoint_metadata")
+_WRITES_IDX_MAP: dict[str, int] = {}  # LangGraph's, from the first ``write_rows``
+
+
+def _writes_idx_map() -> dict[str, int]:
+    from langgraph.checkpoint.base import WRITES_IDX_MAP
+
+    _WRITES_IDX_MAP.update(WRITES_IDX_MAP)
+    return _WRITES_IDX_MAP
 
 # What ``to_tuple`` takes; the checksum is always the LAST column of a checkpoint row read for values.
 CHECKPOINT_COLUMNS = "thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata, checksum"
@@ -324,14 +332,13 @@ def write_rows(
     value is sealed to its row. ConfigError for a task_id, task_path or channel no key
     column can hold.
     """
-    from langgraph.checkpoint.base import WRITES_IDX_MAP  # here, not at the top: see CheckpointTuple above
-
+    idx_map = _WRITES_IDX_MAP or _writes_idx_map()
     text_key("task_id", task_id)
     text_key("task_path", task_path)
     encoded = [codec.encode(serde, value, channel, task_id) for channel, value in writes]
-    rows = [write_row(serde, key, channel, None, task_id, WRITES_IDX_MAP.get(channel, i), task_path, now, bc, enc)
+    rows = [write_row(serde, key, channel, None, task_id, idx_map.get(channel, i), task_path, now, bc, enc)
             for i, ((channel, _), enc) in enumerate(zip(writes, encoded))]
-    replace = bool(writes) and all(w[0] in WRITES_IDX_MAP for w in writes)
+    replace = bool(writes) and all(w[0] in idx_map for w in writes)
     return replace, rows, encoded
 
 
