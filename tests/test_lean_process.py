@@ -138,14 +138,14 @@ def test_help_and_version_import_no_langgraph_driver_or_framework(tmp_path: Path
 
 
 def _graph_threads(db: str, *, interrupted: bool) -> None:
-    """A LangGraph graph run to its end on thread ``done`` of ``db``, and with ``interrupted``,
-    run on thread ``waiting`` until its ``interrupt()``."""
+    """A LangGraph graph run to its end on thread ``done`` of ``db`` (a path or URL), and with
+    ``interrupted``, run on thread ``waiting`` until its ``interrupt()``."""
     from typing import TypedDict
 
     from langgraph.graph import END, START, StateGraph
     from langgraph.types import interrupt
 
-    from threadline import SqliteSaver
+    from threadline import open_saver
 
     class State(TypedDict):
         question: str
@@ -158,7 +158,7 @@ def _graph_threads(db: str, *, interrupted: bool) -> None:
     builder.add_node("answer", answer)
     builder.add_edge(START, "answer")
     builder.add_edge("answer", END)
-    with SqliteSaver.from_conn_string(db) as saver:
+    with open_saver(db) as saver:
         graph = builder.compile(checkpointer=saver)
         graph.invoke({"question": "what?"}, {"configurable": {"thread_id": "done"}})
         if interrupted:
@@ -202,6 +202,14 @@ def test_listing_finished_threads_imports_no_langgraph_driver_or_framework(tmp_p
     page, loaded = _listed(db, tmp_path)
     assert [(t["thread_id"], t["status"]["kind"]) for t in page["threads"]] == [("done", "done")]
     assert loaded == ["langgraph"]  # its light type constants only (LANGGRAPH_HEAVY)
+
+
+def test_listing_finished_threads_on_postgres_imports_no_langgraph(pg_url: str, tmp_path: Path) -> None:
+    """The same on Postgres: psycopg (the backend's driver) and nothing of LangGraph's base."""
+    _graph_threads(pg_url, interrupted=False)
+    page, loaded = _listed(pg_url, tmp_path)
+    assert [(t["thread_id"], t["status"]["kind"]) for t in page["threads"]] == [("done", "done")]
+    assert loaded == ["langgraph", "psycopg", "psycopg_pool"]
 
 
 def test_listing_an_interrupted_thread_decodes_its_interrupt_on_demand(tmp_path: Path) -> None:
