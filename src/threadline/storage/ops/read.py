@@ -305,7 +305,14 @@ def _get_one(d: Dialect, serde: SerializerProtocol, key: Key, one: str, bc: code
             referenced[(r[1], r[2], r[3], r[4], r[8])] = (r[1], r[2], r[3], r[4], r[8], r[5], r[6], r[7], r[12])
     if not ck_rows:
         return None
+    for found_writes in writes.values():  # in ``writes_sort_key`` order: task_path, task_id, idx
+        if len(found_writes) > 1:
+            found_writes.sort(key=_write_order)
     return (yield from load_tuples(d, serde, ck_rows, bc, fetched=(blobs, writes, referenced), head=head))[0]
+
+
+def _write_order(w: tuple) -> tuple:
+    return w[6], w[3], w[4]
 
 
 def get_tuple(d: Dialect, serde: SerializerProtocol, key: Key, bc: codec.BlobCodec | None = None) -> Op[CheckpointTuple | None]:
