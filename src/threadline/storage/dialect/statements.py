@@ -173,17 +173,18 @@ class Statements:
 
     def insert_checkpoint(self, checked: int) -> str:
         """Insert-or-ignore of a checkpoint row, returning its checkpoint_id and how many of
-        ``checked`` blob rows are stored as written (``count_stored``; 0 when none); not inserted
-        either when a required parent checkpoint is not stored (another process deleted it).
+        ``checked`` blob rows are stored as written (``count_stored``); with ``checked`` 0 it returns
+        nothing (run it counted, ``Q(count=True)``: 1 inserted, 0 not). Not inserted either when a
+        required parent checkpoint is not stored (another process deleted it).
         (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata, step, source,
         run_id, created_at, checksum, the required parent's checkpoint_id (NULL: none), its key (thread_id,
         checkpoint_ns, checkpoint_id), then the ``count_stored`` parameters) → checkpoint_id, count"""
-        count = self.count_stored(checked) if checked else "0"
+        returning = f" RETURNING checkpoint_id, {self.count_stored(checked)}" if checked else ""
         return (
             _INSERT_CHECKPOINTS + "SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? "
             "WHERE ? IS NULL OR EXISTS (SELECT 1 FROM threadline_checkpoints p "
             "WHERE p.thread_id = ? AND p.checkpoint_ns = ? AND p.checkpoint_id = ?) "
-            f"ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO NOTHING RETURNING checkpoint_id, {count}"
+            f"ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO NOTHING{returning}"
         )
 
     def reput_checkpoint(self) -> str:

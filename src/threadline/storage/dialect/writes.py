@@ -33,9 +33,11 @@ class WriteStatements:
     # (thread_id, channel) → checkpoint_ns, checkpoint_id of the checkpoints with writes to that channel
     CHECKPOINTS_WRITING = "SELECT DISTINCT checkpoint_ns, checkpoint_id FROM threadline_writes WHERE thread_id = ? AND channel = ?"
 
-    def insert_writes(self, replace: bool, live: bool = False, fenced: int = 0) -> str:
-        """(WRITE_COLUMNS, created_at): insert-or-ignore → task_id, idx of the rows inserted; or with
-        ``replace`` (special channels) an upsert of the dialect's ``replaced_write_columns``.
+    def insert_writes(self, replace: bool, live: bool = False, fenced: int = 0, returning: bool = True) -> str:
+        """(WRITE_COLUMNS, created_at): insert-or-ignore → task_id, idx of the rows inserted (without
+        ``returning``: no rows, run it counted, ``Q(count=True)``: SQLite buffers a RETURNING's rows in
+        a temporary table, ~50k instructions a statement); or with ``replace`` (special channels) an
+        upsert of the dialect's ``replaced_write_columns``.
 
         ``live`` (a running graph's ``put_writes``): a row whose checkpoint is not stored while a
         newer one of its namespace is, is not inserted. Its checkpoint was pruned after LangGraph
@@ -47,7 +49,7 @@ class WriteStatements:
         as ``check_fence``, then the rows' parameters) → task_id, idx of the rows written, and
         (NULL, 1 or 0): whether the lease held (nothing is written when it did not)."""
         replaced = ", ".join(f"{c} = excluded.{c}" for c in self.replaced_write_columns)
-        conflict = f"DO UPDATE SET {replaced}" if replace else "DO NOTHING RETURNING task_id, idx"
+        conflict = f"DO UPDATE SET {replaced}" if replace else "DO NOTHING" + (" RETURNING task_id, idx" if returning or fenced else "")
         row = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
         if not live:
             return _INSERT_WRITES + f"VALUES {row} ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) {conflict}"

@@ -129,11 +129,14 @@ def _put_statements(
     checked_params = [p for r in recount for p in (r.params[2], r.params[3], r.params[4], len(r.params[5] or b""))]
     count_params = [*checked_params, key.thread_id, key.checkpoint_ns] if recount else []
     parent_key = (required_parent, key.thread_id, key.checkpoint_ns, required_parent)
-    inserted = yield Q(d.insert_checkpoint(len(recount)), [*row, *parent_key, *count_params], stores=(("checkpoints", len(row[4]) + len(row[5])),))
+    # counted when no blob row needs recounting (SQLite buffers a RETURNING's rows in a temporary table)
+    found = yield Q(d.insert_checkpoint(len(recount)), [*row, *parent_key, *count_params], stores=(("checkpoints", len(row[4]) + len(row[5])),),
+                    count=not recount)
+    inserted = bool(found) if recount else found[0][0] > 0
     if not inserted and required_parent is not None and not (yield Q(d.CHECKPOINT_PARENT, row[:3])):
         return None  # not stored, and neither is the parent it was built on
     if inserted:
-        stored = inserted[0][1] if recount else len(checked)
+        stored = found[0][1] if recount else len(checked)
     else:
         parent = (key.checkpoint_id,) if d.reput_sets_parent else ()
         checksum = row[10]
@@ -370,12 +373,17 @@ def put_writes(
         rows = list({r[4]: r for r in rows}.values())
     stores = (("writes", sum(len(r[8] or b"") for r in rows)),)
     if fence is None:
-        inserted = yield Q(d.insert_writes(replace, live=True), rows, many=True, single=True, stores=stores)
+        # counted, not RETURNING: which rows went in is known when all did (the usual case); when some
+        # were there already (a task's writes saved again) none is remembered — references are an
+        # optimization, and the next put stores those values whole
+        added = (yield Q(d.insert_writes(replace, live=True, returning=False), rows, many=True, single=True, stores=stores, count=True))[0][0]
+        inserted = {(r[3], r[4]) for r in rows} if added == len(rows) else set()
     else:
-        inserted = yield from lease.fenced_writes(d, fence, replace, rows, f"the pending writes of task {task_id!r}", stores)
+        found = yield from lease.fenced_writes(d, fence, replace, rows, f"the pending writes of task {task_id!r}", stores)
+        inserted = {(r[0], r[1]) for r in found}
     if bc is None or not bc.deltas or replace or not inserted:
         return None
-    return _item_writes(key, rows, encoded, {(r[0], r[1]) for r in inserted})
+    return _item_writes(key, rows, encoded, inserted)
 
 
 REF_MIN_BYTES = 128  # a write whose items take fewer bytes is not worth a reference (~80 bytes of JSON)

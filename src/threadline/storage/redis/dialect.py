@@ -112,8 +112,8 @@ class RedisDialect(
     def get_statement(self, latest: bool) -> Cmd:  # type: ignore[override]
         return GET_LATEST if latest else GET_CHECKPOINT
 
-    def insert_writes(self, replace: bool, live: bool = False, fenced: int = 0) -> Cmd:  # type: ignore[override]
-        return Cmd(insert_writes, (replace, live, fenced) if fenced else (replace, live), "insert_writes")
+    def insert_writes(self, replace: bool, live: bool = False, fenced: int = 0, returning: bool = True) -> Cmd:  # type: ignore[override]
+        return Cmd(insert_writes, (replace, live, fenced, returning), "insert_writes")
 
     def writes_by_keys(self, count: int, channel: bool = False) -> Cmd:
         return Cmd(writes_by_keys, (channel,), "writes_by_keys")

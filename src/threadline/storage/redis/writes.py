@@ -12,8 +12,9 @@ from threadline.storage.redis import layout as L
 from threadline.storage.redis.base import Call, by_thread, frame, group, pairs, rows_of, thread_writes_of, write_row
 
 
-def insert_writes(d: Any, params: Sequence[Any], many: bool, replace: bool, live: bool, fenced: int = 0) -> Generator:
+def insert_writes(d: Any, params: Sequence[Any], many: bool, replace: bool, live: bool, fenced: int = 0, returning: bool = True) -> Generator:
     """(WRITE_COLUMNS, created_at) rows → task_id, idx of those inserted (none with ``replace``);
+    without ``returning``, ``[(rows written,)]`` as the SQL statement run counted gives;
     ``live`` as the SQL statement's (a running graph's writes, all of one checkpoint); ``fenced``
     as the SQL statement's (thread_id, holder, token, then the rows' parameters; one thread)."""
     fence = params[:3] if fenced else None
@@ -33,8 +34,9 @@ def insert_writes(d: Any, params: Sequence[Any], many: bool, replace: bool, live
         reply = found[0] if found else []
         return [(None, 0)] if 0 in reply else [(None, 1)] + ([] if replace else [(rows[i - 1][3], rows[i - 1][4]) for i in reply])
     if replace:
-        return []
-    return [(part[i - 1][3], part[i - 1][4]) for part, reply in zip(threads.values(), found) for i in reply]
+        return [] if returning else [(len(rows),)]
+    inserted = [(part[i - 1][3], part[i - 1][4]) for part, reply in zip(threads.values(), found) for i in reply]
+    return inserted if returning else [(len(inserted),)]
 
 
 def _writes_of(d: Any, checkpoints: Sequence[Sequence[Any]]) -> Generator:
