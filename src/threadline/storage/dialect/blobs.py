@@ -47,6 +47,27 @@ class BlobStatements:
             "ON CONFLICT DO NOTHING"
         )
 
+    # whether a read at the start of a write transaction still holds at its commit (SQLite: the
+    # transaction holds the database's one write lock from its first statement). ``put`` then reads
+    # its guards once (``put_guards``) and writes with plain inserts: an ``INSERT … SELECT`` whose
+    # guard reads the table it writes makes SQLite run the SELECT into a temporary table first.
+    checks_hold = False
+
+    @lru_cache(maxsize=64)
+    def put_guards(self, deltas: int) -> str:
+        """A put's guards in one read (a dialect whose ``checks_hold``): (the checkpoint_id of the
+        parent a new checkpoint row needs stored (NULL: none), thread_id, checkpoint_ns, then ``deltas``
+        × (channel, base_version, the type and stored size the base row must have)) → one row:
+        whether that parent is stored (1 when none is needed), then whether each delta's base row is
+        stored so (``insert_blob_guarded``'s and ``insert_checkpoint``'s guards)."""
+        bases = [
+            f"EXISTS (SELECT 1 FROM threadline_blobs b WHERE b.thread_id = ?2 AND b.checkpoint_ns = ?3 AND b.channel = ?{4 + 4 * i} "
+            f"AND b.version = ?{5 + 4 * i} AND b.type = ?{6 + 4 * i} AND {self.bytes_of('b.blob', 'blob')} = ?{7 + 4 * i})"
+            for i in range(deltas)
+        ]
+        parent = "?1 IS NULL OR EXISTS (SELECT 1 FROM threadline_checkpoints p WHERE p.thread_id = ?2 AND p.checkpoint_ns = ?3 AND p.checkpoint_id = ?1)"
+        return "SELECT " + ", ".join([parent, *bases])
+
     def count_stored(self, count: int) -> str:
         """A scalar subquery: how many of ``count`` (channel, version, type, stored size) rows of one
         (thread_id, checkpoint_ns) are stored exactly so. (the rows, flattened, then thread_id, checkpoint_ns)"""

@@ -73,6 +73,7 @@ created_at REAL NOT NULL""",
 
 class SqliteDialect(Dialect):
     name = "sqlite"
+    checks_hold = True  # a write transaction (BEGIN IMMEDIATE) holds the one write lock to its end
     types = {"text": "TEXT", "json": "TEXT", "blob": "BLOB", "real": "REAL", "int": "INTEGER", "clustered": " WITHOUT ROWID"}
     max_params = 900
     now_sql = "((julianday('now') - 2440587.5) * 86400.0)"  # the Unix epoch is Julian day 2440587.5

@@ -171,20 +171,24 @@ class Statements:
         """SQL for a checkpoint row's stored bytes (checkpoint + metadata JSON)."""
         return f"{self.bytes_of('checkpoint', 'json')} + {self.bytes_of('metadata', 'json')}"
 
-    def insert_checkpoint(self, checked: int) -> str:
+    def insert_checkpoint(self, checked: int, guarded: bool = True) -> str:
         """Insert-or-ignore of a checkpoint row, returning its checkpoint_id and how many of
         ``checked`` blob rows are stored as written (``count_stored``); with ``checked`` 0 it returns
-        nothing (run it counted, ``Q(count=True)``: 1 inserted, 0 not). Not inserted either when a
-        required parent checkpoint is not stored (another process deleted it).
+        nothing (run it counted, ``Q(count=True)``: 1 inserted, 0 not). ``guarded``: not inserted either
+        when a required parent checkpoint is not stored (another process deleted it); without it the
+        caller has checked that (``put_guards``).
         (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata, step, source,
-        run_id, created_at, checksum, the required parent's checkpoint_id (NULL: none), its key (thread_id,
-        checkpoint_ns, checkpoint_id), then the ``count_stored`` parameters) → checkpoint_id, count"""
+        run_id, created_at, checksum, [when ``guarded``: the required parent's checkpoint_id (NULL: none),
+        its key (thread_id, checkpoint_ns, checkpoint_id),] then the ``count_stored`` parameters)
+        → checkpoint_id, count"""
         returning = f" RETURNING checkpoint_id, {self.count_stored(checked)}" if checked else ""
-        return (
-            _INSERT_CHECKPOINTS + "SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? "
+        guard = (
             "WHERE ? IS NULL OR EXISTS (SELECT 1 FROM threadline_checkpoints p "
             "WHERE p.thread_id = ? AND p.checkpoint_ns = ? AND p.checkpoint_id = ?) "
-            f"ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO NOTHING{returning}"
+        ) if guarded else ""
+        return (
+            _INSERT_CHECKPOINTS + "SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? "
+            f"{guard}ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO NOTHING{returning}"
         )
 
     def reput_checkpoint(self) -> str:

@@ -120,7 +120,17 @@ def _put_statements(
     Returns how many ``checked`` rows are stored as written, or None when a new checkpoint row
     was not written because its ``required_parent`` is no longer stored."""
     added = 0
-    if any(r.delta for r in blob_rows):
+    deltas = [r for r in blob_rows if r.delta]
+    parent_stored = True
+    if d.checks_hold and (deltas or required_parent is not None):
+        # the guards read once, in this write transaction, then plain inserts (``Dialect.checks_hold``)
+        guards = flat((r.params[2], r.params[6], *r.guard) for r in deltas)
+        found = (yield Q(d.put_guards(len(deltas)), [required_parent, key.thread_id, key.checkpoint_ns, *guards]))[0]
+        parent_stored, refused = bool(found[0]), {id(r) for r, ok in zip(deltas, found[1:]) if not ok}
+        kept = [r for r in blob_rows if id(r) not in refused]
+        if kept:
+            added = (yield Q(d.INSERT_BLOB, [r.params for r in kept], many=True, stores=(("blobs", size),), count=True))[0][0]
+    elif deltas:
         added = (yield Q(d.insert_blob_guarded(), [r.params + r.guard for r in blob_rows], many=True, stores=(("blobs", size),), count=True))[0][0]
     elif blob_rows:
         added = (yield Q(d.INSERT_BLOB, [r.params for r in blob_rows], many=True, stores=(("blobs", size),), count=True))[0][0]
@@ -130,9 +140,13 @@ def _put_statements(
     count_params = [*checked_params, key.thread_id, key.checkpoint_ns] if recount else []
     parent_key = (required_parent, key.thread_id, key.checkpoint_ns, required_parent)
     # counted when no blob row needs recounting (SQLite buffers a RETURNING's rows in a temporary table)
-    found = yield Q(d.insert_checkpoint(len(recount)), [*row, *parent_key, *count_params], stores=(("checkpoints", len(row[4]) + len(row[5])),),
-                    count=not recount)
-    inserted = bool(found) if recount else found[0][0] > 0
+    if not parent_stored:
+        inserted = False
+    else:
+        guarded = not d.checks_hold
+        found = yield Q(d.insert_checkpoint(len(recount), guarded), [*row, *(parent_key if guarded else ()), *count_params],
+                        stores=(("checkpoints", len(row[4]) + len(row[5])),), count=not recount)
+        inserted = bool(found) if recount else found[0][0] > 0
     if not inserted and required_parent is not None and not (yield Q(d.CHECKPOINT_PARENT, row[:3])):
         return None  # not stored, and neither is the parent it was built on
     if inserted:
