@@ -1,8 +1,8 @@
 """The backends, by URL scheme: the one place that knows which backends exist.
 
 Adding a backend = a dialect (``threadline.storage.dialect``), a driver shell module
-``threadline.backends.<name>`` (connect + transaction only; ``sqlite.py`` is the
-model) and one ``BackendEntry`` in ``REGISTRY``. ``open_saver``/``aopen_saver`` and
+``threadline.backends.<name>conn`` (connect + transaction only; ``sqliteconn.py`` is the
+model), its savers in ``threadline.backends.<name>`` and one ``BackendEntry`` in ``REGISTRY``. ``open_saver``/``aopen_saver`` and
 whatever else opens a URL look the backend up here; nothing else branches on a
 backend's name.
 """
