@@ -18,7 +18,7 @@ would store each of them twice, so such a delta is stored as a reference to thos
   appended items in that order.
 
 ``make_ref`` builds one when the delta's items are exactly those of the candidate
-writes, known by their length and BLAKE2b-128 (``item_digest``: a saver remembers that
+writes, known by their length and xxh3-128 (``item_digest``: a saver remembers that
 much of each write it stored, not its bytes, so a large ``Send`` costs its cache no more
 than a small one); ``ref_of`` reads one back (``ref_in``: from a stored row's opened type
 and bytes); ``splice`` turns it and the writes' item bytes into the equivalent
@@ -28,9 +28,10 @@ and CRC-32) like any delta. ``storage.ops.read`` fetches the writes.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Sequence
+
+import xxhash
 
 from threadline.codec.containers import LIST, _header, split
 from threadline.codec.deltas import _HEADER
@@ -38,7 +39,8 @@ from threadline.codec.tags import DELTA_REF, decompress
 from threadline.errors import CorruptRowError
 
 WriteRef = tuple[str, int]  # (task_id, idx) of a pending write
-Digest = tuple[int, bytes]  # ``item_digest``: (length, BLAKE2b-128) of a write's item bytes
+Digest = tuple[int, bytes]  # ``item_digest``: (length, xxh3-128) of a write's item bytes
+_COMPACT = json.JSONEncoder(separators=(",", ":")).encode  # ``json.dumps``' text, its encoder built once
 Candidate = tuple[str, int, Digest]  # (task_id, idx, the digest of its items: ``write_items``)
 
 
@@ -54,8 +56,10 @@ def write_items(tag: str, raw: bytes) -> tuple[int, memoryview] | None:
 
 
 def item_digest(items: bytes | memoryview) -> Digest:
-    """``(length, BLAKE2b-128)`` of item bytes: what ``make_ref`` compares a delta's items with."""
-    return len(items), hashlib.blake2b(items, digest_size=16).digest()
+    """``(length, xxh3-128)`` of item bytes: what ``make_ref`` compares a delta's items with. Held in
+    memory only, never stored; a reference is checked when read like any delta (count, length and
+    CRC-32 of the value it rebuilds), so a fast unkeyed hash serves."""
+    return len(items), xxhash.xxh3_128_digest(items)
 
 
 def _all_of(items: memoryview, writes: Sequence[Candidate]) -> bool:
@@ -84,7 +88,7 @@ def make_ref(payload: bytes, checkpoint_id: str, writes: Sequence[Candidate]) ->
         chosen = [w for w in writes if w[2] == mine][:1]
     if not chosen:
         return None
-    refs = json.dumps([checkpoint_id, [[task_id, idx] for task_id, idx, _ in chosen]], separators=(",", ":"))
+    refs = _COMPACT([checkpoint_id, [[task_id, idx] for task_id, idx, _ in chosen]])
     return payload[: _HEADER.size] + refs.encode()
 
 

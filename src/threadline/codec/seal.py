@@ -40,7 +40,7 @@ from decimal import Decimal
 from functools import lru_cache
 from typing import Any
 
-from threadline.codec.jsontext import dumps_doc, dumps_json
+from threadline.codec.jsontext import dumps_doc, dumps_meta
 from threadline.codec.keyring import KEY_ID_BYTES, Keyring
 from threadline.codec.tags import EMPTY
 from threadline.errors import CorruptRowError, EncryptionError
@@ -249,11 +249,11 @@ def _content(key: tuple, parent: str | None, doc: Any, meta: Any) -> bytes:
 
 def _text_digest(key: tuple, parent: str | None, doc: Any, meta: Any) -> str:
     """``x3:`` + xxh3-128 of the key, the parent and the JSON texts as stored (``jsontext.dumps_doc`` and
-    ``dumps_json``: the text itself where the backend keeps it, else the parsed value encoded again,
+    ``dumps_meta``: the text itself where the backend keeps it, else the parsed value encoded again,
     which gives the same text), each part length-prefixed so that the encoding is injective."""
     import xxhash  # on first use: importing the saver does not pay for it
     try:
-        texts = (doc if isinstance(doc, str) else dumps_doc(doc), meta if isinstance(meta, str) else dumps_json(meta, sort_keys=False))
+        texts = (doc if isinstance(doc, str) else dumps_doc(doc), meta if isinstance(meta, str) else dumps_meta(meta))
     except (TypeError, ValueError, RecursionError) as exc:
         raise CorruptRowError(f"checkpoint {key!r}: checkpoint or metadata is not JSON as stored ({exc})") from None
     out = [b"threadline/ck1\x00"]

@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Any
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from threadline import codec, limits
-from threadline.codec.jsontext import dumps_doc
+from threadline.codec.jsontext import dumps_doc, dumps_meta
 from threadline.storage import heads as H
 from threadline.storage import rows as R
-from threadline.storage.dialect import Dialect, dumps_json
+from threadline.storage.dialect import Dialect
 from threadline.storage.ops.base import Op, Q, flat
 from threadline.storage.ops import lease
 from threadline.storage.ops.read import fetch_blob_rows, fetch_blobs
@@ -242,7 +242,7 @@ def put(
         doc[R.ABSENT] = list(absent)
     where = f"checkpoint {checkpoint['id']!r}: metadata"
     try:
-        doc_json, meta_json = dumps_doc(doc), dumps_json(meta, sort_keys=False)
+        doc_json, meta_json = dumps_doc(doc), dumps_meta(meta)
     except RecursionError:
         raise limits.too_deep(where, ValueTooLargeError) from None
     except (TypeError, ValueError) as exc:
