@@ -118,6 +118,14 @@ def drive(
     plan = _Plan(d)
 
     def execute(q: Q) -> list:
+        if plan.begun and not q.many and plan.translate is None:
+            # most statements: one, in ``?`` style, inside the transaction already begun
+            cur.execute(q.sql, q.params)
+            if flush is not None:
+                flush()
+            if q.count:
+                return [(cur.rowcount,)]
+            return cur.fetchall() if q.read or cur.description else []
         needed, stmts = plan.of(q)
         if needed is not None:
             begin(needed)

@@ -5,6 +5,7 @@ generator of them), the page size, and chunking of parameter lists (``chunks``, 
 from __future__ import annotations
 
 from collections.abc import Generator, Iterable, Sequence
+from itertools import chain
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -58,4 +59,4 @@ def chunks(items: Sequence[T], size: int) -> Iterable[Sequence[T]]:
 
 
 def flat(rows: Iterable[Sequence[Any]]) -> list[Any]:
-    return [v for row in rows for v in row]
+    return list(chain.from_iterable(rows))
