@@ -171,6 +171,7 @@ class Statements:
         """SQL for a checkpoint row's stored bytes (checkpoint + metadata JSON)."""
         return f"{self.bytes_of('checkpoint', 'json')} + {self.bytes_of('metadata', 'json')}"
 
+    @lru_cache(maxsize=512)  # built on every put: built once
     def insert_checkpoint(self, checked: int, guarded: bool = True) -> str:
         """Insert-or-ignore of a checkpoint row, returning its checkpoint_id and how many of
         ``checked`` blob rows are stored as written (``count_stored``); with ``checked`` 0 it returns

@@ -33,6 +33,7 @@ class WriteStatements:
     # (thread_id, channel) → checkpoint_ns, checkpoint_id of the checkpoints with writes to that channel
     CHECKPOINTS_WRITING = "SELECT DISTINCT checkpoint_ns, checkpoint_id FROM threadline_writes WHERE thread_id = ? AND channel = ?"
 
+    @lru_cache(maxsize=64)  # built on every put_writes: built once
     def insert_writes(self, replace: bool, live: bool = False, fenced: int = 0, returning: bool = True) -> str:
         """(WRITE_COLUMNS, created_at): insert-or-ignore → task_id, idx of the rows inserted (without
         ``returning``: no rows, run it counted, ``Q(count=True)``: SQLite buffers a RETURNING's rows in
@@ -68,6 +69,7 @@ class WriteStatements:
             )
         return _INSERT_WRITES + f"SELECT * FROM (VALUES {row}) AS v WHERE {keep} {on} {conflict}"
 
+    @lru_cache(maxsize=512)
     def writes_by_write_keys(self, count: int) -> str:
         """(``count`` write keys (thread_id, checkpoint_ns, checkpoint_id, task_id, idx), flattened) → WRITE_COLUMNS"""
         return self.join_keys("threadline_writes", WRITE_KEY, count, read_values(WRITE_COLUMNS, self.value_read, "t"))
@@ -82,6 +84,7 @@ class WriteStatements:
             + " ORDER BY t.task_path, t.task_id, t.idx"
         )
 
+    @lru_cache(maxsize=512)
     def sends_by_parent(self, count: int) -> str:
         """(``count`` (thread_id, checkpoint_id) pairs, flattened, TASKS) → WRITE_COLUMNS of those
         checkpoints' TASKS writes in ANY namespace, in ``writes_sort_key`` order: the pending sends
