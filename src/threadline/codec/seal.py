@@ -81,10 +81,11 @@ class Row:
         return b"".join([b"threadline/1\x00", *map(_field, (self.table, *self.key, *self.bound, tag))])
 
 
-@lru_cache(maxsize=4096, typed=True)
+@lru_cache(maxsize=4096)  # untyped: a single str or int argument is its own key (no tuple built)
 def _field(value: str | int | None) -> bytes:
     """An associated-data field: 0x00 for None, else 0x01, the UTF-8 length (4 bytes, little-endian)
-    and the UTF-8 bytes of the value's text."""
+    and the UTF-8 bytes of the value's text. Key columns hold text, integers (a write's idx) or NULL:
+    no two of those that compare equal have different texts (no bool or float reaches here)."""
     if value is None:
         return b"\x00"
     raw = (value if type(value) is str else str(value)).encode("utf-8", "surrogatepass")
