@@ -1,0 +1,226 @@
+"""Where one kind of saver call spends its instructions: the part inside given functions or SQL
+statements, counted by valgrind's callgrind beside the whole call (issue 43: what to cut next).
+
+Usage::
+
+    .venv/bin/python benchmarks/breakdown.py put [--threads 3] [--jobs 2] [--src DIR] PART [PART ...]
+
+A PART is one of:
+
+* ``-``: the whole call (as ``instructions.py`` counts it);
+* ``module:function`` or ``module:Class.method``, several joined by ``,``: the instructions inside
+  them (a generator function counted at each resumption; a call nested in another counted once);
+* ``sql:PREFIX``: the statements whose text starts with PREFIX, as ``sqlite3`` runs them (``sql:*``
+  every statement; ``sql:COMMIT`` the commit).
+
+Method: as ``instructions.py`` (its recorded conversations, one callgrind process per part, the first
+conversation a warm-up), with callgrind's collection switched on only inside the wrapped functions or
+statements during calls of that kind, on threadline's ``SqliteSaver``. Switching the counting on and off
+costs instructions of its own (the ``ctypes`` calls, ~2,000), counted each time a part is entered: a
+calibration run counts a wrapped no-op, and that much is taken off each part per time it was entered
+(shown). ``sql:*`` holds ``BEGIN`` and ``COMMIT``. Figures, never assertions.
+
+Example (round twenty-one)::
+
+    breakdown.py put - sql:* sql:COMMIT threadline.storage.ops.write:put threadline.codec.policy:make_ref
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import functools
+import importlib
+import inspect
+import os
+import pickle
+import sqlite3
+import subprocess
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Callable
+
+HERE = Path(__file__).resolve().parent
+CALIBRATE = "calibrate"  # the part that counts a wrapped no-op only
+sys.path.insert(0, str(HERE))
+import instructions  # noqa: E402  (the recording and the toggle helper)
+
+
+def _wrap(fn: Callable, toggle: Callable, state: dict) -> Callable:
+    """``fn`` counted while a call of the kind runs (and not already inside a counted part)."""
+    if inspect.isgeneratorfunction(fn):
+        @functools.wraps(fn)
+        def gen(*args: Any, **kw: Any) -> Any:
+            g, sent = fn(*args, **kw), None
+            while True:
+                counting = state["in"] and not state["depth"]
+                if counting:
+                    state["depth"] += 1
+                    state["n"] += 1
+                    toggle()
+                try:
+                    q = g.send(sent)
+                except StopIteration as stop:
+                    return stop.value
+                finally:
+                    if counting:
+                        toggle()
+                        state["depth"] -= 1
+                sent = yield q
+        return gen
+
+    @functools.wraps(fn)
+    def plain(*args: Any, **kw: Any) -> Any:
+        if not state["in"] or state["depth"]:
+            return fn(*args, **kw)
+        state["depth"] += 1
+        state["n"] += 1
+        toggle()
+        try:
+            return fn(*args, **kw)
+        finally:
+            toggle()
+            state["depth"] -= 1
+    return plain
+
+
+def _patch_functions(spec: str, toggle: Callable, state: dict) -> None:
+    for target in spec.split(","):
+        module, attr = target.split(":")
+        owner: Any = importlib.import_module(module)
+        *path, name = attr.split(".")
+        for part in path:
+            owner = getattr(owner, part)
+        setattr(owner, name, _wrap(getattr(owner, name), toggle, state))
+
+
+def _patch_sql(prefix: str, toggle: Callable, state: dict) -> None:
+    def counted(sql: str) -> bool:
+        return state["in"] and (prefix == "*" or sql.lstrip().upper().startswith(prefix.upper()))
+
+    class Cursor(sqlite3.Cursor):
+        def execute(self, sql: str, params: Any = ()) -> Any:  # type: ignore[override]
+            on = counted(sql)
+            state["n"] += on
+            toggle() if on else None
+            try:
+                return super().execute(sql, params)
+            finally:
+                toggle() if on else None
+
+        def executemany(self, sql: str, params: Any) -> Any:  # type: ignore[override]
+            on = counted(sql)
+            state["n"] += on
+            toggle() if on else None
+            try:
+                return super().executemany(sql, params)
+            finally:
+                toggle() if on else None
+
+    class Connection(sqlite3.Connection):
+        def cursor(self, factory: Any = Cursor) -> Any:  # type: ignore[override]
+            return super().cursor(factory)
+
+        def execute(self, sql: str, params: Any = ()) -> Any:  # type: ignore[override]
+            return self.cursor().execute(sql, params)
+
+        def commit(self) -> None:
+            on = counted("COMMIT")
+            state["n"] += on
+            toggle() if on else None
+            try:
+                super().commit()
+            finally:
+                toggle() if on else None
+
+    connect = sqlite3.connect
+    sqlite3.connect = lambda *a, **kw: connect(*a, factory=Connection, **kw)  # type: ignore[assignment]
+
+
+def child(kind: str, part: str, calls_file: str, lib: str, threads: int) -> None:
+    toggle = ctypes.CDLL(lib).toggle
+    state = {"in": False, "depth": 0, "n": 0}
+    noop = _wrap(lambda: None, toggle, state)
+    if part.startswith("sql:"):
+        _patch_sql(part[4:], toggle, state)
+    elif part not in ("-", CALIBRATE):
+        _patch_functions(part, toggle, state)
+    from threadline import SqliteSaver
+
+    calls = pickle.loads(Path(calls_file).read_bytes())
+    counted = 0
+    with tempfile.TemporaryDirectory() as tmp, SqliteSaver.from_conn_string(os.path.join(tmp, "db.sqlite")) as saver:
+        saver.setup()
+        names = sorted(calls)[: threads + 1]
+        for thread in names:
+            wrote = False
+            for name, blob in calls[thread]:
+                args = pickle.loads(blob)
+                this = name if name != "get_tuple" else "get_warm" if wrote else "get_new"
+                if this == kind and thread != names[0]:
+                    state["in"] = True
+                    toggle() if part == "-" else None
+                    if part == CALIBRATE:  # the counting's own cost: a wrapped no-op, ten times a call
+                        for _ in range(10):
+                            noop()
+                    getattr(saver, name)(*args)
+                    toggle() if part == "-" else None
+                    state["in"] = False
+                    counted += 1
+                else:
+                    getattr(saver, name)(*args)
+                wrote = wrote or name == "put"
+    print(f"counted {counted} {state['n']}", file=sys.stderr)
+
+
+def measure(kind: str, part: str, src: str, calls_file: str, lib: str, tmp: str, threads: int) -> tuple[float, float]:
+    """(instructions, times ``part`` was entered) per call of ``kind``, from one callgrind run."""
+    out = os.path.join(tmp, f"{abs(hash(part))}.callgrind")
+    env = {**os.environ, "PYTHONHASHSEED": "0", "PYTHONPATH": src}
+    run = subprocess.run(
+        ["valgrind", "--tool=callgrind", "--collect-atstart=no", f"--callgrind-out-file={out}",
+         sys.executable, __file__, "--child", kind, part, calls_file, lib, str(threads)],
+        env=env, capture_output=True, text=True, check=True,
+    )
+    calls, entered = map(int, next(line.split()[1:3] for line in run.stderr.splitlines() if line.startswith("counted ")))
+    total = next(int(line.split()[1]) for line in Path(out).read_text().splitlines() if line.startswith(("summary:", "totals:")))
+    return total / calls, entered / calls
+
+
+def main(argv: list[str] | None = None) -> str:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("kind", choices=instructions.KINDS)
+    parser.add_argument("parts", nargs="+")
+    parser.add_argument("--threads", type=int, default=3)
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--src", default=str(HERE.parent / "src"), help="the threadline source tree to measure")
+    args = parser.parse_args(argv)
+    import per_call
+
+    with tempfile.TemporaryDirectory() as tmp:
+        lib = os.path.join(tmp, "toggle.so")
+        Path(tmp, "toggle.c").write_text(instructions.TOGGLE_C)
+        subprocess.run(["gcc", "-shared", "-fPIC", "-O2", "-o", lib, os.path.join(tmp, "toggle.c")], check=True)
+        calls_file = os.path.join(tmp, "calls.pkl")
+        Path(calls_file).write_bytes(pickle.dumps(per_call.record(list(range(args.threads + 1)), 4)))
+        with ThreadPoolExecutor(args.jobs) as pool:
+            found = list(pool.map(lambda p: measure(args.kind, p, args.src, calls_file, lib, tmp, args.threads), [CALIBRATE, *args.parts]))
+    (noop, tens), found = found[0], found[1:]
+    each = noop / tens  # the counting's own instructions each time a part is entered
+    lines = [f"Instructions per `{args.kind}` (callgrind), {args.threads} conversations of 4 turns after a warm-up one, "
+             f"threadline's SqliteSaver from `{args.src}`; the counting's own {each:,.0f} instructions each time a part "
+             "is entered taken off (a part entered once per call: `-`).", "",
+             "| part | instructions per call | entered per call |", "|---|---|---|"]
+    lines += [f"| `{p}` | {n - (entered * each if p != '-' else 0):,.0f} | {entered:.2f} |" for p, (n, entered) in zip(args.parts, found)]
+    report = "\n".join(lines)
+    print(report)
+    return report
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "--child":
+        child(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5], int(sys.argv[6]))
+    else:
+        main()
