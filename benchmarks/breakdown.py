@@ -97,27 +97,22 @@ def _patch_functions(spec: str, toggle: Callable, state: dict) -> None:
 
 
 def _patch_sql(prefix: str, toggle: Callable, state: dict) -> None:
-    def counted(sql: str) -> bool:
-        return state["in"] and (prefix == "*" or sql.lstrip().upper().startswith(prefix.upper()))
+    def run(sql: str, fn: Callable, *args: Any) -> Any:
+        """``fn(*args)``, counted when ``sql`` is a statement of the part during a call of the kind."""
+        on = state["in"] and (prefix == "*" or sql.lstrip().upper().startswith(prefix.upper()))
+        state["n"] += on
+        toggle() if on else None
+        try:
+            return fn(*args)
+        finally:
+            toggle() if on else None
 
     class Cursor(sqlite3.Cursor):
         def execute(self, sql: str, params: Any = ()) -> Any:  # type: ignore[override]
-            on = counted(sql)
-            state["n"] += on
-            toggle() if on else None
-            try:
-                return super().execute(sql, params)
-            finally:
-                toggle() if on else None
+            return run(sql, super().execute, sql, params)
 
         def executemany(self, sql: str, params: Any) -> Any:  # type: ignore[override]
-            on = counted(sql)
-            state["n"] += on
-            toggle() if on else None
-            try:
-                return super().executemany(sql, params)
-            finally:
-                toggle() if on else None
+            return run(sql, super().executemany, sql, params)
 
     class Connection(sqlite3.Connection):
         def cursor(self, factory: Any = Cursor) -> Any:  # type: ignore[override]
@@ -127,13 +122,7 @@ def _patch_sql(prefix: str, toggle: Callable, state: dict) -> None:
             return self.cursor().execute(sql, params)
 
         def commit(self) -> None:
-            on = counted("COMMIT")
-            state["n"] += on
-            toggle() if on else None
-            try:
-                super().commit()
-            finally:
-                toggle() if on else None
+            run("COMMIT", super().commit)
 
     connect = sqlite3.connect
     sqlite3.connect = lambda *a, **kw: connect(*a, factory=Connection, **kw)  # type: ignore[assignment]
