@@ -290,14 +290,6 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
             "CREATE INDEX IF NOT EXISTS threadline_checkpoints_run_id ON threadline_checkpoints (run_id) WHERE run_id IS NOT NULL",
         ],
     ),
-    (
-        19,
-        [
-            # SQLite only (``SqliteDialect.extra_migrations``): the thread index rebuilt as a WITHOUT
-            # ROWID table, stored in its key's order, so the upsert every put makes finds and
-            # rewrites its row in one B-tree instead of a key index and a rowid table.
-        ],
-    ),
 ]
 
 LATEST_VERSION = max(v for v, _ in MIGRATIONS)

@@ -30,17 +30,15 @@ def _extract(key: str) -> tuple[str, str]:
     return "(SELECT j.value FROM json_each(c.metadata) j WHERE j.key = ?)", key
 
 
-def _rebuilt(name: str, columns: str, key: str, indexes: tuple[str, ...] = (), version: int = 5) -> list[str]:
-    """Statements that rebuild ``name`` (its ``columns`` as the migrations before ``version``
-    left them) as a WITHOUT ROWID table keyed by ``key``, every row copied, then its
-    ``indexes`` (``CREATE INDEX`` statements: dropping the table dropped them) made again."""
+def _rebuilt(name: str, columns: str, key: str) -> list[str]:
+    """Statements that rebuild ``name`` (its ``columns`` as created by migrations 1–4) as a
+    WITHOUT ROWID table keyed by ``key``, every row copied (schema migration 5)."""
     names = ", ".join(c.split()[0] for c in columns.split(",\n"))
     return [
-        f"CREATE TABLE {name}_v{version} ({columns},\nPRIMARY KEY ({key})) WITHOUT ROWID",
-        f"INSERT INTO {name}_v{version} ({names}) SELECT {names} FROM {name}",
+        f"CREATE TABLE {name}_v5 ({columns},\nPRIMARY KEY ({key})) WITHOUT ROWID",
+        f"INSERT INTO {name}_v5 ({names}) SELECT {names} FROM {name}",
         f"DROP TABLE {name}",
-        f"ALTER TABLE {name}_v{version} RENAME TO {name}",
-        *indexes,
+        f"ALTER TABLE {name}_v5 RENAME TO {name}",
     ]
 
 
@@ -71,25 +69,6 @@ created_at REAL NOT NULL""",
         "thread_id, checkpoint_ns, checkpoint_id, task_id, idx",
     ),
 ]
-
-# Migration 19: the thread index (migrations 1, 3 and 15's columns), with its two indexes
-_THREADS_CLUSTERED = _rebuilt(
-    "threadline_threads",
-    """thread_id TEXT NOT NULL,
-created_at REAL NOT NULL,
-updated_at REAL NOT NULL,
-checkpoint_count INTEGER NOT NULL DEFAULT 0,
-bytes INTEGER NOT NULL DEFAULT 0,
-ttl_minutes REAL,
-accessed_at REAL,
-default_ttl REAL""",
-    "thread_id",
-    (
-        "CREATE INDEX IF NOT EXISTS threadline_threads_updated_at ON threadline_threads (updated_at)",
-        "CREATE INDEX IF NOT EXISTS threadline_threads_created_at ON threadline_threads (created_at)",
-    ),
-    version=19,
-)
 
 
 class SqliteDialect(Dialect):
@@ -138,7 +117,7 @@ class SqliteDialect(Dialect):
         return get_with_head(latest)
 
     def extra_migrations(self) -> dict[int, list[str]]:
-        return {5: _CLUSTERED, 19: _THREADS_CLUSTERED}
+        return {5: _CLUSTERED}
 
     def legacy_renames(self) -> list[str]:
         out = [f"ALTER TABLE {old} RENAME TO {new}" for old, new in LEGACY_RENAMES.items()]
