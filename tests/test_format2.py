@@ -141,6 +141,33 @@ def test_a_sqlite_get_tuple_is_one_statement_without_a_transaction(tmp_path: Pat
     assert got.checkpoint == want.checkpoint and got.metadata == want.metadata and got.parent_config == want.parent_config
 
 
+def test_a_warm_read_takes_the_head_entries_it_holds(tmp_path: Path) -> None:
+    """The saver that wrote (or read) a checkpoint's head keeps its entries: its next read of that checkpoint
+    takes them, as it takes cached values, instead of opening the stored head again. Shown with the stored
+    head damaged: that saver still reads in one statement (no blob read), a new one falls back to the blobs
+    (more statements); both give the tuple read before."""
+    db = str(tmp_path / "warm.db")
+    with SqliteSaver.from_conn_string(db) as saver:
+        graph = FX.build_graph(saver)
+        for turn in range(3):
+            graph.invoke({**FX.human(f"turn {turn} " * 30, turn), "mode": "plain"}, FX.cfg("warm"))
+        latest = saver.get_tuple(FX.cfg("warm"))
+        assert _heads(saver)[0][2] == latest.config["configurable"]["checkpoint_id"]
+        data = bytes(saver.run(_q("SELECT data FROM threadline_heads WHERE thread_id = 'warm'"))[0][0])
+        saver.run(_q("UPDATE threadline_heads SET data = ? WHERE thread_id = 'warm'", (data[:-1] + bytes([data[-1] ^ 1]),)), write=True)
+        seen: list[str] = []
+        saver.conn.set_trace_callback(seen.append)
+        assert saver.get_tuple(FX.cfg("warm")) == latest
+        saver.conn.set_trace_callback(None)
+        assert len(seen) == 1 and _reads_checkpoint_head_and_writes(seen[0]), seen
+    with SqliteSaver.from_conn_string(db) as fresh:
+        seen.clear()
+        fresh.conn.set_trace_callback(seen.append)
+        assert fresh.get_tuple(FX.cfg("warm")) == latest
+        fresh.conn.set_trace_callback(None)
+        assert len(seen) > 1 and any("threadline_blobs" in sql for sql in seen[1:]), seen
+
+
 def test_new_puts_write_heads_and_a_damaged_head_falls_back_to_the_blobs(sqlite_format1: tuple) -> None:
     cls, url, _ = sqlite_format1
     with cls.from_conn_string(url) as saver:
