@@ -148,7 +148,7 @@ class BlobCodec:
 
     def check_checkpoint(self, stored: str | None, key: tuple, parent: str | None, doc: Any, meta: Any) -> None:
         """Raise CorruptRowError / EncryptionError unless the row's ``checksum`` matches (``seal.check_checkpoint``)."""
-        check_checkpoint(self.keys, stored, key, parent, doc, meta, str(Row("checkpoint", key)))
+        check_checkpoint(self.keys, stored, key, parent, doc, meta, Row("checkpoint", key))
 
     def candidate(self, tag: str, data: bytes, value: Any = None) -> Container | None:
         """The container of a serialized value that may be stored as a delta, or None.

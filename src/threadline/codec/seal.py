@@ -292,9 +292,10 @@ def checkpoint_checksum(keys: Keyring | None, key: tuple, parent: str | None, do
 
 
 def check_checkpoint(
-    keys: Keyring | None, stored: str | None, key: tuple, parent: str | None, doc: Any, meta: Any, where: str
+    keys: Keyring | None, stored: str | None, key: tuple, parent: str | None, doc: Any, meta: Any, where: object
 ) -> None:
-    """Raise unless ``stored`` (the row's ``checksum``) matches its content (``checkpoint_checksum``).
+    """Raise unless ``stored`` (the row's ``checksum``) matches its content (``checkpoint_checksum``);
+    ``where`` names the row in an error (its ``str``, made only then: a ``Row``).
 
     A row without one (written before checksums) passes unless the keyring requires encryption.
 

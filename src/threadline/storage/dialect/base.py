@@ -203,15 +203,15 @@ class Dialect(
         """Statements moving a database of the unprefixed layout to the prefixed names."""
         raise NotImplementedError
 
-    def load_json(self, value: Any, where: str) -> Any:
+    def load_json(self, value: Any, where: object) -> Any:
         """A JSON column's value as read back by the driver, decoded; CorruptRowError naming
-        ``where`` when it is not JSON."""
+        ``where`` (its ``str``) when it is not JSON."""
         try:
             return json.loads(value) if isinstance(value, (str, bytes)) else value
         except (ValueError, RecursionError) as exc:
             raise CorruptRowError(f"{where}: stored JSON is unreadable ({exc})") from exc
 
-    def load_object(self, value: Any, where: str) -> dict:
+    def load_object(self, value: Any, where: object) -> dict:
         """``load_json`` of a column that must hold a JSON object (a checkpoint)."""
         doc = self.load_json(value, where)
         if not isinstance(doc, dict):

@@ -21,6 +21,7 @@ from threadline.storage import heads as H
 from threadline.storage import rows as R
 from threadline.storage.dialect import Dialect
 from threadline.storage.ops.base import Op, Q, chunks, flat
+from threadline.codec.seal import Row
 from threadline.errors import ConfigError, CorruptRowError
 from threadline.keys import Key, key_of
 
@@ -168,7 +169,7 @@ def load_tuples(
     bc_ = bc or codec.PLAIN
     docs = []
     for row in ck_rows:
-        where = f"checkpoint ({row[0]!r}, {row[1]!r}, {row[2]!r})"
+        where = Row("checkpoint", (row[0], row[1], row[2]))  # its text, only for an error
         doc, meta = d.load_json(row[4], where), d.load_json(row[5], where)
         if not isinstance(doc, dict) or not isinstance(meta, dict):
             raise CorruptRowError(f"{where}: checkpoint or metadata is not a JSON object")
