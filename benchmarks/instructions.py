@@ -4,7 +4,7 @@ time on a shared virtual machine moves by tens of per cent between two runs of t
 
 Usage::
 
-    .venv/bin/python benchmarks/instructions.py [--threads 5] [--kinds put,put_writes,get_warm,get_new]
+    .venv/bin/python benchmarks/instructions.py [--threads 5] [--kinds put,put_writes,get_warm,get_new,get_cold]
         [--src DIR] [--jobs 2]
 
 Method: ``per_call.record`` runs ``--threads`` + 1 conversations of 4 turns of the chat fleet's
@@ -14,7 +14,9 @@ replays every conversation on a fresh SQLite file (the first conversation as a w
 helper built here (``CALLGRIND_TOGGLE_COLLECT``) switches counting on around each call of that kind
 only: the count is the instructions of those calls (the saver, its driver, SQLite, LangGraph's
 serializer), nothing else of the process. ``get_warm`` is a ``get_tuple`` of a thread the saver has
-written (a turn's first read, after its own puts), ``get_new`` one of a thread with nothing stored.
+written (a turn's first read, after its own puts), ``get_new`` one of a thread with nothing stored,
+``get_cold`` one of each conversation's latest checkpoint by a new saver on the file they were written
+to (after another new saver read them all uncounted: the process's one-off work is not counted).
 ``--src``: a threadline source tree to measure instead of this checkout's (a before/after pair).
 
 Instructions are not time: a cache miss or a page fault costs many. They settle whether a change
@@ -35,7 +37,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-KINDS = ("put", "put_writes", "get_warm", "get_new")
+KINDS = ("put", "put_writes", "get_warm", "get_new", "get_cold")
 TOGGLE_C = "#include <valgrind/callgrind.h>\nvoid toggle(void) { CALLGRIND_TOGGLE_COLLECT; }\n"
 
 
@@ -65,7 +67,30 @@ def child(kind: str, saver_name: str, calls_file: str, lib: str) -> None:
                 else:
                     call(*args)
                 wrote = wrote or name == "put"
+        if kind == "get_cold":
+            counted = cold_reads(SqliteSaver, os.path.join(tmp, "db.sqlite"), [_thread_of(calls[t]) for t in threads[1:]], toggle)
     print(f"counted {counted}", file=sys.stderr)
+
+
+def _thread_of(conversation: list) -> str:
+    return pickle.loads(conversation[0][1])[0]["configurable"]["thread_id"]
+
+
+def cold_reads(saver_class: type, path: str, thread_ids: list[str], toggle: object) -> int:
+    """Count a new saver's read of each thread's latest checkpoint, after another new saver read them all
+    uncounted: the process's one-off work (imports, statement preparation, schemas built on first use)
+    is done, the counted saver's cache is empty."""
+    for counted in (False, True):
+        with saver_class.from_conn_string(path) as saver:
+            for thread_id in thread_ids:
+                config = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
+                if counted:
+                    toggle()  # type: ignore[operator]
+                found = saver.get_tuple(config)
+                if counted:
+                    toggle()  # type: ignore[operator]
+                assert found is not None
+    return len(thread_ids)
 
 
 def measure(kind: str, saver_name: str, src: str, calls_file: str, lib: str, tmp: str) -> tuple[int, int]:
