@@ -145,7 +145,8 @@ def test_a_warm_read_takes_the_head_entries_it_holds(tmp_path: Path) -> None:
     """The saver that wrote (or read) a checkpoint's head keeps its entries: its next read of that checkpoint
     takes them, as it takes cached values, instead of opening the stored head again. Shown with the stored
     head damaged: that saver still reads in one statement (no blob read), a new one falls back to the blobs
-    (more statements); both give the tuple read before."""
+    (more statements); a head deleted (derived data) is not served from memory either. Every read gives
+    the tuple read before."""
     db = str(tmp_path / "warm.db")
     with SqliteSaver.from_conn_string(db) as saver:
         graph = FX.build_graph(saver)
@@ -160,6 +161,15 @@ def test_a_warm_read_takes_the_head_entries_it_holds(tmp_path: Path) -> None:
         assert saver.get_tuple(FX.cfg("warm")) == latest
         saver.conn.set_trace_callback(None)
         assert len(seen) == 1 and _reads_checkpoint_head_and_writes(seen[0]), seen
+        # a head deleted behind its back is not served from memory: the values come from the blobs
+        saver.run(_q("DELETE FROM threadline_heads"), write=True)
+        seen.clear()
+        saver.conn.set_trace_callback(seen.append)
+        assert saver.get_tuple(FX.cfg("warm")) == latest
+        saver.conn.set_trace_callback(None)
+        assert len(seen) > 1 and any("threadline_blobs" in sql for sql in seen[1:]), seen
+        # the damaged head stored again, for a new saver
+        saver.run(_q("INSERT INTO threadline_heads VALUES ('warm', '', ?, 'head+x3', ?)", (latest.config["configurable"]["checkpoint_id"], data[:-1] + bytes([data[-1] ^ 1]))), write=True)
     with SqliteSaver.from_conn_string(db) as fresh:
         seen.clear()
         fresh.conn.set_trace_callback(seen.append)

@@ -154,9 +154,9 @@ def load_tuples(
     can write deltas without reading them back.
 
     ``head``: the stored (type, data) of the single row's head (``storage.heads``; NULLs: none),
-    opened only when a value is not cached: its values are not read from the blobs. The head entries
-    ``bc``'s cache holds for that checkpoint are taken instead, as cached values are: a head describes
-    one checkpoint, and its entries name their versions.
+    opened only when a value is not cached: its values are not read from the blobs. When a head is stored
+    for that checkpoint, the entries ``bc``'s cache holds for it are taken instead, as cached values are:
+    a head describes one checkpoint, and its entries name their versions.
 
     ``lazy=True`` returns, instead of tuples, functions that build them: a caller
     that yields tuples one by one (``list``) deserializes each only when it is
@@ -198,8 +198,10 @@ def load_tuples(
     entries = None
     if head is not None and wanted:
         row = ck_rows[0]
-        # the entries this process wrote or opened for this checkpoint's head, else the stored head opened
-        entries = bc.cache.head_row(row[0], row[1], row[2]) if bc is not None and bc.cache is not None else None
+        # a head stored for this checkpoint: the entries this process wrote or opened for it, else the stored
+        # one opened (a head deleted behind the saver's back, as derived data may be, is not served from memory)
+        held = head[0] is not None and bc is not None and bc.cache is not None
+        entries = bc.cache.head_row(row[0], row[1], row[2]) if held else None  # type: ignore[union-attr]
         if entries is None:
             entries = H.unpack(bc_, (row[0], row[1], row[2]), *head)
         for k in wanted if entries else ():
