@@ -17,11 +17,11 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.types import TASKS
 
 from threadline import codec
+from threadline.codec.seal import Row
 from threadline.storage import heads as H
 from threadline.storage import rows as R
 from threadline.storage.dialect import Dialect
 from threadline.storage.ops.base import Op, Q, chunks, flat
-from threadline.codec.seal import Row
 from threadline.errors import ConfigError, CorruptRowError
 from threadline.keys import Key, key_of
 
