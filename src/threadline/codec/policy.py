@@ -15,9 +15,9 @@ from typing import Any
 
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from threadline.codec.cache import BlobCache, Entry
+from threadline.codec.cache import BlobCache, Entry, entry_of
 from threadline.codec.containers import EMPTY_LIST, LIST, Container, Extended, _header, container, split
-from threadline.codec.deltas import chain_limit, make_delta
+from threadline.codec.deltas import Resolved, chain_limit, make_delta
 from threadline.codec.fingerprinting import fingerprints
 from threadline.codec.keyring import Keyring
 from threadline.codec.objects import OBJ, fetch, spill
@@ -163,6 +163,15 @@ class BlobCodec:
         if found is not None and found.kind == LIST and self.fast_lists and type(value) is list and len(value) == found.count:
             found.fps = fingerprints(value)
         return found
+
+    def base_entry(self, resolved: Resolved, stored_type: str, stored_len: int) -> Entry | None:
+        """The cache entry of a resolved value the next put of its channel may store a delta on
+        (a list or dict of at least half ``delta_min_bytes``, or the empty list, which a ``Topic``
+        channel's next value references writes on), or None."""
+        entry = entry_of(resolved, stored_type, stored_len) if resolved[0] == "msgpack" else None
+        if entry is None or (entry.value.body_len * 2 < self.delta_min_bytes and not entry.value.empty_list):
+            return None
+        return entry
 
     def encode_list(self, serde: SerializerProtocol, value: list, base: Entry) -> tuple[bytes, Container] | None:
         """Serialize a list that extends ``base`` by serializing only its new items.

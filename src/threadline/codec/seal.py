@@ -35,10 +35,9 @@ import hmac
 import json
 import os
 import struct
-from dataclasses import dataclass
 from decimal import Decimal
 from functools import lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
 from threadline.codec.jsontext import dumps_doc, dumps_json, dumps_meta
 from threadline.codec.keyring import KEY_ID_BYTES, Keyring
@@ -61,12 +60,12 @@ UNSEALED_HELP = (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class Row:
+class Row(NamedTuple):
     """A stored row, for error messages (``str``) and as the data its seal binds (``ad``).
 
     ``table``: ``blob``, ``write`` or ``checkpoint``; ``key``: its key columns; ``bound``:
-    other columns the seal covers (a blob's base_version, a write's channel)."""
+    other columns the seal covers (a blob's base_version, a write's channel). A named tuple:
+    every value row read or written builds one (a frozen dataclass took 3× as long)."""
 
     table: str
     key: tuple

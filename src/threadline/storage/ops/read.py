@@ -195,7 +195,7 @@ def load_tuples(
                     value.decoded = codec.SEEN
                 blobs[k] = ("msgpack", None, value)
         wanted = [k for k in wanted if k not in blobs]
-    entries = None
+    entries, opened = None, False
     if head is not None and wanted:
         row = ck_rows[0]
         # a head stored for this checkpoint: the entries this process wrote or opened for it, else the stored
@@ -203,7 +203,7 @@ def load_tuples(
         held = head[0] is not None and bc is not None and bc.cache is not None
         entries = bc.cache.head_row(row[0], row[1], row[2]) if held else None  # type: ignore[union-attr]
         if entries is None:
-            entries = H.unpack(bc_, (row[0], row[1], row[2]), *head)
+            entries, opened = H.unpack(bc_, (row[0], row[1], row[2]), *head), True
         for k in wanted if entries else ():
             entry = entries.get(k[2])
             if entry is not None and entry[0] == k[3]:
@@ -241,14 +241,19 @@ def load_tuples(
             if entry.value.kept:
                 bc.cache.put(k, entry)  # type: ignore[union-attr]
     if bc is not None and bc.deltas and len(docs) == 1:
-        _remember(bc, docs[0][0], docs[0][1], blobs, rows, entries)
+        _remember(bc, docs[0][0], docs[0][1], blobs, rows, entries, opened)
     return tuples
 
 
 def _remember(
-    bc: codec.BlobCodec, row: Sequence[Any], doc: dict, blobs: Mapping[tuple, codec.Resolved], rows: Mapping, entries: H.Entries | None
+    bc: codec.BlobCodec, row: Sequence[Any], doc: dict, blobs: Mapping[tuple, codec.Resolved], rows: Mapping, entries: H.Entries | None,
+    opened: bool,
 ) -> None:
-    """Cache what a get_tuple read: the checkpoint's versions, its list/dict values and its head's entries."""
+    """Cache what a get_tuple read: the checkpoint's versions, its head's entries and its list/dict
+    values. At the read that ``opened`` the stored head, a value the head holds gets no entry of its
+    own: the next put finds it in the head (``write._delta_bases``), so a read that nothing follows
+    (a UI, a new process reading a thread) builds none; a second read of the checkpoint does, so a
+    third one keeps what it decodes (``codec.copies``)."""
     assert bc.cache is not None
     tid, ns = row[0], row[1]
     if entries:
@@ -258,9 +263,14 @@ def _remember(
         return  # this process wrote or read the checkpoint and still holds what a put on it builds on
     pairs = R.blob_pairs(doc)
     # a missing or small value, or one not a list or dict, is no delta base: the next put need
-    # not read it back (write._versions_of); the empty list is (``BlobCodec.candidate``)
+    # not read it back (write._versions_of); the empty list is (``BlobCodec.base_entry``)
     no_base = set()
     for ch, v in pairs:
+        h = entries.get(ch) if entries else None
+        if h is not None and h[0] != v:
+            h = None
+        if h is not None and opened:
+            continue
         if bc.cache.get((tid, ns, ch, v)) is not None:
             continue  # what a put cached is as good, and may carry item fingerprints
         resolved = blobs.get((tid, ns, ch, v))
@@ -270,12 +280,14 @@ def _remember(
             continue
         if stored is not None:
             size = (stored[0], len(stored[1]) if stored[1] is not None else 0)
-        elif entries and ch in entries and entries[ch][0] == v:
-            size = entries[ch][3:5]  # read from the head, which knows its blob row's type and size
+        elif h is not None:
+            size = h[3:5]  # read from the head, which knows its blob row's type and size
         else:
             continue
-        entry = codec.entry_of(resolved, *size) if resolved[0] == "msgpack" else None
-        if entry is not None and (entry.value.body_len * 2 >= bc.delta_min_bytes or entry.value.empty_list):
+        entry = bc.base_entry(resolved, *size)
+        if entry is not None:
+            if h is not None and entry.value.decoded is None:
+                entry.value.decoded = codec.SEEN  # the head was opened by an earlier read: this is its second
             bc.cache.put((tid, ns, ch, v), entry)
         else:
             no_base.add(ch)

@@ -78,7 +78,10 @@ def _delta_bases(
             continue
         entry = bc.cache.get((key.thread_id, key.checkpoint_ns, channel, base_version))
         if entry is None and head is not None and (h := head.get(channel)) is not None and h[0] == base_version:
-            entry = codec.entry_of((h[1], h[2], None), h[3], h[4])  # the parent's head, read or written here
+            # the parent's head, read or written here, holds that very value: a base, or none to read
+            entry = bc.base_entry((h[1], h[2], None), h[3], h[4])
+            if entry is None:
+                continue
         if entry is not None:
             bases[channel] = (base_version, entry)
         else:
