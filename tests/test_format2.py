@@ -178,6 +178,36 @@ def test_a_warm_read_takes_the_head_entries_it_holds(tmp_path: Path) -> None:
         assert len(seen) > 1 and any("threadline_blobs" in sql for sql in seen[1:]), seen
 
 
+def test_a_cold_read_keeps_the_head_and_the_next_put_builds_on_it(tmp_path: Path) -> None:
+    """A new saver's read of the latest checkpoint caches its head, not an entry per value: a read that
+    nothing follows builds none. A put on that checkpoint then finds its delta bases in the head it holds
+    (no blob read), and every saver reads the new checkpoint back as the one that wrote it."""
+    db = str(tmp_path / "cold.db")
+    with SqliteSaver.from_conn_string(db) as saver:
+        graph = FX.build_graph(saver)
+        for turn in range(3):
+            graph.invoke({**FX.human(f"turn {turn} " * 30, turn), "mode": "plain"}, FX.cfg("cold"))
+    with SqliteSaver.from_conn_string(db) as fresh:
+        latest = fresh.get_tuple(FX.cfg("cold"))
+        cid, cache = latest.config["configurable"]["checkpoint_id"], fresh.blob_codec.cache
+        held = cache.head_row("cold", "", cid)
+        assert held is not None and len(held["messages"][2]) >= fresh.blob_codec.delta_min_bytes
+        assert all(cache.get(("cold", "", ch, v)) is None for ch, v in latest.checkpoint["channel_versions"].items())
+        seen: list[str] = []
+        fresh.conn.set_trace_callback(seen.append)
+        graph = FX.build_graph(fresh)
+        graph.invoke({**FX.human("turn 3 " * 30, 3), "mode": "plain"}, FX.cfg("cold"))
+        fresh.conn.set_trace_callback(None)
+        writes = [sql for sql in seen if not sql.startswith("INSERT INTO threadline_writes")]
+        assert not any("FROM threadline_blobs" in sql and "SELECT" in sql and "EXISTS" not in sql for sql in writes), writes
+        types = [r[0] for r in fresh.run(_q("SELECT type FROM threadline_blobs WHERE thread_id = 'cold' AND channel = 'messages' ORDER BY version"))]
+        assert types[-1].startswith("delta-"), types
+        after = fresh.get_tuple(FX.cfg("cold"))
+        assert len(after.checkpoint["channel_values"]["messages"]) > len(latest.checkpoint["channel_values"]["messages"])
+    with SqliteSaver.from_conn_string(db) as other:
+        assert other.get_tuple(FX.cfg("cold")) == after
+
+
 def test_new_puts_write_heads_and_a_damaged_head_falls_back_to_the_blobs(sqlite_format1: tuple) -> None:
     cls, url, _ = sqlite_format1
     with cls.from_conn_string(url) as saver:
