@@ -52,6 +52,11 @@ def _shown(value: str) -> str:
     return repr(value) if len(value) <= 80 else f"{value[:60]!r}… ({len(value)} characters)"
 
 
+def _plain(value: str, top: int) -> bool:
+    """The common case of ``text_key``: ASCII (its UTF-8 length is its length), no NUL, at most ``top`` long."""
+    return value.isascii() and "\x00" not in value and len(value) <= top
+
+
 def text_key(name: str, value: Any, limit: str = "max_key_bytes") -> str:
     """``value`` when it is a string a key column can hold on every backend; ``name`` names it
     in the error.
@@ -61,8 +66,8 @@ def text_key(name: str, value: Any, limit: str = "max_key_bytes") -> str:
         KeyTooLongError: longer in UTF-8 than ``limit``, a field of ``threadline.limits``
             (``max_key_bytes``; ``max_namespace_bytes`` for a Store or Cache namespace).
     """
-    if type(value) is str and value.isascii() and "\x00" not in value and len(value) <= getattr(limits.current(), limit):
-        return value  # the common case: ASCII, whose UTF-8 length is its length
+    if type(value) is str and _plain(value, getattr(limits.current(), limit)):
+        return value
     if not isinstance(value, str):
         raise ConfigError(f"{name} must be a string, got {type(value).__name__} {value!r}")
     if "\x00" in value:
@@ -100,6 +105,15 @@ def key_of(config: Any, *, require_thread: bool = True) -> Key:
         ConfigError: config is not a mapping, has no ``configurable`` mapping, no
             ``thread_id``, or a thread_id / checkpoint_ns / checkpoint_id of the wrong type.
     """
+    conf = config.get("configurable") if type(config) is dict else None
+    if type(conf) is dict:  # the common case, every saver call: three plain strings, checked at once
+        tid, ns, cid = conf.get("thread_id"), conf.get("checkpoint_ns", ""), conf.get("checkpoint_id")
+        top = limits.current().max_key_bytes
+        if (
+            type(tid) is str and tid and type(ns) is str and (cid is None or type(cid) is str)
+            and _plain(tid, top) and _plain(ns, top) and (not cid or _plain(cid, top))
+        ):
+            return Key(tid, ns, cid or None)
     if not isinstance(config, dict):
         raise ConfigError(f"config must be a dict with a 'configurable' mapping, got {type(config).__name__}")
     conf = config.get("configurable")
