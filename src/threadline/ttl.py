@@ -84,7 +84,7 @@ def ttl_of(ttl: Mapping[str, Any] | TTL | None) -> TTL | None:
     return TTL(_minutes("default_ttl", ttl.get("default_ttl")), refresh, _minutes("sweep_interval_minutes", ttl.get("sweep_interval_minutes")))
 
 
-_PLAIN = frozenset({dict, ChainMap, type(None)})  # a config's ``metadata`` as LangGraph passes it (a ChainMap in a run)
+_PLAIN = frozenset({dict, ChainMap, type(None)})  # a config's ``metadata`` as LangGraph passes it
 
 
 def thread_ttl_of(config: Any, metadata: Any) -> float | None:
@@ -93,11 +93,9 @@ def thread_ttl_of(config: Any, metadata: Any) -> float | None:
     Read as LangGraph builds checkpoint metadata (``metadata``, then the config's
     ``metadata``, then ``configurable``). Raises ConfigError for a value that is not a
     positive number or ``"never"``."""
-    if type(config) is dict and type(metadata) is dict:  # the common case, every put: no TTL named
-        conf, named = config.get("configurable"), config.get("metadata")
-        if type(conf) is dict and type(named) in _PLAIN and TTL_KEY not in metadata and TTL_KEY not in conf and (not named or TTL_KEY not in named):
-            return None
-    if not (
+    # exact types first (every put; a run's config metadata is a ChainMap), the ABC checks otherwise
+    plain = type(config) is dict and type(metadata) is dict and type(config.get("configurable")) is dict and type(config.get("metadata")) in _PLAIN
+    if not plain and not (
         isinstance(config, dict) and isinstance(metadata, Mapping) and isinstance(config.get("configurable"), Mapping)
         and isinstance(config.get("metadata") or {}, Mapping)
     ):
