@@ -275,6 +275,8 @@ EXAMPLES = {
     "roundtrip": [_put(parent=None, changes=(("a", 1), ("messages", ["hi"])), metadata=dict(_META)), GetTuple("t1", "", None, False, {})],
     # a checkpoint put again with the same id (LangGraph's update_state / retries) and another parent
     "re-put": [_put(parent=None), _put(changes=(("a", 2),)), _put(parent=None, changes=(("a", 3),), reuse=LATEST)],
+    # ... an older checkpoint put again with a value never stored before, every blob row inserted (found by hypothesis)
+    "re-put, new values": [_put(parent=None), _put(parent=None), _put(parent=None, changes=(("a", []),), reuse=0), GetTuple("t1", "", 0, True, {})],
     # v<4 checkpoint whose parent has pending sends (TASKS writes)
     "pending sends": [_put(parent=None, v=3), PutWrites(LATEST, None, ((TASKS, "send-1"), (TASKS, {"x": 2})), "task-1", ""), _put(v=3, changes=(("a", 1),))],
     # sends migrated onto a v<4 checkpoint without channels: a fresh (random) TASKS version

@@ -161,7 +161,8 @@ def _put_statements(
             kept = yield Q(d.CHECKPOINT_PARENT, row[:3])
             checksum = bc.checkpoint_checksum(row[:3], kept[0][0] if kept else None, row[4], row[5], text=d.keeps_json_text)
         yield Q(d.reput_checkpoint(), (*parent, *row[4:9], checksum, *row[:3]))
-        stored = (yield Q(f"SELECT {d.count_stored(len(checked))}", count_params))[0][0] if checked else 0
+        # as for a new row: every blob row inserted, the checked ones are stored as written; else counted
+        stored = (yield Q(f"SELECT {d.count_stored(len(recount))}", count_params))[0][0] if recount else len(checked)
     yield Q(d.UPSERT_THREAD, (key.thread_id, row[9], row[9], 1 if inserted else 0, size, default_ttl))
     return stored
 
