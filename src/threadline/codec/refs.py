@@ -35,6 +35,7 @@ import xxhash
 
 from threadline.codec.containers import LIST, _header, split
 from threadline.codec.deltas import _HEADER
+from threadline.codec.seal import _DIGEST, SUM
 from threadline.codec.tags import DELTA_REF, decompress
 from threadline.errors import CorruptRowError
 
@@ -42,6 +43,12 @@ WriteRef = tuple[str, int]  # (task_id, idx) of a pending write
 Digest = tuple[int, bytes]  # ``item_digest``: (length, xxh3-128) of a write's item bytes
 _COMPACT = json.JSONEncoder(separators=(",", ":")).encode  # ``json.dumps``' text, its encoder built once
 Candidate = tuple[str, int, Digest]  # (task_id, idx, the digest of its items: ``write_items``)
+# A checksummed, uncompressed reference row's type, and where its JSON starts in its sealed bytes
+# (0-based: after the seal's head and checksum and the delta header). A server-side read (Postgres's
+# get statement, Redis's GET script) takes the checkpoint_id from there, unchecked, only to fetch
+# the writes it names in the same round trip; the reader checks the seal and parses the row.
+PLAIN_REF_TYPE = DELTA_REF + "msgpack" + SUM
+REF_JSON_AT = 2 + _DIGEST + _HEADER.size
 
 
 def write_items(tag: str, raw: bytes) -> tuple[int, memoryview] | None:

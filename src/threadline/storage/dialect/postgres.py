@@ -9,9 +9,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
-from threadline.codec.deltas import _HEADER
-from threadline.codec.seal import _DIGEST, SUM
-from threadline.codec.tags import DELTA_REF
+from threadline.codec.refs import PLAIN_REF_TYPE, REF_JSON_AT
 from threadline.errors import FilterError
 from threadline.storage.dialect.base import Dialect, check_filter, dumps_json, split_filter
 from threadline.storage.jsonfilter import PostgresJson, Term, where_terms
@@ -109,8 +107,8 @@ def _probe(table: str, on: str, alias: str = "t") -> str:
 
 # An uncompressed, checksummed ``delta-ref`` row (``codec.refs``): its JSON, ``["<checkpoint_id>",
 # [[task_id, idx], …]]``, starts after the seal's head and checksum and the delta header (1-based).
-_REF_TYPE = DELTA_REF + "msgpack" + SUM
-_REF_JSON = 2 + _DIGEST + _HEADER.size + 1
+_REF_TYPE = PLAIN_REF_TYPE
+_REF_JSON = REF_JSON_AT + 1  # 1-based
 
 
 @lru_cache(maxsize=4)

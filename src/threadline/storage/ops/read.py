@@ -143,9 +143,10 @@ def load_tuples(
 ) -> Op[list[Any]]:
     """Fetch the blobs and writes of checkpoint rows (``R.CHECKPOINT_COLUMNS`` or ``R.CHECKPOINT_ROW``)
     and build tuples, every row checked against its checksum or seal with ``bc``'s keys.
-    ``fetched``: blob rows (as ``fetch_blob_rows`` returns them), writes (checkpoint key →
-    write rows) and writes its deltas may reference (``splice_refs``' ``read``) already read
-    with the checkpoint rows; a blob or referenced write missing from them is read here.
+    ``fetched``: blob rows (as ``fetch_blob_rows`` returns them; a version mapped to None was
+    looked up and is not stored), writes (checkpoint key → write rows) and writes its deltas may
+    reference (``splice_refs``' ``read``) already read with the checkpoint rows; a blob or
+    referenced write missing from them is read here.
 
     With a saver's ``bc``, values its cache holds are not read again (a blob version
     is immutable, and a cached one was checked against its row when written or read);
@@ -212,7 +213,7 @@ def load_tuples(
     pre_rows, pre_writes, referenced = fetched if fetched is not None else ({}, None, None)
     rows = yield from fetch_blob_rows(d, [k for k in wanted if k[3] not in pre_rows.get(k[:3], ())])
     for group, versions in pre_rows.items():
-        rows[group].update(versions)
+        rows[group].update((v, r) for v, r in versions.items() if r is not None)
     blobs.update((yield from fetch_blobs(d, wanted, rows=rows, bc=bc_, writes=referenced)))
     writes: Mapping[tuple, list] = pre_writes if pre_writes is not None else defaultdict(list)
     for part in chunks(sorted({(r[0], r[1], r[2]) for r in ck_rows}) if pre_writes is None else [], d.max_params // 3):
@@ -317,8 +318,8 @@ def _get_one(d: Dialect, serde: SerializerProtocol, key: Key, one: str, bc: code
         if r[0] == 0:
             ck_rows.append((r[1], r[2], r[3], r[4], r[10], r[11], r[8], r[5], r[9], r[6]))
             head = (r[7], r[12]) if d.head_rows else None
-        elif r[0] == 1:
-            blobs[(r[1], r[2], r[3])][r[4]] = (r[5], r[12], r[6])
+        elif r[0] == 1:  # a blob row; without a type: looked up, not stored
+            blobs[(r[1], r[2], r[3])][r[4]] = (r[5], r[12], r[6]) if r[5] is not None else None
         elif r[0] == 2:
             writes[(r[1], r[2], r[3])].append((r[1], r[2], r[3], r[4], r[8], r[5], r[6], r[7], r[12]))
         else:

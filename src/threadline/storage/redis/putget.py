@@ -1,44 +1,54 @@
 """The saver's ``put`` and ``get_tuple`` on Redis, each one statement (``Dialect.put_statement``,
-``Dialect.get_statement``): ``put`` one script on the thread's keys, ``get_tuple`` two round trips.
-The hot path: what runs per call is here and in the scripts (``scripts.PUT``, ``CHAINS``, ``WRITES_OF``)."""
+``Dialect.get_statement``) and one round trip: ``put`` one script on the thread's keys, ``get_tuple``
+another. The hot path: what runs per call is here and in the scripts (``scripts.PUT``, ``GET``)."""
 
 from __future__ import annotations
 
 from collections.abc import Generator, Sequence
 from typing import Any
 
+import orjson
+
 from threadline.storage import rows as R
 from threadline.storage.redis import layout as L
-from threadline.storage.redis.base import Call, blob_row, checkpoint_row, frame, group, latest_of, pairs, write_row
+from threadline.storage.redis.base import Call, blob_row, checkpoint_row, frame, group, pairs, text, write_row
 
 
 def get_checkpoint(d: Any, params: Sequence[Any], many: bool, latest: bool) -> Generator:
-    """``Dialect.get_statement``'s parameters and rows in two round trips: the checkpoint row, then
-    its blobs with their delta chains and its writes in one pipeline (the values the saver's
-    cache holds, the last two parameters, are not fetched)."""
+    """``Dialect.get_statement``'s parameters and rows in one round trip (``scripts.GET``): the
+    checkpoint row, its writes and, for the root namespace's latest checkpoint, its blobs with their
+    delta chains and the writes their references name, but those the saver's cache holds (the last
+    two parameters). A blob the script did not look up (another namespace, an older checkpoint, a
+    thread written before the script kept the list) is read in a second round trip."""
     tid, ns = params[0], params[1]
     k = d.keys(tid)
-    if latest:
-        found = yield from latest_of(d, tid, ns)
-        if found is None:
-            return []
-        cid, raw = found
-    else:
-        cid = params[2]
-        raw = (yield [("HGET", k.ck, L.field(ns, cid))])[0]
-        if raw is None:
-            return []
+    held = {(ch, v) for ch, v in zip(params[-2], params[-1])}
+    found = (yield [Call("get", k, [ns, "" if latest else params[2], *(L.field(ns, ch, v) for ch, v in held)])])[0]
+    if not found:
+        return []
+    f, raw, listed, blobs, writes, referenced = found
+    cid = L.split(f, 2, f"checkpoint of thread {tid!r}")[1]
     row = checkpoint_row(tid, ns, cid, raw)
     doc = d.load_object(row[4], f"checkpoint ({tid!r}, {ns!r}, {cid!r})")  # parsed once: load_tuples takes it as is
-    cached = set(zip(params[-2], params[-1]))
-    fields = [L.field(ns, ch, v) for ch, v in R.blob_pairs(doc) if (ch, v) not in cached]
-    blobs, writes = yield [Call("chains", k, fields), Call("writes_of", k, [L.field(ns, cid)])]
+    blobs = pairs(blobs)
+    wanted = {L.field(ns, ch, v): (ch, v) for ch, v in R.blob_pairs(doc) if (ch, v) not in held}
+    looked = set(text(listed).split("\1")) if listed else set()  # by the script: read, or not stored
+    missing = [x for x in wanted if x not in looked]
+    if missing:
+        more, also = (yield [Call("blobs", k, missing)])[0]
+        blobs += pairs(more)
+        referenced += also
     out: list[tuple] = [(0, tid, ns, cid, row[3], row[7], row[9], None, row[6], row[8], doc, row[5], None)]
-    for f, b in pairs(blobs):
-        _, bns, ch, v, type_, blob, base = blob_row(tid, f, b)
-        out.append((1, tid, bns, ch, v, type_, base, None, None, None, None, None, blob))
-    rows = sorted((write_row(tid, f, w) for f, w in pairs(writes)), key=lambda w: (w[6], w[3], w[4]))
+    found = set()
+    for b, v in blobs:
+        _, bns, ch, version, type_, blob, base = blob_row(tid, b, v)
+        out.append((1, tid, bns, ch, version, type_, base, None, None, None, None, None, blob))
+        found.add((ch, version))
+    # looked up and not stored (a channel without a value): rows without a type, not read again
+    out += [(1, tid, ns, ch, v, None, None, None, None, None, None, None, None) for ch, v in wanted.values() if (ch, v) not in found]
+    rows = sorted((write_row(tid, w, r) for w, r in pairs(writes)), key=lambda w: (w[6], w[3], w[4]))
     out += [(2, tid, ns, cid, w[3], w[5], w[6], w[7], w[4], None, None, None, w[8]) for w in rows]
+    out += [(3, *w[:4], w[5], w[6], w[7], w[4], None, None, None, w[8]) for w in (write_row(tid, w, r) for w, r in pairs(referenced))]
     return out
 
 
@@ -58,7 +68,8 @@ def put_checkpoint(d: Any, params: Sequence[Any], many: bool, blobs: int, fenced
         guarded = base is not None and guard_type is not None
         args += [L.field(bns, ch, v), L.pack_blob(type_, blob, base), L.field(bns, ch, base) if guarded else "",
                  guard_type or "", guard_size if guard_size is not None else 0, "1" if checked else "0"]
-    args.append(tid)
+    # the root namespace's checkpoint lists its blob fields, for a get in one round trip (``scripts.GET``)
+    args += [tid, "\1".join(L.field(ns, ch, v) for ch, v in R.blob_pairs(orjson.loads(doc))) if ns == "" else ""]
     if fence is not None:  # the lease checked in the script; on a cluster the index once it held
         keys = (*d.keys(tid), L.lease_key(d.prefix, tid), *((d.index,) if d.single_node else ()))
         found = yield [Call("put", keys, [frame(args), fence[1], str(fence[2])])]

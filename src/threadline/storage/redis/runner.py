@@ -74,7 +74,7 @@ async def _aload_scripts(client: Any) -> None:
 
 # What a saver opened read-only may send: reads, and the scripts that only read.
 READS = frozenset({"HGET", "HGETALL", "HMGET", "HLEN", "HKEYS", "HVALS", "HEXISTS", "ZRANGE", "ZCARD", "ZSCORE", "EXISTS", "TYPE", "MEMORY"})
-READ_SCRIPTS = frozenset({"latest", "chains", "writes_of"})
+READ_SCRIPTS = frozenset({"latest", "chains", "writes_of", "get", "blobs"})
 
 
 def refuse_writes(batch: list) -> None:

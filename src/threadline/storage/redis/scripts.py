@@ -14,6 +14,8 @@ removes whole threads.
 
 from __future__ import annotations
 
+from threadline.codec.refs import PLAIN_REF_TYPE, REF_JSON_AT
+
 # Whether a guard lease's value ``v`` (``LEASE``) has this holder and token.
 _HOLDS = r"""
 local function holds(v, holder, token)
@@ -56,16 +58,24 @@ local function expire(default)
 end
 """
 
+# ``latest(ns)``: the field (ns \0 checkpoint_id) of the namespace's latest checkpoint, or nil
+_LATEST = r"""
+local function latest(ns)
+  return redis.call('ZRANGE', KEYS[2], '(' .. ns .. '\1', '[' .. ns .. '\0', 'BYLEX', 'REV', 'LIMIT', 0, 1)[1]
+end
+"""
+
 # ARGV[1], framed (``base.frame``): checkpoint field, packed row, parent field ('' none), whether
 # a new row needs its parent ('1'/'0'), checked rows expected, bytes added, now, the default TTL
 # minutes to record (0: keep the thread's), blob count, then per blob: field, packed value, base field ('' snapshot), base type, base size, checked ('1'/'0');
-# then the thread_id. KEYS[9], on a single server only: the thread index, updated here (on a
+# then the thread_id, and for a checkpoint of the root namespace its blob fields ('\1'-separated), kept
+# as ``th`` field ``latest_blobs`` while it is the namespace's latest (for GET). KEYS[9], on a single server only: the thread index, updated here (on a
 # cluster it lives in another slot, and the caller updates it in the same round trip).
 # → {checked rows stored as written, row written (1/0), existed before (1/0), parent stored (1/0)}
 # Under a guard lease: ARGV[2], ARGV[3] its holder and token, KEYS[9] the lease (the index, if
 # any, KEYS[10]); nothing is written unless the lease holds, and the reply has a fifth element,
 # whether it held (1/0).
-PUT = _COMMON + r"""
+PUT = _COMMON + _LATEST + r"""
 local A = unframe(ARGV[1])
 local index, held = KEYS[9], nil
 if ARGV[2] then
@@ -103,6 +113,10 @@ end
 if existed == 0 then redis.call('HINCRBY', KEYS[6], 'count', 1) end
 redis.call('HINCRBY', KEYS[6], 'bytes', tonumber(A[6]))
 expire(A[8])
+local listed = A[11 + 6 * tonumber(A[9])]
+if listed and listed ~= '' and latest('') == A[1] then  -- the root namespace's latest: its blob fields, for GET
+  redis.call('HSET', KEYS[6], 'latest_blobs', A[1] .. '\2' .. listed)
+end
 if index then redis.call('ZADD', index, 'GT', A[7], A[10 + 6 * tonumber(A[9])]) end
 return {stored, 1, existed, parent_ok, held}
 """
@@ -138,54 +152,124 @@ if redis.call('EXISTS', KEYS[6]) == 1 then expire(0) end
 return inserted
 """
 
-# ARGV: blob fields. → field, value pairs of those stored and of every base their deltas are built on
-CHAINS = r"""
-local out, seen, todo = {}, {}, {}
-for i = 1, #ARGV do todo[#todo + 1] = ARGV[i] end
-local n = 1
-while n <= #todo do
-  local f = todo[n]
-  n = n + 1
-  if not seen[f] then
-    seen[f] = true
-    local v = redis.call('HGET', KEYS[3], f)
-    if v then
-      out[#out + 1] = f
-      out[#out + 1] = v
-      local i = string.find(v, '\0', 1, true); local j = i and string.find(v, '\0', i + 1, true)
-      local base = j and string.sub(v, i + 1, j - 1) or ''  -- a damaged value: returned, for the reader to name
-      if base ~= '' then
-        local k = string.find(f, '\0', 1, true); local l = string.find(f, '\0', k + 1, true)
-        todo[#todo + 1] = string.sub(f, 1, l) .. base
+# ``follow(fields)``: field, value pairs of the blobs of those fields that are stored and of every
+# base their deltas are built on; ``writes_of(fields)``: field, row pairs of every pending write of
+# those checkpoint fields (ns \0 checkpoint_id).
+_READS = r"""
+local function follow(todo)
+  local out, seen = {}, {}
+  local n = 1
+  while n <= #todo do
+    local f = todo[n]
+    n = n + 1
+    if not seen[f] then
+      seen[f] = true
+      local v = redis.call('HGET', KEYS[3], f)
+      if v then
+        out[#out + 1] = f
+        out[#out + 1] = v
+        local i = string.find(v, '\0', 1, true); local j = i and string.find(v, '\0', i + 1, true)
+        local base = j and string.sub(v, i + 1, j - 1) or ''  -- a damaged value: returned, for the reader to name
+        local k = string.find(f, '\0', 1, true); local l = k and string.find(f, '\0', k + 1, true)
+        if base ~= '' and l then todo[#todo + 1] = string.sub(f, 1, l) .. base end
       end
     end
   end
+  return out
 end
-return out
+local function writes_of(fields)
+  local out = {}
+  for i = 1, #fields do
+    local listed = redis.call('HGET', KEYS[5], fields[i])
+    if listed then
+      local found = {}
+      for member in string.gmatch(listed, '[^\1]+') do found[#found + 1] = fields[i] .. '\0' .. member end
+      local rows = redis.call('HMGET', KEYS[4], unpack(found))
+      for j = 1, #found do
+        if rows[j] then out[#out + 1] = found[j]; out[#out + 1] = rows[j] end
+      end
+    end
+  end
+  return out
+end
+-- ``named_by(blobs, skip)``: the checkpoint fields whose writes the delta-ref rows among ``blobs``
+-- (field, value pairs) name, but ``skip``: where a row is checksummed and neither compressed nor
+-- encrypted, its checkpoint_id read from its bytes unchecked (the reader checks the seal and parses
+-- the row), only to fetch those writes in the same round trip.
+local function named_by(blobs, skip)
+  local named, seen = {}, {[skip] = true}
+  for i = 2, #blobs, 2 do
+    local v = blobs[i]
+    local a = string.find(v, '\0', 1, true)
+    local b = a and string.find(v, '\0', a + 1, true)
+    local at = b and b + 2 + REF_JSON_AT  -- the JSON's '[' (the flag byte after b, then the sealed bytes)
+    if at and string.sub(v, 1, a - 1) == 'PLAIN_REF_TYPE' and string.sub(v, b + 1, b + 1) == '1' and string.sub(v, at, at + 1) == '["' then
+      local e = string.find(v, '"', at + 2, true)
+      local ns_end = string.find(blobs[i - 1], '\0', 1, true)
+      local ck = e and ns_end and string.sub(blobs[i - 1], 1, ns_end) .. string.sub(v, at + 2, e - 1)
+      if ck and not seen[ck] then seen[ck] = true; named[#named + 1] = ck end
+    end
+  end
+  return named
+end
+""".replace("PLAIN_REF_TYPE", PLAIN_REF_TYPE).replace("REF_JSON_AT", str(REF_JSON_AT))
+
+# ARGV: blob fields. → field, value pairs of those stored and of every base their deltas are built on
+CHAINS = _READS + r"""
+local todo = {}
+for i = 1, #ARGV do todo[#todo + 1] = ARGV[i] end
+return follow(todo)
 """
 
+
 # ARGV: namespace ('' the root). → {field, row} of the namespace's latest checkpoint, or {}
-LATEST = r"""
-local found = redis.call('ZRANGE', KEYS[2], '(' .. ARGV[1] .. '\1', '[' .. ARGV[1] .. '\0', 'BYLEX', 'REV', 'LIMIT', 0, 1)
-if #found == 0 then return {} end
-return {found[1], redis.call('HGET', KEYS[1], found[1])}
+LATEST = _LATEST + r"""
+local found = latest(ARGV[1])
+if not found then return {} end
+return {found, redis.call('HGET', KEYS[1], found)}
+"""
+
+# ``get_tuple`` in one round trip. ARGV: namespace, checkpoint_id ('' the latest), then the blob
+# fields the reader holds. → {} when there is no such checkpoint, else {field, row, the blob fields
+# followed ('\1'-separated, '' none), {blob field, value…}, {its write field, row…}, {write field,
+# row…} of the checkpoints the delta-ref blobs name}. The blobs followed are those the root
+# namespace's latest put listed for the checkpoint (``th`` field ``latest_blobs``, written by PUT:
+# checkpoint field '\2' blob fields), but the reader's; the reader reads any other it needs after.
+# A delta-ref row's checkpoint_id is read from its bytes unchecked, where it is not compressed or
+# encrypted, only to fetch those writes here: the reader checks the row's seal and parses it.
+GET = _READS + _LATEST + r"""
+local ns, field = ARGV[1], ARGV[1] .. '\0' .. ARGV[2]
+if ARGV[2] == '' then field = latest(ns) end
+local raw = field and redis.call('HGET', KEYS[1], field)
+if not raw then return {} end
+local todo, listed = {}, ''
+local hint = ns == '' and redis.call('HGET', KEYS[6], 'latest_blobs')
+if hint and string.sub(hint, 1, #field + 1) == field .. '\2' then
+  local held = {}
+  for i = 3, #ARGV do held[ARGV[i]] = true end
+  listed = string.sub(hint, #field + 2)
+  for f in string.gmatch(listed, '[^\1]+') do
+    if not held[f] then todo[#todo + 1] = f end
+  end
+end
+local blobs = follow(todo)
+return {field, raw, listed, blobs, writes_of({field}), writes_of(named_by(blobs, field))}
+"""
+
+# ARGV: blob fields. → {field, value pairs of those stored and of every base their deltas are built on,
+# field, row pairs of the writes their delta-ref rows name} (as GET's)
+BLOBS = _READS + r"""
+local todo = {}
+for i = 1, #ARGV do todo[#todo + 1] = ARGV[i] end
+local blobs = follow(todo)
+return {blobs, writes_of(named_by(blobs, ''))}
 """
 
 # ARGV: checkpoint fields (ns \0 checkpoint_id). → field, row pairs of every write of those checkpoints
-WRITES_OF = r"""
-local out = {}
-for i = 1, #ARGV do
-  local listed = redis.call('HGET', KEYS[5], ARGV[i])
-  if listed then
-    local fields = {}
-    for member in string.gmatch(listed, '[^\1]+') do fields[#fields + 1] = ARGV[i] .. '\0' .. member end
-    local rows = redis.call('HMGET', KEYS[4], unpack(fields))
-    for j = 1, #fields do
-      if rows[j] then out[#out + 1] = fields[j]; out[#out + 1] = rows[j] end
-    end
-  end
-end
-return out
+WRITES_OF = _READS + r"""
+local fields = {}
+for i = 1, #ARGV do fields[i] = ARGV[i] end
+return writes_of(fields)
 """
 
 # ARGV: [own TTL minutes to record ('' keep)]. Restarts the expiry of a thread subject to TTL.
@@ -264,5 +348,5 @@ end
 return {0, cur, redis.call('PTTL', KEYS[1]), now}
 """
 
-SCRIPTS = {"sweep": SWEEP, "lease": LEASE, "put": PUT, "writes": WRITES, "chains": CHAINS, "latest": LATEST, "writes_of": WRITES_OF, "expire": EXPIRE,
+SCRIPTS = {"sweep": SWEEP, "lease": LEASE, "put": PUT, "writes": WRITES, "chains": CHAINS, "latest": LATEST, "get": GET, "blobs": BLOBS, "writes_of": WRITES_OF, "expire": EXPIRE,
            "expire_idle": EXPIRE_IDLE}
