@@ -2,7 +2,7 @@
 
 ``get_tuple`` is one script (``scripts.GET``): the checkpoint, its pending writes and, for the
 root namespace's latest checkpoint, its blobs with their delta chains and the writes their
-references name, found through the blob fields the put that wrote it listed (``th`` field
+references name, found through the blob fields the put that wrote it listed (``wix`` field
 ``latest_blobs``). Those fields are a hint, never the record: whatever the hint says, the read
 returns what a read without it returns, at worst one round trip later.
 """
@@ -142,8 +142,8 @@ def test_the_listed_blobs_are_a_hint_never_the_record(redis_target: RedisTarget)
     """Damaged, stale, partial or missing, the list costs at most a round trip, never a wrong value."""
     latest, _ = referencing(redis_target, "hint")
     client = redis_target.client()
-    th = next(k for k in redis_target.keys() if k.endswith(b"{hint}:th"))
-    listed = client.hget(th, "latest_blobs")
+    wix = next(k for k in redis_target.keys() if k.endswith(b"{hint}:wix"))
+    listed = client.hget(wix, "latest_blobs")
     field, blobs = listed.split(b"\x02")
     assert field == b"\x00" + latest.config["configurable"]["checkpoint_id"].encode()
     cases = {
@@ -153,13 +153,13 @@ def test_the_listed_blobs_are_a_hint_never_the_record(redis_target: RedisTarget)
         "not a list": b"\xff\x00\x02\x02\x01",
     }
     for name, value in cases.items():
-        client.hset(th, "latest_blobs", value)
+        client.hset(wix, "latest_blobs", value)
         with open_saver(url_of(redis_target)) as saver:
             with round_trips() as seen:
                 found = saver.get_tuple(cfg("hint"))
             assert comparable(found) == comparable(latest), name
             assert len(seen) <= 2, name
-    client.hdel(th, "latest_blobs")
+    client.hdel(wix, "latest_blobs")
     with open_saver(url_of(redis_target)) as saver:
         assert comparable(saver.get_tuple(cfg("hint"))) == comparable(latest)
         # the next put lists its blobs again, and the get after it is one round trip

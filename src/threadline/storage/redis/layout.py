@@ -12,12 +12,11 @@ key         type    field / member                                  value
 ``bl``      HASH    ``ns \\0 channel \\0 version``                    blob: ``type \\0 base_version \\0`` flag bytes
 ``wr``      HASH    ``ns \\0 checkpoint_id \\0 task_id \\0 idx``        pending write row (msgpack)
 ``wix``     HASH    ``ns \\0 checkpoint_id``                         its writes' ``task_id \\0 idx``, ``\\1``-separated
+                    latest_blobs                                    the root namespace's latest checkpoint
+                                                                    field, ``\\2``, its blob fields
+                                                                    ``\\1``-separated (a get's one round trip)
 ``th``      HASH    created, updated, count, bytes, ttl, accessed,   the thread index row (``dttl``: the
-                    dttl, latest_blobs                               default TTL it was written under;
-                                                                     ``latest_blobs``: the root namespace's
-                                                                     latest checkpoint field, ``\\2``, its
-                                                                     blob fields ``\\1``-separated, so a
-                                                                     get is one round trip)
+                    dttl                                             default TTL it was written under)
 ``rec``     HASH    metadata, archived, created, updated            the thread's record, when one was set
 ``tg``      HASH    ``t \\0 name`` / ``pin``                          its tags and pin (``tags.py``)
 ==========  ======  ==============================================  ====================================

@@ -69,7 +69,7 @@ end
 # a new row needs its parent ('1'/'0'), checked rows expected, bytes added, now, the default TTL
 # minutes to record (0: keep the thread's), blob count, then per blob: field, packed value, base field ('' snapshot), base type, base size, checked ('1'/'0');
 # then the thread_id, and for a checkpoint of the root namespace its blob fields ('\1'-separated), kept
-# as ``th`` field ``latest_blobs`` while it is the namespace's latest (for GET). KEYS[9], on a single server only: the thread index, updated here (on a
+# as ``wix`` field ``latest_blobs`` while it is the namespace's latest (for GET). KEYS[9], on a single server only: the thread index, updated here (on a
 # cluster it lives in another slot, and the caller updates it in the same round trip).
 # → {checked rows stored as written, row written (1/0), existed before (1/0), parent stored (1/0)}
 # Under a guard lease: ARGV[2], ARGV[3] its holder and token, KEYS[9] the lease (the index, if
@@ -115,7 +115,7 @@ redis.call('HINCRBY', KEYS[6], 'bytes', tonumber(A[6]))
 expire(A[8])
 local listed = A[11 + 6 * tonumber(A[9])]
 if listed and listed ~= '' and latest('') == A[1] then  -- the root namespace's latest: its blob fields, for GET
-  redis.call('HSET', KEYS[6], 'latest_blobs', A[1] .. '\2' .. listed)
+  redis.call('HSET', KEYS[5], 'latest_blobs', A[1] .. '\2' .. listed)
 end
 if index then redis.call('ZADD', index, 'GT', A[7], A[10 + 6 * tonumber(A[9])]) end
 return {stored, 1, existed, parent_ok, held}
@@ -233,7 +233,7 @@ return {found, redis.call('HGET', KEYS[1], found)}
 # fields the reader holds. → {} when there is no such checkpoint, else {field, row, the blob fields
 # followed ('\1'-separated, '' none), {blob field, value…}, {its write field, row…}, {write field,
 # row…} of the checkpoints the delta-ref blobs name}. The blobs followed are those the root
-# namespace's latest put listed for the checkpoint (``th`` field ``latest_blobs``, written by PUT:
+# namespace's latest put listed for the checkpoint (``wix`` field ``latest_blobs``, written by PUT:
 # checkpoint field '\2' blob fields), but the reader's; the reader reads any other it needs after.
 # A delta-ref row's checkpoint_id is read from its bytes unchecked, where it is not compressed or
 # encrypted, only to fetch those writes here: the reader checks the row's seal and parses it.
@@ -243,7 +243,7 @@ if ARGV[2] == '' then field = latest(ns) end
 local raw = field and redis.call('HGET', KEYS[1], field)
 if not raw then return {} end
 local todo, listed = {}, ''
-local hint = ns == '' and redis.call('HGET', KEYS[6], 'latest_blobs')
+local hint = ns == '' and redis.call('HGET', KEYS[5], 'latest_blobs')
 if hint and string.sub(hint, 1, #field + 1) == field .. '\2' then
   local held = {}
   for i = 3, #ARGV do held[ARGV[i]] = true end
