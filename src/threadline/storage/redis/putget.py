@@ -23,10 +23,10 @@ def get_checkpoint(d: Any, params: Sequence[Any], many: bool, latest: bool) -> G
     tid, ns = params[0], params[1]
     k = d.keys(tid)
     held = {(ch, v) for ch, v in zip(params[-2], params[-1])}
-    found = (yield [Call("get", k, [ns, "" if latest else params[2], *(L.field(ns, ch, v) for ch, v in held)])])[0]
-    if not found:
+    reply = (yield [Call("get", k, [ns, "" if latest else params[2], *(L.field(ns, ch, v) for ch, v in held)])])[0]
+    if not reply:
         return []
-    f, raw, listed, blobs, writes, referenced = found
+    f, raw, listed, blobs, writes, referenced = reply
     cid = L.split(f, 2, f"checkpoint of thread {tid!r}")[1]
     row = checkpoint_row(tid, ns, cid, raw)
     doc = d.load_object(row[4], f"checkpoint ({tid!r}, {ns!r}, {cid!r})")  # parsed once: load_tuples takes it as is
@@ -39,13 +39,13 @@ def get_checkpoint(d: Any, params: Sequence[Any], many: bool, latest: bool) -> G
         blobs += pairs(more)
         referenced += also
     out: list[tuple] = [(0, tid, ns, cid, row[3], row[7], row[9], None, row[6], row[8], doc, row[5], None)]
-    found = set()
+    stored = set()
     for b, v in blobs:
         _, bns, ch, version, type_, blob, base = blob_row(tid, b, v)
         out.append((1, tid, bns, ch, version, type_, base, None, None, None, None, None, blob))
-        found.add((ch, version))
+        stored.add((bns, ch, version))
     # looked up and not stored (a channel without a value): rows without a type, not read again
-    out += [(1, tid, ns, ch, v, None, None, None, None, None, None, None, None) for ch, v in wanted.values() if (ch, v) not in found]
+    out += [(1, tid, ns, ch, v, None, None, None, None, None, None, None, None) for ch, v in wanted.values() if (ns, ch, v) not in stored]
     rows = sorted((write_row(tid, w, r) for w, r in pairs(writes)), key=lambda w: (w[6], w[3], w[4]))
     out += [(2, tid, ns, cid, w[3], w[5], w[6], w[7], w[4], None, None, None, w[8]) for w in rows]
     out += [(3, *w[:4], w[5], w[6], w[7], w[4], None, None, None, w[8]) for w in (write_row(tid, w, r) for w, r in pairs(referenced))]
