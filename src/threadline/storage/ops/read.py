@@ -95,6 +95,23 @@ def splice_refs(
     return list(found)
 
 
+def _above_cached(group: Mapping[str, tuple], versions: Sequence[str], g: tuple, cache: codec.BlobCache, memo: dict) -> dict[str, tuple]:
+    """The rows of ``group`` (``fetch_blob_rows``' rows of channel ``g``) on the chains of ``versions``,
+    down to a snapshot or to a version ``cache`` holds, which goes into ``memo`` as resolved."""
+    out: dict[str, tuple] = {}
+    for cur in versions:
+        while cur in group and cur not in out:
+            out[cur] = row = group[cur]
+            if row[2] is None or row[2] in memo:
+                break
+            entry = cache.get((*g, row[2]))
+            if entry is not None:
+                memo[row[2]] = ("msgpack", None, entry.value)
+                break
+            cur = row[2]
+    return out
+
+
 def fetch_blobs(
     d: Dialect,
     keys: Sequence[tuple[str, str, str, str]],
@@ -102,6 +119,7 @@ def fetch_blobs(
     rows: Mapping | None = None,
     bc: codec.BlobCodec | None = None,
     writes: Mapping[tuple, Sequence] | None = None,
+    cached: bool = False,
 ) -> Op[dict[tuple[str, str, str, str], codec.Resolved]]:
     """Stored values of blob ``keys`` (thread_id, checkpoint_ns, channel, version),
     their seals checked with ``bc``'s keys, reconstructed through their delta chains (and
@@ -109,6 +127,9 @@ def fetch_blobs(
     ``codec.Resolved`` (decode it with ``codec.load``; its tag is ``codec.EMPTY`` for an
     empty channel). Keys with no row are absent. ``rows``: already fetched
     ``fetch_blob_rows`` output; ``writes``: pending writes already read (``splice_refs``).
+    ``cached``: a chain ends at a version ``bc``'s cache holds (checked when it was cached, as
+    ``load_tuples`` takes the versions it asks for): the rows below it are not opened (a read of a
+    checkpoint after a read of an earlier one of the thread, as a replay or a UI stepping forward).
 
     This is how anything outside ``load_tuples`` must read ``blobs``: a row's bytes
     alone are not its value when its type is a delta (``codec.is_delta``).
@@ -121,10 +142,15 @@ def fetch_blobs(
     if rows is None:
         rows = yield from fetch_blob_rows(d, keys)
     groups = sorted({k[:3] for k in keys if k[3] in rows.get(k[:3], ())})
+    memos: dict[tuple, dict] = defaultdict(dict)
+    if cached and bc.cache is not None:
+        wanted = defaultdict(list)
+        for k in keys:
+            wanted[k[:3]].append(k[3])
+        rows = {g: _above_cached(rows[g], wanted[g], g, bc.cache, memos[g]) for g in groups}
     opened = {g: open_blob_rows(rows[g], g, bc) for g in groups}
     yield from splice_refs(d, opened, bc, writes)
     out: dict[tuple, codec.Resolved] = {}
-    memos: dict[tuple, dict] = defaultdict(dict)
     for key in sorted(set(keys)):  # ascending versions reuse the memo along a chain
         if key[:3] in opened and key[3] in opened[key[:3]]:
             out[key] = codec.resolve(opened[key[:3]], key[3], f"blob ({key[0]!r}, {key[1]!r}, {key[2]!r})", memos[key[:3]])
@@ -214,7 +240,7 @@ def load_tuples(
     rows = yield from fetch_blob_rows(d, [k for k in wanted if k[3] not in pre_rows.get(k[:3], ())])
     for group, versions in pre_rows.items():
         rows[group].update((v, r) for v, r in versions.items() if r is not None)
-    blobs.update((yield from fetch_blobs(d, wanted, rows=rows, bc=bc_, writes=referenced)))
+    blobs.update((yield from fetch_blobs(d, wanted, rows=rows, bc=bc_, writes=referenced, cached=True)))
     writes: Mapping[tuple, list] = pre_writes if pre_writes is not None else defaultdict(list)
     for part in chunks(sorted({(r[0], r[1], r[2]) for r in ck_rows}) if pre_writes is None else [], d.max_params // 3):
         found = yield Q(d.writes_by_keys(len(part)), flat(part), read=True)
