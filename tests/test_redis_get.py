@@ -16,33 +16,15 @@ from contextlib import contextmanager
 from langchain_core.messages import AIMessage
 from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.base.id import uuid6
-from langgraph.graph import END, START, MessagesState, StateGraph
 
 import threadline.storage.redis.runner as runner
 from redis_support import RedisTarget
+from test_redis_saver import chat, url_of
 from threadline import aopen_saver, open_saver
 from threadline.codec import BlobCodec, Keyring
 
 K1 = bytes(range(32)).hex()
-TEXT = "a reply long enough to be stored once, as the pending write it came in " * 4
-
-
-def url_of(target: RedisTarget) -> str:
-    return f"{target.url}{'&' if '?' in target.url else '?'}prefix={target.prefix}"
-
-
-def agent() -> StateGraph:
-    """A chat whose replies are long enough that each checkpoint's messages reference the pending
-    write that appended them (a ``delta-ref`` row) instead of storing them again."""
-
-    def reply(state: MessagesState) -> dict:
-        return {"messages": [AIMessage(content=f"{TEXT} {len(state['messages'])}")]}
-
-    b = StateGraph(MessagesState)
-    b.add_node("reply", reply)
-    b.add_edge(START, "reply")
-    b.add_edge("reply", END)
-    return b
+TEXT = "a reply long enough to be stored once, as the pending write it came in " * 4  # a reference: 128 bytes and more
 
 
 def cfg(thread_id: str, **more: str) -> dict:
@@ -81,7 +63,7 @@ def written(target: RedisTarget, thread_id: str, turns: int = 3, codec: BlobCode
     """A thread of ``turns`` turns of a real graph, written by one saver; (its latest tuple as that
     saver reads it, every checkpoint's tuple)."""
     with open_saver(url_of(target), codec=codec) as saver:
-        g = agent().compile(checkpointer=saver)
+        g = chat().compile(checkpointer=saver)
         for i in range(turns):
             g.invoke({"messages": [("user", f"question {i}")]}, cfg(thread_id))
         return saver.get_tuple(cfg(thread_id)), list(saver.list(cfg(thread_id)))
@@ -163,7 +145,7 @@ def test_the_listed_blobs_are_a_hint_never_the_record(redis_target: RedisTarget)
     with open_saver(url_of(redis_target)) as saver:
         assert comparable(saver.get_tuple(cfg("hint"))) == comparable(latest)
         # the next put lists its blobs again, and the get after it is one round trip
-        g = agent().compile(checkpointer=saver)
+        g = chat().compile(checkpointer=saver)
         g.invoke({"messages": [("user", "again")]}, cfg("hint"))
         newest = saver.get_tuple(cfg("hint"))
     with open_saver(url_of(redis_target)) as saver:
@@ -177,7 +159,7 @@ def test_a_put_that_is_not_the_latest_keeps_the_list_of_the_latest(redis_target:
     a subgraph namespace lists nothing, and a read of it is as before."""
     latest, history = written(redis_target, "fork")
     with open_saver(url_of(redis_target)) as saver:
-        g = agent().compile(checkpointer=saver)
+        g = chat().compile(checkpointer=saver)
         forked = g.update_state(history[3].config, {"messages": [("user", "a fork")]})
         with round_trips() as seen:
             found = saver.get_tuple(cfg("fork"))
