@@ -150,6 +150,11 @@ class BlobCache:
             self._blobs.move_to_end(key)
             return found[0]
 
+    def knows(self, thread_id: str) -> bool:
+        """Whether any value or versions map of ``thread_id`` is cached (a dict look-up, no lock: a
+        hint that saves a cold read its look-ups, never a guarantee of a hit)."""
+        return thread_id in self._keys_of
+
     def _track(self, key: tuple) -> None:
         keys = self._keys_of.get(key[0])
         if keys is None:

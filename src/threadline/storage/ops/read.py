@@ -147,7 +147,7 @@ def fetch_blobs(
         wanted = defaultdict(list)
         for k in keys:
             wanted[k[:3]].append(k[3])
-        rows = {g: _above_cached(rows[g], wanted[g], g, bc.cache, memos[g]) for g in groups}
+        rows = {g: _above_cached(rows[g], wanted[g], g, bc.cache, memos[g]) if bc.cache.knows(g[0]) else rows[g] for g in groups}
     opened = {g: open_blob_rows(rows[g], g, bc) for g in groups}
     yield from splice_refs(d, opened, bc, writes)
     out: dict[tuple, codec.Resolved] = {}
