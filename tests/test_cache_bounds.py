@@ -191,3 +191,35 @@ def test_fingerprint_class_maps_are_bounded(monkeypatch: pytest.MonkeyPatch) -> 
         cls = type(f"Model{i}", (BaseModel,), {"__annotations__": {"x": int}})
         assert fingerprinting.fingerprints([cls(x=i)]) is not None
         assert len(fingerprinting._PLAIN_MODELS) <= 8
+
+
+def test_a_value_too_big_with_its_fingerprints_is_kept_as_bytes_for_the_next_delta(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A list whose bytes fit the bound but not with its item fingerprints (or a decoded copy) is
+    cached as its bytes alone: the next put builds its delta on them instead of reading the whole
+    list back through its chain (a long agent's messages past the bound)."""
+    from langgraph.checkpoint.base import empty_checkpoint
+    from langgraph.checkpoint.base.id import uuid6
+
+    from threadline.storage.ops import write
+
+    messages = [AIMessage(content=f"tool output {i} " * 300, id=f"m{i}") for i in range(8)]  # ~4.4 KB each serialized
+    reads: list = []
+    real = write.fetch_blob_rows
+    monkeypatch.setattr(write, "fetch_blob_rows", lambda d, keys: reads.append(keys) or real(d, keys))
+    with threadline.SqliteSaver.from_conn_string(str(tmp_path / "big.db"), cache_max_bytes=48 << 10) as saver:
+        config, version = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}, None
+        for step in range(3):
+            version = saver.get_next_version(version, None)
+            checkpoint = {**empty_checkpoint(), "id": str(uuid6(clock_seq=step)), "channel_values": {"messages": messages[: 6 + step]},
+                          "channel_versions": {"messages": version}}
+            config = saver.put(config, checkpoint, {"source": "loop", "step": step}, {"messages": version})
+            cached = saver.blob_codec.cache.get(("t", "", "messages", version))
+            assert cached is not None and cached.value.fps is None  # too big with them: the bytes alone
+            assert saver.blob_codec.cache.nbytes <= 48 << 10
+        assert reads == []  # no base read back
+        assert saver.get_tuple(config).checkpoint["channel_values"]["messages"] == messages[:8]
+    import sqlite3
+
+    with sqlite3.connect(tmp_path / "big.db") as conn:
+        stored = conn.execute("SELECT type FROM threadline_blobs ORDER BY version").fetchall()
+    assert [t.split(":")[0] for (t,) in stored] == ["msgpack+zstd+sum", "delta-list", "delta-list"]

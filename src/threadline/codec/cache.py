@@ -214,6 +214,15 @@ class BlobCache:
 
     def put(self, key: tuple, entry: Entry) -> None:
         size = entry_bytes(key, entry)
+        # Too big with its decoded copy, then with its item fingerprints: kept without them (the
+        # bytes alone at least, which the next put builds its delta on instead of reading the
+        # whole value back through its chain).
+        if size > self.max_bytes and entry.value.kept:
+            entry = Entry(entry.value.with_chain(entry.value.depth, entry.value.chain), entry.stored_type, entry.stored_len)
+            size = entry_bytes(key, entry)
+        if size > self.max_bytes and entry.value.fps is not None:
+            entry = Entry(entry.value.bare(), entry.stored_type, entry.stored_len)
+            size = entry_bytes(key, entry)
         if size > self.max_bytes:
             return
         with self._lock:

@@ -99,6 +99,10 @@ class Container:
     def with_chain(self, depth: int, chain: int) -> Container:
         return Container(self.kind, self.count, self.data, self.offset, self._crc, depth, chain, self.fps)
 
+    def bare(self) -> Container:
+        """This value's bytes alone: no item fingerprints, nothing decoded."""
+        return Container(self.kind, self.count, self.data, self.offset, self._crc, self.depth, self.chain)
+
     def __repr__(self) -> str:
         return f"Container(kind={self.kind}, count={self.count}, bytes={self.body_len}, depth={self.depth}, chain={self.chain})"
 
