@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 import redis
+from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langchain_core.messages import AIMessage
 
@@ -111,6 +112,10 @@ def test_ttl_is_redis_expiry_on_every_key_of_a_thread(redis_target: RedisTarget)
         # a thread's own TTL (configurable ttl_minutes): "never" keeps it
         g.invoke({"messages": [("user", "keep")]}, {"configurable": {"thread_id": "ttl-thread", "ttl_minutes": "never"}})
         assert all(client.pttl(k) == -1 for k in keys)
+        # a put alone (no pending writes yet): the key its blob list creates expires with the thread
+        saver.put(cfg("put-only"), {**empty_checkpoint(), "channel_values": {"a": 1}, "channel_versions": {"a": "1"}}, {}, {"a": "1"})
+        alone = [k for k in redis_target.keys() if b"{put-only}" in k]
+        assert any(k.endswith(b":wix") for k in alone) and all(9 * 60_000 < client.pttl(k) <= 10 * 60_000 for k in alone)
 
 
 def test_a_thread_expires_with_its_record_and_tags_and_a_tag_or_pin_keeps_it(redis_target: RedisTarget) -> None:
@@ -318,7 +323,8 @@ def test_kill_9_at_any_point_leaves_the_thread_readable_and_resumable(any_redis_
     script = tmp_path / "loop.py"
     script.write_text(textwrap.dedent('''
         import sys
-        from langgraph.graph import END, START, MessagesState, StateGraph
+        from langgraph.checkpoint.base import empty_checkpoint
+from langgraph.graph import END, START, MessagesState, StateGraph
         from langchain_core.messages import AIMessage
         from threadline import open_saver
 

@@ -112,11 +112,11 @@ elseif now >= updated + 1 then
 end
 if existed == 0 then redis.call('HINCRBY', KEYS[6], 'count', 1) end
 redis.call('HINCRBY', KEYS[6], 'bytes', tonumber(A[6]))
-expire(A[8])
 local listed = A[11 + 6 * tonumber(A[9])]
 if listed and listed ~= '' and latest('') == A[1] then  -- the root namespace's latest: its blob fields, for GET
   redis.call('HSET', KEYS[5], 'latest_blobs', A[1] .. '\2' .. listed)
 end
+expire(A[8])  -- last: every key the put wrote gets the thread's expiry
 if index then redis.call('ZADD', index, 'GT', A[7], A[10 + 6 * tonumber(A[9])]) end
 return {stored, 1, existed, parent_ok, held}
 """
