@@ -59,10 +59,10 @@ def comparable(t: object) -> tuple:
     return (t.config, t.checkpoint, t.metadata, t.parent_config, t.pending_writes)  # type: ignore[attr-defined]
 
 
-def written(target: RedisTarget, thread_id: str, turns: int = 3, codec: BlobCodec | None = None) -> tuple:
+def written(target: RedisTarget, thread_id: str, turns: int = 3) -> tuple:
     """A thread of ``turns`` turns of a real graph, written by one saver; (its latest tuple as that
     saver reads it, every checkpoint's tuple)."""
-    with open_saver(url_of(target), codec=codec) as saver:
+    with open_saver(url_of(target)) as saver:
         g = chat().compile(checkpointer=saver)
         for i in range(turns):
             g.invoke({"messages": [("user", f"question {i}")]}, cfg(thread_id))
@@ -72,8 +72,8 @@ def written(target: RedisTarget, thread_id: str, turns: int = 3, codec: BlobCode
 def referencing(target: RedisTarget, thread_id: str, keys: Keyring | None = None) -> tuple:
     """A thread whose messages are stored as references to the pending writes that appended them,
     written call by call as LangGraph's loop calls the saver (in a graph, whether a write is stored
-    before the next put, and so referenced, depends on its threads' timing); as ``written``. Every
-    value after the first is a reference (deltas are not limited by the value's size)."""
+    before the next put, and so referenced, depends on its threads' timing); as ``written``. Most
+    values after the first are references (deltas not limited by the value's size)."""
     with open_saver(url_of(target), codec=BlobCodec(keys=keys, delta_piece_bytes=0)) as saver:
         checkpoint, messages = empty_checkpoint(), []
         config = saver.put(cfg(thread_id), {**checkpoint, "channel_values": {"messages": []}, "channel_versions": {"messages": "1"}},
