@@ -323,8 +323,7 @@ def test_kill_9_at_any_point_leaves_the_thread_readable_and_resumable(any_redis_
     script = tmp_path / "loop.py"
     script.write_text(textwrap.dedent('''
         import sys
-        from langgraph.checkpoint.base import empty_checkpoint
-from langgraph.graph import END, START, MessagesState, StateGraph
+        from langgraph.graph import END, START, MessagesState, StateGraph
         from langchain_core.messages import AIMessage
         from threadline import open_saver
 
