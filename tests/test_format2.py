@@ -169,7 +169,7 @@ def test_a_warm_read_takes_the_head_entries_it_holds(tmp_path: Path) -> None:
         saver.conn.set_trace_callback(None)
         assert len(seen) > 1 and any("threadline_blobs" in sql for sql in seen[1:]), seen
         # the damaged head stored again, for a new saver
-        saver.run(_q("INSERT INTO threadline_heads VALUES ('warm', '', ?, 'head+x3', ?)", (latest.config["configurable"]["checkpoint_id"], data[:-1] + bytes([data[-1] ^ 1]))), write=True)
+        saver.run(_q("INSERT INTO threadline_heads VALUES ('warm', '', ?, 'head2+x3', ?)", (latest.config["configurable"]["checkpoint_id"], data[:-1] + bytes([data[-1] ^ 1]))), write=True)
     with SqliteSaver.from_conn_string(db) as fresh:
         seen.clear()
         fresh.conn.set_trace_callback(seen.append)
@@ -270,7 +270,7 @@ def test_heads_are_encrypted_under_a_keyring_and_checksummed_without(tmp_path: P
             graph = FX.build_graph(saver)
             graph.invoke({**FX.human(secret, 1), "mode": "plain"}, FX.cfg("s"))
             ((kind, data),) = saver.run(_q("SELECT type, data FROM threadline_heads"))
-            assert kind == "head" + suffix and (secret.encode() in bytes(data)) is (keys is None)
+            assert kind == "head2" + suffix and (secret.encode() in bytes(data)) is (keys is None)
             state = graph.get_state(FX.cfg("s")).values
         with SqliteSaver.from_conn_string(db) as fresh:
             fresh.blob_codec = BlobCodec(keys=keys)

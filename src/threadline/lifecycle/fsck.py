@@ -189,7 +189,8 @@ def fsck_thread_op(
                                 f"tag {tg.name!r} names a checkpoint that does not exist", True))
     findings += yield from _mistyped_values(d, tid)
     findings += yield from _unreadable_record(d, tid)
-    heads = (yield from _head_findings(d, serde, tid, bc, t.rows, bad, deep)) if d.head_rows else []
+    checksums = {(ns, cid): checksum for ns, cid, _, _, _, checksum in raw}
+    heads = (yield from _head_findings(d, serde, tid, bc, t.rows, checksums, bad, deep)) if d.head_rows else []
     findings += heads
     findings += _concurrent_forks(t)
     # deep: decode every value
@@ -229,7 +230,7 @@ def fsck_thread_op(
 
 
 def _head_findings(
-    d: Dialect, serde: SerializerProtocol, tid: str, bc: codec.BlobCodec, rows: Mapping, bad: set, deep: bool
+    d: Dialect, serde: SerializerProtocol, tid: str, bc: codec.BlobCodec, rows: Mapping, checksums: Mapping, bad: set, deep: bool
 ) -> Op[list[Finding]]:
     """Head rows (``storage.heads``) that do not open, that name a checkpoint not stored, or (``deep``)
     whose values differ from the checkpoint's blobs. Repair deletes the thread's heads: derived
@@ -239,9 +240,14 @@ def _head_findings(
     for ns, cid, tag, data in (yield Q(d.THREAD_HEADS, (tid,))):
         if (ns, cid) not in rows:
             out.append(Finding("orphan_head", tid, ns, cid, "head row of a checkpoint that does not exist", True))
-        elif H.unpack(bc, (tid, ns, cid), tag, data) is None:
-            out.append(Finding("unreadable_head", tid, ns, cid, "head row does not open (damaged, or sealed under a key not in the keyring)", True))
-        elif deep and (ns, cid) not in bad:
+        elif (ns, cid) in bad:
+            continue  # its checkpoint is reported unreadable: its versions are not known
+        elif H.unpack(bc, (tid, ns, cid), tag, data, dict(R.blob_pairs(rows[(ns, cid)][4])), checksums.get((ns, cid))) is None:
+            out.append(Finding(
+                "unreadable_head", tid, ns, cid,
+                "head row does not open (damaged, sealed under a key not in the keyring, or written with another checkpoint row)", True,
+            ))
+        elif deep:
             found = yield Q(d.CHECKPOINT, (tid, ns, cid))
             try:
                 record = (yield from ops.load_tuples(d, serde, found, plain))[0].checkpoint["channel_values"]

@@ -68,11 +68,11 @@ def write_heads_op(d: Dialect, bc: codec.BlobCodec, thread_id: str) -> Op[tuple[
             continue
         row, head = found[0][:10], found[0][10:12]
         key = (row[0], row[1], row[2])
-        if H.unpack(bc, key, *head) is not None:
-            current += 1
-            continue
         doc = d.load_object(row[4], f"checkpoint {key!r}")
         pairs = R.blob_pairs(doc)
+        if H.unpack(bc, key, *head, dict(pairs), row[9]) is not None:
+            current += 1
+            continue
         wanted = [(thread_id, ns, ch, v) for ch, v in pairs]
         rows = yield from fetch_blob_rows(d, wanted)
         resolved = yield from fetch_blobs(d, wanted, rows=rows, bc=bc)
@@ -80,9 +80,9 @@ def write_heads_op(d: Dialect, bc: codec.BlobCodec, thread_id: str) -> Op[tuple[
         entries = H.entries_of(pairs, values, None, bc.offload_min)
         if head[0] is not None:
             yield Q(d.DELETE_HEAD, (thread_id, ns))  # one that does not open is replaced
-        yield Q(d.UPSERT_HEAD, H.row_params(bc, key, entries))
+        yield Q(d.UPSERT_HEAD, H.row_params(bc, key, entries, row[9]))
         back = yield Q(d.LATEST_WITH_HEAD, (thread_id, ns))
-        if not back or back[0][2] != key[2] or H.unpack(bc, key, *back[0][10:12]) != entries:
+        if not back or back[0][2] != key[2] or H.unpack(bc, key, *back[0][10:12], dict(pairs), row[9]) != entries:
             raise HeadVerificationError(f"checkpoint {key!r}: its head row did not read back as written; rolled back")
         written += 1
     return written, current

@@ -230,7 +230,7 @@ def load_tuples(
         held = head[0] is not None and bc is not None and bc.cache is not None
         entries = bc.cache.head_row(row[0], row[1], row[2]) if held else None  # type: ignore[union-attr]
         if entries is None:
-            entries, opened = H.unpack(bc_, (row[0], row[1], row[2]), *head), True
+            entries, opened = H.unpack(bc_, (row[0], row[1], row[2]), *head, dict(R.blob_pairs(docs[0][1])), row[-1]), True
         for k in wanted if entries else ():
             entry = entries.get(k[2])
             if entry is not None and entry[0] == k[3]:

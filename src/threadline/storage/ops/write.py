@@ -103,14 +103,22 @@ def _delta_bases(
     return bases
 
 
-def _versions_of(pairs: Sequence[tuple[str, str]], values: Sequence[R.Value], parent: codec.Versions | None, absent: Sequence[str]) -> codec.Versions:
+def _versions_of(
+    pairs: Sequence[tuple[str, str]], values: Sequence[R.Value], parent: codec.Versions | None, absent: Sequence[str], followed: bool
+) -> codec.Versions:
     """A new checkpoint's versions as cached for a child's ``put`` (``_delta_bases``), with the
     channels that are no delta base: written by this put as no delta candidate (empty, under
     ``delta_min_bytes``, not a list or dict), unchanged since a ``parent`` where they were no
     base, or ``absent`` — so a child never reads back a value it could not build on (LangGraph
-    empties ``__pregel_tasks`` after each turn's input: its next input would read ``[]``)."""
+    empties ``__pregel_tasks`` after each turn's input: its next input would read ``[]``).
+    ``followed`` (``rows.follows``): every channel not written is unchanged since the parent, so the
+    parent's set is taken by set operations, not a pass per channel."""
     written = {v.channel: v.container is not None for v in values}
-    no_base = {ch for ch, _ in pairs if written.get(ch) is False or (ch not in written and parent is not None and ch in parent.no_base)}
+    if followed and parent is not None:
+        no_base = set(parent.no_base.difference(written))
+        no_base.update(ch for ch, base in written.items() if not base)
+    else:
+        no_base = {ch for ch, _ in pairs if written.get(ch) is False or (ch not in written and parent is not None and ch in parent.no_base)}
     return codec.Versions(dict(pairs), frozenset(no_base.union(absent)), frozenset(absent))
 
 
@@ -180,18 +188,21 @@ def _reseal(d: Dialect, bc: codec.BlobCodec, ck_key: tuple, given: str | None, d
 def _head(
     d: Dialect, bc: codec.BlobCodec, key: Key, checkpoint_id: str, pairs: Sequence[tuple[str, str]], values: Sequence[R.Value],
     blob_rows: Sequence[R.BlobRow],
+    followed: bool,
+    checksum: str,
 ) -> tuple[tuple, H.Entries]:
     """The namespace's head row (``storage.heads``) for the checkpoint a put stores, as ``UPSERT_HEAD``'s
     parameters, and its entries: the values this put serialized, and those it took unchanged from the
-    parent's head as this process knows it."""
+    parent's head as this process knows it (``followed``: the put names the parent's versions and its
+    new ones, ``rows.follows``); ``checksum``: the checkpoint row's, which the head is bound to."""
     written = {
         v.channel: (v.version, v.tag or codec.EMPTY, v.data or b"", r.params[4], len(r.params[5] or b""))
         for v, r in zip(values, blob_rows)
     }
     inherited = bc.cache.head_row(key.thread_id, key.checkpoint_ns, key.checkpoint_id) if bc.cache is not None else None
-    entries = H.entries_of(pairs, written, inherited, bc.offload_min)
+    entries = H.entries_of(pairs, written, inherited, bc.offload_min, followed)
     ck_key = (key.thread_id, key.checkpoint_ns, checkpoint_id)
-    return H.row_params(bc, ck_key, entries), entries
+    return H.row_params(bc, ck_key, entries, checksum), entries
 
 
 def put(
@@ -240,8 +251,9 @@ def put(
     candidates = R.delta_channels(checkpoint, new_versions) if bc.deltas and not wide else []
     inherits = absent is None and any(ch not in new_versions for ch, _ in pairs)
     parent = (yield from _parent_versions(d, bc, key)) if key.checkpoint_id and (inherits or candidates) else None
+    followed = R.follows(pairs, new_versions, parent)
     if absent is None:
-        absent = R.unexplained(pairs, new_versions, parent)
+        absent = R.unexplained(pairs, new_versions, parent, followed)
     if absent:
         doc[R.ABSENT] = list(absent)
     where = f"checkpoint {checkpoint['id']!r}: metadata"
@@ -281,7 +293,7 @@ def put(
     required = key.checkpoint_id if inherits and parent is not None else None
     # one statement when its parameters fit, else several in one transaction (the blobs in chunks)
     in_one = [] if wide else blob_rows
-    head = _head(d, bc, key, checkpoint["id"], pairs, values, blob_rows) if d.head_rows else None
+    head = _head(d, bc, key, checkpoint["id"], pairs, values, blob_rows, followed, checksum) if d.head_rows else None
     one = d.put_statement(len(in_one), fence is not None)
     fenced: tuple = ()  # the fence's parameters, last in a fenced put statement's
     if fence is not None:
@@ -350,7 +362,7 @@ def put(
                     # superseded on this branch: a sibling of this checkpoint reads it back if it needs it
                     bc.cache.discard((key.thread_id, key.checkpoint_ns, r.params[2], base[0]))
     if bc.cache is not None:
-        bc.cache.put_versions((key.thread_id, key.checkpoint_ns, checkpoint["id"]), _versions_of(pairs, values, parent, absent))
+        bc.cache.put_versions((key.thread_id, key.checkpoint_ns, checkpoint["id"]), _versions_of(pairs, values, parent, absent, followed))
     # the official savers hand back the caller's thread_id and checkpoint_ns as given (an int stays an int)
     given = config["configurable"]
     return config_of(given["thread_id"], given.get("checkpoint_ns") or key.checkpoint_ns, checkpoint["id"])
