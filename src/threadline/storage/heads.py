@@ -70,7 +70,7 @@ def entries_of(
     ``written`` (channel → entry) and, for channels it took unchanged, from the parent's head
     entries ``inherited`` (None: unknown) when their version matches; bounded (module doc).
     ``followed``: ``pairs`` are the versions of ``inherited``'s checkpoint with ``written``'s over them
-    (``rows.follows``), so every inherited entry is at its version: taken without a pass per channel."""
+    (``ops.write._follows``), so every inherited entry is at its version: taken without a pass per channel."""
     limit = min(VALUE_MAX, offload_min)
     if followed and inherited is not None:
         out = {**inherited, **written}

@@ -385,34 +385,6 @@ def absent_channels(doc: Mapping[str, Any]) -> frozenset[str]:
     return frozenset(found)
 
 
-WIDE = 32  # channels from which a put's per-channel passes give way to whole-map operations (``follows``)
-
-
-def follows(pairs: Sequence[tuple[str, str]], new_versions: Mapping[str, Any], parent: codec.Versions | None) -> bool:
-    """Whether a ``put``'s (channel, version key) ``pairs`` are its ``parent``'s versions with
-    ``new_versions`` over them, as LangGraph's next checkpoint is: one comparison in C (a wide graph
-    names hundreds of channels, a put changes a few). False for fewer than ``WIDE`` channels, whose passes
-    cost less than the comparison."""
-    if parent is None or len(pairs) < WIDE:
-        return False
-    named = dict(pairs)
-    return named == {**parent.of, **{ch: named[ch] for ch in new_versions if ch in named}}
-
-
-def unexplained(
-    pairs: Sequence[tuple[str, str]], new_versions: Mapping[str, Any], parent: codec.Versions | None, followed: bool = False
-) -> list[str]:
-    """The channels of a ``put`` (``pairs``: (channel, version key) it names) that it does not
-    store (not in ``new_versions``) at a version its ``parent`` (None: no parent) does not name
-    either, or names as possibly without a blob (its ``absent``): ``ABSENT`` of its doc, sorted.
-    ``followed``: ``follows(pairs, new_versions, parent)`` holds (then only the parent's absent ones)."""
-    if followed and parent is not None:
-        return sorted(parent.absent.intersection(ch for ch, _ in pairs).difference(new_versions))
-    return sorted(
-        ch for ch, v in pairs if ch not in new_versions and (parent is None or parent.of.get(ch) != v or ch in parent.absent)
-    )
-
-
 def channel_values(
     serde: SerializerProtocol,
     blobs: Mapping[tuple[str, str, str, str], codec.Resolved],

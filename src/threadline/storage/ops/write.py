@@ -103,6 +103,34 @@ def _delta_bases(
     return bases
 
 
+WIDE = 32  # channels from which a put's per-channel passes give way to whole-map operations (``_follows``)
+
+
+def _follows(pairs: Sequence[tuple[str, str]], new_versions: Mapping[str, Any], parent: codec.Versions | None) -> bool:
+    """Whether a ``put``'s (channel, version key) ``pairs`` are its ``parent``'s versions with
+    ``new_versions`` over them, as LangGraph's next checkpoint is: one comparison in C (a wide graph
+    names hundreds of channels, a put changes a few). False for fewer than ``WIDE`` channels, whose passes
+    cost less than the comparison."""
+    if parent is None or len(pairs) < WIDE:
+        return False
+    named = dict(pairs)
+    return named == {**parent.of, **{ch: named[ch] for ch in new_versions if ch in named}}
+
+
+def _unexplained(
+    pairs: Sequence[tuple[str, str]], new_versions: Mapping[str, Any], parent: codec.Versions | None, followed: bool = False
+) -> list[str]:
+    """The channels of a ``put`` (``pairs``: (channel, version key) it names) that it does not
+    store (not in ``new_versions``) at a version its ``parent`` (None: no parent) does not name
+    either, or names as possibly without a blob (its ``absent``): ``ABSENT`` of its doc, sorted.
+    ``followed``: ``_follows(pairs, new_versions, parent)`` holds (then only the parent's absent ones)."""
+    if followed and parent is not None:
+        return sorted(parent.absent.intersection(ch for ch, _ in pairs).difference(new_versions))
+    return sorted(
+        ch for ch, v in pairs if ch not in new_versions and (parent is None or parent.of.get(ch) != v or ch in parent.absent)
+    )
+
+
 def _versions_of(
     pairs: Sequence[tuple[str, str]], values: Sequence[R.Value], parent: codec.Versions | None, absent: Sequence[str], followed: bool
 ) -> codec.Versions:
@@ -111,7 +139,7 @@ def _versions_of(
     ``delta_min_bytes``, not a list or dict), unchanged since a ``parent`` where they were no
     base, or ``absent`` — so a child never reads back a value it could not build on (LangGraph
     empties ``__pregel_tasks`` after each turn's input: its next input would read ``[]``).
-    ``followed`` (``rows.follows``): every channel not written is unchanged since the parent, so the
+    ``followed`` (``_follows``): every channel not written is unchanged since the parent, so the
     parent's set is taken by set operations, not a pass per channel."""
     written = {v.channel: v.container is not None for v in values}
     if followed and parent is not None:
@@ -194,7 +222,7 @@ def _head(
     """The namespace's head row (``storage.heads``) for the checkpoint a put stores, as ``UPSERT_HEAD``'s
     parameters, and its entries: the values this put serialized, and those it took unchanged from the
     parent's head as this process knows it (``followed``: the put names the parent's versions and its
-    new ones, ``rows.follows``); ``checksum``: the checkpoint row's, which the head is bound to."""
+    new ones, ``_follows``); ``checksum``: the checkpoint row's, which the head is bound to."""
     written = {
         v.channel: (v.version, v.tag or codec.EMPTY, v.data or b"", r.params[4], len(r.params[5] or b""))
         for v, r in zip(values, blob_rows)
@@ -251,9 +279,9 @@ def put(
     candidates = R.delta_channels(checkpoint, new_versions) if bc.deltas and not wide else []
     inherits = absent is None and any(ch not in new_versions for ch, _ in pairs)
     parent = (yield from _parent_versions(d, bc, key)) if key.checkpoint_id and (inherits or candidates) else None
-    followed = R.follows(pairs, new_versions, parent)
+    followed = _follows(pairs, new_versions, parent)
     if absent is None:
-        absent = R.unexplained(pairs, new_versions, parent, followed)
+        absent = _unexplained(pairs, new_versions, parent, followed)
     if absent:
         doc[R.ABSENT] = list(absent)
     where = f"checkpoint {checkpoint['id']!r}: metadata"
