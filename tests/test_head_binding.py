@@ -28,6 +28,14 @@ def _sequential(saver: Any, nodes: int) -> Any:
     return builder.compile(checkpointer=saver)
 
 
+def _ran(db: str, nodes: int) -> tuple[dict, Any]:
+    """A run of a ``nodes``-node chain on thread ``w`` of a new database ``db``: (its config, the latest tuple)."""
+    config = {"configurable": {"thread_id": "w"}}
+    with SqliteSaver.from_conn_string(db) as saver:
+        _sequential(saver, nodes).invoke({"messages": [("user", "hi")]}, config)
+        return config, saver.get_tuple(config)
+
+
 def _head_row(db: str) -> tuple[str, str, bytes]:
     with sqlite3.connect(db) as conn:
         return conn.execute("SELECT checkpoint_id, type, data FROM threadline_heads WHERE thread_id = 'w'").fetchone()
@@ -45,10 +53,7 @@ def _read_alone(db: str, config: dict) -> tuple[Any, list[str]]:
 
 def test_a_wide_graphs_head_holds_no_version(tmp_path: Path) -> None:
     db = str(tmp_path / "wide.db")
-    config = {"configurable": {"thread_id": "w"}}
-    with SqliteSaver.from_conn_string(db) as saver:
-        _sequential(saver, 40).invoke({"messages": [("user", "hi")]}, config)
-        latest = saver.get_tuple(config)
+    config, latest = _ran(db, 40)
     versions = latest.checkpoint["channel_versions"]
     assert len(versions) > 40
     cid, kind, data = _head_row(db)
@@ -84,10 +89,7 @@ def test_a_head_is_served_only_with_the_checkpoint_row_it_was_written_with() -> 
 
 def test_a_head_written_with_its_versions_is_read(tmp_path: Path) -> None:
     db = str(tmp_path / "legacy.db")
-    config = {"configurable": {"thread_id": "w"}}
-    with SqliteSaver.from_conn_string(db) as saver:
-        _sequential(saver, 5).invoke({"messages": [("user", "hi")]}, config)
-        latest = saver.get_tuple(config)
+    config, latest = _ran(db, 5)
     cid, kind, data = _head_row(db)
     key = ("w", "", cid)
     with sqlite3.connect(db) as conn:
