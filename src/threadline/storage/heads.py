@@ -92,16 +92,18 @@ def entries_of(
 
 def pack(bc: codec.BlobCodec, key: tuple[str, str, str], entries: Entries, checksum: str | None) -> tuple[str, bytes]:
     """The stored ``(type, bytes)`` of a head: its checkpoint row's ``checksum`` and the entries without
-    their versions (module doc) as one msgpack array, sealed to ``key``: under a keyring that writes, as every value
-    (``codec.seal``: AES-256-GCM); else with an xxh3-128 checksum of the row and the payload
-    (``head2+x3``: a head is rewritten whole at every put, and BLAKE2b over its bytes would cost a put
-    ~1 µs per KB). Not compressed: zstd would cost a put ~40 µs per 10 KB of state (the blobs, which
-    are, stay the record of every value)."""
-    import xxhash
+    their versions (module doc) as one msgpack array, sealed to ``key``: under a keyring that writes,
+    as every value (``codec.seal``: AES-256-GCM); else with an xxh3-128 checksum of the row and the
+    payload (``head2+x3``: a head is rewritten whole at every put, and BLAKE2b over its bytes would
+    cost a put ~1 µs per KB). Not compressed: zstd would cost a put ~40 µs per 10 KB of state (the
+    blobs, which are, stay the record of every value)."""
+    import xxhash  # on first use: importing the saver does not pay for it
 
     # an empty channel's entry, most of a wide graph's, as its name alone
     empty = codec.EMPTY
-    flat = [ch if e[1] == empty and e[4] == _EMPTY_SIZE and e[3] == empty else [ch, e[1], e[2], e[3], e[4]] for ch, e in entries.items()]
+    flat = [
+        ch if e[1] == empty and e[4] == _EMPTY_SIZE and e[3] == empty else [ch, e[1], e[2], e[3], e[4]] for ch, e in entries.items()
+    ]
     payload = ormsgpack.packb([checksum, flat])
     if bc.keys is not None and (bc.keys.writer is not None or bc.keys.require):
         return seal(bc.keys, head_ref(*key), TAG, payload)
