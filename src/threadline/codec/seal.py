@@ -4,8 +4,12 @@ Every value row (blob, pending write) is sealed last, after delta encoding and
 compression, so deltas and zstd keep their savings. A sealed row's type tag is the
 inner tag plus ``+sum`` or ``+gcm``; its bytes are an envelope::
 
-    +sum   C1 01 | BLAKE2b-64 (8 bytes) of the associated data and the payload | payload
+    +sum   C1 03 | xxh3-64 (8 bytes) of the associated data and the payload | payload
     +gcm   C1 02 | key id (4 bytes) | nonce (12 bytes) | AES-256-GCM(payload) with its 16-byte tag
+
+A ``+sum`` envelope written before schema migration 19 holds BLAKE2b-64 instead (``C1 01``), and
+is read as before. An unkeyed checksum only finds damage, which xxh3 finds as well as BLAKE2b does
+at a tenth of its cost a byte (~0.04 against ~1.3 ns); a keyring's seal is what resists tampering.
 
 The associated data (``Row.ad``) is the table, the row's key, what else of the row
 must not change (a blob's ``base_version``, a write's ``channel``) and the inner tag,
@@ -47,7 +51,8 @@ from threadline.errors import CorruptRowError, EncryptionError
 SUM = "+sum"
 GCM = "+gcm"
 MAGIC = 0xC1
-_SUM_HEAD = bytes((MAGIC, 1))
+_SUM_HEAD = bytes((MAGIC, 3))  # xxh3-64
+_B2_HEAD = bytes((MAGIC, 1))  # BLAKE2b-64: read, no longer written
 _GCM_HEAD = bytes((MAGIC, 2))
 _DIGEST = 8
 _NONCE = 12
@@ -92,9 +97,22 @@ def _field(value: str | int | None) -> bytes:
 
 
 def _digest(ad: bytes, payload: bytes | memoryview) -> bytes:
+    """xxh3-64 of the associated data and the payload (a ``C1 03`` envelope)."""
+    return _xxh3_64()(ad + payload)
+
+
+def _b2_digest(ad: bytes, payload: bytes | memoryview) -> bytes:
+    """BLAKE2b-64 of the associated data and the payload (a ``C1 01`` envelope, written before migration 19)."""
     h = hashlib.blake2b(ad, digest_size=_DIGEST)
     h.update(payload)
     return h.digest()
+
+
+@lru_cache(maxsize=1)
+def _xxh3_64() -> Any:
+    import xxhash  # on first use: importing the saver does not pay for it
+
+    return xxhash.xxh3_64_digest
 
 
 def seal(keys: Keyring | None, row: Row, tag: str, data: bytes) -> tuple[str, bytes]:
@@ -150,13 +168,14 @@ def open_sealed(keys: Keyring | None, row: Row, tag: str, data: Any) -> tuple[st
         raise EncryptionError(f"{row}: stored unencrypted ({tag!r}) but this keyring requires encryption; {UNSEALED_HELP}")
     if tag.endswith(SUM):
         inner = tag[: -len(SUM)]
-        if len(raw) < 2 + _DIGEST or raw[:2] != _SUM_HEAD:
+        head = raw[:2]
+        if len(raw) < 2 + _DIGEST or (head != _SUM_HEAD and head != _B2_HEAD):
             raise CorruptRowError(f"{row}: {tag!r} bytes are not a checksummed envelope (damaged or cut short)")
         payload = memoryview(raw)[2 + _DIGEST :]
-        if not hmac.compare_digest(raw[2 : 2 + _DIGEST], _digest(row.ad(inner), payload)):
+        if not hmac.compare_digest(raw[2 : 2 + _DIGEST], (_digest if head == _SUM_HEAD else _b2_digest)(row.ad(inner), payload)):
             raise CorruptRowError(f"{row}: checksum mismatch (the bytes were damaged, cut short, re-tagged or moved from another row)")
         return inner, bytes(payload)
-    if raw[:2] in (_SUM_HEAD, _GCM_HEAD):
+    if raw[:2] in (_SUM_HEAD, _B2_HEAD, _GCM_HEAD):
         # no unsealed row starts so (not msgpack, UTF-8, zstd nor a delta header), bar a raw
         # ``bytes`` value, 1 in 32,768 of them: refusing that beats loading a re-tagged envelope
         raise CorruptRowError(f"{row}: sealed bytes under the unsealed type {tag!r} (the type was changed)")

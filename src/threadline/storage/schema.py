@@ -290,6 +290,14 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
             "CREATE INDEX IF NOT EXISTS threadline_checkpoints_run_id ON threadline_checkpoints (run_id) WHERE run_id IS NOT NULL",
         ],
     ),
+    (
+        19,
+        # Storage format 2: a checksummed value row (``+sum``) is sealed with xxh3-64 (``codec.seal``,
+        # envelope ``C1 03``), which a release before it would report as a damaged row: recorded so
+        # that such a release refuses the database with its version message instead. Rows written
+        # before (BLAKE2b-64, ``C1 01``) are read as they are.
+        [],
+    ),
 ]
 
 LATEST_VERSION = max(v for v, _ in MIGRATIONS)
