@@ -57,8 +57,8 @@ def test_backup_then_restore_every_thread_identical(db, fresh_backend, tmp_path,
             got, want = (comparable_rows(b.sql(f"SELECT * FROM threadline_{table}")) for b in (target, source))
             if table == "checkpoints" and target.is_postgres and not source.is_postgres:
                 # an x3 checksum covers the JSON text SQLite keeps; JSONB keeps no text, so the restore
-                # checked it and gave the row the canonical checksum (the last column)
-                assert {r[-1][:3] for r in got} == {"b2:"} and {r[-1][:3] for r in want} == {"x3:"}
+                # checked it and gave the row a checksum of its parsed JSON (``c3:``, the last column)
+                assert {r[-1][:3] for r in got} == {"c3:"} and {r[-1][:3] for r in want} == {"x3:"}
                 got, want = [r[:-1] for r in got], [r[:-1] for r in want]
             assert got == want, table
         # a second restore refuses before writing anything, unless told to replace

@@ -106,3 +106,59 @@ def test_a_release_before_the_envelope_refuses_the_database(sync_backend: Backen
     monkeypatch.setattr(schema_ops, "LATEST_VERSION", 18)  # what a release before it knows
     with pytest.raises(SchemaError, match=r"written by a newer threadline \(schema version 19"):
         _read(b, cfg("t"))
+
+
+# --- checkpoint rows on a backend without JSON text (Postgres): ``c3:`` ---------------------------
+
+
+def _checksums(b: Backend) -> dict[str, str]:
+    return {r[0]: r[1] for r in b.sql("SELECT checkpoint_id, checksum FROM threadline_checkpoints WHERE thread_id = 't'")}
+
+
+def test_checkpoint_rows_get_the_checksum_their_backend_reads_back(sync_backend: Backend) -> None:
+    """SQLite keeps the JSON text (``x3:`` covers it); Postgres's JSONB does not: ``c3:``, xxh3-128 of the
+    parsed JSON's sorted text, computed here independently from the row as read back."""
+    import orjson
+
+    b = sync_backend
+    one, two = _thread(b)
+    found = _checksums(b)
+    assert {c[:3] for c in found.values()} == ({"c3:"} if b.is_postgres else {"x3:"})
+    if b.is_postgres:
+        for cid, parent, doc, meta, checksum in b.sql(
+            "SELECT checkpoint_id, parent_checkpoint_id, checkpoint, metadata, checksum FROM threadline_checkpoints WHERE thread_id = 't'"
+        ):
+            doc, meta = (orjson.loads(v) if isinstance(v, str) else v for v in (doc, meta))
+            text = orjson.dumps([["t", "", cid], parent, doc, meta], option=orjson.OPT_SORT_KEYS)
+            assert checksum == "c3:" + xxhash.xxh3_128_hexdigest(text)
+    assert _read(b, two)[0]["y"] == 2
+
+
+@pytest.mark.parametrize("odd", [1e16, -1.5e20, -0.0, 2**70])
+def test_numbers_jsonb_changes_take_the_canonical_checksum(sync_backend: Backend, odd: Any) -> None:
+    """A float JSONB gives back as an integer (1e16 and up, written with an exponent), -0.0 (given back
+    as 0.0) and an integer beyond 64 bits (which orjson does not write) take ``b2:``, and read back."""
+    b = sync_backend
+    with b.open() as saver:
+        config = saver.put(cfg("t"), ckpt({"y": 1}, {"y": "1"}), {"step": 0, "odd": odd}, {"y": "1"})
+        found = saver.get_tuple(config)
+    assert found.metadata["odd"] == odd  # as the official PostgresSaver, JSONB gives an integral float back as an integer
+    assert set(_checksums(b).values()).pop()[:3] == ("b2:" if b.is_postgres else "x3:")
+
+
+def test_a_changed_checkpoint_row_is_refused_and_b2_rows_read(sync_backend: Backend) -> None:
+    from threadline.codec import seal
+
+    b = sync_backend
+    one, two = _thread(b)
+    cid = two["configurable"]["checkpoint_id"]
+    if b.is_postgres:  # a row written before migration 19: its checksum canonical, BLAKE2b
+        parent, doc, meta = b.sql("SELECT parent_checkpoint_id, checkpoint, metadata FROM threadline_checkpoints WHERE checkpoint_id = ?", (cid,))[0]
+        old = "b2:" + hashlib.blake2b(seal._content(("t", "", cid), parent, doc, meta), digest_size=8).hexdigest()
+        b.sql("UPDATE threadline_checkpoints SET checksum = ? WHERE checkpoint_id = ?", (old, cid))
+        assert _read(b, two)[0]["y"] == 2
+        b.sql("UPDATE threadline_checkpoints SET checksum = ? WHERE checkpoint_id = ?", (_checksums(b)[one["configurable"]["checkpoint_id"]], cid))
+    else:
+        b.sql("UPDATE threadline_checkpoints SET metadata = replace(metadata, '\"step\":1', '\"step\":7') WHERE checkpoint_id = ?", (cid,))
+    with pytest.raises(CorruptRowError, match="checksum mismatch"):
+        _read(b, two)

@@ -26,10 +26,12 @@ load; ``Keyring(require=True)`` refuses them, and ``+sum`` rows, when encryption
 
 A checkpoint row is checked as a whole: its key, parent and its checkpoint and metadata JSON
 hash into the ``checksum`` column: ``x3:`` + xxh3-128 of the JSON texts as stored, where the
-backend keeps them (SQLite; storage format 2), else ``b2:`` + BLAKE2b-64 of their canonical form
-(``canonical``: the same on SQLite's text and Postgres's JSONB), or, with a keyring, ``hm:<key
-id>:`` + HMAC-SHA-256 (128 bits) of the canonical form under a key derived from the write key,
-which also makes the checkpoint row tamper-evident.
+backend keeps them (SQLite; storage format 2); else ``c3:`` + xxh3-128 of orjson's sorted-key text
+of the parsed JSON, which Postgres's JSONB gives back the same (``_sorted_digest``; since migration
+19), or ``b2:`` + BLAKE2b-64 of their canonical form where it would not (``canonical``: the same on
+SQLite's text and Postgres's JSONB, built in Python); or, with a keyring, ``hm:<key id>:`` +
+HMAC-SHA-256 (128 bits) of the canonical form under a key derived from the write key, which also
+makes the checkpoint row tamper-evident.
 """
 
 from __future__ import annotations
@@ -42,6 +44,8 @@ import struct
 from decimal import Decimal
 from functools import lru_cache
 from typing import Any, NamedTuple
+
+import orjson
 
 from threadline.codec.jsontext import dumps_doc, dumps_json, dumps_meta
 from threadline.codec.keyring import KEY_ID_BYTES, Keyring
@@ -289,20 +293,65 @@ def _text_digest(key: tuple, parent: str | None, doc: Any, meta: Any) -> str:
     return "x3:" + xxhash.xxh3_128_hexdigest(b"".join(out))
 
 
+_SCANNED = 64  # signs ``_unstable`` looks at one by one; past them, a substring search
+
+
+def _unstable(raw: bytes) -> bool:
+    """Whether orjson's text ``raw`` may hold a number JSONB does not give back as written: a float
+    written with a positive exponent (``e+``: 1e16 and up, which JSONB's ``numeric`` gives back as an
+    integer) or -0.0 (given back as 0.0). The ``+`` and ``-`` of a document are few (a timestamp's,
+    ids') and found by ``memchr``; a string holding such a sequence is taken for one, which only costs
+    it the slower ``b2:``."""
+    for sign, found in ((b"+", lambda i: raw[i - 1 : i] == b"e"), (b"-", lambda i: raw.startswith(b"0.0", i + 1))):
+        i = raw.find(sign)
+        for _ in range(_SCANNED):
+            if i < 0:
+                break
+            if found(i):
+                return True
+            i = raw.find(sign, i + 1)
+        else:
+            if (b"e+" if sign == b"+" else b"-0.0") in raw:
+                return True
+    return False
+
+
+def _sorted_digest(key: tuple, parent: str | None, doc: Any, meta: Any) -> str | None:
+    """``c3:`` + xxh3-128 of orjson's text, keys sorted, of ``[key, parent, doc, meta]`` (texts parsed
+    first): a checksum of parsed JSON computed in C, for a backend that keeps no JSON text (Postgres's
+    JSONB reorders keys and respaces). None when JSONB would give back another text (``_unstable``)
+    or orjson cannot write it (an integer beyond 64 bits): then the canonical ``b2:`` serves."""
+    import xxhash
+
+    try:
+        raw = orjson.dumps(
+            [list(key), parent, orjson.loads(doc) if isinstance(doc, str) else doc, orjson.loads(meta) if isinstance(meta, str) else meta],
+            option=orjson.OPT_SORT_KEYS,
+        )
+    except (orjson.JSONEncodeError, orjson.JSONDecodeError, TypeError):
+        return None
+    if _unstable(raw):
+        return None
+    return "c3:" + xxhash.xxh3_128_hexdigest(raw)
+
+
 def checkpoint_checksum(keys: Keyring | None, key: tuple, parent: str | None, doc: Any, meta: Any, *, text: bool = False) -> str:
     """The ``checksum`` column of a checkpoint row: key (thread_id, checkpoint_ns, checkpoint_id),
     parent_checkpoint_id, and the checkpoint and metadata (JSON text as stored, or parsed).
 
     ``text``: the backend keeps the JSON text as written (SQLite): without a keyring, an ``x3:`` digest
-    of the texts (``_text_digest``: no parse, no canonical form); else, and always under a keyring,
-    the canonical form of the parsed JSON (``b2:`` BLAKE2b, ``hm:`` HMAC-SHA-256), the same whether
-    read back from text or from Postgres's JSONB. xxh3-128 is as strong as unkeyed BLAKE2b-64 for what
-    an unkeyed checksum does (find damage); the keyed one is what makes a row tamper-evident."""
+    of the texts (``_text_digest``: no parse, no canonical form); else without a keyring ``c3:``
+    (``_sorted_digest``) or, where JSONB would not give that text back, ``b2:`` (BLAKE2b of the
+    canonical form), and under a keyring ``hm:`` (HMAC-SHA-256 of the canonical form), each the same
+    whether read back from text or from Postgres's JSONB. xxh3-128 is as strong as unkeyed BLAKE2b-64
+    for what an unkeyed checksum does (find damage); the keyed one is what makes a row tamper-evident."""
     mac = keys.mac_key() if keys is not None else None
     if mac is None and keys is not None and keys.require:
         raise EncryptionError("this keyring requires encryption but holds no write key (write=False): nothing was stored")
     if mac is None and text:
         return _text_digest(key, parent, doc, meta)
+    if mac is None and (found := _sorted_digest(key, parent, doc, meta)) is not None:
+        return found
     content = _content(key, parent, doc, meta)
     if mac is None:
         return "b2:" + hashlib.blake2b(content, digest_size=_DIGEST).hexdigest()
@@ -323,7 +372,7 @@ def check_checkpoint(
     """
     if stored is not None and not isinstance(stored, str):
         raise CorruptRowError(f"{where}: its checksum is not text ({type(stored).__name__})")
-    if stored is None or stored.startswith(("b2:", "x3:")):
+    if stored is None or stored.startswith(("b2:", "x3:", "c3:")):
         if keys is not None and keys.require:
             raise EncryptionError(f"{where}: has no keyed checksum but this keyring requires encryption; {UNSEALED_HELP}")
         if stored is None:
@@ -334,6 +383,8 @@ def check_checkpoint(
                 # metadata parsed back: rows written before ``dumps_meta`` hold json's text of it
                 # (small and large floats in another exponent form)
                 expected = _text_digest(key, parent, doc, dumps_json(meta, sort_keys=False))
+        elif stored.startswith("c3:"):
+            expected = _sorted_digest(key, parent, doc, meta) or "c3: (a number JSONB does not keep as written)"
         else:
             expected = "b2:" + hashlib.blake2b(_content(key, parent, doc, meta), digest_size=_DIGEST).hexdigest()
     elif stored.startswith("hm:") and len(stored) == 3 + 2 * KEY_ID_BYTES + 1 + 32:

@@ -138,7 +138,8 @@ def store_thread_op(
 def _canonical_checksums(cols: Sequence[str], data: list[tuple]) -> list[tuple]:
     """Checkpoint rows whose ``x3:`` checksum covers their JSON text as a backend that keeps it wrote
     it (``codec.seal``), for a backend that does not (Postgres's JSONB): each checked against its
-    text, then given the canonical ``b2:`` checksum, which reads back the same from any backend.
+    text, then given a checksum of its parsed JSON (``c3:``, or the canonical ``b2:``), which reads
+    back the same from any backend.
     ``Differs`` for a row whose checksum does not match (a damaged row is never re-sealed)."""
     at = {c: i for i, c in enumerate(cols)}
     if not {"thread_id", "checkpoint_ns", "checkpoint_id", "parent_checkpoint_id", "checkpoint", "metadata", "checksum"} <= at.keys():

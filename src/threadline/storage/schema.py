@@ -293,9 +293,10 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
     (
         19,
         # Storage format 2: a checksummed value row (``+sum``) is sealed with xxh3-64 (``codec.seal``,
-        # envelope ``C1 03``), which a release before it would report as a damaged row: recorded so
+        # envelope ``C1 03``), and a Postgres checkpoint row's unkeyed checksum is ``c3:`` (xxh3-128
+        # of its parsed JSON), which a release before it would report as damaged rows: recorded so
         # that such a release refuses the database with its version message instead. Rows written
-        # before (BLAKE2b-64, ``C1 01``) are read as they are.
+        # before (BLAKE2b-64, ``C1 01``; ``b2:``) are read as they are.
         [],
     ),
 ]
