@@ -3,7 +3,7 @@ statements, counted by valgrind's callgrind beside the whole call (issue 43: wha
 
 Usage::
 
-    .venv/bin/python benchmarks/breakdown.py put [--threads 3] [--jobs 2] [--src DIR] PART [PART ...]
+    .venv/bin/python benchmarks/breakdown.py put [--threads 3] [--jobs 2] [--src DIR] [--calls FILE] PART [PART ...]
 
 A PART is one of:
 
@@ -185,6 +185,7 @@ def main(argv: list[str] | None = None) -> str:
     parser.add_argument("--threads", type=int, default=3)
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--src", default=str(HERE.parent / "src"), help="the threadline source tree to measure")
+    parser.add_argument("--calls", help="recorded calls to replay instead of the chat's (as instructions.py's --calls)")
     args = parser.parse_args(argv)
     import per_call
 
@@ -193,7 +194,8 @@ def main(argv: list[str] | None = None) -> str:
         Path(tmp, "toggle.c").write_text(instructions.TOGGLE_C)
         subprocess.run(["gcc", "-shared", "-fPIC", "-O2", "-o", lib, os.path.join(tmp, "toggle.c")], check=True)
         calls_file = os.path.join(tmp, "calls.pkl")
-        Path(calls_file).write_bytes(pickle.dumps(per_call.record(list(range(args.threads + 1)), 4)))
+        recorded = Path(args.calls).read_bytes() if args.calls else pickle.dumps(per_call.record(list(range(args.threads + 1)), 4))
+        Path(calls_file).write_bytes(recorded)
         with ThreadPoolExecutor(args.jobs) as pool:
             found = list(pool.map(lambda p: measure(args.kind, p, args.src, calls_file, lib, tmp, args.threads), [CALIBRATE, *args.parts]))
     (noop, tens), found = found[0], found[1:]

@@ -5,7 +5,7 @@ time on a shared virtual machine moves by tens of per cent between two runs of t
 Usage::
 
     .venv/bin/python benchmarks/instructions.py [--threads 5] [--kinds put,put_writes,get_warm,get_new,get_cold]
-        [--src DIR] [--jobs 2]
+        [--src DIR] [--jobs 2] [--calls FILE]
 
 Method: ``per_call.record`` runs ``--threads`` + 1 conversations of 4 turns of the chat fleet's
 ``create_react_agent`` once and keeps every ``put`` / ``put_writes`` / ``get_tuple`` call. Then, for
@@ -18,6 +18,8 @@ written (a turn's first read, after its own puts), ``get_new`` one of a thread w
 ``get_cold`` one of each conversation's latest checkpoint by a new saver on the file they were written
 to (after another new saver read them all uncounted: the process's one-off work is not counted).
 ``--src``: a threadline source tree to measure instead of this checkout's (a before/after pair).
+``--calls``: another recording to replay (a pickle of thread → [(method, pickled arguments), …], as
+``per_call.record`` returns; e.g. LangGraph's ``sequential`` graph through a recording saver).
 
 Instructions are not time: a cache miss or a page fault costs many. They settle whether a change
 makes a call do less work. Needs valgrind and gcc with valgrind's headers (Debian: ``valgrind``);
@@ -113,6 +115,7 @@ def main(argv: list[str] | None = None) -> str:
     parser.add_argument("--kinds", default=",".join(KINDS))
     parser.add_argument("--src", default=str(HERE.parent / "src"), help="the threadline source tree to measure")
     parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--calls", help="recorded calls to replay instead of the chat's (a pickle shaped as per_call.record's)")
     parser.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
@@ -127,12 +130,14 @@ def main(argv: list[str] | None = None) -> str:
         Path(tmp, "toggle.c").write_text(TOGGLE_C)
         subprocess.run(["gcc", "-shared", "-fPIC", "-O2", "-o", lib, os.path.join(tmp, "toggle.c")], check=True)
         calls_file = os.path.join(tmp, "calls.pkl")
-        Path(calls_file).write_bytes(pickle.dumps(per_call.record(list(range(args.threads + 1)), 4)))
+        recorded = Path(args.calls).read_bytes() if args.calls else pickle.dumps(per_call.record(list(range(args.threads + 1)), 4))
+        Path(calls_file).write_bytes(recorded)
         jobs = [(kind, saver) for kind in kinds for saver in ("threadline", "official")]
         with ThreadPoolExecutor(args.jobs) as pool:
             found = dict(zip(jobs, pool.map(lambda j: measure(*j, args.src, calls_file, lib, tmp), jobs)))
     lines = [
-        f"Instructions per call (callgrind), {args.threads} conversations of 4 turns replayed after a warm-up one; "
+        f"Instructions per call (callgrind), {f'the calls of {args.calls}' if args.calls else f'{args.threads} conversations of 4 turns'} "
+        "replayed after a warm-up one; "
         f"threadline from `{args.src}`.", "",
         "| call | official SqliteSaver | threadline SqliteSaver | threadline ÷ official | calls counted |", "|---|---|---|---|---|",
     ]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from operator import itemgetter
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -66,6 +67,7 @@ THREAD_OVERHEAD = 288
 # conversations filled 8 MiB with finished threads' values (+3.5 MB peak RSS) and saved no CPU by
 # them; 16 long threads at once read back more bases (RESULTS round fourteen).
 DEFAULT_MAX_BYTES = 4 << 20
+_DATA = itemgetter(2)  # a head entry's serialized value (``storage.heads.Entries``)
 
 
 def _key_len(key: tuple) -> int:
@@ -271,7 +273,7 @@ class BlobCache:
 
     def put_head_row(self, thread_id: str, checkpoint_ns: str, checkpoint_id: str, entries: dict) -> None:
         """Remember a namespace's head entries (``storage.heads``), replacing older ones."""
-        size = ENTRY_OVERHEAD + sum(len(e[2]) for e in entries.values()) + sum(map(len, entries)) + PAIR_OVERHEAD * len(entries)
+        size = ENTRY_OVERHEAD + sum(map(len, map(_DATA, entries.values()))) + sum(map(len, entries)) + PAIR_OVERHEAD * len(entries)
         key = (thread_id, checkpoint_ns)
         with self._lock:
             old = self._rows.pop(key, None)

@@ -361,14 +361,17 @@ def next_version(current: Any) -> str:
     return f"{n + 1:032}.{random.random():016}"
 
 
+_STR = frozenset((str,))
+
+
 def blob_pairs(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
     """(channel, version key) pairs a stored checkpoint doc references.
 
     Raises CorruptRowError when ``channel_versions`` is not a mapping of names to versions.
     """
     versions = doc.get("channel_versions", {})
-    if type(versions) is dict and all(type(v) is str for v in versions.values()):
-        return list(versions.items())  # LangGraph's versions: strings, their own keys
+    if type(versions) is dict and set(map(type, versions.values())) <= _STR:
+        return list(versions.items())  # LangGraph's versions: strings, their own keys (checked in C: a wide graph names hundreds)
     if not isinstance(versions, Mapping) or not all(isinstance(v, (str, int, float)) for v in versions.values()):
         raise CorruptRowError(f"checkpoint {doc.get('id')!r}: channel_versions is not a mapping of channel to version")
     return [(ch, version_key(v)) for ch, v in versions.items()]

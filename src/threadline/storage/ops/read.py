@@ -201,14 +201,16 @@ def load_tuples(
         if not isinstance(doc, dict) or not isinstance(meta, dict):
             raise CorruptRowError(f"{where}: checkpoint or metadata is not a JSON object")
         docs.append((row, doc, meta))
-    wanted = sorted({(r[0], r[1], ch, v) for r, doc, _ in docs for ch, v in R.blob_pairs(doc)})
+    # sorted once what the cache and the head leave (most often nothing: a wide graph names hundreds)
+    wanted = list({(r[0], r[1], ch, v) for r, doc, _ in docs for ch, v in R.blob_pairs(doc)})
     blobs: dict[tuple, codec.Resolved] = {}
     # Cache hits keep what they decode (``codec.copies``): a list this process wrote (a put's entry,
     # with item fingerprints) at its first read, as the graph writing it goes on and each put
     # extends the kept list by its new items (``BlobCodec.encode_list``), so the graph's next
     # read is a copy; any other value at its second read, so a value read once costs no copy.
     kept: dict[tuple, codec.Entry] = {}
-    if bc is not None and bc.cache is not None:
+    # a thread the cache holds nothing of (a new saver's read): no look-up per channel
+    if bc is not None and bc.cache is not None and any(map(bc.cache.knows, {r[0] for r in ck_rows})):
         for k in wanted:
             entry = bc.cache.get(k)
             if entry is not None:
@@ -231,11 +233,16 @@ def load_tuples(
         entries = bc.cache.head_row(row[0], row[1], row[2]) if held else None  # type: ignore[union-attr]
         if entries is None:
             entries, opened = H.unpack(bc_, (row[0], row[1], row[2]), *head, dict(R.blob_pairs(docs[0][1])), row[-1]), True
-        for k in wanted if entries else ():
-            entry = entries.get(k[2])
-            if entry is not None and entry[0] == k[3]:
-                blobs[k] = (entry[1], None if entry[1] == codec.EMPTY else entry[2], None)
-        wanted = [k for k in wanted if k not in blobs]
+        if entries:
+            left = []
+            for k in wanted:
+                entry = entries.get(k[2])
+                if entry is not None and entry[0] == k[3]:
+                    blobs[k] = (entry[1], None if entry[1] == codec.EMPTY else entry[2], None)
+                else:
+                    left.append(k)
+            wanted = left
+    wanted.sort()
     pre_rows, pre_writes, referenced = fetched if fetched is not None else ({}, None, None)
     rows = yield from fetch_blob_rows(d, [k for k in wanted if k[3] not in pre_rows.get(k[:3], ())])
     for group, versions in pre_rows.items():

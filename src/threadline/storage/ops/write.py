@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from langgraph.checkpoint.serde.base import SerializerProtocol
@@ -103,6 +104,7 @@ def _delta_bases(
     return bases
 
 
+_CHANNEL = itemgetter(0)  # a (channel, version key) pair's channel
 WIDE = 32  # channels from which a put's per-channel passes give way to whole-map operations (``_follows``)
 
 
@@ -125,7 +127,7 @@ def _unexplained(
     either, or names as possibly without a blob (its ``absent``): ``ABSENT`` of its doc, sorted.
     ``followed``: ``_follows(pairs, new_versions, parent)`` holds (then only the parent's absent ones)."""
     if followed and parent is not None:
-        return sorted(parent.absent.intersection(ch for ch, _ in pairs).difference(new_versions))
+        return sorted(parent.absent.intersection(map(_CHANNEL, pairs)).difference(new_versions)) if parent.absent else []
     return sorted(
         ch for ch, v in pairs if ch not in new_versions and (parent is None or parent.of.get(ch) != v or ch in parent.absent)
     )
@@ -142,12 +144,18 @@ def _versions_of(
     ``followed`` (``_follows``): every channel not written is unchanged since the parent, so the
     parent's set is taken by set operations, not a pass per channel."""
     written = {v.channel: v.container is not None for v in values}
+    no_base: frozenset[str] | set[str]
     if followed and parent is not None:
-        no_base = set(parent.no_base.difference(written))
-        no_base.update(ch for ch, base in written.items() if not base)
+        # whole-set operations, each one copy in C (a wide graph's channels are mostly no base)
+        no_base = parent.no_base.difference(written)
+        extra = [ch for ch, base in written.items() if not base]
+        if extra:
+            no_base = no_base.union(extra)
     else:
         no_base = {ch for ch, _ in pairs if written.get(ch) is False or (ch not in written and parent is not None and ch in parent.no_base)}
-    return codec.Versions(dict(pairs), frozenset(no_base.union(absent)), frozenset(absent))
+    if absent:
+        no_base = no_base.union(absent)
+    return codec.Versions(dict(pairs), frozenset(no_base), frozenset(absent))
 
 
 def _put_statements(
