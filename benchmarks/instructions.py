@@ -5,7 +5,7 @@ time on a shared virtual machine moves by tens of per cent between two runs of t
 Usage::
 
     .venv/bin/python benchmarks/instructions.py [--threads 5] [--kinds put,put_writes,get_warm,get_new,get_cold]
-        [--src DIR] [--jobs 2] [--calls FILE]
+        [--src DIR] [--jobs 2] [--calls FILE] [--backend sqlite|postgres]
 
 Method: ``per_call.record`` runs ``--threads`` + 1 conversations of 4 turns of the chat fleet's
 ``create_react_agent`` once and keeps every ``put`` / ``put_writes`` / ``get_tuple`` call. Then, for
@@ -20,6 +20,8 @@ to (after another new saver read them all uncounted: the process's one-off work 
 ``--src``: a threadline source tree to measure instead of this checkout's (a before/after pair).
 ``--calls``: another recording to replay (a pickle of thread → [(method, pickled arguments), …], as
 ``per_call.record`` returns; e.g. LangGraph's ``sequential`` graph through a recording saver).
+``--backend postgres``: the Postgres savers, each on a schema of its own at ``THREADLINE_TEST_POSTGRES``;
+the count is the client process's (the server's work is another process's, not counted).
 
 Instructions are not time: a cache miss or a page fault costs many. They settle whether a change
 makes a call do less work. Needs valgrind and gcc with valgrind's headers (Debian: ``valgrind``);
@@ -43,16 +45,28 @@ KINDS = ("put", "put_writes", "get_warm", "get_new", "get_cold")
 TOGGLE_C = "#include <valgrind/callgrind.h>\nvoid toggle(void) { CALLGRIND_TOGGLE_COLLECT; }\n"
 
 
-def child(kind: str, saver_name: str, calls_file: str, lib: str) -> None:
-    """Replay every conversation, counting only the calls of ``kind`` (callgrind's collection toggled)."""
-    toggle = ctypes.CDLL(lib).toggle
-    calls = pickle.loads(Path(calls_file).read_bytes())
+def _saver_class(saver_name: str, backend: str) -> type:
+    if backend == "postgres":
+        if saver_name == "official":
+            from langgraph.checkpoint.postgres import PostgresSaver as official
+        else:
+            from threadline import PostgresSaver as official
+        return official
     if saver_name == "official":
         from langgraph.checkpoint.sqlite import SqliteSaver
     else:
         from threadline import SqliteSaver
+    return SqliteSaver
+
+
+def child(kind: str, saver_name: str, calls_file: str, lib: str, where: str) -> None:
+    """Replay every conversation, counting only the calls of ``kind`` (callgrind's collection toggled),
+    on the SQLite file or Postgres DSN ``where``."""
+    toggle = ctypes.CDLL(lib).toggle
+    calls = pickle.loads(Path(calls_file).read_bytes())
+    saver_class = _saver_class(saver_name, "postgres" if where.startswith("postgres") else "sqlite")
     counted = 0
-    with tempfile.TemporaryDirectory() as tmp, SqliteSaver.from_conn_string(os.path.join(tmp, "db.sqlite")) as saver:
+    with saver_class.from_conn_string(where) as saver:
         saver.setup()
         threads = sorted(calls)
         for thread in threads:
@@ -70,7 +84,7 @@ def child(kind: str, saver_name: str, calls_file: str, lib: str) -> None:
                     call(*args)
                 wrote = wrote or name == "put"
         if kind == "get_cold":
-            counted = cold_reads(SqliteSaver, os.path.join(tmp, "db.sqlite"), [_thread_of(calls[t]) for t in threads[1:]], toggle)
+            counted = cold_reads(saver_class, where, [_thread_of(calls[t]) for t in threads[1:]], toggle)
     print(f"counted {counted}", file=sys.stderr)
 
 
@@ -95,15 +109,28 @@ def cold_reads(saver_class: type, path: str, thread_ids: list[str], toggle: obje
     return len(thread_ids)
 
 
-def measure(kind: str, saver_name: str, src: str, calls_file: str, lib: str, tmp: str) -> tuple[int, int]:
-    """(instructions, calls) of ``kind`` on one saver, from one callgrind run."""
+def measure(kind: str, saver_name: str, src: str, calls_file: str, lib: str, tmp: str, backend: str = "sqlite") -> tuple[int, int]:
+    """(instructions, calls) of ``kind`` on one saver, from one callgrind run on a fresh database (a
+    SQLite file, or a Postgres schema of its own: ``per_call.fresh_targets``)."""
+    import per_call
+
     out = os.path.join(tmp, f"{kind}-{saver_name}.callgrind")
     env = {**os.environ, "PYTHONHASHSEED": "0", "PYTHONPATH": src}
-    run = subprocess.run(
-        ["valgrind", "--tool=callgrind", "--collect-atstart=no", f"--callgrind-out-file={out}",
-         sys.executable, __file__, "--child", kind, saver_name, calls_file, lib],
-        env=env, capture_output=True, text=True, check=True,
-    )
+    if backend == "postgres":
+        made = [t for t in per_call.fresh_targets(tmp, 2 * KINDS.index(kind) + (saver_name == "official"), True) if t.backend == "postgres"]
+        target = next(t for t in made if t.official == (saver_name == "official"))
+        per_call.drop_schemas([t.schema for t in made if t is not target])
+    else:
+        target = per_call.Target("sqlite", saver_name == "official", os.path.join(tmp, f"{kind}-{saver_name}.db"))
+    try:
+        run = subprocess.run(
+            ["valgrind", "--tool=callgrind", "--collect-atstart=no", f"--callgrind-out-file={out}",
+             sys.executable, __file__, "--child", kind, saver_name, calls_file, lib, target.where],
+            env=env, capture_output=True, text=True, check=True,
+        )
+    finally:
+        if target.schema:
+            per_call.drop_schemas([target.schema])
     calls = int(next(line.split()[1] for line in run.stderr.splitlines() if line.startswith("counted ")))
     total = next(int(line.split()[1]) for line in Path(out).read_text().splitlines() if line.startswith(("summary:", "totals:")))
     return total, calls
@@ -116,7 +143,9 @@ def main(argv: list[str] | None = None) -> str:
     parser.add_argument("--src", default=str(HERE.parent / "src"), help="the threadline source tree to measure")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--calls", help="recorded calls to replay instead of the chat's (a pickle shaped as per_call.record's)")
-    parser.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
+    parser.add_argument("--backend", choices=("sqlite", "postgres"), default="sqlite",
+                        help="postgres: the client's instructions (the server's are another process), at THREADLINE_TEST_POSTGRES")
+    parser.add_argument("--child", nargs=5, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
         child(*args.child)
@@ -134,12 +163,13 @@ def main(argv: list[str] | None = None) -> str:
         Path(calls_file).write_bytes(recorded)
         jobs = [(kind, saver) for kind in kinds for saver in ("threadline", "official")]
         with ThreadPoolExecutor(args.jobs) as pool:
-            found = dict(zip(jobs, pool.map(lambda j: measure(*j, args.src, calls_file, lib, tmp), jobs)))
+            found = dict(zip(jobs, pool.map(lambda j: measure(*j, args.src, calls_file, lib, tmp, args.backend), jobs)))
+    saver = "PostgresSaver (client)" if args.backend == "postgres" else "SqliteSaver"
     lines = [
         f"Instructions per call (callgrind), {f'the calls of {args.calls}' if args.calls else f'{args.threads} conversations of 4 turns'} "
         "replayed after a warm-up one; "
         f"threadline from `{args.src}`.", "",
-        "| call | official SqliteSaver | threadline SqliteSaver | threadline ÷ official | calls counted |", "|---|---|---|---|---|",
+        f"| call | official {saver} | threadline {saver} | threadline ÷ official | calls counted |", "|---|---|---|---|---|",
     ]
     for kind in kinds:
         (ours, n), (theirs, _) = found[(kind, "threadline")], found[(kind, "official")]

@@ -6,10 +6,13 @@ the earlier envelope refuses the database by its schema version instead of calli
 from __future__ import annotations
 
 import hashlib
+import json
 from typing import Any
 
 import pytest
 import xxhash
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from backends import Backend
 from bad_input_access import cfg, ckpt
@@ -162,3 +165,45 @@ def test_a_changed_checkpoint_row_is_refused_and_b2_rows_read(sync_backend: Back
         b.sql("UPDATE threadline_checkpoints SET metadata = replace(metadata, '\"step\":1', '\"step\":7') WHERE checkpoint_id = ?", (cid,))
     with pytest.raises(CorruptRowError, match="checksum mismatch"):
         _read(b, two)
+
+
+class _Text(str):
+    """A str subclass: plain JSON for json, not for orjson (``jsontext.dumps_plain`` says so)."""
+
+
+_SCALARS = (
+    st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.text(max_size=8)
+    | st.floats(allow_nan=False, allow_infinity=False) | st.sampled_from([1e16, -1.5e20, -0.0, 1e-7, 0.1])
+    | st.builds(_Text, st.text(max_size=4))
+)
+_JSON = st.recursive(
+    _SCALARS,
+    lambda inner: st.lists(inner, max_size=3) | st.tuples(inner, inner)
+    | st.dictionaries(st.text(max_size=4), inner, max_size=3) | st.dictionaries(st.integers(0, 9), inner, max_size=2),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(meta=st.dictionaries(st.text(max_size=6), _JSON, max_size=4), extra=_JSON)
+def test_a_put_checksums_plain_data_as_it_would_its_text(meta: dict, extra: Any) -> None:
+    """A put hands the checksum its checkpoint and metadata as they are when both are plain JSON data
+    (``jsontext.dumps_plain``): the ``c3:``, ``b2:`` or keyed checksum is then the one of their texts
+    parsed back, as a read computes it — for numbers JSONB rewrites, integers beyond 64 bits, tuples,
+    integer keys and str subclasses alike."""
+    from threadline.codec.jsontext import dumps_plain
+    from threadline.codec.keyring import Keyring
+    from threadline.codec.seal import checkpoint_checksum
+
+    doc = {"v": 4, "id": "1f0-ab", "channel_versions": {"messages": "0001.0"}, "versions_seen": {"n": extra}}
+    try:
+        doc_json, meta_json, plain = dumps_plain(doc, meta)
+    except ValueError:
+        return  # NaN, NUL or a lone surrogate: the put refuses it before any checksum
+    key = ("t", "", "1f0-ab")
+    for keys in (None, Keyring(["AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="])):
+        from_text = checkpoint_checksum(keys, key, "1f0-aa", doc_json, meta_json)
+        given = checkpoint_checksum(keys, key, "1f0-aa", doc_json, meta_json, plain=(doc, meta) if plain else None)
+        assert given == from_text
+        read_back = checkpoint_checksum(keys, key, "1f0-aa", json.loads(doc_json), json.loads(meta_json))  # as Postgres's JSONB gives them
+        assert given == read_back

@@ -141,10 +141,12 @@ class BlobCodec:
         """Open and decode a stored, self-contained value row (a pending write, pending sends)."""
         return decode(serde, *self.open(row, tag, data), row)
 
-    def checkpoint_checksum(self, key: tuple, parent: str | None, doc: Any, meta: Any, *, text: bool = False) -> str:
+    def checkpoint_checksum(
+        self, key: tuple, parent: str | None, doc: Any, meta: Any, *, text: bool = False, plain: tuple | None = None
+    ) -> str:
         """The ``checksum`` column of a checkpoint row (``seal.checkpoint_checksum``; ``text``: the
-        backend keeps the JSON texts given)."""
-        return checkpoint_checksum(self.keys, key, parent, doc, meta, text=text)
+        backend keeps the JSON texts given; ``plain``: them as plain JSON data, when known)."""
+        return checkpoint_checksum(self.keys, key, parent, doc, meta, text=text, plain=plain)
 
     def check_checkpoint(self, stored: str | None, key: tuple, parent: str | None, doc: Any, meta: Any) -> None:
         """Raise CorruptRowError / EncryptionError unless the row's ``checksum`` matches (``seal.check_checkpoint``)."""

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from threadline import codec, limits
-from threadline.codec.jsontext import dumps_doc, dumps_meta
+from threadline.codec.jsontext import dumps_plain
 from threadline.storage import heads as H
 from threadline.storage import rows as R
 from threadline.storage.dialect import Dialect
@@ -294,7 +294,7 @@ def put(
         doc[R.ABSENT] = list(absent)
     where = f"checkpoint {checkpoint['id']!r}: metadata"
     try:
-        doc_json, meta_json = dumps_doc(doc), dumps_meta(meta)
+        doc_json, meta_json, plain = dumps_plain(doc, meta)
     except RecursionError:
         raise limits.too_deep(where, ValueTooLargeError) from None
     except (TypeError, ValueError) as exc:
@@ -302,7 +302,7 @@ def put(
     limits.check_bytes(meta_json, "max_metadata_bytes", where, ValueTooLargeError)
     limits.check_depth(meta, meta_json, where, ValueTooLargeError)
     ck_key = (key.thread_id, key.checkpoint_ns, checkpoint["id"])
-    checksum = bc.checkpoint_checksum(ck_key, key.checkpoint_id, doc_json, meta_json, text=d.keeps_json_text)
+    checksum = bc.checkpoint_checksum(ck_key, key.checkpoint_id, doc_json, meta_json, text=d.keeps_json_text, plain=(doc, meta) if plain else None)
     step, source, run_id = R.extracted_columns(meta)
     encoded: dict[str, tuple[str, bytes]] = {}
 
