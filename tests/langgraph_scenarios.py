@@ -144,3 +144,17 @@ def line_builder(names: tuple[str, ...] = ("a", "b", "c")) -> StateGraph:
         prev = name
     b.add_edge(prev, END)
     return b
+
+
+def chain_builder(nodes: int) -> StateGraph:
+    """LangGraph's ``sequential`` benchmark graph: ``MessagesState`` through ``nodes`` no-op nodes in a
+    row (a channel each: a wide checkpoint whose channels are nearly all empty)."""
+    from langgraph.graph import MessagesState
+
+    b = StateGraph(MessagesState)
+    names = [f"node_{i}" for i in range(nodes)]
+    for name in names:
+        b.add_node(name, lambda state: None)
+    for a, z in zip([START, *names], [*names, END]):
+        b.add_edge(a, z)
+    return b

@@ -10,29 +10,18 @@ from typing import Any
 
 import ormsgpack
 import xxhash
-from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph_scenarios import chain_builder
 
 from threadline import SqliteSaver, lifecycle
 from threadline.codec import PLAIN
 from threadline.storage import heads as H
 
 
-def _sequential(saver: Any, nodes: int) -> Any:
-    """LangGraph's ``sequential`` benchmark graph: ``MessagesState`` through ``nodes`` no-op nodes."""
-    builder = StateGraph(MessagesState)
-    names = [f"node_{i}" for i in range(nodes)]
-    for name in names:
-        builder.add_node(name, lambda state: None)
-    for a, b in zip([START, *names], [*names, END]):
-        builder.add_edge(a, b)
-    return builder.compile(checkpointer=saver)
-
-
 def _ran(db: str, nodes: int) -> tuple[dict, Any]:
     """A run of a ``nodes``-node chain on thread ``w`` of a new database ``db``: (its config, the latest tuple)."""
     config = {"configurable": {"thread_id": "w"}}
     with SqliteSaver.from_conn_string(db) as saver:
-        _sequential(saver, nodes).invoke({"messages": [("user", "hi")]}, config)
+        chain_builder(nodes).compile(checkpointer=saver).invoke({"messages": [("user", "hi")]}, config)
         return config, saver.get_tuple(config)
 
 

@@ -7,10 +7,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from backends import Backend
+from langgraph_scenarios import chain_builder
 from threadline import SqliteSaver, codec
+from threadline.errors import CorruptRowError
 from threadline.storage import rows as R
 from threadline.storage.ops.write import WIDE, _follows, _unexplained, _versions_of
 
@@ -45,17 +49,10 @@ def test_the_whole_map_path_gives_what_the_pass_per_channel_gives(put: tuple) ->
 
 
 def test_a_wide_chain_reads_back_exactly_on_a_new_saver(tmp_path: Path) -> None:
-    """LangGraph's ``sequential`` shape (a chain of no-op nodes, a channel each): every checkpoint a
-    new saver reads (the latest from its head, the others from their blobs) equals what the saver
-    that wrote them reads."""
-    from langgraph.graph import END, START, MessagesState, StateGraph
-
-    builder = StateGraph(MessagesState)
-    names = [f"node_{i}" for i in range(WIDE + 8)]
-    for name in names:
-        builder.add_node(name, lambda state: None)
-    for a, b in zip([START, *names], [*names, END]):
-        builder.add_edge(a, b)
+    """Every checkpoint of a wide chain a new saver reads (the latest from its head, the others from
+    their blobs) equals what the saver that wrote them reads."""
+    names = range(WIDE + 8)
+    builder = chain_builder(len(names))
     db = str(tmp_path / "wide.db")
     config = {"configurable": {"thread_id": "wide"}, "recursion_limit": 200}
     with SqliteSaver.from_conn_string(db) as saver:
@@ -69,3 +66,23 @@ def test_a_wide_chain_reads_back_exactly_on_a_new_saver(tmp_path: Path) -> None:
         assert latest == written[0]
         for t in written[1:]:
             assert fresh.get_tuple(t.config) == t
+
+
+def test_an_empty_channels_row_is_checked_like_any_other(sync_backend: Backend) -> None:
+    """The read of an empty channel's row takes a short path (most of a wide graph's channels are
+    empty), which must refuse what the general one refuses: a damaged seal, and the seal of another
+    channel's empty row moved onto it. Shown on an older checkpoint, whose values come from its blobs."""
+    b = sync_backend
+    with b.open() as saver:
+        graph = chain_builder(WIDE + 2).compile(checkpointer=saver)
+        graph.invoke({"messages": [{"role": "user", "content": "hi"}]}, {"configurable": {"thread_id": "e"}, "recursion_limit": 200})
+        older = list(saver.list({"configurable": {"thread_id": "e"}}))[5]
+    empties = b.sql("SELECT channel, version, blob FROM threadline_blobs WHERE thread_id = 'e' AND type = 'empty' ORDER BY channel, version")
+    named = older.checkpoint["channel_versions"]
+    (ch, version, sealed), other = [e for e in empties if named.get(e[0]) == e[1]][:1][0], [e for e in empties if named.get(e[0]) != e[1]][0]
+    with b.open() as saver:
+        assert saver.get_tuple(older.config) == older
+    for damaged in (bytes(sealed[:-1]) + bytes([sealed[-1] ^ 1]), bytes(other[2])):
+        b.sql("UPDATE threadline_blobs SET blob = ? WHERE thread_id = 'e' AND channel = ? AND version = ?", (damaged, ch, version))
+        with b.open() as saver, pytest.raises(CorruptRowError, match="checksum mismatch"):
+            saver.get_tuple(older.config)

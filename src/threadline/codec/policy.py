@@ -22,7 +22,7 @@ from threadline.codec.fingerprinting import fingerprints
 from threadline.codec.keyring import Keyring
 from threadline.codec.objects import OBJ, fetch, spill
 from threadline.codec.refs import Candidate, make_ref
-from threadline.codec.seal import UNSEALED_HELP, Row, check_checkpoint, checkpoint_checksum, open_sealed, seal, sealed_as
+from threadline.codec.seal import UNSEALED_HELP, Row, check_checkpoint, checkpoint_checksum, open_sealed, seal, sealed_as, sealed_empty
 from threadline.codec.tags import (
     COMPRESS_MIN_BYTES,
     DELTA_LIST,
@@ -127,6 +127,8 @@ class BlobCodec:
         if data is None:
             if self.keys is not None and self.keys.require:
                 raise EncryptionError(f"{row}: an unsealed {EMPTY!r} row but this keyring requires encryption; {UNSEALED_HELP}")
+            return EMPTY, None
+        if self.keys is None and sealed_empty(row, data):
             return EMPTY, None
         if open_sealed(self.keys, row, sealed_as(tag, data), data)[1]:
             raise CorruptRowError(f"{row}: an {EMPTY!r} row holds a value (the type was changed)")
