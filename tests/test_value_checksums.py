@@ -207,3 +207,14 @@ def test_a_put_checksums_plain_data_as_it_would_its_text(meta: dict, extra: Any)
         assert given == from_text
         read_back = checkpoint_checksum(keys, key, "1f0-aa", json.loads(doc_json), json.loads(meta_json))  # as Postgres's JSONB gives them
         assert given == read_back
+
+
+@pytest.mark.parametrize("signs", [0, 63, 64, 200])
+def test_a_number_jsonb_rewrites_is_found_among_many_signs(signs: int) -> None:
+    """``c3:`` gives way to ``b2:`` for a float JSONB gives back as an integer (``e+``) or -0.0, found
+    however many other ``+`` and ``-`` the document holds before it (past 64, by a substring search)."""
+    from threadline.codec.seal import _unstable
+
+    noise = b'"' + b"+-" * signs + b'"'
+    for number, rewritten in ((b"1.5e+20", True), (b"-0.0", True), (b"-0.5", False), (b"12", False)):
+        assert _unstable(b"[" + noise + b"," + number + b"]") is rewritten

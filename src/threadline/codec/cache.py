@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from operator import itemgetter
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any, NamedTuple
 
 from threadline.codec.containers import Container, container

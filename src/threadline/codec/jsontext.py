@@ -42,7 +42,7 @@ def _fast(obj: Any, option: int, sort_keys: bool) -> tuple[str, bool]:
     cannot encode (an integer beyond 64 bits, a key that is not a string, a subclass, an unpaired
     surrogate). It is ``dumps_json``'s text but for the exponent of small floats (``1e-7`` for
     ``1e-07``; both read back equal). Raises as ``dumps_json``. Second: whether orjson wrote ``obj``
-    (then it is plain JSON data, equal to what parsing the text gives back: ``dumps_doc_plain``)."""
+    (then it is plain JSON data, equal to what parsing the text gives back: ``dumps_plain``)."""
     try:
         raw = orjson.dumps(obj, option=option)
     except orjson.JSONEncodeError:

@@ -315,7 +315,9 @@ def _unstable(raw: bytes) -> bool:
             return True
         seen += 1
         if seen == _SCANNED:
-            return b"e+" in raw
+            if b"e+" in raw:
+                return True
+            break
         i = raw.find(b"+", i + 1)
     i, seen = raw.find(b"-"), 0
     while i >= 0:
