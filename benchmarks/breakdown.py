@@ -187,15 +187,12 @@ def main(argv: list[str] | None = None) -> str:
     parser.add_argument("--src", default=str(HERE.parent / "src"), help="the threadline source tree to measure")
     parser.add_argument("--calls", help="recorded calls to replay instead of the chat's (as instructions.py's --calls)")
     args = parser.parse_args(argv)
-    import per_call
-
     with tempfile.TemporaryDirectory() as tmp:
         lib = os.path.join(tmp, "toggle.so")
         Path(tmp, "toggle.c").write_text(instructions.TOGGLE_C)
         subprocess.run(["gcc", "-shared", "-fPIC", "-O2", "-o", lib, os.path.join(tmp, "toggle.c")], check=True)
         calls_file = os.path.join(tmp, "calls.pkl")
-        recorded = Path(args.calls).read_bytes() if args.calls else pickle.dumps(per_call.record(list(range(args.threads + 1)), 4))
-        Path(calls_file).write_bytes(recorded)
+        Path(calls_file).write_bytes(instructions.recorded(args))
         with ThreadPoolExecutor(args.jobs) as pool:
             found = list(pool.map(lambda p: measure(args.kind, p, args.src, calls_file, lib, tmp, args.threads), [CALIBRATE, *args.parts]))
     (noop, tens), found = found[0], found[1:]

@@ -48,15 +48,22 @@ TOGGLE_C = "#include <valgrind/callgrind.h>\nvoid toggle(void) { CALLGRIND_TOGGL
 def _saver_class(saver_name: str, backend: str) -> type:
     if backend == "postgres":
         if saver_name == "official":
-            from langgraph.checkpoint.postgres import PostgresSaver as official
+            from langgraph.checkpoint.postgres import PostgresSaver
         else:
-            from threadline import PostgresSaver as official
-        return official
+            from threadline import PostgresSaver
+        return PostgresSaver
     if saver_name == "official":
         from langgraph.checkpoint.sqlite import SqliteSaver
     else:
         from threadline import SqliteSaver
     return SqliteSaver
+
+
+def recorded(args: argparse.Namespace) -> bytes:
+    """The pickled calls to replay: ``--calls``' file, else ``--threads`` + 1 chat conversations recorded now."""
+    import per_call
+
+    return Path(args.calls).read_bytes() if args.calls else pickle.dumps(per_call.record(list(range(args.threads + 1)), 4))
 
 
 def child(kind: str, saver_name: str, calls_file: str, lib: str, where: str) -> None:
@@ -151,16 +158,13 @@ def main(argv: list[str] | None = None) -> str:
         child(*args.child)
         return ""
     sys.path.insert(0, str(HERE))
-    import per_call
-
     kinds = [k for k in args.kinds.split(",") if k]
     with tempfile.TemporaryDirectory() as tmp:
         lib = os.path.join(tmp, "toggle.so")
         Path(tmp, "toggle.c").write_text(TOGGLE_C)
         subprocess.run(["gcc", "-shared", "-fPIC", "-O2", "-o", lib, os.path.join(tmp, "toggle.c")], check=True)
         calls_file = os.path.join(tmp, "calls.pkl")
-        recorded = Path(args.calls).read_bytes() if args.calls else pickle.dumps(per_call.record(list(range(args.threads + 1)), 4))
-        Path(calls_file).write_bytes(recorded)
+        Path(calls_file).write_bytes(recorded(args))
         jobs = [(kind, saver) for kind in kinds for saver in ("threadline", "official")]
         with ThreadPoolExecutor(args.jobs) as pool:
             found = dict(zip(jobs, pool.map(lambda j: measure(*j, args.src, calls_file, lib, tmp, args.backend), jobs)))
