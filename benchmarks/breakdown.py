@@ -3,7 +3,7 @@ statements, counted by valgrind's callgrind beside the whole call (issue 43: wha
 
 Usage::
 
-    .venv/bin/python benchmarks/breakdown.py put [--threads 3] [--jobs 2] [--src DIR] [--calls FILE] PART [PART ...]
+    .venv/bin/python benchmarks/breakdown.py put [--threads 3] [--jobs 2] [--src DIR] [--calls FILE] [--backend postgres] PART [PART ...]
 
 A PART is one of:
 
@@ -15,7 +15,8 @@ A PART is one of:
 
 Method: as ``instructions.py`` (its recorded conversations, one callgrind process per part, the first
 conversation a warm-up), with callgrind's collection switched on only inside the wrapped functions or
-statements during calls of that kind, on threadline's ``SqliteSaver``. Switching the counting on and off
+statements during calls of that kind, on threadline's ``SqliteSaver`` (``--backend postgres``: its
+``PostgresSaver``, a schema of its own at ``THREADLINE_TEST_POSTGRES``, the client's instructions). Switching the counting on and off
 costs instructions of its own (the ``ctypes`` calls, ~2,000), counted each time a part is entered: a
 calibration run counts a wrapped no-op, and that much is taken off each part per time it was entered
 (shown). ``sql:*`` holds ``BEGIN`` and ``COMMIT``. Figures, never assertions.
@@ -128,7 +129,7 @@ def _patch_sql(prefix: str, toggle: Callable, state: dict) -> None:
     sqlite3.connect = lambda *a, **kw: connect(*a, factory=Connection, **kw)  # type: ignore[assignment]
 
 
-def child(kind: str, part: str, calls_file: str, lib: str, threads: int) -> None:
+def child(kind: str, part: str, calls_file: str, lib: str, threads: int, where: str) -> None:
     toggle = ctypes.CDLL(lib).toggle
     state = {"in": False, "depth": 0, "n": 0}
     noop = _wrap(lambda: None, toggle, state)
@@ -136,11 +137,10 @@ def child(kind: str, part: str, calls_file: str, lib: str, threads: int) -> None
         _patch_sql(part[4:], toggle, state)
     elif part not in ("-", CALIBRATE):
         _patch_functions(part, toggle, state)
-    from threadline import SqliteSaver
-
+    saver_class = instructions._saver_class("threadline", "postgres" if where.startswith("postgres") else "sqlite")
     calls = pickle.loads(Path(calls_file).read_bytes())
     counted = 0
-    with tempfile.TemporaryDirectory() as tmp, SqliteSaver.from_conn_string(os.path.join(tmp, "db.sqlite")) as saver:
+    with saver_class.from_conn_string(where) as saver:
         saver.setup()
         names = sorted(calls)[: threads + 1]
         for thread in names:
@@ -164,15 +164,30 @@ def child(kind: str, part: str, calls_file: str, lib: str, threads: int) -> None
     print(f"counted {counted} {state['n']}", file=sys.stderr)
 
 
-def measure(kind: str, part: str, src: str, calls_file: str, lib: str, tmp: str, threads: int) -> tuple[float, float]:
-    """(instructions, times ``part`` was entered) per call of ``kind``, from one callgrind run."""
+def measure(kind: str, part: str, src: str, calls_file: str, lib: str, tmp: str, threads: int, backend: str) -> tuple[float, float]:
+    """(instructions, times ``part`` was entered) per call of ``kind``, from one callgrind run on a
+    fresh database (a SQLite file, or a Postgres schema of its own: ``per_call.fresh_targets``)."""
+    import per_call
+
     out = os.path.join(tmp, f"{abs(hash(part))}.callgrind")
     env = {**os.environ, "PYTHONHASHSEED": "0", "PYTHONPATH": src}
-    run = subprocess.run(
-        ["valgrind", "--tool=callgrind", "--collect-atstart=no", f"--callgrind-out-file={out}",
-         sys.executable, __file__, "--child", kind, part, calls_file, lib, str(threads)],
-        env=env, capture_output=True, text=True, check=True,
-    )
+    schema = None
+    if backend == "postgres":
+        made = [t for t in per_call.fresh_targets(tmp, abs(hash(part)) % 10**6, True) if t.backend == "postgres"]
+        target = next(t for t in made if not t.official)
+        per_call.drop_schemas([t.schema for t in made if t is not target])
+        where, schema = target.where, target.schema
+    else:
+        where = os.path.join(tmp, f"{abs(hash(part))}.db")
+    try:
+        run = subprocess.run(
+            ["valgrind", "--tool=callgrind", "--collect-atstart=no", f"--callgrind-out-file={out}",
+             sys.executable, __file__, "--child", kind, part, calls_file, lib, str(threads), where],
+            env=env, capture_output=True, text=True, check=True,
+        )
+    finally:
+        if schema:
+            per_call.drop_schemas([schema])
     calls, entered = map(int, next(line.split()[1:3] for line in run.stderr.splitlines() if line.startswith("counted ")))
     total = next(int(line.split()[1]) for line in Path(out).read_text().splitlines() if line.startswith(("summary:", "totals:")))
     return total / calls, entered / calls
@@ -186,6 +201,8 @@ def main(argv: list[str] | None = None) -> str:
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--src", default=str(HERE.parent / "src"), help="the threadline source tree to measure")
     parser.add_argument("--calls", help="recorded calls to replay instead of the chat's (as instructions.py's --calls)")
+    parser.add_argument("--backend", choices=("sqlite", "postgres"), default="sqlite",
+                        help="postgres: the client's instructions, at THREADLINE_TEST_POSTGRES (as instructions.py's)")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         lib = os.path.join(tmp, "toggle.so")
@@ -194,11 +211,11 @@ def main(argv: list[str] | None = None) -> str:
         calls_file = os.path.join(tmp, "calls.pkl")
         Path(calls_file).write_bytes(instructions.recorded(args))
         with ThreadPoolExecutor(args.jobs) as pool:
-            found = list(pool.map(lambda p: measure(args.kind, p, args.src, calls_file, lib, tmp, args.threads), [CALIBRATE, *args.parts]))
+            found = list(pool.map(lambda p: measure(args.kind, p, args.src, calls_file, lib, tmp, args.threads, args.backend), [CALIBRATE, *args.parts]))
     (noop, tens), found = found[0], found[1:]
     each = noop / tens  # the counting's own instructions each time a part is entered
     lines = [f"Instructions per `{args.kind}` (callgrind), {args.threads} conversations of 4 turns after a warm-up one, "
-             f"threadline's SqliteSaver from `{args.src}`; the counting's own {each:,.0f} instructions each time a part "
+             f"threadline's {'PostgresSaver (client)' if args.backend == 'postgres' else 'SqliteSaver'} from `{args.src}`; the counting's own {each:,.0f} instructions each time a part "
              "is entered taken off (a part entered once per call: `-`).", "",
              "| part | instructions per call | entered per call |", "|---|---|---|"]
     lines += [f"| `{p}` | {n - (entered * each if p != '-' else 0):,.0f} | {entered:.2f} |" for p, (n, entered) in zip(args.parts, found)]
@@ -209,6 +226,6 @@ def main(argv: list[str] | None = None) -> str:
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
-        child(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5], int(sys.argv[6]))
+        child(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5], int(sys.argv[6]), sys.argv[7])
     else:
         main()

@@ -212,7 +212,7 @@ def test_a_put_checksums_plain_data_as_it_would_its_text(meta: dict, extra: Any)
 @pytest.mark.parametrize("signs", [0, 63, 64, 200])
 def test_a_number_jsonb_rewrites_is_found_among_many_signs(signs: int) -> None:
     """``c3:`` gives way to ``b2:`` for a float JSONB gives back as an integer (``e+``) or -0.0, found
-    however many other ``+`` and ``-`` the document holds before it (past 64, by a substring search)."""
+    however many other ``+`` and ``-`` the document holds before it (every id holds ``-`` signs)."""
     from threadline.codec.seal import _unstable
 
     noise = b'"' + b"+-" * signs + b'"'

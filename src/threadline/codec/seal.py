@@ -300,34 +300,21 @@ def _text_digest(key: tuple, parent: str | None, doc: Any, meta: Any) -> str:
     return "x3:" + xxhash.xxh3_128_hexdigest(b"".join(out))
 
 
-_SCANNED = 64  # signs ``_unstable`` looks at one by one; past them, a substring search
-
-
 def _unstable(raw: bytes) -> bool:
     """Whether orjson's text ``raw`` may hold a number JSONB does not give back as written: a float
     written with a positive exponent (``e+``: 1e16 and up, which JSONB's ``numeric`` gives back as an
-    integer) or -0.0 (given back as 0.0). The ``+`` and ``-`` of a document are few (a timestamp's,
-    ids') and found by ``memchr``; a string holding such a sequence is taken for one, which only costs
-    it the slower ``b2:``."""
-    i, seen = raw.find(b"+"), 0
+    integer) or -0.0 (given back as 0.0). A document's ``+`` signs are few (a timestamp's) and found by
+    ``memchr``; its ``-`` are many (every id's), so -0.0 is one substring search. A string holding such
+    a sequence is taken for one, which only costs it the slower ``b2:``."""
+    i = raw.find(b"+")
     while i >= 0:
-        if raw[i - 1 : i] == b"e":
+        if i and raw[i - 1] == _E:
             return True
-        seen += 1
-        if seen == _SCANNED:
-            if b"e+" in raw:
-                return True
-            break
         i = raw.find(b"+", i + 1)
-    i, seen = raw.find(b"-"), 0
-    while i >= 0:
-        if raw.startswith(b"0.0", i + 1):
-            return True
-        seen += 1
-        if seen == _SCANNED:
-            return b"-0.0" in raw
-        i = raw.find(b"-", i + 1)
-    return False
+    return b"-0.0" in raw
+
+
+_E = ord("e")
 
 
 def _sorted_digest(key: tuple, parent: str | None, doc: Any, meta: Any) -> str | None:
