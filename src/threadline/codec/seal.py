@@ -304,17 +304,24 @@ def _unstable(raw: bytes) -> bool:
     """Whether orjson's text ``raw`` may hold a number JSONB does not give back as written: a float
     written with a positive exponent (``e+``: 1e16 and up, which JSONB's ``numeric`` gives back as an
     integer) or -0.0 (given back as 0.0). A document's ``+`` signs are few (a timestamp's) and found by
-    ``memchr``; its ``-`` are many (every id's), so -0.0 is one substring search. A string holding such
-    a sequence is taken for one, which only costs it the slower ``b2:``."""
+    ``memchr`` (past ``_SCANNED`` of them, a substring search); its ``-`` are many (every id's), so
+    -0.0 is one substring search. A string holding such a sequence is taken for one, which only costs
+    it the slower ``b2:``."""
     i = raw.find(b"+")
-    while i >= 0:
+    for _ in range(_SCANNED):
+        if i < 0:
+            break
         if i and raw[i - 1] == _E:
             return True
         i = raw.find(b"+", i + 1)
+    else:  # a document of many ``+`` (timestamps in metadata): one substring search
+        if b"e+" in raw:
+            return True
     return b"-0.0" in raw
 
 
 _E = ord("e")
+_SCANNED = 64  # ``+`` signs ``_unstable`` looks at one by one; past them, a substring search
 
 
 def _sorted_digest(key: tuple, parent: str | None, doc: Any, meta: Any) -> str | None:
