@@ -76,6 +76,16 @@ def sync_backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
     return make_backend(request.param, tmp_path, request)
 
 
+@pytest.fixture
+def format1_puts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Puts as a release before inline channels wrote them: every channel a put gives a version gets
+    a blob row (an empty channel an ``empty`` row), the rows databases of those releases hold. Storage
+    format 2 keeps a channel holding None or empty in its checkpoint's document instead."""
+    from threadline.storage.ops import write
+
+    monkeypatch.setattr(write, "split_inline", lambda doc, values, new_versions: set())
+
+
 @pytest.fixture(params=("sqlite-async", "postgres-async"))
 def async_backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
     return make_backend(request.param, tmp_path, request)

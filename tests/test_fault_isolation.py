@@ -2,7 +2,7 @@
 
 Three threads of a real LangGraph graph (``write`` then ``approve``, which waits on
 ``interrupt()``) on SQLite, Postgres and Redis; one of them, ``bad``, is then damaged behind the
-saver's back: the blob of its head's ``branch:to:approve`` channel deleted (the SQL row, the Redis
+saver's back: the blob of its head's ``log`` value deleted (the SQL row, the Redis
 hash field), the bytes of its ``text`` value changed, or its record made unreadable. Every
 listing — the library's ``list_threads`` / ``search_threads`` / ``inbox`` / ``stats``, the CLI's
 ``threads`` / ``inbox`` / ``stats`` / ``health``, the UI's threads, inbox, thread and stats pages
@@ -150,14 +150,14 @@ def populated(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> Back
     return b
 
 
-DAMAGES = ("missing_branch_blob", "corrupt_value", "unreadable_record")
+DAMAGES = ("missing_value_blob", "corrupt_value", "unreadable_record")
 
 
 def damage(b: Backend, how: str) -> None:
     with b.open() as saver:
-        branch, text = head_version(saver, "bad", "branch:to:approve"), head_version(saver, "bad", "text")
-    if how == "missing_branch_blob":
-        Damage(b).delete_blob("bad", "branch:to:approve", branch)
+        log, text = head_version(saver, "bad", "log"), head_version(saver, "bad", "text")
+    if how == "missing_value_blob":
+        Damage(b).delete_blob("bad", "log", log)
     elif how == "corrupt_value":
         Damage(b).corrupt_blob("bad", "text", text)
     else:
@@ -177,15 +177,16 @@ def _json(*args: str, code: int = 0) -> Any:
 @pytest.mark.parametrize("kind", KINDS)
 def test_status_reads_a_channel_named_without_a_blob_as_get_state_does(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
     """A checkpoint naming a ``branch:to:`` channel at a version neither its parent nor its own put
-    stored (``put`` records it as possibly without a blob, as a batch migration's checkpoint does):
-    ``get_state`` reads it as empty, and so do the status, the listings and ``fsck --deep``."""
+    stored, without a value (``put`` records it as possibly without a blob, as a batch migration's
+    checkpoint does): ``get_state`` reads it as empty, and so do the status, the listings and
+    ``fsck --deep``."""
     b = populated(kind, tmp_path, request)
     with b.open() as saver:
         app = graph(saver)
         tup = saver.get_tuple(config("bad"))
         ck = create_checkpoint(tup.checkpoint, None, 3)
         ck["channel_versions"] = {**tup.checkpoint["channel_versions"], "branch:to:approve": "00000000000000000000000000000099.0"}
-        ck["channel_values"] = dict(tup.checkpoint["channel_values"])
+        ck["channel_values"] = {ch: v for ch, v in tup.checkpoint["channel_values"].items() if ch != "branch:to:approve"}
         saver.put(tup.config, ck, {"source": "update", "step": 3, "parents": {}}, {})
         state = app.get_state(config("bad"))
         status = read.thread_status(saver, "bad")
@@ -246,10 +247,10 @@ def test_every_listing_shows_the_damaged_thread_and_lists_the_rest(kind: str, ho
     explained = _json(*shlex.split(fsck_bad)[1:], "--db", b.url, code=1)
     assert not explained["ok"] and explained["threads_checked"] == 1
     assert {f["thread_id"] for f in explained["findings"]} == {"bad"}
-    expected = {"missing_branch_blob": "dangling_blob", "corrupt_value": "unreadable_value", "unreadable_record": "unreadable_record"}[how]
+    expected = {"missing_value_blob": "dangling_blob", "corrupt_value": "unreadable_value", "unreadable_record": "unreadable_record"}[how]
     assert expected in explained["by_kind"], explained
-    if how == "missing_branch_blob":
-        assert "branch:to:approve" in json.dumps(explained["findings"])
+    if how == "missing_value_blob":
+        assert '"log"' in json.dumps(explained["findings"]) or "'log'" in json.dumps(explained["findings"])
 
     # the UI: every page answers, the damaged thread badged with its error and command
     with wh.client(UIConfig(db=b.url)) as c:
@@ -276,18 +277,18 @@ def test_every_listing_shows_the_damaged_thread_and_lists_the_rest(kind: str, ho
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_fsck_finds_every_missing_name_a_checkpoint_references(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
-    """Each kind of name a checkpoint references, missing: a ``branch:to:`` blob, a value blob,
-    the parent checkpoint; and a value that does not open. ``fsck`` names each (the unreadable
+    """Each kind of name a checkpoint references, missing: a string's blob, a list's blob, the
+    parent checkpoint; and a value that does not open. ``fsck`` names each (the unreadable
     value with ``--deep``), and every one of them makes the reader fail that ``fsck`` points to."""
     b = populated(kind, tmp_path, request)
     with b.open() as saver:
         for tid in ("t-branch", "t-value", "t-parent", "t-bytes"):
             graph(saver).invoke({"text": tid, "log": []}, config(tid))
-        branch, value = head_version(saver, "t-branch", "branch:to:approve"), head_version(saver, "t-value", "log")
+        branch, value = head_version(saver, "t-branch", "text"), head_version(saver, "t-value", "log")
         bytes_ = head_version(saver, "t-bytes", "text")
         parent = saver.get_tuple(config("t-parent")).parent_config["configurable"]["checkpoint_id"]
     hurt = Damage(b)
-    hurt.delete_blob("t-branch", "branch:to:approve", branch)
+    hurt.delete_blob("t-branch", "text", branch)
     hurt.delete_blob("t-value", "log", value)
     hurt.delete_checkpoint("t-parent", parent)
     hurt.corrupt_blob("t-bytes", "text", bytes_)
@@ -303,7 +304,7 @@ def test_fsck_finds_every_missing_name_a_checkpoint_references(kind: str, tmp_pa
     deep_kinds = {(f.thread_id, f.kind) for f in deep.findings}
     assert ("t-bytes", "unreadable_value") in deep_kinds and kinds <= deep_kinds
     named = next(f for f in shallow.findings if f.thread_id == "t-branch")
-    assert "branch:to:approve" in named.detail and branch in named.detail
+    assert "text" in named.detail and branch in named.detail
 
 
 # --- fsck --repair never makes a readable checkpoint unreadable -------------------------------------
@@ -342,11 +343,11 @@ def test_fsck_repair_never_makes_a_readable_checkpoint_unreadable(kind: str, tmp
             assert refs, "the log is stored as deltas referencing pending writes"
         history = [n.checkpoint_id for n in read.thread_history(saver, "t-mid").ordered()]
         value = head_version(saver, "t-value", "log")
-        branch = head_version(saver, "bad", "branch:to:approve")
+        text = head_version(saver, "bad", "text")
     hurt = Damage(b)
     hurt.delete_checkpoint("t-mid", history[len(history) // 2])  # broken parent, orphan writes and blobs
     hurt.delete_blob("t-value", "log", value)  # a dangling blob: reported, never repaired
-    hurt.delete_blob("bad", "branch:to:approve", branch)
+    hurt.delete_blob("bad", "text", text)
     hurt.corrupt_record("ok-2")
     with b.open() as saver:
         before = every_checkpoint(saver)

@@ -168,7 +168,7 @@ def test_r2_adoption_never_overrides_a_thread_threadline_wrote(sync_backend: Bac
 # --- 4. an empty row is sealed like any value ----------------------------------------------------
 
 
-def test_r4_a_value_turned_into_an_empty_row_is_refused(sync_backend: Backend) -> None:
+def test_r4_a_value_turned_into_an_empty_row_is_refused(sync_backend: Backend, format1_puts: None) -> None:
     b = sync_backend
     with b.open() as saver:
         saver.blob_codec = enc()
@@ -196,7 +196,7 @@ def test_r4_a_value_turned_into_an_empty_row_is_refused(sync_backend: Backend) -
             saver.get_tuple(cfg("t"))
 
 
-def test_r4_empty_rows_of_earlier_releases_load_until_sealed(sync_backend: Backend) -> None:
+def test_r4_empty_rows_of_earlier_releases_load_until_sealed(sync_backend: Backend, format1_puts: None) -> None:
     """Unsealed (NULL) empty rows load without keys and while encrypting; rekey seals them."""
     b = sync_backend
     with b.open() as saver:

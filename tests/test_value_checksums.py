@@ -20,6 +20,7 @@ from threadline.codec.seal import Row
 from threadline.errors import CorruptRowError, SchemaError
 from threadline.storage import rows as R
 from threadline.storage.ops import schema as schema_ops
+from threadline.storage.schema import LATEST_VERSION
 
 
 def _thread(b: Backend) -> tuple[dict, dict]:
@@ -107,7 +108,7 @@ def test_a_release_before_the_envelope_refuses_the_database(sync_backend: Backen
     _thread(b)
     assert max(r[0] for r in b.sql("SELECT v FROM threadline_migrations")) >= 19
     monkeypatch.setattr(schema_ops, "LATEST_VERSION", 18)  # what a release before it knows
-    with pytest.raises(SchemaError, match=r"written by a newer threadline \(schema version 19"):
+    with pytest.raises(SchemaError, match=rf"written by a newer threadline \(schema version {LATEST_VERSION}"):
         _read(b, cfg("t"))
 
 

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass
 from operator import itemgetter
+from types import MappingProxyType
 from typing import Any, NamedTuple
 
 from threadline.codec.containers import Container, container
@@ -33,11 +35,14 @@ class Versions(NamedTuple):
     """A checkpoint's channel versions as cached: channel → version key, all of them; the
     channels whose value is no delta base (empty, too small, not a list or dict) or may have
     no blob; and of those, the ones that may have no blob (the checkpoint's ``absent``: a
-    child taking them unchanged records them so too)."""
+    child taking them unchanged records them so too); ``empty``: channel → version of the empty
+    channels its document holds (``storage.inline``), not in ``of`` (a child taking one unchanged
+    holds it so too)."""
 
     of: dict[str, str]
     no_base: frozenset[str] = frozenset()
     absent: frozenset[str] = frozenset()
+    empty: Mapping[str, Any] = MappingProxyType({})
 
 
 def entry_of(resolved: Resolved, stored_type: str, stored_len: int) -> Entry | None:
@@ -91,10 +96,12 @@ def write_bytes(write: tuple[str, str, str, int, tuple[int, bytes]]) -> int:
 
 
 def versions_bytes(key: tuple, versions: Versions) -> int:
-    """The bytes ``BlobCache`` counts for a checkpoint's versions map (a no-base or absent
-    channel's set slot counted as a further pair: a bound)."""
-    of = versions.of
+    """The bytes ``BlobCache`` counts for a checkpoint's versions map and its empty channels (a
+    no-base or absent channel's set slot counted as a further pair: a bound)."""
+    of, empty = versions.of, versions.empty
     pairs = sum(map(len, of)) + sum(map(len, of.values())) + PAIR_OVERHEAD * (len(of) + len(versions.no_base) + len(versions.absent))
+    if empty:  # held in the stored document's form: versions as given (LangGraph's strings)
+        pairs += sum(map(len, empty)) + sum(len(str(v)) for v in empty.values()) + PAIR_OVERHEAD * len(empty)
     return VERSIONS_OVERHEAD + _key_len(key) + pairs
 
 

@@ -158,7 +158,7 @@ def _write_branch(
     config = {"configurable": {"thread_id": to_tid, "checkpoint_ns": ns, "checkpoint_id": parent or ""}}
     if parent is None:
         config["configurable"].pop("checkpoint_id")
-    yield from ops.put(d, serde, config, checkpoint, metadata, {}, bc, absent=sorted(R.absent_channels(doc)))
+    yield from ops.put(d, serde, config, checkpoint, metadata, {}, bc, absent=sorted(R.absent_channels(doc)), from_doc=True)
     return BranchResult(op, to_tid, ns, new_id, parent, src_tid, cid, head)
 
 

@@ -58,7 +58,7 @@ class _Thread:
 
     @cached_property
     def lineage(self) -> Lineage:
-        return Lineage({k: r[0] for k, r in self.rows.items()}, lambda k: self.rows[k][4].get("channel_versions") or {}, self.nonempty)
+        return Lineage({k: r[0] for k, r in self.rows.items()}, lambda k: R.all_versions(self.rows[k][4]), self.nonempty)
 
     def delta_requirements(self, ns: str, cid: str) -> set[str]:
         """Ancestors whose writes rebuild ``cid``'s DeltaChannel values (``liveness.Lineage.needs``)."""

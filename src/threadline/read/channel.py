@@ -24,6 +24,7 @@ from threadline.keys import checkpoint_ns_of, thread_id_of
 from threadline.read.audit import audit_op
 from threadline.read.common import iso, jsonable, load_channels_op
 from threadline.storage.dialect import Dialect
+from threadline.storage import rows as R
 from threadline.storage.ops import Op, Q
 from threadline.lazy import LazyModule
 
@@ -154,7 +155,7 @@ def channel_history_op(
     if not rows:
         raise NotFoundError(f"thread {tid!r} has no checkpoint" + (f" in checkpoint_ns {ns!r}" if ns else ""))
     docs = {cid: d.load_object(r[4], f"checkpoint ({tid!r}, {ns!r}, {cid!r})") for cid, r in rows.items()}
-    version = {cid: (doc.get("channel_versions") or {}).get(channel) for cid, doc in docs.items()}
+    version = {cid: R.all_versions(doc).get(channel) for cid, doc in docs.items()}
     head_path: list[str] = []
     cur: str | None = max(rows)
     while cur in rows and cur not in head_path:

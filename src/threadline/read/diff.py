@@ -14,6 +14,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from threadline import codec
 from threadline.storage.dialect import Dialect
+from threadline.storage import rows as R
 from threadline.storage.ops import Op
 from threadline.read.common import checkpoint_row_op, is_internal_channel, jsonable, load_channels_op
 from threadline.keys import checkpoint_id_of, checkpoint_ns_of, thread_id_of
@@ -140,8 +141,8 @@ def diff_op(
     ns = checkpoint_ns_of(checkpoint_ns)
     row_a = yield from checkpoint_row_op(d, tid, ns, checkpoint_id_of(a, "checkpoint a"))
     row_b = yield from checkpoint_row_op(d, tid_b, ns, checkpoint_id_of(b, "checkpoint b"))
-    va = d.load_object(row_a[4], f"checkpoint {a!r}").get("channel_versions") or {}
-    vb = d.load_object(row_b[4], f"checkpoint {b!r}").get("channel_versions") or {}
+    va = R.all_versions(d.load_object(row_a[4], f"checkpoint {a!r}"))
+    vb = R.all_versions(d.load_object(row_b[4], f"checkpoint {b!r}"))
     keep = (lambda ch: True) if include_internal else (lambda ch: not is_internal_channel(ch))
     same_blob = tid == tid_b
     changed = sorted(ch for ch in set(va) | set(vb) if keep(ch) and not (same_blob and va.get(ch) == vb.get(ch)))

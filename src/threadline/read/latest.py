@@ -14,6 +14,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from threadline import codec
 from threadline.storage import ops
 from threadline.storage.dialect import Dialect
+from threadline.storage import rows as R
 from threadline.storage.ops import Op, Q
 from threadline.errors import ConfigError
 from threadline.read.common import iso, jsonable, load_channels_op
@@ -78,7 +79,7 @@ def latest_op(
     values = yield from load_channels_op(d, serde, rows, [channel], bc)
     out = []
     for r, vals in zip(rows, values):
-        versions = d.load_object(r[4], f"checkpoint ({r[0]!r}, {r[1]!r}, {r[2]!r})").get("channel_versions") or {}
+        versions = R.all_versions(d.load_object(r[4], f"checkpoint ({r[0]!r}, {r[1]!r}, {r[2]!r})"))
         out.append(LatestValue(r[0], r[2], versions.get(channel), channel in vals, vals.get(channel), float(r[8])))
     return out
 

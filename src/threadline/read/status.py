@@ -33,6 +33,7 @@ from typing import Any
 from threadline.read.audit import audit_op
 from threadline.read.common import ERROR, checkpoint_row_op, head_op, jsonable, load_channels_op
 from threadline.read.state import next_nodes, stored_state_op
+from threadline.storage import rows as R
 from threadline.storage.ops import Op
 from threadline.storage.ops import lease
 
@@ -104,9 +105,9 @@ def thread_status_op(d: Any, serde: Any, thread_id: str, head: str | None, bc: A
     if not writes:
         row = yield from checkpoint_row_op(d, thread_id, "", head)
         doc = d.load_object(row[4], f"checkpoint ({thread_id!r}, '', {head!r})")
-        triggers = [ch for ch in doc.get("channel_versions") or {} if ch == "__start__" or ch.startswith(("branch:to:", "join:", "__pregel_tasks"))]
+        triggers = [ch for ch in R.all_versions(doc) if ch == "__start__" or ch.startswith(("branch:to:", "join:", "__pregel_tasks"))]
         values = (yield from load_channels_op(d, serde, [row], triggers, bc))[0]
-        nxt = next_nodes({**doc, "channel_values": values})
+        nxt = next_nodes({**doc, "channel_versions": R.all_versions(doc), "channel_values": values})
         return ThreadStatus("pending" if nxt else "done", nxt, checkpoint_id=head)
     view, _ = yield from stored_state_op(d, serde, thread_id, bc=bc)
     errors = [w.value for w in view.pending_writes if w.channel == ERROR]

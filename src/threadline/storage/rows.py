@@ -29,6 +29,7 @@ from threadline import codec
 from threadline.errors import CorruptRowError
 from threadline.keys import Key, config_of, text_key
 from threadline.lazy import on_first_call
+from threadline.storage.inline import EMPTIES, NULLS, all_versions, inline_maps  # noqa: F401  (R.* for readers)
 
 if TYPE_CHECKING:
     from langgraph.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMetadata, CheckpointTuple
@@ -57,6 +58,7 @@ SENDS = "__pending_sends__"
 # inherited from its parent, as LangGraph's migration of older checkpoints renames channels:
 # the official savers read such a channel back without a value when no blob has that version.
 ABSENT = "__absent__"
+_DOC_ONLY = frozenset((SENDS, ABSENT, NULLS, EMPTIES))  # stored keys that are not the checkpoint's
 
 
 def version_key(version: Any) -> str:
@@ -458,7 +460,11 @@ def to_tuple(
     thread_id, ns, cid, parent = row[0], row[1], row[2], row[3]
     check_row(row, doc, metadata, bc)
     values = channel_values(serde, blobs, thread_id, ns, blob_pairs(doc), cid, absent_channels(doc))
-    checkpoint = {k: v for k, v in doc.items() if k != SENDS and k != ABSENT}
+    checkpoint = {k: v for k, v in doc.items() if k not in _DOC_ONLY}
+    if NULLS in doc or EMPTIES in doc:
+        nulls, empties = inline_maps(doc)
+        checkpoint["channel_versions"] = {**checkpoint.get("channel_versions", {}), **nulls, **empties}
+        values.update(dict.fromkeys(nulls))
     checkpoint["channel_values"] = values
     if SENDS in doc:
         sends = stored_sends(doc, (thread_id, ns, cid))

@@ -299,6 +299,14 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
         # before (BLAKE2b-64, ``C1 01``; ``b2:``) are read as they are.
         [],
     ),
+    (
+        20,
+        # Storage format 2: a checkpoint's channels that hold None or are empty are kept in its document
+        # (``rows.NULLS`` / ``rows.EMPTIES``, out of its stored ``channel_versions``) with no blob row; a
+        # release before it would read such a checkpoint without them: recorded so that it refuses the
+        # database with its version message instead.
+        [],
+    ),
 ]
 
 LATEST_VERSION = max(v for v, _ in MIGRATIONS)

@@ -76,7 +76,7 @@ def export_rows_op(d: Dialect, thread_id: str, serde: Any = None, bc: Any = None
         where = f"checkpoint ({r[0]!r}, {r[1]!r}, {r[2]!r})"
         doc = d.load_object(r[9], where)
         meta = d.load_json(r[8], where)
-        versions = doc.get("channel_versions") or {}
+        versions = R.all_versions(doc)
         out["checkpoints"].append(
             {
                 "thread_id": r[0], "checkpoint_ns": r[1], "checkpoint_id": r[2], "parent_checkpoint_id": r[3],

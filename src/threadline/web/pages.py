@@ -19,6 +19,7 @@ from threadline.errors import NotADatabaseError
 from threadline.read import checkpoint_row_op, head_op, jsonable
 from threadline.read.common import isolated
 from threadline.store.reader import dotted, namespace, open_store_reader, unadopted
+from threadline.storage import rows as R
 from threadline.storage.ops import lease
 from threadline.web import queries
 from threadline.web.layout import lay_out
@@ -159,7 +160,7 @@ def _marks(saver: Any, thread_id: str) -> dict[str, Any]:
     versions = {}
     if head:
         row = saver.run(checkpoint_row_op(saver.dialect, thread_id, "", head))
-        versions = saver.dialect.load_object(row[4], f"checkpoint ({thread_id!r}, '', {head!r})").get("channel_versions") or {}
+        versions = R.all_versions(saver.dialect.load_object(row[4], f"checkpoint ({thread_id!r}, '', {head!r})"))
     return {"tags": saver.run(thread_tags_op(saver.dialect, thread_id)), "pinned": saver.run(thread_pin_op(saver.dialect, thread_id)),
             "channels": sorted(ch for ch in versions if not read.is_internal_channel(ch))}
 

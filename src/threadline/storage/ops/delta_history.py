@@ -38,7 +38,7 @@ def _ancestors(d: Dialect, bc: codec.BlobCodec, tid: str, ns: str, cid: str, fou
         where = f"checkpoint ({tid!r}, {ns!r}, {cur!r})"
         doc, meta = d.load_object(row[2], where), d.load_json(row[3], where)
         bc.check_checkpoint(row[4], (tid, ns, cur), row[1], doc, meta)
-        chain.append((cur, row[1], doc.get("channel_versions") or {}))
+        chain.append((cur, row[1], R.all_versions(doc)))
         cur = row[1]
     return chain
 

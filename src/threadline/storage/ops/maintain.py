@@ -363,7 +363,7 @@ def _keep_latest(
     def versions(key: tuple[str, str]) -> Any:
         if key not in docs:
             docs[key] = d.load_json(by_id[key][3], f"checkpoint ({tid!r}, {key[0]!r}, {key[1]!r})")
-        return docs[key].get("channel_versions") or {}
+        return R.all_versions(docs[key])
 
     lineage = Lineage({k: r[2] for k, r in by_id.items()}, versions, nonempty)
     keep: set[tuple[str, str]] = set()
@@ -380,7 +380,7 @@ def _keep_latest(
             if head == newest[0]:
                 roots[ns] = (meta.get("parents") or {}).get("") if isinstance(meta.get("parents"), dict) else None
             # the ancestors the checkpoint rebuilds its DeltaChannel values from, with their writes
-            delta = set((channels or {}).get(ns, ())) | (set(doc.get("channel_versions") or {}) if ns in versioned else set())
+            delta = set((channels or {}).get(ns, ())) | (set(R.all_versions(doc)) if ns in versioned else set())
             keep |= {(ns, cid) for cid in lineage.needs(ns, parent, meta, delta)}
     # a subgraph call goes with the saved root checkpoint it started from
     calls = {ns for ns, root in roots.items() if ":" in ns and ("", root) in by_id and ("", root) not in keep}

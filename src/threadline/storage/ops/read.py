@@ -343,7 +343,7 @@ def _remember(
             bc.cache.put((tid, ns, ch, v), entry)
         else:
             no_base.add(ch)
-    bc.cache.put_versions((tid, ns, row[2]), codec.Versions(dict(pairs), frozenset(no_base), R.absent_channels(doc)))
+    bc.cache.put_versions((tid, ns, row[2]), codec.Versions(dict(pairs), frozenset(no_base), R.absent_channels(doc), R.inline_maps(doc)[1]))
 
 
 def _cached_pairs(bc: codec.BlobCodec | None, key: Key) -> tuple[list[str], list[str]]:

@@ -17,6 +17,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from threadline import codec, limits
 from threadline.codec.jsontext import dumps_plain
 from threadline.storage import heads as H
+from threadline.storage.inline import inherit_empties, split_inline
 from threadline.storage import rows as R
 from threadline.storage.dialect import Dialect
 from threadline.storage.ops.base import Op, Q, flat
@@ -47,7 +48,7 @@ def _parent_versions(d: Dialect, bc: codec.BlobCodec, key: Key) -> Op[codec.Vers
     try:
         doc = d.load_object(found[0][0], f"checkpoint {parent!r}") if found else None
         absent = R.absent_channels(doc) if doc is not None else frozenset()
-        versions = codec.Versions(dict(R.blob_pairs(doc)), absent, absent) if doc is not None else None
+        versions = codec.Versions(dict(R.blob_pairs(doc)), absent, absent, R.inline_maps(doc)[1]) if doc is not None else None
     except CorruptRowError:
         return None
     if versions is not None and bc.cache is not None:
@@ -134,7 +135,8 @@ def _unexplained(
 
 
 def _versions_of(
-    pairs: Sequence[tuple[str, str]], values: Sequence[R.Value], parent: codec.Versions | None, absent: Sequence[str], followed: bool
+    pairs: Sequence[tuple[str, str]], values: Sequence[R.Value], parent: codec.Versions | None, absent: Sequence[str], followed: bool,
+    empty: Mapping[str, Any],
 ) -> codec.Versions:
     """A new checkpoint's versions as cached for a child's ``put`` (``_delta_bases``), with the
     channels that are no delta base: written by this put as no delta candidate (empty, under
@@ -142,7 +144,8 @@ def _versions_of(
     base, or ``absent`` — so a child never reads back a value it could not build on (LangGraph
     empties ``__pregel_tasks`` after each turn's input: its next input would read ``[]``).
     ``followed`` (``_follows``): every channel not written is unchanged since the parent, so the
-    parent's set is taken by set operations, not a pass per channel."""
+    parent's set is taken by set operations, not a pass per channel. ``empty``: the document's
+    empty channels (``storage.inline``)."""
     written = {v.channel: v.container is not None for v in values}
     no_base: frozenset[str] | set[str]
     if followed and parent is not None:
@@ -155,7 +158,7 @@ def _versions_of(
         no_base = {ch for ch, _ in pairs if written.get(ch) is False or (ch not in written and parent is not None and ch in parent.no_base)}
     if absent:
         no_base = no_base.union(absent)
-    return codec.Versions(dict(pairs), frozenset(no_base), frozenset(absent))
+    return codec.Versions(dict(pairs), frozenset(no_base), frozenset(absent), empty)
 
 
 def _put_statements(
@@ -252,6 +255,7 @@ def put(
     absent: Sequence[str] | None = None,
     default_ttl: float | None = None,
     fence: lease.Fence | None = None,
+    from_doc: bool = False,
 ) -> Op[dict]:
     """Store a checkpoint: its changed channels' blobs, its row, and the thread index, atomically
     (one statement where the dialect has ``put_statement``, else one transaction).
@@ -271,6 +275,11 @@ def put(
 
     ``fence``: the put is made under a thread guard lease (``threadline.guard``), checked in the
     put's own statement or transaction: ``LeaseLostError``, nothing written, when it was lost.
+
+    The channels holding None and the empty ones go in the checkpoint's document, with no blob
+    row (``storage.inline``); ``from_doc``: the checkpoint is a stored document given back (a
+    branch of a stored checkpoint, ``lifecycle.branch``), its values shared by reference and not
+    given, its inline channels already in it.
     """
     bc = bc or codec.PLAIN
     key = key_of(config)
@@ -279,6 +288,11 @@ def put(
     R.put_keys(checkpoint, new_versions)
     now = time.time()
     doc, meta = R.put_docs(serde, config, checkpoint, metadata, key, bc)
+    # channels kept in the doc itself (``storage.inline``): no blob row
+    unchanged_empty = set() if from_doc else split_inline(doc, checkpoint["channel_values"], new_versions)
+    if R.NULLS in doc or R.EMPTIES in doc:
+        inline = doc.get(R.NULLS, {}).keys() | doc.get(R.EMPTIES, {}).keys()
+        new_versions = {ch: v for ch, v in new_versions.items() if ch not in inline}
     pairs = R.blob_pairs(doc)
     # Blobs whose parameters do not fit in one statement with the checkpoint's (``PUT_PARAMS``):
     # on a dialect that puts in one statement, they are inserted before it, in chunks, as
@@ -286,7 +300,10 @@ def put(
     wide = PUT_PARAMS + BLOB_PARAMS * len(new_versions) > d.max_params and d.put_statement(0) is not None
     candidates = R.delta_channels(checkpoint, new_versions) if bc.deltas and not wide else []
     inherits = absent is None and any(ch not in new_versions for ch, _ in pairs)
-    parent = (yield from _parent_versions(d, bc, key)) if key.checkpoint_id and (inherits or candidates) else None
+    parent = (yield from _parent_versions(d, bc, key)) if key.checkpoint_id and (inherits or candidates or unchanged_empty) else None
+    if unchanged_empty and parent is not None and parent.empty and inherit_empties(doc, unchanged_empty, parent.empty):
+        pairs = R.blob_pairs(doc)
+        inherits = absent is None and any(ch not in new_versions for ch, _ in pairs)
     followed = _follows(pairs, new_versions, parent)
     if absent is None:
         absent = _unexplained(pairs, new_versions, parent, followed)
@@ -362,7 +379,7 @@ def put(
         # PostgresSaver reads such a checkpoint: without the channels whose blobs are gone).
         if bc.cache is not None:
             bc.cache.forget_threads([key.thread_id])
-        return (yield from put(d, serde, config, checkpoint, metadata, new_versions, bc, default_ttl=default_ttl, fence=fence))
+        return (yield from put(d, serde, config, checkpoint, metadata, new_versions, bc, default_ttl=default_ttl, fence=fence, from_doc=from_doc))
     retried = checked and stored != len(checked)
     if head is not None and not retried:
         yield Q(d.UPSERT_HEAD, head[0])
@@ -398,7 +415,7 @@ def put(
                     # superseded on this branch: a sibling of this checkpoint reads it back if it needs it
                     bc.cache.discard((key.thread_id, key.checkpoint_ns, r.params[2], base[0]))
     if bc.cache is not None:
-        bc.cache.put_versions((key.thread_id, key.checkpoint_ns, checkpoint["id"]), _versions_of(pairs, values, parent, absent, followed))
+        bc.cache.put_versions((key.thread_id, key.checkpoint_ns, checkpoint["id"]), _versions_of(pairs, values, parent, absent, followed, doc.get(R.EMPTIES, {})))
     # the official savers hand back the caller's thread_id and checkpoint_ns as given (an int stays an int)
     given = config["configurable"]
     return config_of(given["thread_id"], given.get("checkpoint_ns") or key.checkpoint_ns, checkpoint["id"])

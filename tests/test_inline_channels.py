@@ -1,0 +1,145 @@
+"""Storage format 2, inline channels: a checkpoint's channels that hold None or are empty are kept in
+its document (``rows.NULLS`` / ``rows.EMPTIES``), as the official PostgresSaver keeps primitive values
+inline, with no blob row; every reader sees LangGraph's ``channel_versions`` and values as before.
+
+A real graph (a chain of nodes joined by ``branch:to:`` trigger channels, which hold None until
+consumed and are empty after) on every backend, side by side with the official SQLite saver:
+latest, every older checkpoint, history, a fork by ``update_state``, the thread's status, copy,
+prune and fsck; a release before the format refuses the database.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Annotated, Any
+
+import pytest
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, StateGraph
+from typing_extensions import TypedDict
+
+from backends import Backend, make_backend
+from bad_input_access import cfg
+from threadline import lifecycle, read
+from threadline.errors import CorruptRowError, SchemaError
+from threadline.storage import rows as R
+from threadline.storage.ops import Q
+from threadline.storage.ops import schema as schema_ops
+from threadline.storage.schema import LATEST_VERSION
+
+
+class State(TypedDict):
+    log: Annotated[list[str], operator.add]
+    note: str | None
+
+
+def _graph(saver: Any, nodes: int = 4) -> Any:
+    g = StateGraph(State)
+    names = [f"n{i}" for i in range(nodes)]
+    for i, name in enumerate(names):
+        g.add_node(name, lambda s, i=i: {"log": [f"step {i}"], "note": None if i % 2 else f"note {i}"})
+    g.add_edge(START, names[0])
+    for a, b in zip(names, names[1:]):
+        g.add_edge(a, b)
+    g.add_edge(names[-1], END)
+    return g.compile(checkpointer=saver)
+
+
+def _run(saver: Any, thread_id: str) -> Any:
+    graph = _graph(saver)
+    graph.invoke({"log": ["start"], "note": None}, cfg(thread_id))
+    return graph
+
+
+def _views(saver: Any, thread_id: str) -> list[tuple]:
+    """Every checkpoint of the thread as LangGraph reads it: values, versions, metadata, writes."""
+    return [
+        (t.checkpoint["channel_values"], t.checkpoint["channel_versions"], t.checkpoint["versions_seen"], t.metadata,
+         sorted(t.pending_writes or [], key=repr))
+        for t in saver.list(cfg(thread_id))
+    ]
+
+
+@pytest.fixture(params=("sqlite", "postgres", "redis"))
+def any_backend(request: pytest.FixtureRequest, tmp_path: Any) -> Backend:
+    return make_backend(request.param, tmp_path, request)
+
+
+def test_null_and_empty_channels_need_no_blob_row_and_read_as_the_official(any_backend: Backend) -> None:
+    b = any_backend
+    reference = InMemorySaver()
+    _run(reference, "t")
+    with b.open() as saver:
+        _run(saver, "t")
+        want, got = _views(reference, "t"), _views(saver, "t")
+        # versions differ between savers (their own counters): compare the channels they name and the values
+        assert [(v, set(cv), m) for v, cv, _, m, _ in got] == [(v, set(cv), m) for v, cv, _, m, _ in want]
+        assert any(v.get("note", "x") is None for v, *_ in got)  # a channel holding None reads back as None
+        latest = saver.get_tuple(cfg("t"))
+        assert latest.checkpoint == next(saver.list(cfg("t"))).checkpoint
+        # each older checkpoint by its id, as a new saver reads it (no cache)
+        with b.open() as fresh:
+            for t in saver.list(cfg("t")):
+                again = fresh.get_tuple(t.config)
+                assert again.checkpoint == t.checkpoint and again.metadata == t.metadata
+        blobs = saver.run(_thread_blobs(saver.dialect, "t"))  # the engine's named statement, on every backend
+        docs = saver.run(_thread_docs(saver.dialect, "t"))
+    assert {r[2] for r in blobs} and not any(r[2].startswith("branch:to:") for r in blobs)  # triggers: no rows
+    assert not [r for r in blobs if r[4].startswith(("empty", "null"))]
+    assert any(R.NULLS in doc for doc in docs) and any(R.EMPTIES in doc for doc in docs)
+    assert all(set(R.all_versions(doc)) >= set(doc["channel_versions"]) for doc in docs)
+
+
+def _thread_blobs(d: Any, thread_id: str) -> Any:
+    return (yield Q(d.THREAD_BLOBS, (thread_id,)))
+
+
+def _thread_docs(d: Any, thread_id: str) -> Any:
+    rows = yield Q(d.THREAD_CHECKPOINT_ROWS, (thread_id,))
+    return [d.load_object(r[4], "checkpoint") for r in rows]
+
+
+def test_time_travel_fork_and_status_see_inline_channels(any_backend: Backend) -> None:
+    b = any_backend
+    with b.open() as saver:
+        graph = _run(saver, "t")
+        history = list(graph.get_state_history(cfg("t")))
+        middle = history[len(history) // 2]
+        assert graph.get_state(middle.config).values == middle.values
+        assert graph.get_state(middle.config).next == middle.next and middle.next  # a pending node: a trigger holding None
+        forked = graph.update_state(middle.config, {"note": None})
+        assert graph.get_state(forked).values["note"] is None
+        assert graph.get_state(forked).next == middle.next
+        graph.invoke(None, forked)
+        assert graph.get_state(cfg("t")).values["log"][-1] == "step 3"
+        assert read.thread_status(saver, "t").kind == "done"
+
+
+def test_copy_prune_and_fsck_keep_inline_channels(sync_backend: Backend) -> None:
+    b = sync_backend
+    with b.open() as saver:
+        _run(saver, "t")
+        before = saver.get_tuple(cfg("t"))
+        saver.copy_thread("t", "t2")
+        assert saver.get_tuple(cfg("t2")).checkpoint["channel_values"] == before.checkpoint["channel_values"]
+        saver.prune(["t"])
+        after = saver.get_tuple(cfg("t"))
+        assert after.checkpoint == before.checkpoint and len(list(saver.list(cfg("t")))) == 1
+        assert lifecycle.fsck(saver, deep=True).ok
+
+
+def test_a_damaged_inline_map_is_refused() -> None:
+    doc = {"id": "c", "channel_versions": {"a": "1"}, R.NULLS: ["b"]}
+    with pytest.raises(CorruptRowError, match="__none__"):
+        R.all_versions(doc)
+    assert R.all_versions({"channel_versions": {"a": "1"}, R.NULLS: {"b": "2"}, R.EMPTIES: {"c": "3"}}) == {"a": "1", "b": "2", "c": "3"}
+
+
+def test_a_release_before_inline_channels_refuses_the_database(sync_backend: Backend, monkeypatch: pytest.MonkeyPatch) -> None:
+    b = sync_backend
+    with b.open() as saver:
+        _run(saver, "t")
+    monkeypatch.setattr(schema_ops, "LATEST_VERSION", 19)  # what a release before it knows
+    with pytest.raises(SchemaError, match=rf"written by a newer threadline \(schema version {LATEST_VERSION}"):
+        with b.open() as saver:
+            saver.get_tuple(cfg("t"))
