@@ -81,9 +81,9 @@ def format1_puts(monkeypatch: pytest.MonkeyPatch) -> None:
     """Puts as a release before inline channels wrote them: every channel a put gives a version gets
     a blob row (an empty channel an ``empty`` row), the rows databases of those releases hold. Storage
     format 2 keeps a channel holding None or empty in its checkpoint's document instead."""
-    from threadline.storage.ops import write
+    from threadline.storage import inline
 
-    monkeypatch.setattr(write, "split_inline", lambda doc, values, new_versions: set())
+    monkeypatch.setattr(inline, "plan", lambda doc, values, new_versions: None)
 
 
 @pytest.fixture(params=("sqlite-async", "postgres-async"))

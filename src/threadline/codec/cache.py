@@ -64,6 +64,9 @@ ENTRY_OVERHEAD = 576
 # 990 counted.
 VERSIONS_OVERHEAD = 300 + 120  # + the namespace's ``head`` entry it may hold (its key tuple, the dict slot)
 PAIR_OVERHEAD = 100
+# The text of an empty channel's name and version (``Versions.empty``), counted without reading it:
+# LangGraph's versions are 51 characters, its channel names mostly fewer than 30.
+EMPTY_PAIR_TEXT = 96
 # A thread's keys in the per-thread index (a small dict and its slot: 264 bytes measured for
 # 3,000 threads of one value and one versions map each), counted once per thread with
 # anything cached; a further key costs ~36 bytes, within the margins of the counts above.
@@ -100,8 +103,8 @@ def versions_bytes(key: tuple, versions: Versions) -> int:
     no-base or absent channel's set slot counted as a further pair: a bound)."""
     of, empty = versions.of, versions.empty
     pairs = sum(map(len, of)) + sum(map(len, of.values())) + PAIR_OVERHEAD * (len(of) + len(versions.no_base) + len(versions.absent))
-    if empty:  # held in the stored document's form: versions as given (LangGraph's strings)
-        pairs += sum(map(len, empty)) + sum(len(str(v)) for v in empty.values()) + PAIR_OVERHEAD * len(empty)
+    if empty:  # the stored document's map, often a hundred channels: counted without a pass over it
+        pairs += (PAIR_OVERHEAD + EMPTY_PAIR_TEXT) * len(empty)
     return VERSIONS_OVERHEAD + _key_len(key) + pairs
 
 

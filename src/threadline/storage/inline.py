@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from itertools import compress, filterfalse, repeat
 from operator import eq, is_
-from typing import Any
+from typing import Any, NamedTuple
 
 from threadline.errors import CorruptRowError
 
@@ -25,49 +25,62 @@ EMPTIES = "__empty__"
 _INLINE = (NULLS, EMPTIES)
 
 
-def split_inline(doc: dict[str, Any], values: Any, new_versions: Mapping[str, Any]) -> set[str]:
-    """Move the channels of a put's ``doc`` that need no blob row out of its ``channel_versions``:
-    those holding None in the checkpoint's ``values`` to ``NULLS`` (as the official PostgresSaver
-    keeps primitive values, whatever ``new_versions`` says), and those ``new_versions`` gives a
-    version without a value to ``EMPTIES``. Returns the channels left that have no value and no new
-    version: each is empty where the parent holds it so at that version (``inherit_empties``), else
-    its version names a blob (the official PostgresSaver reads such a channel from its blob too).
-    Set operations in C: no pass per channel in Python (a wide graph names hundreds)."""
+class Plan(NamedTuple):
+    """A put's channels that need no blob row (``plan``): those holding None, those given a new
+    version without a value, and those ``left`` without a value or a new version (empty where the
+    parent holds them so at that version, else their version names a blob)."""
+
+    nulls: set[str]
+    emptied: set[str]
+    left: set[str]
+
+
+def plan(doc: Mapping[str, Any], values: Any, new_versions: Mapping[str, Any]) -> Plan | None:
+    """Which of a put's ``doc``'s channels go to its ``NULLS`` / ``EMPTIES`` (``apply``), or None when
+    none may: those holding None in the checkpoint's ``values`` (as the official PostgresSaver keeps
+    primitive values, whatever ``new_versions`` says), those ``new_versions`` gives a version without a
+    value, and those without either that the parent holds empty (``Plan.left``; the official
+    PostgresSaver reads such a channel from its blob, and so does a put whose parent does not hold
+    it empty). Set operations in C: no pass per channel in Python (a wide graph names hundreds)."""
     versions = doc.get("channel_versions")
     if type(versions) is not dict or not isinstance(values, dict) or not versions:
-        return set()
+        return None
     empty = versions.keys() - values.keys()
     none = list(map(is_, values.values(), repeat(None)))  # by identity: ``==`` would call a value's ``__eq__``
     nulls = versions.keys() & set(compress(values, none)) if True in none else set()
     if not empty and not nulls:
-        return set()
+        return None
     emptied = empty & new_versions.keys()
-    if nulls or emptied:
-        _move(doc, versions, nulls | emptied, {NULLS: nulls, EMPTIES: emptied}, versions)
-    return empty - emptied
+    return Plan(nulls, emptied, empty - emptied if emptied else empty)
 
 
-def inherit_empties(doc: dict[str, Any], channels: set[str], parent: Mapping[str, Any]) -> bool:
-    """Move ``channels`` (``split_inline``'s) that the ``parent`` checkpoint holds empty at the same
-    version (its ``EMPTIES``) to ``doc``'s: a value unchanged since the parent. Whether any moved."""
+def apply(doc: dict[str, Any], planned: Plan, parent: Mapping[str, Any] | None) -> None:
+    """Move ``planned``'s channels out of ``doc``'s ``channel_versions`` (its order kept) into its
+    ``NULLS`` and ``EMPTIES``: the left ones only where ``parent`` (the parent checkpoint's
+    ``EMPTIES``; None: not known) holds them empty at the same version."""
     versions = doc["channel_versions"]
-    named = list(channels)
-    # compared, not hashed: a version is a long string, new to this put
-    moved = set(compress(named, map(eq, map(parent.get, named), map(versions.__getitem__, named))))
-    if moved:
-        _move(doc, versions, moved, {EMPTIES: moved}, versions)
-    return bool(moved)
-
-
-def _move(doc: dict[str, Any], versions: dict[str, Any], moved: set[str], into: Mapping[str, set[str]], source: Mapping[str, Any]) -> None:
-    """Take ``moved`` out of ``doc``'s ``channel_versions`` (``versions``, its order kept) and add each
-    set of ``into`` to the doc's map of that name, their versions from ``source``. In C: a 100-node
-    graph's put moves about fifty channels."""
-    kept = list(filterfalse(moved.__contains__, versions))
+    inherited = _inherited(planned.left, versions, parent) if planned.left and parent else {}
+    if not (planned.nulls or planned.emptied or inherited):
+        return
+    kept = filterfalse((planned.nulls | planned.emptied).__contains__, versions)
+    kept = list(filterfalse(inherited.__contains__, kept) if inherited else kept)
     doc["channel_versions"] = dict(zip(kept, map(versions.__getitem__, kept)))
-    for name, channels in into.items():
-        if channels:
-            doc[name] = {**doc.get(name, {}), **dict(zip(channels, map(source.__getitem__, channels)))}
+    if planned.nulls:
+        doc[NULLS] = dict(zip(planned.nulls, map(versions.__getitem__, planned.nulls)))
+    if planned.emptied or inherited:
+        doc[EMPTIES] = {**inherited, **dict(zip(planned.emptied, map(versions.__getitem__, planned.emptied)))}
+
+
+def _inherited(left: set[str], versions: Mapping[str, Any], parent: Mapping[str, Any]) -> dict[str, Any]:
+    """Channel → version of the ``left`` channels that ``parent`` holds empty at the same version.
+    Most often that is the parent's whole map (a chain of nodes empties one more trigger each step):
+    checked in C and copied whole; else compared one by one (compared, not hashed: a version is a
+    long string, new to this put)."""
+    if len(left) == len(parent) and parent.items() <= versions.items() and left <= parent.keys():
+        return dict(parent)
+    named = list(left)
+    same = list(compress(named, map(eq, map(parent.get, named), map(versions.__getitem__, named))))
+    return dict(zip(same, map(versions.__getitem__, same)))
 
 
 def inline_maps(doc: Mapping[str, Any]) -> tuple[Mapping[str, Any], Mapping[str, Any]]:

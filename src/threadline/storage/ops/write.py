@@ -17,7 +17,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from threadline import codec, limits
 from threadline.codec.jsontext import dumps_plain
 from threadline.storage import heads as H
-from threadline.storage.inline import inherit_empties, split_inline
+from threadline.storage import inline
 from threadline.storage import rows as R
 from threadline.storage.dialect import Dialect
 from threadline.storage.ops.base import Op, Q, flat
@@ -289,19 +289,22 @@ def put(
     now = time.time()
     doc, meta = R.put_docs(serde, config, checkpoint, metadata, key, bc)
     # channels kept in the doc itself (``storage.inline``): no blob row
-    unchanged_empty = set() if from_doc else split_inline(doc, checkpoint["channel_values"], new_versions)
-    if R.NULLS in doc or R.EMPTIES in doc:
-        inline = doc.get(R.NULLS, {}).keys() | doc.get(R.EMPTIES, {}).keys()
-        new_versions = {ch: v for ch, v in new_versions.items() if ch not in inline}
-    pairs = R.blob_pairs(doc)
+    planned = None if from_doc else inline.plan(doc, checkpoint["channel_values"], new_versions)
+    if planned is not None and (planned.nulls or planned.emptied):
+        new_versions = {ch: v for ch, v in new_versions.items() if ch not in planned.nulls and ch not in planned.emptied}
     # Blobs whose parameters do not fit in one statement with the checkpoint's (``PUT_PARAMS``):
     # on a dialect that puts in one statement, they are inserted before it, in chunks, as
     # snapshots the cache does not keep (a delta or a cached row must be checked by that statement).
     wide = PUT_PARAMS + BLOB_PARAMS * len(new_versions) > d.max_params and d.put_statement(0) is not None
     candidates = R.delta_channels(checkpoint, new_versions) if bc.deltas and not wide else []
-    inherits = absent is None and any(ch not in new_versions for ch, _ in pairs)
-    parent = (yield from _parent_versions(d, bc, key)) if key.checkpoint_id and (inherits or candidates or unchanged_empty) else None
-    if unchanged_empty and parent is not None and parent.empty and inherit_empties(doc, unchanged_empty, parent.empty):
+    if planned is None:
+        pairs = R.blob_pairs(doc)
+        inherits = absent is None and any(ch not in new_versions for ch, _ in pairs)
+    else:  # a channel left may be a blob taken from the parent (``inline.apply`` tells, below)
+        inherits = absent is None and not (doc["channel_versions"].keys() - planned.nulls - planned.emptied) <= new_versions.keys()
+    parent = (yield from _parent_versions(d, bc, key)) if key.checkpoint_id and (inherits or candidates or (planned and planned.left)) else None
+    if planned is not None:
+        inline.apply(doc, planned, parent.empty if parent is not None else None)
         pairs = R.blob_pairs(doc)
         inherits = absent is None and any(ch not in new_versions for ch, _ in pairs)
     followed = _follows(pairs, new_versions, parent)
