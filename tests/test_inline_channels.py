@@ -143,3 +143,36 @@ def test_a_release_before_inline_channels_refuses_the_database(sync_backend: Bac
     with pytest.raises(SchemaError, match=rf"written by a newer threadline \(schema version {LATEST_VERSION}"):
         with b.open() as saver:
             saver.get_tuple(cfg("t"))
+
+
+def test_a_channel_moved_in_or_out_of_the_document_fails_the_row_check(tmp_path: Any) -> None:
+    """The inline maps are under the checkpoint row's checksum: an empty channel turned into one
+    with a blob to look up, or a None into an empty one, is refused, never read as another state."""
+    import json
+    import sqlite3
+
+    from threadline import SqliteSaver
+
+    path = str(tmp_path / "t.db")
+    with SqliteSaver.from_conn_string(path) as saver:
+        _run(saver, "t")
+        history = list(saver.list(cfg("t")))
+    conn = sqlite3.connect(path)
+    rows = conn.execute("SELECT checkpoint_id, checkpoint FROM threadline_checkpoints WHERE thread_id = 't'").fetchall()
+    cid, text = next((cid, text) for cid, text in rows if R.EMPTIES in text and R.NULLS in text)
+    doc = json.loads(text)
+    moved_out = {**doc, "channel_versions": {**doc["channel_versions"], **doc[R.EMPTIES]}}
+    moved_out.pop(R.EMPTIES)
+    none_to_empty = {**doc, R.EMPTIES: {**doc[R.EMPTIES], **doc[R.NULLS]}}
+    none_to_empty.pop(R.NULLS)
+    for damaged in (moved_out, none_to_empty):
+        conn.execute("UPDATE threadline_checkpoints SET checkpoint = ? WHERE thread_id = 't' AND checkpoint_id = ?",
+                     (json.dumps(damaged, sort_keys=True, separators=(",", ":")), cid))
+        conn.commit()
+        with SqliteSaver.from_conn_string(path) as saver, pytest.raises(CorruptRowError, match="checksum"):
+            saver.get_tuple({"configurable": {"thread_id": "t", "checkpoint_ns": "", "checkpoint_id": cid}})
+    conn.execute("UPDATE threadline_checkpoints SET checkpoint = ? WHERE thread_id = 't' AND checkpoint_id = ?", (text, cid))
+    conn.commit()
+    conn.close()
+    with SqliteSaver.from_conn_string(path) as saver:
+        assert [t.checkpoint for t in saver.list(cfg("t"))] == [t.checkpoint for t in history]
