@@ -87,13 +87,27 @@ def _wrap(fn: Callable, toggle: Callable, state: dict) -> Callable:
     return plain
 
 
-def _patch_functions(spec: str, toggle: Callable, state: dict) -> None:
+def _targets(spec: str) -> list[tuple[Any, str]]:
+    """(owner, attribute name) of each ``module:function`` or ``module:Class.method`` of ``spec``;
+    SystemExit naming one that is not there (checked before any callgrind run starts)."""
+    found = []
     for target in spec.split(","):
-        module, attr = target.split(":")
-        owner: Any = importlib.import_module(module)
-        *path, name = attr.split(".")
-        for part in path:
-            owner = getattr(owner, part)
+        module, _, attr = target.partition(":")
+        try:
+            owner: Any = importlib.import_module(module)
+            *path, name = attr.split(".")
+            for part in path:
+                owner = getattr(owner, part)
+            if name not in vars(owner):
+                raise AttributeError(f"{name!r} is not defined on {owner!r} itself (name the class that defines it)")
+        except (ImportError, AttributeError, ValueError) as exc:
+            raise SystemExit(f"breakdown: no part {target!r}: {exc}") from None
+        found.append((owner, name))
+    return found
+
+
+def _patch_functions(spec: str, toggle: Callable, state: dict) -> None:
+    for owner, name in _targets(spec):
         setattr(owner, name, _wrap(getattr(owner, name), toggle, state))
 
 
@@ -204,6 +218,10 @@ def main(argv: list[str] | None = None) -> str:
     parser.add_argument("--backend", choices=("sqlite", "postgres"), default="sqlite",
                         help="postgres: the client's instructions, at THREADLINE_TEST_POSTGRES (as instructions.py's)")
     args = parser.parse_args(argv)
+    sys.path.insert(0, args.src)
+    for part in args.parts:
+        if not part.startswith("sql:") and part not in ("-", CALIBRATE):
+            _targets(part)
     with tempfile.TemporaryDirectory() as tmp:
         lib = os.path.join(tmp, "toggle.so")
         Path(tmp, "toggle.c").write_text(instructions.TOGGLE_C)
