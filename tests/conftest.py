@@ -83,7 +83,7 @@ def format1_puts(monkeypatch: pytest.MonkeyPatch) -> None:
     format 2 keeps a channel holding None or empty in its checkpoint's document instead."""
     from threadline.storage import inline
 
-    monkeypatch.setattr(inline, "plan", lambda doc, values, new_versions: None)
+    monkeypatch.setattr(inline, "plan", lambda doc, values, new_versions, scalars=True: None)
 
 
 @pytest.fixture(params=("sqlite-async", "postgres-async"))

@@ -157,9 +157,10 @@ def test_sync_put_get_tuple_round_trip(sync_backend: Backend) -> None:
         assert saver.get_tuple(_cfg("t1", "other-ns")) is None
         assert saver.get_tuple(_cfg("t1", "", str(uuid6(clock_seq=-1)))) is None
 
-    # one blob per (channel, version) actually written: a@1, b@1, b@2
+    # one blob per (channel, version) actually written: b@1, b@2 (a, a small int, is kept in the
+    # checkpoint's document, as the official PostgresSaver keeps primitive values)
     blobs = sync_backend.sql("SELECT channel, COUNT(*) FROM threadline_blobs WHERE thread_id = 't1' GROUP BY channel ORDER BY channel")
-    assert blobs == [("a", 1), ("b", 2)]
+    assert blobs == [("b", 2)]
     rows = sync_backend.sql("SELECT checkpoint_count FROM threadline_threads WHERE thread_id = 't1'")
     assert rows == [(2,)]
     # indexed columns extracted from metadata
@@ -355,14 +356,15 @@ def test_sync_copy_thread_reports_the_same_size_as_its_source(sync_backend: Back
 def test_sync_prune(sync_backend: Backend) -> None:
     with sync_backend.open() as saver:
         chain = Chain(saver, "p")
-        chain.put({"a": 1, "big": list(range(50))})
-        mid = chain.put({"a": 2})
+        # floats: values with blob rows (a small str, int or bool is kept in its checkpoint's document)
+        chain.put({"a": 1.5, "big": list(range(50))})
+        mid = chain.put({"a": 2.5})
         saver.put_writes(mid, [("a", 9)], "t-mid")
-        last = chain.put({"a": 3})
+        last = chain.put({"a": 3.5})
         saver.put_writes(last, [("a", 4)], "t-last")
         sub = Chain(saver, "p", "sub:1")
-        sub.put({"s": 1})
-        sub_last = sub.put({"s": 2})
+        sub.put({"s": 1.5})
+        sub_last = sub.put({"s": 2.5})
         Chain(saver, "q").put({"z": 1})
         Chain(saver, "q").put({"z": 2})
 
@@ -373,9 +375,9 @@ def test_sync_prune(sync_backend: Backend) -> None:
         )
         latest = saver.get_tuple(_cfg("p"))
         # "big" was written by the first (now deleted) checkpoint: its blob is still referenced and kept
-        assert latest.checkpoint["channel_values"] == {"a": 3, "big": list(range(50))}
+        assert latest.checkpoint["channel_values"] == {"a": 3.5, "big": list(range(50))}
         assert latest.pending_writes == [("t-last", "a", 4)]
-        assert saver.get_tuple(_cfg("p", "sub:1")).checkpoint["channel_values"] == {"s": 2}
+        assert saver.get_tuple(_cfg("p", "sub:1")).checkpoint["channel_values"] == {"s": 2.5}
         assert len(list(saver.list(_cfg("q")))) == 2  # other threads untouched
 
         saver.prune(["q"], strategy="delete")

@@ -10,6 +10,7 @@ prune and fsck; a release before the format refuses the database.
 
 from __future__ import annotations
 
+import enum
 import operator
 from typing import Annotated, Any
 
@@ -22,6 +23,7 @@ from backends import Backend, make_backend
 from bad_input_access import cfg
 from threadline import lifecycle, read
 from threadline.errors import CorruptRowError, SchemaError
+from threadline.storage import inline
 from threadline.storage import rows as R
 from threadline.storage.ops import Q
 from threadline.storage.ops import schema as schema_ops
@@ -176,3 +178,143 @@ def test_a_channel_moved_in_or_out_of_the_document_fails_the_row_check(tmp_path:
     conn.close()
     with SqliteSaver.from_conn_string(path) as saver:
         assert [t.checkpoint for t in saver.list(cfg("t"))] == [t.checkpoint for t in history]
+
+
+# --- small scalars kept in the document ----------------------------------------------------------
+
+
+class Color(str, enum.Enum):
+    RED = "red"
+
+
+class Scalars(TypedDict):
+    log: Annotated[list[str], operator.add]
+    route: str
+    count: int
+    ok: bool
+    other: Any
+
+
+# what each node writes: scalars kept in the document, and values of those types that keep a blob row
+# (a str subclass, a str with NUL, a long str, a float)
+_STEPS = [
+    {"route": "to b", "count": 1, "ok": True, "other": Color.RED},
+    {"route": "x\x00y", "count": -(1 << 62), "ok": False, "other": "z" * (inline.STR_MAX + 1)},
+    {"route": "", "count": 0, "ok": True, "other": 2.5},
+]
+
+
+def _scalar_graph(saver: Any) -> Any:
+    g = StateGraph(Scalars)
+    for i, update in enumerate(_STEPS):
+        g.add_node(f"n{i}", lambda s, i=i, update=update: {"log": [f"step {i}"], **update})
+    g.add_edge(START, "n0")
+    g.add_edge("n0", "n1")
+    g.add_edge("n1", "n2")
+    g.add_edge("n2", END)
+    return g.compile(checkpointer=saver)
+
+
+def _typed(values: dict) -> dict:
+    """Values with their exact types (True == 1 and "red" == Color.RED: compared with their types)."""
+    return {k: (type(v), v) for k, v in values.items()}
+
+
+def test_small_scalars_need_no_blob_row_and_read_back_as_themselves(any_backend: Backend) -> None:
+    b = any_backend
+    start = {"log": ["start"], "route": "start", "count": 0, "ok": False, "other": None}
+    reference = InMemorySaver()
+    _scalar_graph(reference).invoke(start, cfg("t"))
+    want = [(_typed(t.checkpoint["channel_values"]), set(t.checkpoint["channel_versions"]), t.metadata) for t in reference.list(cfg("t"))]
+    with b.open() as saver:
+        graph = _scalar_graph(saver)
+        graph.invoke(start, cfg("t"))
+        got = [(_typed(t.checkpoint["channel_values"]), set(t.checkpoint["channel_versions"]), t.metadata) for t in saver.list(cfg("t"))]
+        assert got == want
+        with b.open() as fresh:  # as a new saver reads them (no cache), each older checkpoint by its id
+            again = [(_typed(fresh.get_tuple(t.config).checkpoint["channel_values"])) for t in saver.list(cfg("t"))]
+        assert again == [v for v, _, _ in want]
+        # time travel: an older state, a fork from it, and the readers that take values from the document
+        history = list(graph.get_state_history(cfg("t")))
+        middle = history[len(history) // 2]
+        assert _typed(graph.get_state(middle.config).values) == _typed(middle.values)
+        counts = [v.value for v in read.channel_history(saver, "t", "count").versions]
+        assert counts == [0, 1, -(1 << 62), 0]
+        assert read.latest_values(saver, "ok", ["t"])[0].value is True
+        assert read.diff(saver, "t", history[-1].config["configurable"]["checkpoint_id"],
+                         history[0].config["configurable"]["checkpoint_id"]).channels["route"]["after"] == ""
+        forked = graph.update_state(middle.config, {"route": "forked", "count": 7})
+        assert (graph.get_state(forked).values["route"], graph.get_state(forked).values["count"]) == ("forked", 7)
+        assert [v.value for v in read.channel_history(saver, "t", "count").versions][-1] == 7  # the fork is the head
+        blobs = saver.run(_thread_blobs(saver.dialect, "t"))
+        docs = saver.run(_thread_docs(saver.dialect, "t"))
+        assert lifecycle.fsck(saver, deep=True).ok
+    channels = {r[2] for r in blobs}
+    assert {"count", "ok"}.isdisjoint(channels)  # every value a kept scalar: no row
+    assert "route" in channels and "other" in channels  # the str with NUL; the subclass, the long str, the float
+    assert len([r for r in blobs if r[2] == "route"]) == 1
+    assert any(doc.get(R.SCALARS, {}).get("count") for doc in docs)
+
+
+def test_an_encrypting_saver_keeps_scalars_in_sealed_blob_rows(sync_backend: Backend) -> None:
+    """A document is not encrypted: under a keyring a scalar keeps its blob row, sealed with AES-GCM."""
+    from threadline.codec import BlobCodec, Keyring
+
+    with sync_backend.open() as saver:
+        saver.blob_codec = BlobCodec(keys=Keyring([bytes(range(32)).hex()]))
+        _scalar_graph(saver).invoke({"log": [], "route": "secret route", "count": 41, "ok": False, "other": None}, cfg("t"))
+        docs = saver.run(_thread_docs(saver.dialect, "t"))
+        blobs = saver.run(_thread_blobs(saver.dialect, "t"))
+        assert saver.get_tuple(cfg("t")).checkpoint["channel_values"]["route"] == ""
+    assert not any(R.SCALARS in doc for doc in docs)
+    assert "secret route" not in repr(docs)
+    assert {"route", "count", "ok"} <= {r[2] for r in blobs}
+
+
+def test_a_damaged_scalar_map_or_value_is_refused(tmp_path: Any) -> None:
+    import json
+    import sqlite3
+
+    from threadline import SqliteSaver
+
+    for damaged in ({"a": "1"}, {"a": ["1", 1.5]}, {"a": ["1", [1]]}, ["a"]):
+        with pytest.raises(CorruptRowError, match="__scalars__"):
+            R.all_versions({"id": "c", "channel_versions": {}, R.SCALARS: damaged})
+    path = str(tmp_path / "t.db")
+    with SqliteSaver.from_conn_string(path) as saver:
+        _scalar_graph(saver).invoke({"log": [], "route": "r", "count": 1, "ok": False, "other": None}, cfg("t"))
+    conn = sqlite3.connect(path)
+    cid, text = conn.execute("SELECT checkpoint_id, checkpoint FROM threadline_checkpoints WHERE thread_id = 't' "
+                             "ORDER BY checkpoint_id DESC LIMIT 1").fetchone()
+    doc = json.loads(text)
+    doc[R.SCALARS]["count"][1] += 1  # another value at the same version: the row's checksum refuses it
+    conn.execute("UPDATE threadline_checkpoints SET checkpoint = ? WHERE thread_id = 't' AND checkpoint_id = ?",
+                 (json.dumps(doc, sort_keys=True, separators=(",", ":")), cid))
+    conn.commit()
+    conn.close()
+    with SqliteSaver.from_conn_string(path) as saver, pytest.raises(CorruptRowError, match="checksum"):
+        saver.get_tuple(cfg("t"))
+
+
+def test_a_release_before_scalars_refuses_the_database(sync_backend: Backend, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A release that knows migration 20 would read a checkpoint without its ``__scalars__`` channels."""
+    with sync_backend.open() as saver:
+        _scalar_graph(saver).invoke({"log": [], "route": "r", "count": 1, "ok": False, "other": None}, cfg("t"))
+    monkeypatch.setattr(schema_ops, "LATEST_VERSION", 20)
+    with pytest.raises(SchemaError, match=rf"written by a newer threadline \(schema version {LATEST_VERSION}"):
+        with sync_backend.open() as saver:
+            saver.get_tuple(cfg("t"))
+
+
+def test_delta_channel_history_takes_a_value_in_the_document_as_its_seed(any_backend: Backend) -> None:
+    """LangGraph's walk stops at the nearest ancestor whose ``channel_values`` holds the channel, None
+    included: the same answer from every checkpoint, for a None, a scalar and a list channel."""
+    from langgraph.checkpoint.base import BaseCheckpointSaver
+
+    with any_backend.open() as saver:
+        _run(saver, "t")
+        _scalar_graph(saver).invoke({"log": [], "route": "r", "count": 1, "ok": False, "other": None}, cfg("s"))
+        for thread, channels in (("t", ["note", "log"]), ("s", ["count", "route", "other", "log"])):
+            for t in saver.list(cfg(thread)):
+                want = BaseCheckpointSaver.get_delta_channel_history(saver, config=t.config, channels=channels)
+                assert saver.get_delta_channel_history(config=t.config, channels=channels) == want

@@ -113,7 +113,7 @@ def test_ttl_is_redis_expiry_on_every_key_of_a_thread(redis_target: RedisTarget)
         g.invoke({"messages": [("user", "keep")]}, {"configurable": {"thread_id": "ttl-thread", "ttl_minutes": "never"}})
         assert all(client.pttl(k) == -1 for k in keys)
         # a put alone (no pending writes yet): the key its blob list creates expires with the thread
-        saver.put(cfg("put-only"), {**empty_checkpoint(), "channel_values": {"a": 1}, "channel_versions": {"a": "1"}}, {}, {"a": "1"})
+        saver.put(cfg("put-only"), {**empty_checkpoint(), "channel_values": {"a": [1]}, "channel_versions": {"a": "1"}}, {}, {"a": "1"})
         alone = [k for k in redis_target.keys() if b"{put-only}" in k]
         assert any(k.endswith(b":wix") for k in alone) and all(9 * 60_000 < client.pttl(k) <= 10 * 60_000 for k in alone)
 

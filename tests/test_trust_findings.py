@@ -414,9 +414,10 @@ def test_f8_inspection_paths_construct_nothing(sync_backend: Backend, tmp_path: 
     payload = _ext(2, Canary.__module__, "Canary", {"note": "constructed"})
     pwn = _ext(1, "enum", "Enum", ["Pwn", "A B"])
     with b.open() as saver:
-        a = saver.put(cfg("t"), ckpt({"x": "plain", "e": "plain"}, {"x": "1", "e": "1"}), {"step": 0}, {"x": "1", "e": "1"})
+        # lists: values with blob rows (a small str would be kept in the checkpoint's document)
+        a = saver.put(cfg("t"), ckpt({"x": ["plain"], "e": ["plain"]}, {"x": "1", "e": "1"}), {"step": 0}, {"x": "1", "e": "1"})
         saver.put_writes(a, [("x", "w")], "task-1")
-        head = saver.put(a, ckpt({"x": "plain2", "e": "plain"}, {"x": "2", "e": "1"}), {"step": 1}, {"x": "2"})
+        head = saver.put(a, ckpt({"x": ["plain2"], "e": ["plain"]}, {"x": "2", "e": "1"}), {"step": 1}, {"x": "2"})
     # rewrite the values as a crafted database would hold them (legacy, unsealed rows)
     b.sql("UPDATE threadline_blobs SET type = 'msgpack', blob = ? WHERE channel = 'x'", (payload,))
     b.sql("UPDATE threadline_blobs SET type = 'msgpack', blob = ? WHERE channel = 'e'", (pwn,))

@@ -30,7 +30,7 @@ class _Thread:
 
     thread_id: str
     rows: dict[tuple[str, str], tuple]  # (ns, cid) -> (parent, step, source, created_at, doc, meta, ck_bytes, checksum)
-    nonempty: set[tuple[str, str, str]]  # (ns, channel, version) blobs holding a value
+    nonempty: set[tuple[str, str, str]]  # (ns, channel, version) blobs holding a value, and values in documents
     blob_sizes: dict[tuple[str, str, str], tuple[int, str | None]]  # (ns, ch, v) -> (bytes, base_version)
     write_bytes: dict[tuple[str, str], int]  # (ns, cid) -> stored bytes of its writes
     write_counts: dict[tuple[str, str], int]
@@ -91,6 +91,11 @@ def _load_thread_op(d: Dialect, tid: str, unreadable: Collection[tuple[str, str]
         rows[(r[0], r[1])] = (r[2], r[3], r[4], float(r[5]), doc, meta if isinstance(meta, dict) else {}, int(r[8]), r[9])
     blobs = yield Q(d.thread_blob_sizes(), (tid,))
     nonempty = {(b[0], b[1], b[2]) for b in blobs if b[3] != codec.EMPTY}
+    # a value kept in a document (None, a scalar: ``storage.inline``) holds a value as a blob row does
+    for (ns, _), r in rows.items():
+        if r[4]:
+            versions = R.all_versions(r[4])
+            nonempty.update((ns, ch, R.version_key(versions[ch])) for ch in R.inline_values(r[4]))
     sizes = {(b[0], b[1], b[2]): (int(b[5]), b[4]) for b in blobs}
     writes = yield Q(d.thread_write_sizes(), (tid,))
     wb = {(w[0], w[1]): int(w[3]) for w in writes}

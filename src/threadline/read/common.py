@@ -165,17 +165,17 @@ def load_channels_op(
         doc = d.load_object(row[4], where)
         R.check_row(row, doc, d.load_json(row[5], where), bc)
         versions = doc.get("channel_versions") or {}  # the channels with a blob row
-        nulls = R.inline_maps(doc)[0]
+        inline = R.inline_values(doc)  # None and scalars kept in the document
         if channels is not None:
             names = set(channels.get(i, ())) if isinstance(channels, Mapping) else set(channels)
             versions = {ch: v for ch, v in versions.items() if ch in names}
-            nulls = {ch: v for ch, v in nulls.items() if ch in names}
-        wanted.append((R.blob_pairs({"channel_versions": versions}), R.absent_channels(doc), nulls))
+            inline = {ch: v for ch, v in inline.items() if ch in names}
+        wanted.append((R.blob_pairs({"channel_versions": versions}), R.absent_channels(doc), inline))
     keys = sorted({(row[0], row[1], ch, v) for row, (pairs, _, _) in zip(rows, wanted) for ch, v in pairs})
     blobs = (yield from ops.fetch_blobs(d, keys, bc=bc)) if keys else {}
     return [
-        {**R.channel_values(serde, blobs, row[0], row[1], pairs, row[2], absent), **dict.fromkeys(nulls)}
-        for row, (pairs, absent, nulls) in zip(rows, wanted)
+        {**R.channel_values(serde, blobs, row[0], row[1], pairs, row[2], absent), **inline}
+        for row, (pairs, absent, inline) in zip(rows, wanted)
     ]
 
 

@@ -29,7 +29,7 @@ from threadline import codec
 from threadline.errors import CorruptRowError
 from threadline.keys import Key, config_of, text_key
 from threadline.lazy import on_first_call
-from threadline.storage.inline import EMPTIES, NULLS, all_versions, inline_maps  # noqa: F401  (R.* for readers)
+from threadline.storage.inline import EMPTIES, NULLS, SCALARS, all_versions, inline_maps, inline_values, read_back, scalar_map  # noqa: F401  (R.* for readers)
 
 if TYPE_CHECKING:
     from langgraph.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMetadata, CheckpointTuple
@@ -58,7 +58,7 @@ SENDS = "__pending_sends__"
 # inherited from its parent, as LangGraph's migration of older checkpoints renames channels:
 # the official savers read such a channel back without a value when no blob has that version.
 ABSENT = "__absent__"
-_DOC_ONLY = frozenset((SENDS, ABSENT, NULLS, EMPTIES))  # stored keys that are not the checkpoint's
+_DOC_ONLY = frozenset((SENDS, ABSENT, NULLS, EMPTIES, SCALARS))  # stored keys that are not the checkpoint's
 
 
 def version_key(version: Any) -> str:
@@ -461,10 +461,8 @@ def to_tuple(
     check_row(row, doc, metadata, bc)
     values = channel_values(serde, blobs, thread_id, ns, blob_pairs(doc), cid, absent_channels(doc))
     checkpoint = {k: v for k, v in doc.items() if k not in _DOC_ONLY}
-    if NULLS in doc or EMPTIES in doc:
-        nulls, empties = inline_maps(doc)
-        checkpoint["channel_versions"] = {**checkpoint.get("channel_versions", {}), **nulls, **empties}
-        values.update(dict.fromkeys(nulls))
+    if NULLS in doc or EMPTIES in doc or SCALARS in doc:
+        checkpoint["channel_versions"] = read_back(doc, checkpoint.get("channel_versions", {}), values)
     checkpoint["channel_values"] = values
     if SENDS in doc:
         sends = stored_sends(doc, (thread_id, ns, cid))

@@ -307,6 +307,13 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
         # database with its version message instead.
         [],
     ),
+    (
+        21,
+        # Storage format 2: a checkpoint's channels that hold a small str, int or bool are kept in its
+        # document too (``rows.SCALARS``: channel → [version, value]) with no blob row; recorded so that
+        # a release before it refuses the database instead of reading such a checkpoint without them.
+        [],
+    ),
 ]
 
 LATEST_VERSION = max(v for v, _ in MIGRATIONS)

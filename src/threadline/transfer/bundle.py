@@ -9,8 +9,9 @@ bundle-import``) loads it into any threadline database and verifies it. The bund
 channel's value is rewritten before it is written to the file, so the original bytes are
 never in it:
 
-* every stored value of a redacted channel, and every pending write to it, becomes the
-  string ``"[redacted]"`` (an empty channel stays empty);
+* every stored value of a redacted channel (in a blob row, or kept in its checkpoint's
+  document: ``storage.inline``), and every pending write to it, becomes the string
+  ``"[redacted]"`` (an empty channel stays empty, and one holding None holds None);
 * LangGraph's input channel ``__start__`` (a run's input holds any channel's value) is
   redacted with them;
 * the payloads LangGraph passes between nodes, which may hold any channel's value, are
@@ -131,6 +132,9 @@ def _redactor(saver: Any, channels: frozenset[str]) -> Transform:
             sends = _blank(bc.load(reading, ref, tag, base64.b64decode(data)))
             tag, data = stored(ref, sends)
             new_doc[R.SENDS] = [tag, base64.b64encode(data).decode()]
+        scalars = R.scalar_map(doc)  # values kept in the document (``storage.inline``)
+        if not channels.isdisjoint(scalars):
+            new_doc[R.SCALARS] = {ch: [e[0], REDACTED] if ch in channels else e for ch, e in scalars.items()}
         if (new_doc, new_meta) == (doc, meta):
             return r
         bc.check_checkpoint(r[at["checksum"]], key, parent, doc, meta)  # a damaged row is never re-sealed

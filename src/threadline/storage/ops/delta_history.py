@@ -23,7 +23,8 @@ from threadline.keys import key_of, text_key
 
 def _ancestors(d: Dialect, bc: codec.BlobCodec, tid: str, ns: str, cid: str, found: Sequence[Sequence[Any]]) -> list[tuple]:
     """``ANCESTORS`` rows in parent order, nearest first, each checked against its checksum:
-    (checkpoint_id, parent_checkpoint_id, channel_versions). A parent cycle (which re-puts can
+    (checkpoint_id, parent_checkpoint_id, channel_versions, the values its document holds:
+    ``rows.inline_values``). A parent cycle (which re-puts can
     make on SQLite, where a re-put takes the new parent) ends the walk where it loops, as the
     official savers' walk does."""
     by_id = {r[0]: r for r in found}
@@ -38,7 +39,7 @@ def _ancestors(d: Dialect, bc: codec.BlobCodec, tid: str, ns: str, cid: str, fou
         where = f"checkpoint ({tid!r}, {ns!r}, {cur!r})"
         doc, meta = d.load_object(row[2], where), d.load_json(row[3], where)
         bc.check_checkpoint(row[4], (tid, ns, cur), row[1], doc, meta)
-        chain.append((cur, row[1], R.all_versions(doc)))
+        chain.append((cur, row[1], R.all_versions(doc), R.inline_values(doc)))
         cur = row[1]
     return chain
 
@@ -72,7 +73,9 @@ def delta_channel_history(
     chain = _ancestors(d, bc, key.thread_id, ns, cid, found)
     versions = {(ns, row[0]): row[2] for row in chain}
     pairs = sorted({(ch, R.version_key(v[ch])) for v in versions.values() for ch in channels if ch in v})
-    stored: set[tuple[str, str, str]] = set()
+    # a value kept in a document (None, a scalar) is stored as much as one in a blob row
+    inline = {(ns, ch, R.version_key(row[2][ch])): v for row in chain for ch, v in row[3].items() if ch in channels}
+    stored: set[tuple[str, str, str]] = set(inline)
     for part in chunks(pairs, d.max_params // 4 - 1):
         found = yield Q(d.blobs_with_value(len(part)), [*flat((key.thread_id, ns, ch, v) for ch, v in part), codec.EMPTY])
         stored |= {(ns, r[0], r[1]) for r in found}
@@ -92,6 +95,10 @@ def delta_channel_history(
         if position[w[0]] < span[w[2]]:
             value = bc.load(serde, R.write_row_ref(key.thread_id, ns, w[0], w[1], w[6], w[2]), w[3], w[4])
             result[w[2]]["writes"].append((w[1], w[2], value))
+    for ch, v in list(seed.items()):
+        if (ns, ch, v) in inline:
+            result[ch]["seed"] = inline[(ns, ch, v)]
+            del seed[ch]
     if seed:
         seeds = yield from fetch_blobs(d, [(key.thread_id, ns, ch, v) for ch, v in seed.items()], bc=bc)
         for (_, _, ch, v), resolved in seeds.items():

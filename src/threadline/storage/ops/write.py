@@ -276,8 +276,8 @@ def put(
     ``fence``: the put is made under a thread guard lease (``threadline.guard``), checked in the
     put's own statement or transaction: ``LeaseLostError``, nothing written, when it was lost.
 
-    The channels holding None and the empty ones go in the checkpoint's document, with no blob
-    row (``storage.inline``); ``from_doc``: the checkpoint is a stored document given back (a
+    The channels holding None, the empty ones and small scalars go in the checkpoint's document,
+    with no blob row (``storage.inline``); ``from_doc``: the checkpoint is a stored document given back (a
     branch of a stored checkpoint, ``lifecycle.branch``), its values shared by reference and not
     given, its inline channels already in it.
     """
@@ -289,9 +289,10 @@ def put(
     now = time.time()
     doc, meta = R.put_docs(serde, config, checkpoint, metadata, key, bc)
     # channels kept in the doc itself (``storage.inline``): no blob row
-    planned = None if from_doc else inline.plan(doc, checkpoint["channel_values"], new_versions)
-    if planned is not None and (planned.nulls or planned.emptied):
-        new_versions = {ch: v for ch, v in new_versions.items() if ch not in planned.nulls and ch not in planned.emptied}
+    planned = None if from_doc else inline.plan(doc, checkpoint["channel_values"], new_versions, bc.keys is None)
+    stored_inline = planned.stored_inline() if planned is not None else ()
+    if stored_inline:
+        new_versions = {ch: v for ch, v in new_versions.items() if ch not in stored_inline}
     # Blobs whose parameters do not fit in one statement with the checkpoint's (``PUT_PARAMS``):
     # on a dialect that puts in one statement, they are inserted before it, in chunks, as
     # snapshots the cache does not keep (a delta or a cached row must be checked by that statement).
@@ -301,7 +302,7 @@ def put(
         pairs = R.blob_pairs(doc)
         inherits = absent is None and any(ch not in new_versions for ch, _ in pairs)
     else:  # a channel left may be a blob taken from the parent (``inline.apply`` tells, below)
-        inherits = absent is None and not (doc["channel_versions"].keys() - planned.nulls - planned.emptied) <= new_versions.keys()
+        inherits = absent is None and not (doc["channel_versions"].keys() - stored_inline) <= new_versions.keys()
     parent = (yield from _parent_versions(d, bc, key)) if key.checkpoint_id and (inherits or candidates or (planned and planned.left)) else None
     if planned is not None:
         inline.apply(doc, planned, parent.empty if parent is not None else None)
