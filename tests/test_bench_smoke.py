@@ -143,3 +143,21 @@ def test_lg_graphs_quick(capsys: pytest.CaptureFixture[str]) -> None:
         for backend in backends:
             for saver in ("official", "threadline"):
                 assert f"- {graph.label}, {saver} {backend} (" in md
+
+
+def test_scalar_state_tiny() -> None:
+    """The scalar-state graph, tiny: every saver reads each thread back (the run checks it), and
+    threadline keeps its scalars in the document — blob rows only for the list, as the official
+    PostgresSaver's."""
+    import scalar_state
+
+    postgres = postgres_unavailable() is None
+    args = argparse.Namespace(threads=2, steps=4, pairs=1, no_postgres=not postgres)
+    results = scalar_state.measure(args)
+    assert [r[0] for r in results] == (["SQLite", "Postgres"] if postgres else ["SQLite"])
+    rows = {name: (official[1], ours[1]) for name, official, ours in results}
+    # a thread's rows: its input (``__start__``) and its log list at each of its steps + 1 versions
+    assert rows["SQLite"][1] == 2 * (1 + 4 + 1)
+    if postgres:
+        assert rows["Postgres"] == (rows["SQLite"][1], rows["SQLite"][1])
+    assert scalar_state.render(results, args).count("\n| ") == len(results) + 1
