@@ -363,3 +363,14 @@ async def test_nul_character_in_keys_is_refused(backend: Backend, where: str) ->
                     await api.call(*call)
         assert backend.snapshot() == before
         await assert_still_works(api, seed)
+
+
+@pytest.mark.parametrize("version", ["1\x00", "9" * 100_000])
+async def test_a_channel_version_no_key_can_hold_is_refused(backend: Backend, version: str) -> None:
+    """A version with NUL, or longer than a key column holds: ConfigError naming the channel, nothing written."""
+    async with seeded(backend) as (api, seed):
+        before = backend.snapshot()
+        with pytest.raises(ConfigError, match="version of channel 'v'"):
+            await api.call("put", cfg("gamma"), ckpt({"v": [1]}, {"v": version}), {"step": 0}, {"v": version})
+        assert backend.snapshot() == before
+        await assert_still_works(api, seed)

@@ -57,6 +57,11 @@ def _plain(value: str, top: int) -> bool:
     return value.isascii() and "\x00" not in value and len(value) <= top
 
 
+def is_text_key(value: Any, limit: str = "max_key_bytes") -> bool:
+    """Whether ``text_key`` takes ``value`` at once (the common case: a plain ASCII string within ``limit``)."""
+    return type(value) is str and _plain(value, getattr(limits.current(), limit))
+
+
 def text_key(name: str, value: Any, limit: str = "max_key_bytes") -> str:
     """``value`` when it is a string a key column can hold on every backend; ``name`` names it
     in the error.
@@ -66,7 +71,7 @@ def text_key(name: str, value: Any, limit: str = "max_key_bytes") -> str:
         KeyTooLongError: longer in UTF-8 than ``limit``, a field of ``threadline.limits``
             (``max_key_bytes``; ``max_namespace_bytes`` for a Store or Cache namespace).
     """
-    if type(value) is str and _plain(value, getattr(limits.current(), limit)):
+    if type(value) is str and _plain(value, getattr(limits.current(), limit)):  # ``is_text_key``, inlined: every key
         return value
     if not isinstance(value, str):
         raise ConfigError(f"{name} must be a string, got {type(value).__name__} {value!r}")

@@ -27,7 +27,7 @@ from langgraph.checkpoint.serde.types import TASKS
 
 from threadline import codec
 from threadline.errors import CorruptRowError
-from threadline.keys import Key, config_of, text_key
+from threadline.keys import Key, config_of, is_text_key, text_key
 from threadline.lazy import on_first_call
 from threadline.storage.inline import EMPTIES, NULLS, SCALARS, all_versions, inline_maps, inline_values, read_back, scalar_map  # noqa: F401  (R.* for readers)
 
@@ -198,7 +198,8 @@ def put_keys(checkpoint: Checkpoint, new_versions: ChannelVersions) -> None:
     text_key("checkpoint id", checkpoint["id"])
     for channel, version in new_versions.items():
         text_key("channel", channel)
-        text_key(f"version of channel {channel!r}", version_key(version))
+        if not is_text_key(key := version_key(version)):  # the error's name made only for an error
+            text_key(f"version of channel {channel!r}", key)
 
 
 def delta_channels(checkpoint: Checkpoint, new_versions: ChannelVersions) -> list[tuple[str, str]]:
