@@ -89,3 +89,36 @@ def dumps_meta(meta: dict[str, Any]) -> str:
     """Stored checkpoint metadata: ``dumps_doc``'s encoding in the metadata's own key order (which
     the official SQLite saver's object filters compare), the text its checkpoint's checksum covers."""
     return _fast(meta, _META, False)[0]
+
+
+# A stored document's versions in fewer bytes, on a backend that keeps its JSON text (SQLite, Redis): every
+# string starting with 24 zeros — LangGraph's versions are a 32-digit zero-padded counter, a dot and
+# a random fraction, ``"00000000000000000000000000000013.0.0412…"`` — is stored with ``~`` for those
+# zeros, which takes a 100-node graph's documents from 2.6 MB to 1.8 MB. Only a text without a ``~`` of
+# its own is compacted, so that every ``~`` of a compacted one stands for the zeros (one search for a
+# character each way: ~0.7 µs a chat's put, ~0.4 µs a read). The text stays JSON (for SQLite's JSON
+# functions, which expand it first: ``expanded_sql``) and is marked by a space after its opening
+# brace, which no encoder threadline ever used writes. The checksum covers the expanded text
+# (``seal._text_digest``).
+COMPACT_MARK = "{ "
+_ZEROS = "0" * 24
+_QUOTED = '"' + _ZEROS
+
+
+def compact_doc(text: str) -> str:
+    """The stored form of a document's JSON ``text`` (``dumps_doc``'s): compacted when it has versions
+    to compact and no ``~`` of its own (then ``expand_doc`` gives ``text`` back exactly), else ``text``."""
+    if "~" in text:
+        return text
+    out = text.replace(_QUOTED, '"~')
+    return text if out is text or out[:1] != "{" else COMPACT_MARK + out[1:]
+
+
+def expand_doc(text: str) -> str:
+    """A stored document's JSON text as ``dumps_doc`` wrote it (``compact_doc`` undone; any other text as it is)."""
+    return "{" + text[2:].replace("~", _ZEROS) if text[:2] == COMPACT_MARK else text
+
+
+def expanded_sql(column: str) -> str:
+    """SQLite: ``expand_doc`` of a document ``column`` in SQL (for its JSON functions)."""
+    return f"CASE WHEN substr({column}, 1, 2) = '{COMPACT_MARK}' THEN '{{' || replace(substr({column}, 3), '~', '{_ZEROS}') ELSE {column} END"

@@ -47,7 +47,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from threadline.codec.jsontext import dumps_doc, dumps_json, dumps_meta
+from threadline.codec.jsontext import dumps_doc, dumps_json, dumps_meta, expand_doc
 from threadline.codec.keyring import KEY_ID_BYTES, Keyring
 from threadline.codec.tags import EMPTY
 from threadline.errors import CorruptRowError, EncryptionError
@@ -268,7 +268,7 @@ def _canon(x: Any, put: Any) -> None:
 
 
 def _parsed(value: Any) -> Any:
-    return json.loads(value) if isinstance(value, str) else value
+    return json.loads(expand_doc(value)) if isinstance(value, str) else value
 
 
 def _content(key: tuple, parent: str | None, doc: Any, meta: Any) -> bytes:
@@ -282,11 +282,12 @@ def _content(key: tuple, parent: str | None, doc: Any, meta: Any) -> bytes:
 
 def _text_digest(key: tuple, parent: str | None, doc: Any, meta: Any) -> str:
     """``x3:`` + xxh3-128 of the key, the parent and the JSON texts as stored (``jsontext.dumps_doc`` and
-    ``dumps_meta``: the text itself where the backend keeps it, else the parsed value encoded again,
-    which gives the same text), each part length-prefixed so that the encoding is injective."""
+    ``dumps_meta``: the text itself where the backend keeps it, its versions expanded (``jsontext.expand_doc``),
+    else the parsed value encoded again, which gives the same text), each part length-prefixed so that the
+    encoding is injective."""
     import xxhash  # on first use: importing the saver does not pay for it
     try:
-        texts = (doc if isinstance(doc, str) else dumps_doc(doc), meta if isinstance(meta, str) else dumps_meta(meta))
+        texts = (expand_doc(doc) if isinstance(doc, str) else dumps_doc(doc), meta if isinstance(meta, str) else dumps_meta(meta))
     except (TypeError, ValueError, RecursionError) as exc:
         raise CorruptRowError(f"checkpoint {key!r}: checkpoint or metadata is not JSON as stored ({exc})") from None
     out = [b"threadline/ck1\x00"]
@@ -333,7 +334,7 @@ def _sorted_digest(key: tuple, parent: str | None, doc: Any, meta: Any) -> str |
 
     try:
         raw = orjson.dumps(
-            [list(key), parent, orjson.loads(doc) if isinstance(doc, str) else doc, orjson.loads(meta) if isinstance(meta, str) else meta],
+            [list(key), parent, orjson.loads(expand_doc(doc)) if isinstance(doc, str) else doc, orjson.loads(meta) if isinstance(meta, str) else meta],
             option=orjson.OPT_SORT_KEYS,
         )
     except (orjson.JSONEncodeError, orjson.JSONDecodeError, TypeError):

@@ -18,6 +18,7 @@ from typing import Any
 from threadline import codec
 from threadline.errors import ConfigError, CorruptRowError
 from threadline.storage import ops
+from threadline.codec.jsontext import compact_doc, expand_doc
 from threadline.storage.dialect import Dialect, dumps_json
 from threadline.storage.ops import Op, Q
 
@@ -51,11 +52,16 @@ def thread_ids_op(d: Dialect, tables: Iterable[str]) -> Op[list[str]]:
 
 
 def thread_rows_op(d: Dialect, thread_id: str, columns: Mapping[str, Sequence[str]]) -> Op[Rows]:
-    """Every row of ``thread_id`` in each table of ``columns``, values as stored."""
+    """Every row of ``thread_id`` in each table of ``columns``, values as stored but a checkpoint's
+    document, as written (a compacted one expanded: ``jsontext.expand_doc``, which any backend takes)."""
     out: Rows = {}
     for t, cols in columns.items():
         found = yield Q(d.thread_table_rows(t, tuple(cols)), (thread_id,))
-        out[t] = (list(cols), [tuple(_plain(v) for v in r) for r in found])
+        rows = [tuple(_plain(v) for v in r) for r in found]
+        if t == "checkpoints" and d.compacts_docs and "checkpoint" in cols:
+            at = list(cols).index("checkpoint")
+            rows = [(*r[:at], expand_doc(r[at]) if isinstance(r[at], str) else r[at], *r[at + 1 :]) for r in rows]
+        out[t] = (list(cols), rows)
     return out
 
 
@@ -80,7 +86,7 @@ def comparable_rows(rows: list[tuple]) -> list[tuple]:
     def norm(v: Any) -> Any:
         if isinstance(v, (str, dict, list)) and (not isinstance(v, str) or v[:1] in "{["):
             try:
-                return dumps_json(json.loads(v) if isinstance(v, str) else v)
+                return dumps_json(json.loads(expand_doc(v)) if isinstance(v, str) else v)
             except ValueError:
                 return v
         return float(v) if isinstance(v, int) and not isinstance(v, bool) else v
@@ -126,13 +132,22 @@ def store_thread_op(
             data = _canonical_checksums(shared, data)
         wanted[t] = (shared, data)
         if data:
-            yield Q(d.insert_table_rows(t, tuple(shared)), data, many=True)
+            yield Q(d.insert_table_rows(t, tuple(shared)), _compacted(d, t, shared, data), many=True)
     try:
         yield from _check_stored_op(d, thread_id, wanted, expected)
     except Differs:
         if not d.rolls_back:  # no transaction to undo the rows written: they go again
             yield from ops.delete_thread(d, thread_id, bc, tags=tags)
         raise
+
+
+def _compacted(d: Dialect, table: str, cols: Sequence[str], data: list[tuple]) -> list[tuple]:
+    """Rows to insert: checkpoint documents stored compacted where the backend does (``jsontext.compact_doc``,
+    as its puts store them; read back expanded by ``thread_rows_op``)."""
+    if table != "checkpoints" or not d.compacts_docs or "checkpoint" not in cols:
+        return data
+    at = list(cols).index("checkpoint")
+    return [(*r[:at], compact_doc(r[at]) if isinstance(r[at], str) else r[at], *r[at + 1 :]) for r in data]
 
 
 def _canonical_checksums(cols: Sequence[str], data: list[tuple]) -> list[tuple]:

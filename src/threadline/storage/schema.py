@@ -314,6 +314,13 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
         # a release before it refuses the database instead of reading such a checkpoint without them.
         [],
     ),
+    (
+        22,
+        # Storage format 2: on SQLite and Redis a checkpoint's document may be stored with its versions compacted
+        # (``jsontext.compact_doc``: the first 24 of a version's 32 zeros as ``~``), which a release
+        # before it would read as versions no blob has; recorded so that it refuses the database instead.
+        [],
+    ),
 ]
 
 LATEST_VERSION = max(v for v, _ in MIGRATIONS)

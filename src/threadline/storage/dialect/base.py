@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from threadline import limits
-from threadline.codec.jsontext import dumps_json
+from threadline.codec.jsontext import dumps_json, expand_doc
 from threadline.storage.jsonfilter import Term, filter_terms, is_operators, terms_predicate
 from threadline.errors import CorruptRowError, FilterError, FilterTooLargeError
 from threadline.storage.dialect.adoption import AdoptionStatements
@@ -204,10 +204,10 @@ class Dialect(
         raise NotImplementedError
 
     def load_json(self, value: Any, where: object) -> Any:
-        """A JSON column's value as read back by the driver, decoded; CorruptRowError naming
-        ``where`` (its ``str``) when it is not JSON."""
+        """A JSON column's value as read back by the driver, decoded (a document stored compacted,
+        ``compacts_docs``, expanded first); CorruptRowError naming ``where`` (its ``str``) when it is not JSON."""
         try:
-            return json.loads(value) if isinstance(value, (str, bytes)) else value
+            return json.loads(expand_doc(value) if isinstance(value, str) else value) if isinstance(value, (str, bytes)) else value
         except (ValueError, RecursionError) as exc:
             raise CorruptRowError(f"{where}: stored JSON is unreadable ({exc})") from exc
 

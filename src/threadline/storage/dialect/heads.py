@@ -52,6 +52,9 @@ class HeadStatements:
     # whether a JSON column reads back as the very text written (a checkpoint's checksum then covers
     # the text: ``codec.seal``'s ``x3:``; False where JSONB normalizes it)
     keeps_json_text: bool = False
+    # whether a put stores its document's versions compacted (``jsontext.compact_doc``; read through
+    # ``load_json``, in SQL through ``jsontext.expanded_sql``): where the text is kept and no script reads it
+    compacts_docs: bool = False
     # (thread_id, checkpoint_ns, checkpoint_id, type, data): the namespace's head, replaced only by a
     # newer checkpoint's (a checkpoint put again keeps the head its first put wrote, as its blobs do)
     UPSERT_HEAD = (

@@ -7,6 +7,7 @@ import json
 import re
 from typing import Any
 
+from threadline.codec.jsontext import expanded_sql
 from threadline.storage.dialect.base import Dialect, check_filter, split_filter
 from threadline.storage.jsonfilter import SqliteJson, where_terms
 from threadline.storage.dialect.heads import get_with_head
@@ -89,6 +90,7 @@ class SqliteDialect(Dialect):
     echoes_config = True
     head_rows = True
     keeps_json_text = True
+    compacts_docs = True
     value_read = "CAST({} AS BLOB)"
     THREAD_BLOBS = f"SELECT {read_values(BLOB_COLUMNS, value_read)} FROM threadline_blobs WHERE thread_id = ?"
     THREAD_BLOBS_LIKE = f"SELECT {read_values(BLOB_COLUMNS, value_read)} FROM threadline_blobs WHERE thread_id = ? AND type LIKE ?"
@@ -137,7 +139,7 @@ class SqliteDialect(Dialect):
         return f"CAST({expr} / ? AS INTEGER)"  # truncates, which is floor for a positive value
 
     def json_field(self, column: str, key: str) -> str:
-        return f"json_extract({column}, '$.{key}')"
+        return f"json_extract({expanded_sql(column)}, '$.{key}')"  # a document's versions expanded
 
     metadata_json = SqliteJson("c.metadata")  # operator filters on a checkpoint's metadata
 
@@ -178,7 +180,7 @@ class SqliteDialect(Dialect):
 
     def references_from(self, where: str) -> str:
         return (
-            "FROM threadline_checkpoints c, json_each(c.checkpoint, '$.channel_versions') j "
+            f"FROM threadline_checkpoints c, json_each({expanded_sql('c.checkpoint')}, '$.channel_versions') j "
             "LEFT JOIN threadline_blobs b ON b.thread_id = c.thread_id AND b.checkpoint_ns = c.checkpoint_ns "
             f"AND b.channel = j.key AND b.version = CAST(j.value AS TEXT) {where}"
         )

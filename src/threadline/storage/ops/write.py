@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from threadline import codec, limits
-from threadline.codec.jsontext import dumps_plain
+from threadline.codec.jsontext import compact_doc, dumps_plain
 from threadline.storage import heads as H
 from threadline.storage import inline
 from threadline.storage import rows as R
@@ -345,7 +345,8 @@ def put(
         for r in checked:
             r.value = None
         checked = []
-    row = (key.thread_id, key.checkpoint_ns, checkpoint["id"], key.checkpoint_id, doc_json, meta_json, step, source, run_id, now, checksum)
+    stored_doc = compact_doc(doc_json) if d.compacts_docs else doc_json  # the checksum covers ``doc_json``
+    row = (key.thread_id, key.checkpoint_ns, checkpoint["id"], key.checkpoint_id, stored_doc, meta_json, step, source, run_id, now, checksum)
     # channels taken unchanged from the parent are stored with it: a new row needs it still stored
     required = key.checkpoint_id if inherits and parent is not None else None
     # one statement when its parameters fit, else several in one transaction (the blobs in chunks)
@@ -366,7 +367,7 @@ def put(
         # are written only when every checked row is stored as written (else below)
         is_checked = [r.value is not None and bc.cache is not None for r in in_one]
         blob_params = flat((*r.params, *r.guard, c) for r, c in zip(in_one, is_checked))
-        stores = (("checkpoints", len(doc_json) + len(meta_json)), ("blobs", 0 if wide else size))
+        stores = (("checkpoints", len(stored_doc) + len(meta_json)), ("blobs", 0 if wide else size))
         params = [*row, len(checked), size, required is not None, default_ttl, *blob_params, *fenced]
         stored, _, existed, parent_stored, *held = (yield Q(one, params, single=True, stores=stores))[0]
         if held and not held[0]:
