@@ -141,6 +141,14 @@ def test_a_sqlite_get_tuple_is_one_statement_without_a_transaction(tmp_path: Pat
     assert got.checkpoint == want.checkpoint and got.metadata == want.metadata and got.parent_config == want.parent_config
 
 
+def _three_turns(saver: Any, thread_id: str, words: int) -> Any:
+    """The test graph on ``saver``, after three turns of ``words`` words each on ``thread_id``."""
+    graph = FX.build_graph(saver)
+    for turn in range(3):
+        graph.invoke({**FX.human(f"turn {turn} " * words, turn), "mode": "plain"}, FX.cfg(thread_id))
+    return graph
+
+
 def test_a_warm_read_takes_the_head_entries_it_holds(tmp_path: Path) -> None:
     """The saver that wrote (or read) a checkpoint's head keeps its entries: its next read of that checkpoint
     takes them, as it takes cached values, instead of opening the stored head again. Shown with the stored
@@ -149,9 +157,7 @@ def test_a_warm_read_takes_the_head_entries_it_holds(tmp_path: Path) -> None:
     the tuple read before."""
     db = str(tmp_path / "warm.db")
     with SqliteSaver.from_conn_string(db) as saver:
-        graph = FX.build_graph(saver)
-        for turn in range(3):
-            graph.invoke({**FX.human(f"turn {turn} " * 30, turn), "mode": "plain"}, FX.cfg("warm"))
+        _three_turns(saver, "warm", 30)
         latest = saver.get_tuple(FX.cfg("warm"))
         assert _heads(saver)[0][2] == latest.config["configurable"]["checkpoint_id"]
         data = bytes(saver.run(_q("SELECT data FROM threadline_heads WHERE thread_id = 'warm'"))[0][0])
@@ -184,9 +190,7 @@ def test_a_cold_read_keeps_the_head_and_the_next_put_builds_on_it(tmp_path: Path
     (no blob read), and every saver reads the new checkpoint back as the one that wrote it."""
     db = str(tmp_path / "cold.db")
     with SqliteSaver.from_conn_string(db) as saver:
-        graph = FX.build_graph(saver)
-        for turn in range(3):
-            graph.invoke({**FX.human(f"turn {turn} " * 30, turn), "mode": "plain"}, FX.cfg("cold"))
+        _three_turns(saver, "cold", 30)
     with SqliteSaver.from_conn_string(db) as fresh:
         latest = fresh.get_tuple(FX.cfg("cold"))
         cid, cache = latest.config["configurable"]["checkpoint_id"], fresh.blob_codec.cache
@@ -276,3 +280,34 @@ def test_heads_are_encrypted_under_a_keyring_and_checksummed_without(tmp_path: P
             fresh.blob_codec = BlobCodec(keys=keys)
             assert FX.build_graph(fresh).get_state(FX.cfg("s")).values == state
             assert lifecycle.fsck(fresh, deep=True).ok
+
+
+def test_heads_are_a_rowid_table_and_a_database_before_it_migrates(tmp_path: Path) -> None:
+    """Migration 23 (SQLite): the heads table keeps its rowid, so a head of a few KB stays in its leaf
+    page but for whole overflow pages (a WITHOUT ROWID row spills past ~1 KB); a database whose heads
+    table is the WITHOUT ROWID one of migration 17 is rebuilt with every head kept, and a new saver's
+    read is still served by the head (one statement) and equal to the one before."""
+    db = str(tmp_path / "heads.db")
+    with SqliteSaver.from_conn_string(db) as saver:
+        _three_turns(saver, "h", 60)
+        want = saver.get_tuple(FX.cfg("h"))
+    with sqlite3.connect(db) as conn:  # back to the layout before migration 23, its rows kept
+        conn.executescript(
+            "CREATE TABLE h17 (thread_id TEXT NOT NULL, checkpoint_ns TEXT NOT NULL DEFAULT '', checkpoint_id TEXT NOT NULL, "
+            "type TEXT NOT NULL, data BLOB NOT NULL, PRIMARY KEY (thread_id, checkpoint_ns)) WITHOUT ROWID;"
+            "INSERT INTO h17 SELECT thread_id, checkpoint_ns, checkpoint_id, type, data FROM threadline_heads;"
+            "DROP TABLE threadline_heads; ALTER TABLE h17 RENAME TO threadline_heads;"
+            "DELETE FROM threadline_migrations WHERE v = 23;"
+        )
+        heads = conn.execute("SELECT * FROM threadline_heads").fetchall()
+        assert len(heads) == 1 and len(heads[0][4]) > 2000  # a head past what a WITHOUT ROWID leaf keeps
+    with SqliteSaver.from_conn_string(db) as fresh:
+        seen: list[str] = []
+        fresh.conn.set_trace_callback(seen.append)
+        got = fresh.get_tuple(FX.cfg("h"))
+        fresh.conn.set_trace_callback(None)
+        assert got == want and len(seen) == 1 and _reads_checkpoint_head_and_writes(seen[0]), seen
+    with sqlite3.connect(db) as conn:
+        sql = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'threadline_heads'").fetchone()[0]
+        assert "WITHOUT ROWID" not in sql.upper() and conn.execute("SELECT * FROM threadline_heads").fetchall() == heads
+        assert conn.execute("SELECT MAX(v) FROM threadline_migrations").fetchone() == (LATEST_VERSION,)

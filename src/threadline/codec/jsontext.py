@@ -91,7 +91,7 @@ def dumps_meta(meta: dict[str, Any]) -> str:
     return _fast(meta, _META, False)[0]
 
 
-# A stored document's versions in fewer bytes, on a backend that keeps its JSON text (SQLite, Redis): every
+# A stored document's versions in fewer bytes, on a backend that keeps its JSON text uncompressed (SQLite): every
 # string starting with 24 zeros — LangGraph's versions are a 32-digit zero-padded counter, a dot and
 # a random fraction, ``"00000000000000000000000000000013.0.0412…"`` — is stored with ``~`` for those
 # zeros, which takes a 100-node graph's documents from 2.6 MB to 1.8 MB. Only a text without a ``~`` of

@@ -58,7 +58,7 @@ def thread_rows_op(d: Dialect, thread_id: str, columns: Mapping[str, Sequence[st
     for t, cols in columns.items():
         found = yield Q(d.thread_table_rows(t, tuple(cols)), (thread_id,))
         rows = [tuple(_plain(v) for v in r) for r in found]
-        if t == "checkpoints" and d.compacts_docs and "checkpoint" in cols:
+        if t == "checkpoints" and "checkpoint" in cols:
             at = list(cols).index("checkpoint")
             rows = [(*r[:at], expand_doc(r[at]) if isinstance(r[at], str) else r[at], *r[at + 1 :]) for r in rows]
         out[t] = (list(cols), rows)

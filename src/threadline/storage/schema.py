@@ -316,9 +316,16 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
     ),
     (
         22,
-        # Storage format 2: on SQLite and Redis a checkpoint's document may be stored with its versions compacted
+        # Storage format 2: on SQLite a checkpoint's document may be stored with its versions compacted
         # (``jsontext.compact_doc``: the first 24 of a version's 32 zeros as ``~``), which a release
         # before it would read as versions no blob has; recorded so that it refuses the database instead.
+        [],
+    ),
+    (
+        23,
+        # SQLite only (``SqliteDialect.extra_migrations``): the heads table rebuilt as a rowid table, whose
+        # rows keep up to a page in their leaf (a WITHOUT ROWID row spills past ~1 KB): a put writes one
+        # overflow page less.
         [],
     ),
 ]

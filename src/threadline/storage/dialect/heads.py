@@ -53,7 +53,8 @@ class HeadStatements:
     # the text: ``codec.seal``'s ``x3:``; False where JSONB normalizes it)
     keeps_json_text: bool = False
     # whether a put stores its document's versions compacted (``jsontext.compact_doc``; read through
-    # ``load_json``, in SQL through ``jsontext.expanded_sql``): where the text is kept and no script reads it
+    # ``load_json``, in SQL through ``jsontext.expanded_sql``): where the text is kept as written and not
+    # compressed (Redis zstd-compresses its rows, which takes those runs of zeros already)
     compacts_docs: bool = False
     # (thread_id, checkpoint_ns, checkpoint_id, type, data): the namespace's head, replaced only by a
     # newer checkpoint's (a checkpoint put again keeps the head its first put wrote, as its blobs do)

@@ -94,7 +94,6 @@ class RedisDialect(
     prune_refuses_delta_threads = False
     single_node = False  # set by the saver once its client is known not to be a cluster's
     keeps_json_text = True  # a checkpoint row keeps its JSON texts as written (``codec.seal``'s ``x3:``)
-    compacts_docs = True  # its versions compacted (``jsontext.compact_doc``): no script reads a document
 
     def __init__(self, prefix: str = "threadline") -> None:
         if not isinstance(prefix, str) or not prefix or any(c in prefix for c in "{}\x00"):

@@ -9,7 +9,6 @@ from typing import Any
 
 import orjson
 
-from threadline.codec.jsontext import expand_doc
 from threadline.storage import rows as R
 from threadline.storage.redis import layout as L
 from threadline.storage.redis.base import Call, blob_row, checkpoint_row, frame, group, pairs, text, write_row
@@ -70,7 +69,7 @@ def put_checkpoint(d: Any, params: Sequence[Any], many: bool, blobs: int, fenced
         args += [L.field(bns, ch, v), L.pack_blob(type_, blob, base), L.field(bns, ch, base) if guarded else "",
                  guard_type or "", guard_size if guard_size is not None else 0, "1" if checked else "0"]
     # the root namespace's checkpoint lists its blob fields, for a get in one round trip (``scripts.GET``)
-    args += [tid, "\1".join(L.field(ns, ch, v) for ch, v in R.blob_pairs(orjson.loads(expand_doc(doc)))) if ns == "" else ""]
+    args += [tid, "\1".join(L.field(ns, ch, v) for ch, v in R.blob_pairs(orjson.loads(doc))) if ns == "" else ""]
     if fence is not None:  # the lease checked in the script; on a cluster the index once it held
         keys = (*d.keys(tid), L.lease_key(d.prefix, tid), *((d.index,) if d.single_node else ()))
         found = yield [Call("put", keys, [frame(args), fence[1], str(fence[2])])]
