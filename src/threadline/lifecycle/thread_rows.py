@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from threadline import codec
+from threadline.codec.jsontext import compact_doc, expand_doc
 from threadline.errors import ConfigError, CorruptRowError
 from threadline.storage import ops
-from threadline.codec.jsontext import compact_doc, expand_doc
 from threadline.storage.dialect import Dialect, dumps_json
 from threadline.storage.ops import Op, Q
 
@@ -58,11 +58,16 @@ def thread_rows_op(d: Dialect, thread_id: str, columns: Mapping[str, Sequence[st
     for t, cols in columns.items():
         found = yield Q(d.thread_table_rows(t, tuple(cols)), (thread_id,))
         rows = [tuple(_plain(v) for v in r) for r in found]
-        if t == "checkpoints" and "checkpoint" in cols:
-            at = list(cols).index("checkpoint")
-            rows = [(*r[:at], expand_doc(r[at]) if isinstance(r[at], str) else r[at], *r[at + 1 :]) for r in rows]
-        out[t] = (list(cols), rows)
+        out[t] = (list(cols), _with_docs(t, cols, rows, expand_doc))
     return out
+
+
+def _with_docs(table: str, cols: Sequence[str], rows: list[tuple], text: Callable[[str], str]) -> list[tuple]:
+    """``rows`` of ``table`` with ``text`` applied to each checkpoint document held as text (other tables as they are)."""
+    if table != "checkpoints" or "checkpoint" not in cols:
+        return rows
+    at = list(cols).index("checkpoint")
+    return [(*r[:at], text(r[at]) if isinstance(r[at], str) else r[at], *r[at + 1 :]) for r in rows]
 
 
 def read_op(d: Dialect, thread_ids: Sequence[str] | None, sink: Sink, transform: Transform | None = None) -> Op[int]:
@@ -132,22 +137,14 @@ def store_thread_op(
             data = _canonical_checksums(shared, data)
         wanted[t] = (shared, data)
         if data:
-            yield Q(d.insert_table_rows(t, tuple(shared)), _compacted(d, t, shared, data), many=True)
+            # stored as the backend's puts store documents (compacted on SQLite), read back expanded
+            yield Q(d.insert_table_rows(t, tuple(shared)), _with_docs(t, shared, data, compact_doc) if d.compacts_docs else data, many=True)
     try:
         yield from _check_stored_op(d, thread_id, wanted, expected)
     except Differs:
         if not d.rolls_back:  # no transaction to undo the rows written: they go again
             yield from ops.delete_thread(d, thread_id, bc, tags=tags)
         raise
-
-
-def _compacted(d: Dialect, table: str, cols: Sequence[str], data: list[tuple]) -> list[tuple]:
-    """Rows to insert: checkpoint documents stored compacted where the backend does (``jsontext.compact_doc``,
-    as its puts store them; read back expanded by ``thread_rows_op``)."""
-    if table != "checkpoints" or not d.compacts_docs or "checkpoint" not in cols:
-        return data
-    at = list(cols).index("checkpoint")
-    return [(*r[:at], compact_doc(r[at]) if isinstance(r[at], str) else r[at], *r[at + 1 :]) for r in data]
 
 
 def _canonical_checksums(cols: Sequence[str], data: list[tuple]) -> list[tuple]:
