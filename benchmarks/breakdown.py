@@ -175,7 +175,25 @@ def child(kind: str, part: str, calls_file: str, lib: str, threads: int, where: 
                 else:
                     getattr(saver, name)(*args)
                 wrote = wrote or name == "put"
+        if kind == "get_cold":  # a new saver's reads of each conversation's latest checkpoint (as instructions.py's)
+            counted = instructions.cold_reads(saver_class, where, [instructions._thread_of(calls[t]) for t in names[1:]],
+                                              _cold_toggle(toggle, state, part))
     print(f"counted {counted} {state['n']}", file=sys.stderr)
+
+
+def _cold_toggle(toggle: Callable, state: dict, part: str) -> Callable:
+    """What ``instructions.cold_reads`` calls around each counted read: the part is in a call of the
+    kind in between (and the whole call counted when the part is ``-``), the calibration's no-ops run."""
+    noop = _wrap(lambda: None, toggle, state)
+
+    def around() -> None:
+        state["in"] = not state["in"]
+        if part == "-":
+            toggle()
+        elif part == CALIBRATE and state["in"]:
+            for _ in range(10):
+                noop()
+    return around
 
 
 def measure(kind: str, part: str, src: str, calls_file: str, lib: str, tmp: str, threads: int, backend: str) -> tuple[float, float]:

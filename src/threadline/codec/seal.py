@@ -102,7 +102,23 @@ def _field(value: str | int | None) -> bytes:
 
 def _digest(ad: bytes, payload: bytes | memoryview) -> bytes:
     """xxh3-64 of the associated data and the payload (a ``C1 03`` envelope)."""
-    return _xxh3_64()(ad + payload)
+    return xxh3(ad, payload)
+
+
+# Bytes of payload from which ``xxh3`` feeds a hasher the two parts: below, joining them first costs
+# less than the hasher object; above, the join's copy of the payload costs more (callgrind: ~1
+# instruction a byte).
+STREAM_MIN = 4096
+
+
+def xxh3(ad: bytes, payload: bytes | memoryview, wide: bool = False) -> bytes:
+    """xxh3 (128 bits when ``wide``, else 64) of ``ad`` followed by ``payload``."""
+    xxhash = _xxhash()
+    if len(payload) < STREAM_MIN:
+        return (xxhash.xxh3_128_digest if wide else xxhash.xxh3_64_digest)(ad + payload)
+    h = (xxhash.xxh3_128 if wide else xxhash.xxh3_64)(ad)
+    h.update(payload)
+    return h.digest()
 
 
 def _b2_digest(ad: bytes, payload: bytes | memoryview) -> bytes:
@@ -113,10 +129,10 @@ def _b2_digest(ad: bytes, payload: bytes | memoryview) -> bytes:
 
 
 @lru_cache(maxsize=1)
-def _xxh3_64() -> Any:
+def _xxhash() -> Any:
     import xxhash  # on first use: importing the saver does not pay for it
 
-    return xxhash.xxh3_64_digest
+    return xxhash
 
 
 def seal(keys: Keyring | None, row: Row, tag: str, data: bytes) -> tuple[str, bytes]:

@@ -36,7 +36,7 @@ from typing import Any
 import ormsgpack
 
 from threadline import codec
-from threadline.codec.seal import Row, seal
+from threadline.codec.seal import Row, seal, xxh3
 from threadline.errors import CorruptRowError, EncryptionError
 
 VALUE_MAX = 32 << 10  # bytes of one serialized value a head holds at most
@@ -97,8 +97,6 @@ def pack(bc: codec.BlobCodec, key: tuple[str, str, str], entries: Entries, check
     payload (``head2+x3``: a head is rewritten whole at every put, and BLAKE2b over its bytes would
     cost a put ~1 µs per KB). Not compressed: zstd would cost a put ~40 µs per 10 KB of state (the
     blobs, which are, stay the record of every value)."""
-    import xxhash  # on first use: importing the saver does not pay for it
-
     # an empty channel's entry, most of a wide graph's, as its name alone
     empty = codec.EMPTY
     flat = [
@@ -107,7 +105,7 @@ def pack(bc: codec.BlobCodec, key: tuple[str, str, str], entries: Entries, check
     payload = ormsgpack.packb([checksum, flat])
     if bc.keys is not None and (bc.keys.writer is not None or bc.keys.require):
         return seal(bc.keys, head_ref(*key), TAG, payload)
-    return TAG + X3, xxhash.xxh3_128_digest(head_ref(*key).ad(TAG) + payload) + payload
+    return TAG + X3, xxh3(head_ref(*key).ad(TAG), payload, wide=True) + payload
 
 
 def _open(bc: codec.BlobCodec, ref: Row, stored_type: str, data: bytes) -> tuple[str, bytes]:
@@ -118,10 +116,8 @@ def _open(bc: codec.BlobCodec, ref: Row, stored_type: str, data: bytes) -> tuple
         return bc.open(ref, stored_type, data)
     if bc.keys is not None and bc.keys.require:
         raise EncryptionError(f"{ref}: not encrypted, and this keyring requires encryption")
-    import xxhash
-
     raw = bytes(data)
-    if len(raw) < 16 or xxhash.xxh3_128_digest(ref.ad(tag) + raw[16:]) != raw[:16]:
+    if len(raw) < 16 or xxh3(ref.ad(tag), memoryview(raw)[16:], wide=True) != raw[:16]:
         raise CorruptRowError(f"{ref}: checksum mismatch")
     return tag, raw[16:]
 
