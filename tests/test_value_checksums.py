@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from backends import Backend
 from bad_input_access import cfg, ckpt
-from threadline.codec.seal import Row
+from threadline.codec.seal import STREAM_MIN, Row, xxh3
 from threadline.errors import CorruptRowError, SchemaError
 from threadline.storage import rows as R
 from threadline.storage.ops import schema as schema_ops
@@ -219,3 +219,14 @@ def test_a_number_jsonb_rewrites_is_found_among_many_signs(signs: int) -> None:
     noise = b'"' + b"+-" * signs + b'"'
     for number, rewritten in ((b"1.5e+20", True), (b"-0.0", True), (b"-0.5", False), (b"12", False)):
         assert _unstable(b"[" + noise + b"," + number + b"]") is rewritten
+
+
+@settings(max_examples=60, deadline=None)
+@given(ad=st.binary(max_size=64), size=st.sampled_from([0, 1, STREAM_MIN - 1, STREAM_MIN, STREAM_MIN + 1, 10_000, 70_000]), seed=st.integers(0, 255),
+       wide=st.booleans(), view=st.booleans())
+def test_a_digest_fed_in_two_parts_is_the_digest_of_the_joined_bytes(ad: bytes, size: int, seed: int, wide: bool, view: bool) -> None:
+    """``seal.xxh3`` hashes a large payload without joining it to its associated data first: the digest
+    must be the one-shot digest of the joined bytes, or rows sealed before would no longer open."""
+    payload = bytes((seed + i) % 256 for i in range(size))
+    one_shot = (xxhash.xxh3_128_digest if wide else xxhash.xxh3_64_digest)(ad + payload)
+    assert xxh3(ad, memoryview(payload) if view else payload, wide=wide) == one_shot
