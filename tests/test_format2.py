@@ -184,6 +184,35 @@ def test_a_warm_read_takes_the_head_entries_it_holds(tmp_path: Path) -> None:
         assert len(seen) > 1 and any("threadline_blobs" in sql for sql in seen[1:]), seen
 
 
+def test_a_warm_read_leaves_the_bytes_of_the_head_it_holds_unread(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The get statement is given the checkpoint whose head the saver holds: for it the head's bytes are not
+    fetched (NULL), for any other checkpoint or a saver holding none they are. Should the held entries be
+    gone by the time they are looked up (evicted by another thread), the read takes the values from the
+    blobs: the same tuple."""
+    from threadline.storage.dialect.heads import get_with_head
+
+    db = str(tmp_path / "held.db")
+    with SqliteSaver.from_conn_string(db) as saver:
+        _three_turns(saver, "held", 30)
+        latest = saver.get_tuple(FX.cfg("held"))
+        cid = latest.config["configurable"]["checkpoint_id"]
+        assert saver.blob_codec.cache.head_row_id("held", "") == cid
+        stored = bytes(saver.run(_q("SELECT data FROM threadline_heads WHERE thread_id = 'held'"))[0][0])
+        for held, data in ((cid, None), (None, stored), ("another", stored)):
+            rows = saver.run(_q(get_with_head(True), ("held", "", None, held)))
+            (row,) = [r for r in rows if r[0] == 0]
+            assert row[7] == "head2+x3" and (None if row[12] is None else bytes(row[12])) == data
+        cache = saver.blob_codec.cache
+        cache.forget_threads(["held"])  # no value cached either: they come from the blobs
+        monkeypatch.setattr(cache, "head_row_id", lambda *key: cid)  # held when the statement was made …
+        monkeypatch.setattr(cache, "head_row", lambda *key: None)  # … and evicted when it was looked up
+        seen: list[str] = []
+        saver.conn.set_trace_callback(seen.append)
+        assert saver.get_tuple(FX.cfg("held")) == latest
+        saver.conn.set_trace_callback(None)
+        assert any("threadline_blobs" in sql for sql in seen[1:]), seen
+
+
 def test_a_cold_read_keeps_the_head_and_the_next_put_builds_on_it(tmp_path: Path) -> None:
     """A new saver's read of the latest checkpoint caches its head, not an entry per value: a read that
     nothing follows builds none. A put on that checkpoint then finds its delta bases in the head it holds

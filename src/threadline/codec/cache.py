@@ -281,6 +281,11 @@ class BlobCache:
             found = self._rows.get((thread_id, checkpoint_ns))
             return found[1] if found is not None and found[0] == checkpoint_id else None
 
+    def head_row_id(self, thread_id: str, checkpoint_ns: str) -> str | None:
+        """The checkpoint_id whose head entries are remembered for the namespace (None: none)."""
+        found = self._rows.get((thread_id, checkpoint_ns))  # one dict look-up: no lock (a hint, as ``knows``)
+        return found[0] if found is not None else None
+
     def put_head_row(self, thread_id: str, checkpoint_ns: str, checkpoint_id: str, entries: dict) -> None:
         """Remember a namespace's head entries (``storage.heads``), replacing older ones."""
         size = ENTRY_OVERHEAD + sum(map(len, map(_DATA, entries.values()))) + sum(map(len, entries)) + PAIR_OVERHEAD * len(entries)

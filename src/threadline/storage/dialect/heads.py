@@ -24,9 +24,11 @@ def get_with_head(latest: bool) -> str:
     first) without the blobs, which the head holds (what it lacks is read after). (thread_id,
     checkpoint_ns[, checkpoint_id unless ``latest``]) → 0, the checkpoint (as Postgres's, with the
     head's type in the 8th column and its data in the 13th: NULL when the namespace's head describes
-    another checkpoint); 2, a write (as Postgres's), in no order (the caller sorts them: an ORDER BY
-    over the union costs SQLite a sorter on every read). No kind-0 row: no such checkpoint (a write
-    row may come then). One statement: a consistent read without a transaction.
+    another checkpoint, or the checkpoint_id bound as ``?4``, whose head the reading process holds
+    already: its bytes are not read off their overflow pages); 2, a write (as Postgres's), in no order
+    (the caller sorts them: an ORDER BY over the union costs SQLite a sorter on every read). No kind-0
+    row: no such checkpoint (a write row may come then). One statement: a consistent read without a
+    transaction. Four parameters in both forms (``?3`` is unused by the latest one).
 
     Neither a common table expression (SQLite materializes one used twice) nor a sort: the latest
     checkpoint is found twice, by its index, in the same snapshot (a new thread's read: 50k → 29k
@@ -35,7 +37,8 @@ def get_with_head(latest: bool) -> str:
     checkpoint = "(SELECT max(checkpoint_id) FROM threadline_checkpoints WHERE thread_id = ?1 AND checkpoint_ns = ?2)" if latest else "?3"
     return (
         "SELECT * FROM (SELECT 0 AS kind, c.thread_id, c.checkpoint_ns, c.checkpoint_id, c.parent_checkpoint_id, c.source, "
-        "c.checksum, h.type, c.step, c.created_at, c.checkpoint, c.metadata, CAST(h.data AS BLOB) FROM threadline_checkpoints c "
+        "c.checksum, h.type, c.step, c.created_at, c.checkpoint, c.metadata, "
+        "CASE WHEN h.checkpoint_id = ?4 THEN NULL ELSE CAST(h.data AS BLOB) END FROM threadline_checkpoints c "
         "LEFT JOIN threadline_heads h ON h.thread_id = c.thread_id AND h.checkpoint_ns = c.checkpoint_ns "
         f"AND h.checkpoint_id = c.checkpoint_id WHERE c.thread_id = ?1 AND c.checkpoint_ns = ?2 {which}) "
         "UNION ALL SELECT 2, w.thread_id, w.checkpoint_ns, w.checkpoint_id, w.task_id, w.channel, w.task_path, w.type, w.idx, "

@@ -360,7 +360,10 @@ def _get_one(d: Dialect, serde: SerializerProtocol, key: Key, one: str, bc: code
     """``get_tuple`` with ``Dialect.get_statement``: one round trip (a blob or referenced write its
     rows miss is read after). A backend that keeps heads reads the checkpoint's with it, not its blobs."""
     params = [key.thread_id, key.checkpoint_ns, *([key.checkpoint_id] if key.checkpoint_id else [])]
-    if not d.head_rows:
+    if d.head_rows:  # the checkpoint whose head this process holds: its bytes are not read (``get_with_head``)
+        held = bc.cache.head_row_id(key.thread_id, key.checkpoint_ns) if bc is not None and bc.cache is not None else None
+        params = [key.thread_id, key.checkpoint_ns, key.checkpoint_id, held]
+    else:
         params += _cached_pairs(bc, key)  # the blobs it reads, but those cached
     found = yield Q(one, params, read=True, single=True)
     ck_rows, blobs, writes, referenced = [], defaultdict(dict), defaultdict(list), {}
