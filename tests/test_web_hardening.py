@@ -127,3 +127,24 @@ def test_ui_banner_masks_the_password(pg_url: str) -> None:
         proc.communicate(timeout=30)
     assert "?token=" in banner and "//***@" in banner and "password=***" in banner
     assert "s3cret" not in banner
+
+
+def test_ctrl_c_as_the_server_starts_stops_it(demo_path: str) -> None:
+    """A Ctrl+C (SIGINT) that arrives between the announcement and uvicorn's own handler (here: while the
+    banner is printed) stops the server once it has started: ``serve`` returns, no KeyboardInterrupt, and
+    the handler it found is back."""
+    from threadline.web.server import serve
+
+    before = signal.getsignal(signal.SIGINT)
+    banners: list[str] = []
+
+    def announce(text: str) -> None:
+        banners.append(text)
+        signal.raise_signal(signal.SIGINT)  # delivered now, before the server runs
+
+    try:
+        serve(UIConfig(db=demo_path, port=0), open_browser=False, announce=announce)
+    except KeyboardInterrupt:  # pragma: no cover - the failure this test is about
+        pytest.fail("a Ctrl+C as the server started escaped as KeyboardInterrupt")
+    assert banners and "Press Ctrl+C to stop." in banners[0]
+    assert signal.getsignal(signal.SIGINT) is before

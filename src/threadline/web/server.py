@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import socket
 import tempfile
 import threading
 import webbrowser
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import uvicorn
@@ -73,13 +74,31 @@ def serve(config: UIConfig, *, open_browser: bool = True, announce: Callable[[st
         server = make_server(config, sock, opened)
         link = url_of(config)
         mode = f"read-only: {opened.reason}" if opened.read_only else "actions on"
-        announce(f"threadline ui for {masked(config.db)} ({mode}) at\n  {link}\nPress Ctrl+C to stop.")
-        page = redirect_file(link) if open_browser else None
-        try:
-            if page:
-                threading.Timer(1.0, webbrowser.open, [Path(page).as_uri()]).start()
-            server.run(sockets=[sock])
-        finally:
-            if page:
-                with contextlib.suppress(FileNotFoundError):
-                    os.remove(page)
+        with _stop_on_interrupt(server):
+            announce(f"threadline ui for {masked(config.db)} ({mode}) at\n  {link}\nPress Ctrl+C to stop.")
+            page = redirect_file(link) if open_browser else None
+            try:
+                if page:
+                    threading.Timer(1.0, webbrowser.open, [Path(page).as_uri()]).start()
+                server.run(sockets=[sock])
+            finally:
+                if page:
+                    with contextlib.suppress(FileNotFoundError):
+                        os.remove(page)
+
+
+@contextlib.contextmanager
+def _stop_on_interrupt(server: uvicorn.Server) -> Iterator[None]:
+    """Ctrl+C (SIGINT) asks ``server`` to stop while uvicorn's own handler is not installed: from the
+    announcement until it serves, and after it restores this one. Without it a Ctrl+C in that window
+    raised KeyboardInterrupt wherever the main thread was, or let ``asyncio.run``'s handler cancel
+    uvicorn's start-up half-way (a server that did not stop, seen once on a loaded machine); now it
+    starts, stops at once and ``serve`` returns. Only in the main thread (where signals are handled)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, lambda *_: setattr(server, "should_exit", True))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
