@@ -199,7 +199,7 @@ def test_a_warm_read_leaves_the_bytes_of_the_head_it_holds_unread(tmp_path: Path
         assert saver.blob_codec.cache.head_row_id("held", "") == cid
         stored = bytes(saver.run(_q("SELECT data FROM threadline_heads WHERE thread_id = 'held'"))[0][0])
         for held, data in ((cid, None), (None, stored), ("another", stored)):
-            rows = saver.run(_q(get_with_head(True), ("held", "", None, held)))
+            rows = saver.run(_q(get_with_head(True, held=True), ("held", "", None, held)))
             (row,) = [r for r in rows if r[0] == 0]
             assert row[7] == "head2+x3" and (None if row[12] is None else bytes(row[12])) == data
         cache = saver.blob_codec.cache

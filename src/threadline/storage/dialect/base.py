@@ -179,9 +179,10 @@ class Dialect(
         one transaction."""
         return None
 
-    def get_statement(self, latest: bool) -> str | None:
+    def get_statement(self, latest: bool, held: bool = False) -> str | None:
         """A whole ``get_tuple`` as one statement (see ``PostgresDialect.get_statement``), or None:
-        the backend reads the checkpoint, its blobs and its writes with one statement each."""
+        the backend reads the checkpoint, its blobs and its writes with one statement each.
+        ``held`` (a backend with ``head_rows``): the reader holds a head's entries (``heads.get_with_head``)."""
         return None
 
     @staticmethod

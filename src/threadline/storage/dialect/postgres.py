@@ -244,7 +244,7 @@ class PostgresDialect(Dialect):
         nothing is written when it did not)."""
         return _put_statement(blobs, self.check_fence() if fenced else None)
 
-    def get_statement(self, latest: bool) -> str:
+    def get_statement(self, latest: bool, held: bool = False) -> str:  # no heads: ``held`` is never set
         """A whole ``get_tuple`` in one statement: the checkpoint row, the blob rows its
         ``channel_versions`` name with their delta chains, its pending writes, and the writes
         the chains' ``delta-ref`` rows reference (those of an uncompressed, checksummed one).

@@ -131,9 +131,9 @@ class SqliteDialect(Dialect):
     # VACUUM also turns a database made before incremental auto-vacuum into one that has it
     rebuild_sql = ("PRAGMA auto_vacuum=INCREMENTAL", "VACUUM", "PRAGMA wal_checkpoint(TRUNCATE)")
 
-    def get_statement(self, latest: bool) -> str:
+    def get_statement(self, latest: bool, held: bool = False) -> str:
         """``get_tuple`` in one statement, the checkpoint with its head and writes (``heads.get_with_head``)."""
-        return get_with_head(latest)
+        return get_with_head(latest, held)
 
     def extra_migrations(self) -> dict[int, list[str]]:
         return {5: _CLUSTERED, 23: _HEADS_ROWID}

@@ -358,11 +358,13 @@ def _cached_pairs(bc: codec.BlobCodec | None, key: Key) -> tuple[list[str], list
 
 def _get_one(d: Dialect, serde: SerializerProtocol, key: Key, one: str, bc: codec.BlobCodec | None) -> Op[CheckpointTuple | None]:
     """``get_tuple`` with ``Dialect.get_statement``: one round trip (a blob or referenced write its
-    rows miss is read after). A backend that keeps heads reads the checkpoint's with it, not its blobs."""
+    rows miss is read after). A backend that keeps heads reads the checkpoint's with it, not its blobs,
+    nor the head's bytes where this process holds its entries (``heads.get_with_head``)."""
     params = [key.thread_id, key.checkpoint_ns, *([key.checkpoint_id] if key.checkpoint_id else [])]
-    if d.head_rows:  # the checkpoint whose head this process holds: its bytes are not read (``get_with_head``)
+    if d.head_rows:
         held = bc.cache.head_row_id(key.thread_id, key.checkpoint_ns) if bc is not None and bc.cache is not None else None
-        params = [key.thread_id, key.checkpoint_ns, key.checkpoint_id, held]
+        if held is not None:
+            one, params = d.get_statement(not key.checkpoint_id, held=True), [key.thread_id, key.checkpoint_ns, key.checkpoint_id, held]
     else:
         params += _cached_pairs(bc, key)  # the blobs it reads, but those cached
     found = yield Q(one, params, read=True, single=True)

@@ -109,7 +109,7 @@ class RedisDialect(
     def put_statement(self, blobs: int, fenced: bool = False) -> Cmd:
         return Cmd(put_checkpoint, (blobs, fenced) if fenced else (blobs,), "put")
 
-    def get_statement(self, latest: bool) -> Cmd:  # type: ignore[override]
+    def get_statement(self, latest: bool, held: bool = False) -> Cmd:  # type: ignore[override]  # no heads: ``held`` is never set
         return GET_LATEST if latest else GET_CHECKPOINT
 
     def insert_writes(self, replace: bool, live: bool = False, fenced: int = 0, returning: bool = True) -> Cmd:  # type: ignore[override]
