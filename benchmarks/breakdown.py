@@ -3,7 +3,7 @@ statements, counted by valgrind's callgrind beside the whole call (issue 43: wha
 
 Usage::
 
-    .venv/bin/python benchmarks/breakdown.py put [--threads 3] [--jobs 2] [--src DIR] [--calls FILE] [--backend postgres] PART [PART ...]
+    .venv/bin/python benchmarks/breakdown.py put [--threads 3] [--jobs 2] [--src DIR] [--calls FILE | --graph NAME] [--backend postgres] PART [PART ...]
 
 A PART is one of:
 
@@ -233,6 +233,7 @@ def main(argv: list[str] | None = None) -> str:
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--src", default=str(HERE.parent / "src"), help="the threadline source tree to measure")
     parser.add_argument("--calls", help="recorded calls to replay instead of the chat's (as instructions.py's --calls)")
+    parser.add_argument("--graph", help="record runs of this graph of lg_graphs.py instead of the chat (as instructions.py's --graph)")
     parser.add_argument("--backend", choices=("sqlite", "postgres"), default="sqlite",
                         help="postgres: the client's instructions, at THREADLINE_TEST_POSTGRES (as instructions.py's)")
     args = parser.parse_args(argv)
@@ -250,7 +251,7 @@ def main(argv: list[str] | None = None) -> str:
             found = list(pool.map(lambda p: measure(args.kind, p, args.src, calls_file, lib, tmp, args.threads, args.backend), [CALIBRATE, *args.parts]))
     (noop, tens), found = found[0], found[1:]
     each = noop / tens  # the counting's own instructions each time a part is entered
-    lines = [f"Instructions per `{args.kind}` (callgrind), {args.threads} conversations of 4 turns after a warm-up one, "
+    lines = [f"Instructions per `{args.kind}` (callgrind), {instructions._source(args)} after a warm-up one, "
              f"threadline's {'PostgresSaver (client)' if args.backend == 'postgres' else 'SqliteSaver'} from `{args.src}`; the counting's own {each:,.0f} instructions each time a part "
              "is entered taken off (a part entered once per call: `-`).", "",
              "| part | instructions per call | entered per call |", "|---|---|---|"]

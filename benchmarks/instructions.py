@@ -5,7 +5,7 @@ time on a shared virtual machine moves by tens of per cent between two runs of t
 Usage::
 
     .venv/bin/python benchmarks/instructions.py [--threads 5] [--kinds put,put_writes,get_warm,get_new,get_cold]
-        [--src DIR] [--jobs 2] [--calls FILE] [--backend sqlite|postgres]
+        [--src DIR] [--jobs 2] [--calls FILE | --graph NAME] [--backend sqlite|postgres]
 
 Method: ``per_call.record`` runs ``--threads`` + 1 conversations of 4 turns of the chat fleet's
 ``create_react_agent`` once and keeps every ``put`` / ``put_writes`` / ``get_tuple`` call. Then, for
@@ -19,7 +19,8 @@ written (a turn's first read, after its own puts), ``get_new`` one of a thread w
 to (after another new saver read them all uncounted: the process's one-off work is not counted).
 ``--src``: a threadline source tree to measure instead of this checkout's (a before/after pair).
 ``--calls``: another recording to replay (a pickle of thread → [(method, pickled arguments), …], as
-``per_call.record`` returns; e.g. LangGraph's ``sequential`` graph through a recording saver).
+``per_call.record`` returns); ``--graph NAME``: runs of one of ``lg_graphs.py``'s graphs recorded now
+instead of the chat (``sequential_100``: a wide checkpoint of small values, a hundred channels).
 ``--backend postgres``: the Postgres savers, each on a schema of its own at ``THREADLINE_TEST_POSTGRES``;
 the count is the client process's (the server's work is another process's, not counted).
 
@@ -60,10 +61,25 @@ def _saver_class(saver_name: str, backend: str) -> type:
 
 
 def recorded(args: argparse.Namespace) -> bytes:
-    """The pickled calls to replay: ``--calls``' file, else ``--threads`` + 1 chat conversations recorded now."""
+    """The pickled calls to replay: ``--calls``' file, else ``--threads`` + 1 runs of ``--graph`` or chat
+    conversations recorded now."""
     import per_call
 
-    return Path(args.calls).read_bytes() if args.calls else pickle.dumps(per_call.record(list(range(args.threads + 1)), 4))
+    if args.calls:
+        return Path(args.calls).read_bytes()
+    threads = list(range(args.threads + 1))
+    if args.graph:
+        import lg_graphs
+
+        return pickle.dumps(lg_graphs.record(args.graph, threads))
+    return pickle.dumps(per_call.record(threads, 4))
+
+
+def _source(args: argparse.Namespace) -> str:
+    """What was replayed, for a report's first line."""
+    if args.calls:
+        return f"the calls of {args.calls}"
+    return f"{args.threads} runs of {args.graph}" if args.graph else f"{args.threads} conversations of 4 turns"
 
 
 def child(kind: str, saver_name: str, calls_file: str, lib: str, where: str) -> None:
@@ -150,6 +166,7 @@ def main(argv: list[str] | None = None) -> str:
     parser.add_argument("--src", default=str(HERE.parent / "src"), help="the threadline source tree to measure")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--calls", help="recorded calls to replay instead of the chat's (a pickle shaped as per_call.record's)")
+    parser.add_argument("--graph", help="record runs of this graph of lg_graphs.py (e.g. sequential_100) instead of the chat")
     parser.add_argument("--backend", choices=("sqlite", "postgres"), default="sqlite",
                         help="postgres: the client's instructions (the server's are another process), at THREADLINE_TEST_POSTGRES")
     parser.add_argument("--child", nargs=5, help=argparse.SUPPRESS)
@@ -170,13 +187,16 @@ def main(argv: list[str] | None = None) -> str:
             found = dict(zip(jobs, pool.map(lambda j: measure(*j, args.src, calls_file, lib, tmp, args.backend), jobs)))
     saver = "PostgresSaver (client)" if args.backend == "postgres" else "SqliteSaver"
     lines = [
-        f"Instructions per call (callgrind), {f'the calls of {args.calls}' if args.calls else f'{args.threads} conversations of 4 turns'} "
+        f"Instructions per call (callgrind), {_source(args)} "
         "replayed after a warm-up one; "
         f"threadline from `{args.src}`.", "",
         f"| call | official {saver} | threadline {saver} | threadline ÷ official | calls counted |", "|---|---|---|---|---|",
     ]
     for kind in kinds:
         (ours, n), (theirs, _) = found[(kind, "threadline")], found[(kind, "official")]
+        if not n:  # the recording makes no such call (a graph run reads its thread once, before writing)
+            lines.append(f"| {kind} | — | — | — | 0 |")
+            continue
         lines.append(f"| {kind} | {theirs / n:,.0f} | {ours / n:,.0f} | {ours / theirs:.2f}× | {n} |")
     report = "\n".join(lines)
     print(report)

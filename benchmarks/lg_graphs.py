@@ -355,6 +355,16 @@ def _config(thread: str) -> dict:
     return {"configurable": {"thread_id": thread}, "recursion_limit": RECURSION}
 
 
+def record(name: str, threads: list[int]) -> dict[int, PC.Calls]:
+    """The saver calls of one ``invoke`` of graph ``name`` (full size) per thread, as ``per_call.record``
+    gives a chat's: the input of ``instructions.py --graph`` and ``breakdown.py --graph``."""
+    found = {g.name: g for g in graphs(False)}
+    if name not in found:
+        raise SystemExit(f"no graph {name!r}; one of {', '.join(found)}")
+    graph = found[name]
+    return PC.recorded_calls(threads, graph.build, lambda g, t: g.invoke(graph.input(), _config(f"graph-{t}")))
+
+
 def run_once(seat: Seat, graph: Graph, thread: str) -> tuple[Run, Any]:
     """One ``invoke`` on a new thread, timed; its output checked against what the saver reads back."""
     config, given = _config(thread), graph.input()

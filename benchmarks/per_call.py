@@ -115,9 +115,10 @@ def _portable(config: dict) -> dict:
     return out
 
 
-def record(threads: list[int], turns: int) -> dict[int, Calls]:
-    """Thread number → the saver calls of its ``turns``-turn conversation, as LangGraph made
-    them, each call's arguments pickled at call time (a later mutation cannot leak in)."""
+def recorded_calls(threads: list[int], build: Callable[[Any], Any], run: Callable[[Any, int], None]) -> dict[int, Calls]:
+    """Thread number → the saver calls LangGraph makes in ``run(graph, thread)``, ``graph`` being
+    ``build(saver)`` on an ``InMemorySaver`` (thread ids ending in ``-<number>``), each call's
+    arguments pickled at call time (a later mutation cannot leak in)."""
     from langgraph.checkpoint.memory import InMemorySaver
 
     saver, calls = InMemorySaver(), defaultdict(list)
@@ -126,7 +127,7 @@ def record(threads: list[int], turns: int) -> dict[int, Calls]:
         method = getattr(saver, name)
 
         def wrapped(config: dict, *rest: Any) -> Any:  # LangGraph passes them positionally
-            thread = int(config["configurable"]["thread_id"].split("-")[1])
+            thread = int(config["configurable"]["thread_id"].rsplit("-", 1)[1])
             calls[thread].append((name, pickle.dumps((_portable(config), *rest))))
             return method(config, *rest)
 
@@ -134,11 +135,20 @@ def record(threads: list[int], turns: int) -> dict[int, Calls]:
 
     for name in ("put", "put_writes", "get_tuple"):
         setattr(saver, name, recording(name))
-    graph = CF.agent(saver)
+    graph = build(saver)
     for t in threads:
+        run(graph, t)
+    return dict(calls)
+
+
+def record(threads: list[int], turns: int) -> dict[int, Calls]:
+    """Thread number → the saver calls of its ``turns``-turn chat conversation (``recorded_calls``)."""
+
+    def converse(graph: Any, t: int) -> None:
         for turn in range(turns):
             graph.invoke(CF.user_message(t, turn), CF.config(t))
-    return dict(calls)
+
+    return recorded_calls(threads, CF.agent, converse)
 
 
 # --- savers, databases, clocks ----------------------------------------------------------------------
