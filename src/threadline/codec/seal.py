@@ -47,7 +47,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from threadline.codec.jsontext import dumps_doc, dumps_json, dumps_meta, expand_doc
+from threadline.codec.jsontext import dumps_doc, dumps_json, dumps_meta, expand_doc, loads
 from threadline.codec.keyring import KEY_ID_BYTES, Keyring
 from threadline.codec.tags import EMPTY
 from threadline.errors import CorruptRowError, EncryptionError
@@ -284,7 +284,7 @@ def _canon(x: Any, put: Any) -> None:
 
 
 def _parsed(value: Any) -> Any:
-    return json.loads(expand_doc(value)) if isinstance(value, str) else value
+    return loads(expand_doc(value)) if isinstance(value, str) else value
 
 
 def _content(key: tuple, parent: str | None, doc: Any, meta: Any) -> bytes:

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from threadline import limits
-from threadline.codec.jsontext import dumps_json, expand_doc
+from threadline.codec.jsontext import dumps_json, expand_doc, loads
 from threadline.storage.jsonfilter import Term, filter_terms, is_operators, terms_predicate
 from threadline.errors import CorruptRowError, FilterError, FilterTooLargeError
 from threadline.storage.dialect.adoption import AdoptionStatements
@@ -208,7 +208,9 @@ class Dialect(
         """A JSON column's value as read back by the driver, decoded (a document stored compacted,
         ``compacts_docs``, expanded first); CorruptRowError naming ``where`` (its ``str``) when it is not JSON."""
         try:
-            return json.loads(expand_doc(value) if isinstance(value, str) else value) if isinstance(value, (str, bytes)) else value
+            if isinstance(value, str):
+                return loads(expand_doc(value))
+            return json.loads(value) if isinstance(value, bytes) else value
         except (ValueError, RecursionError) as exc:
             raise CorruptRowError(f"{where}: stored JSON is unreadable ({exc})") from exc
 

@@ -17,6 +17,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.types import TASKS
 
 from threadline import codec
+from threadline.codec.jsontext import expand_doc
 from threadline.codec.seal import Row
 from threadline.storage import heads as H
 from threadline.storage import rows as R
@@ -210,6 +211,8 @@ def load_tuples(
     docs = []
     for row in ck_rows:
         where = Row("checkpoint", (row[0], row[1], row[2]))  # its text, only for an error
+        if type(row[4]) is str and (text := expand_doc(row[4])) is not row[4]:
+            row = (*row[:4], text, *row[5:])  # a compacted document expanded once, for its parse and its checksum
         doc, meta = d.load_json(row[4], where), d.load_json(row[5], where)
         if not isinstance(doc, dict) or not isinstance(meta, dict):
             raise CorruptRowError(f"{where}: checkpoint or metadata is not a JSON object")
