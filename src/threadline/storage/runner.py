@@ -73,10 +73,11 @@ def _multi_row(sql: str, rows: int) -> str:
     return sql[: m.start(1)] + ",".join([m.group(1)] * rows) + sql[m.end(1) :]
 
 
-def needs_transaction(q: Q, stmts: list[Statement]) -> bool:
+def needs_transaction(q: Q, stmts: list[Statement] | None = None) -> bool:
     """Whether the first statement of an operation must open a transaction: not when
-    it is complete on its own (``Q.single``) and one statement."""
-    return not (q.single and len(stmts) == 1 and not stmts[0].many)
+    it is complete on its own (``Q.single``) and one statement (``stmts``: its statements;
+    None: ``q`` is one statement as written)."""
+    return not (q.single and (stmts is None or (len(stmts) == 1 and not stmts[0].many)))
 
 
 # dialect class → whether its ``sql`` leaves the ``?`` placeholders as written
@@ -95,18 +96,21 @@ class _Plan:
             qmark = _QMARK[type(d)] = d.sql("?") == "?"
         self.translate = None if qmark else d.sql
 
-    def of(self, q: Q) -> tuple[bool | None, list[Statement]]:
-        """(``needed`` for ``begin``, or None once it was called; the statements). A read
-        the dialect runs outside a transaction asks ``begin(False)`` and leaves the
-        transaction to the operation's first other statement (``begin`` again)."""
-        stmts = statements(q, self.d.max_params)
+    def start(self, q: Q, stmts: list[Statement] | None = None) -> bool | None:
+        """``needed`` for ``begin`` before ``q`` (``stmts``: its statements; None: ``q`` as written),
+        or None once it was called. A read the dialect runs outside a transaction asks
+        ``begin(False)`` and leaves the transaction to the operation's first other statement."""
         if self.begun:
-            needed = None
-        elif q.read and self.d.reads_outside_transaction:
-            needed = False
-        else:
-            needed = needs_transaction(q, stmts)
-            self.begun = True
+            return None
+        if q.read and self.d.reads_outside_transaction:
+            return False
+        self.begun = True
+        return needs_transaction(q, stmts)
+
+    def of(self, q: Q) -> tuple[bool | None, list[Statement]]:
+        """(``needed`` for ``begin``, as ``start``; the statements in the dialect's SQL)."""
+        stmts = statements(q, self.d.max_params)
+        needed = self.start(q, stmts)
         sql = self.translate
         return needed, stmts if sql is None else [Statement(sql(s.sql), s.params, s.many) for s in stmts]
 
@@ -118,8 +122,10 @@ def drive(
     plan = _Plan(d)
 
     def execute(q: Q) -> list:
-        if plan.begun and not q.many and plan.translate is None:
-            # most statements: one, in ``?`` style, inside the transaction already begun
+        if not q.many and plan.translate is None:
+            # most statements: one, in ``?`` style
+            if not plan.begun and (needed := plan.start(q)) is not None:
+                begin(needed)
             cur.execute(q.sql, q.params)
             if flush is not None:
                 flush()
