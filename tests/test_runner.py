@@ -218,3 +218,32 @@ async def test_drivers_spare_the_transaction_of_a_single_statement(backend: Back
     calls = Calls()
     assert await run(backend, none(), calls) == "no statement"
     assert calls.begin == [] and calls.flushes == 0
+
+
+def test_leading_reads_ask_no_transaction_and_the_first_write_opens_it() -> None:
+    """``Dialect.reads_outside_transaction``: each read before the operation's first other statement
+    asks ``begin(False)``, that statement ``begin(True)``, none after it — on the direct path of a
+    single statement in ``?`` style as on the path that builds statements (a dialect rewriting its SQL)."""
+
+    class Rewritten(type(SQLITE)):  # type: ignore[misc]
+        def sql(self, text: str) -> str:
+            return text + " "
+
+    def op():
+        yield Q("SELECT 1", read=True)
+        yield Q("SELECT 2", read=True)
+        yield Q("CREATE TABLE t (a INTEGER)")
+        yield Q("INSERT INTO t (a) VALUES (?)", [(1,), (2,)], many=True)
+        return (yield Q("SELECT COUNT(*) FROM t", read=True))[0][0]
+
+    for cls in (type(SQLITE), Rewritten):
+        d = copy.copy(SQLITE)
+        d.__class__ = cls
+        d.reads_outside_transaction = True
+        began: list[bool] = []
+        conn = sqlite3.connect(":memory:", isolation_level=None)
+        try:
+            assert drive(op(), conn.cursor(), d, began.append) == 2
+        finally:
+            conn.close()
+        assert began == [False, False, True], cls
